@@ -1,0 +1,102 @@
+//! `splashc`: the command-line front end.
+//!
+//! Exit status: 0 success, 1 the policy (or manifest) has errors, 2 usage or
+//! I/O problems. Each subcommand lives in its own module.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+mod check;
+mod compile;
+mod emit;
+mod run;
+
+#[derive(Debug, Parser)]
+#[command(name = "splashc", version, about = "Policy compiler and launcher for Bubblewrap sandboxes")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Report every problem in a policy file at once.
+    Check(CheckArgs),
+    /// Print the launch objects of a policy.
+    Emit(EmitArgs),
+    /// Write a compiled-policy artifact.
+    Compile(CompileArgs),
+    /// Launch a worker under a policy and open an authenticated session.
+    Run(RunArgs),
+}
+
+/// Output format for diagnostics and plans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Policy files to check.
+    #[arg(required = true)]
+    pub policies: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct EmitArgs {
+    pub policy: PathBuf,
+    /// Capability manifest JSON; without it every registered root is active.
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+    /// Print the Bubblewrap argument list.
+    #[arg(long, conflicts_with = "bpf")]
+    pub argv: bool,
+    /// Separate arguments with NUL instead of shell quoting.
+    #[arg(long, requires = "argv")]
+    pub null: bool,
+    /// Print the raw seccomp program for `--arch`.
+    #[arg(long)]
+    pub bpf: bool,
+    /// With `--bpf`: print a disassembly listing instead of raw bytes.
+    #[arg(long, requires = "bpf")]
+    pub listing: bool,
+    /// Target architecture for the seccomp program (default: this host).
+    #[arg(long)]
+    pub arch: Option<String>,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct CompileArgs {
+    pub policy: PathBuf,
+    /// Where to write the compiled-policy artifact.
+    #[arg(short = 'o', long)]
+    pub output: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    pub policy: PathBuf,
+    /// Capability manifest JSON; without it a manifest activating every
+    /// registered root is generated for a fresh session.
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Command::Check(a) => check::run(&a),
+        Command::Emit(a) => emit::run(&a),
+        Command::Compile(a) => compile::run(&a),
+        Command::Run(a) => run::run(&a),
+    };
+    ExitCode::from(code)
+}

@@ -1,0 +1,15 @@
+//! The `.splashpol` policy language.
+//!
+//! Phases (data flows one way, each with its own error type):
+//!
+//! 1. `parse` — pest grammar (`grammar/splashpol.pest`) to an AST with spans;
+//! 2. `check` — names, units, paths, conflicts: AST to a typed [`model::Policy`],
+//!    reporting every diagnostic at once;
+//! 3. `activate` — bind a [`model::Policy`] to a capability manifest;
+//! 4. `lower` — pure, deterministic lowering to a [`plan::LaunchPlan`];
+//! 5. `emit` — render the launch plan (argv, JSON, cBPF).
+//!
+//! Nothing in this crate touches the host filesystem or starts a process.
+
+pub mod model;
+pub mod plan;

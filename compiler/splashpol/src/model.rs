@@ -1,0 +1,354 @@
+//! The checked policy: the typed output of `check` and the input of `activate`
+//! and `lower`.
+//!
+//! Every value here was validated on construction (by the checker, or by
+//! [`Policy::validate`] when loaded from a compiled artifact). Nothing in this
+//! module touches the host.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+pub use splash_protocol::Token as SelectorId;
+
+/// An absolute, normalized path: starts with `/`, no empty, `.` or `..`
+/// components, no trailing `/`, no NUL, and not `/` itself.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct AbsPath(String);
+
+/// Why a string is not an [`AbsPath`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    #[error("path is empty")]
+    Empty,
+    #[error("path `{0}` is not absolute")]
+    Relative(String),
+    #[error("path `{0}` is `/`; the whole filesystem cannot be used here")]
+    Root(String),
+    #[error("path `{0}` is not normalized (empty, `.` or `..` component, or trailing `/`)")]
+    NotNormalized(String),
+    #[error("path contains a NUL byte")]
+    Nul,
+}
+
+impl AbsPath {
+    pub fn new(s: impl Into<String>) -> Result<Self, PathError> {
+        let s = s.into();
+        if s.is_empty() {
+            return Err(PathError::Empty);
+        }
+        if s.contains('\0') {
+            return Err(PathError::Nul);
+        }
+        if !s.starts_with('/') {
+            return Err(PathError::Relative(s));
+        }
+        if s == "/" {
+            return Err(PathError::Root(s));
+        }
+        if s[1..].split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+            return Err(PathError::NotNormalized(s));
+        }
+        Ok(Self(s))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Path components after the leading `/`.
+    pub fn components(&self) -> impl Iterator<Item = &str> {
+        self.0[1..].split('/')
+    }
+
+    /// True when `self` equals `other` or lies below it.
+    pub fn is_within(&self, other: &AbsPath) -> bool {
+        self.0 == other.0
+            || (self.0.starts_with(&other.0) && self.0.as_bytes().get(other.0.len()) == Some(&b'/'))
+    }
+
+    /// True when either path is within the other.
+    pub fn overlaps(&self, other: &AbsPath) -> bool {
+        self.is_within(other) || other.is_within(self)
+    }
+}
+
+impl TryFrom<String> for AbsPath {
+    type Error = PathError;
+    fn try_from(s: String) -> Result<Self, PathError> {
+        Self::new(s)
+    }
+}
+
+impl From<AbsPath> for String {
+    fn from(p: AbsPath) -> String {
+        p.0
+    }
+}
+
+impl fmt::Debug for AbsPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for AbsPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A host path (outside the sandbox).
+pub type HostPath = AbsPath;
+/// A worker-visible path (inside the sandbox).
+pub type SandboxPath = AbsPath;
+
+/// Largest tmpfs size Bubblewrap accepts for `--size` (2^63 - 1).
+pub const MAX_TMPFS_BYTES: u64 = i64::MAX as u64;
+/// Default bound on active file roots.
+pub const DEFAULT_MAX_ACTIVE_FILE_ROOTS: u16 = 64;
+/// Hard ceiling on the active file-root bound.
+pub const MAX_ACTIVE_FILE_ROOTS_CEILING: u16 = 256;
+/// Maximum explicit Landlock allowlist entries.
+pub const MAX_LANDLOCK_TARGETS: usize = 32;
+/// Maximum strict seccomp allowlist entries.
+pub const MAX_STRICT_SYSCALLS: usize = 512;
+/// Default cgroup join timeout in milliseconds.
+pub const DEFAULT_CGROUP_JOIN_TIMEOUT_MS: u64 = 5_000;
+
+/// A checked policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// The policy's name (free text, for reports).
+    pub name: String,
+    /// Host path of the Bubblewrap executable.
+    pub bubblewrap: HostPath,
+    /// Worker-visible path of the fixed worker program.
+    pub worker: SandboxPath,
+    /// Fixed worker arguments.
+    pub worker_args: Vec<String>,
+    /// Read-only runtime mounts, in policy order.
+    pub runtime_mounts: Vec<RuntimeMount>,
+    /// Registered file roots (host-backed and ephemeral), in policy order.
+    pub file_roots: Vec<FileRoot>,
+    /// The private `/tmp` setting.
+    pub tmp: PrivateTmp,
+    /// `require_bounded_file_root_writes`.
+    pub bounded_writes: bool,
+    /// `require_no_further_user_namespaces`.
+    pub no_further_user_namespaces: bool,
+    /// `MountSourceBinding::DescriptorPinned`.
+    pub pin_mounts: bool,
+    /// `ExecutableSourceBinding::DescriptorPinned`.
+    pub pin_executables: bool,
+    /// `allow_unbounded_host_file_root_writes` (weaker escape hatch).
+    pub allow_unbounded_host_writes: bool,
+    /// `set_maximum_aggregate_linux_project_quota`.
+    pub aggregate_quota: Option<AggregateQuota>,
+    /// `set_maximum_aggregate_ephemeral_tmpfs_bytes`.
+    pub aggregate_ephemeral_max_bytes: Option<u64>,
+    /// `set_maximum_active_file_roots` (default 64, at most 256).
+    pub max_active_file_roots: u16,
+    /// The seccomp profile.
+    pub seccomp: SeccompPolicy,
+    /// The rlimit runner, if configured.
+    pub limit_runner: Option<LimitRunner>,
+    /// `require_resource_limit_runner`.
+    pub require_limit_runner: bool,
+    /// The Landlock executable runner, if configured.
+    pub landlock_runner: Option<LandlockRunner>,
+    /// One-hop mode: one fixed runner applies rlimits, Landlock and the strict
+    /// filter in a single exec instead of the separate runners.
+    pub combined_runner: Option<SandboxPath>,
+    /// The cgroup-v2 policy, if configured.
+    pub cgroup: Option<CgroupPolicy>,
+    /// `require_cgroup_v2`.
+    pub require_cgroup_v2: bool,
+    /// The host wall-clock watchdog, if configured.
+    pub watchdog: Option<Watchdog>,
+    /// The brokered network-origin mount, if configured.
+    pub network_broker: Option<NetworkBroker>,
+}
+
+/// A read-only runtime mount (file or directory).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeMount {
+    pub source: HostPath,
+    pub destination: SandboxPath,
+}
+
+/// A registered file root, selected by opaque id from the manifest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileRoot {
+    pub id: SelectorId,
+    pub destination: SandboxPath,
+    pub kind: FileRootKind,
+}
+
+/// Host-backed or ephemeral.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum FileRootKind {
+    Host {
+        source: HostPath,
+        access: Access,
+        quota: Option<ProjectQuota>,
+    },
+    Ephemeral {
+        /// tmpfs `--size` in bytes, 1..=2^63-1.
+        size_bytes: u64,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    ReadOnly,
+    ReadWrite,
+}
+
+/// A Linux project quota attached to a read-write host root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectQuota {
+    /// Host-provisioned nonzero project id.
+    pub project_id: u32,
+    /// Maximum accepted hard block limit in bytes.
+    pub max_bytes: u64,
+    /// Maximum accepted hard inode limit.
+    pub max_inodes: u64,
+}
+
+/// Aggregate ceiling over distinct (filesystem, project) quota pairs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AggregateQuota {
+    pub max_bytes: u64,
+    pub max_inodes: u64,
+}
+
+/// The private `/tmp`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrivateTmp {
+    Off,
+    Unbounded,
+    Bounded { size_bytes: u64 },
+}
+
+/// The seccomp profile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SeccompPolicy {
+    Off,
+    DenyKnownEscapeSurface,
+    /// Syscalls by name, deduplicated and sorted; resolved per architecture by
+    /// `splash-seccomp`.
+    StrictAllowlist { syscalls: BTreeSet<String> },
+}
+
+/// The five rlimits. `None` means not selected; selected values are finite
+/// and nonzero.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceLimits {
+    pub cpu_seconds: Option<u64>,
+    pub address_space_bytes: Option<u64>,
+    pub process_count: Option<u64>,
+    pub open_files: Option<u64>,
+    pub file_size_bytes: Option<u64>,
+}
+
+impl ResourceLimits {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// `ResourceLimitRunner`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitRunner {
+    /// Worker-visible path (inside a read-only runtime mount).
+    pub path: SandboxPath,
+    pub limits: ResourceLimits,
+}
+
+/// `LandlockExecutableRunner`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LandlockRunner {
+    /// Worker-visible path (inside a read-only runtime mount).
+    pub path: SandboxPath,
+    /// Explicit extra allowed executables (e.g. the resolved ELF loader), in
+    /// policy order, at most 32, no duplicates.
+    pub allow_exec: Vec<SandboxPath>,
+}
+
+/// `CgroupV2Policy`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CgroupPolicy {
+    /// Host-owned delegated cgroup-v2 parent directory.
+    pub parent: HostPath,
+    /// Host path of the cgroup runner (never mounted).
+    pub runner: HostPath,
+    pub limits: CgroupLimits,
+    pub join_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CgroupLimits {
+    /// `cpu.max` quota in microseconds per fixed 100 ms period.
+    pub cpu_quota_micros: Option<u64>,
+    pub memory_max_bytes: Option<u64>,
+    pub memory_swap_max_bytes: Option<u64>,
+    pub pids_max: Option<u64>,
+    /// Per-device `io.max`, ordered by device, one entry per device.
+    pub io_max: Vec<IoMax>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IoMax {
+    pub major: u32,
+    pub minor: u32,
+    pub rbps: Option<u64>,
+    pub wbps: Option<u64>,
+    pub riops: Option<u64>,
+    pub wiops: Option<u64>,
+}
+
+/// Host wall-clock watchdog deadlines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Watchdog {
+    pub session_deadline_ms: u64,
+    pub call_deadline_ms: Option<u64>,
+}
+
+/// Which catalog kind a network broker serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BrokerCatalog {
+    Endpoint,
+    Origin,
+}
+
+/// `LinuxNetworkBrokerMount`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkBroker {
+    /// Existing host-owned parent of the private broker directory.
+    pub parent: HostPath,
+    /// Worker-visible read-only mount of the broker directory.
+    pub destination: SandboxPath,
+    pub catalog: BrokerCatalog,
+    /// The exact network-origin ids this broker serves.
+    pub ids: BTreeSet<SelectorId>,
+}

@@ -1,0 +1,104 @@
+//! Tokens: session ids, tool names, selector ids and request ids.
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// Maximum token length in bytes.
+pub const MAX_TOKEN_LEN: usize = 128;
+
+/// A validated token: 1 to 128 bytes, each in `[a-z0-9._-]`.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Token(String);
+
+/// Why a string is not a token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    #[error("token is empty")]
+    Empty,
+    #[error("token is {0} bytes long; the maximum is 128")]
+    TooLong(usize),
+    #[error("token has byte {byte:#04x} at offset {offset}; only `a-z`, `0-9`, `.`, `_` and `-` are allowed")]
+    InvalidByte { offset: usize, byte: u8 },
+}
+
+impl Token {
+    /// Validates `s` against the token rule.
+    pub fn new(s: impl Into<String>) -> Result<Self, TokenError> {
+        let s = s.into();
+        Self::validate(&s)?;
+        Ok(Self(s))
+    }
+
+    /// Checks the token rule without allocating.
+    pub fn validate(s: &str) -> Result<(), TokenError> {
+        if s.is_empty() {
+            return Err(TokenError::Empty);
+        }
+        if s.len() > MAX_TOKEN_LEN {
+            return Err(TokenError::TooLong(s.len()));
+        }
+        for (offset, &byte) in s.as_bytes().iter().enumerate() {
+            if !matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' | b'-') {
+                return Err(TokenError::InvalidByte { offset, byte });
+            }
+        }
+        Ok(())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl AsRef<str> for Token {
+    fn as_ref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Serialize for Token {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Token {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Token::new(s).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_the_token_alphabet() {
+        assert!(Token::new("a.b_c-9").is_ok());
+        assert!(Token::new("x".repeat(128)).is_ok());
+    }
+
+    #[test]
+    fn rejects_empty_long_and_foreign_bytes() {
+        assert_eq!(Token::new(""), Err(TokenError::Empty));
+        assert_eq!(Token::new("x".repeat(129)), Err(TokenError::TooLong(129)));
+        assert_eq!(
+            Token::new("aB"),
+            Err(TokenError::InvalidByte { offset: 1, byte: b'B' })
+        );
+    }
+}

@@ -1,0 +1,1 @@
+//! Host side of a launch: bind, pin, spawn, supervise.
