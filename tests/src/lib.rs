@@ -1,1 +1,41 @@
 //! Helpers shared by the integration tests.
+//!
+//! Host-dependent tests call [`require_host`]: when the host lacks what the
+//! test needs, the test is skipped *loudly* (a `SKIP:` line on stderr), and
+//! when `SPLASH_REQUIRE_HOST=1` is set (CI sets it) the skip becomes a
+//! failure, so a CI run can never pass by skipping.
+
+use std::path::{Path, PathBuf};
+
+/// Environment variable that turns a host skip into a failure.
+pub const REQUIRE_HOST_VAR: &str = "SPLASH_REQUIRE_HOST";
+
+/// Returns `true` when `available`; otherwise skips loudly (returns `false`)
+/// or panics when host tests are required.
+pub fn require_host(available: bool, what: &str) -> bool {
+    if available {
+        return true;
+    }
+    if std::env::var(REQUIRE_HOST_VAR).as_deref() == Ok("1") {
+        panic!("{REQUIRE_HOST_VAR}=1 but this host lacks {what}");
+    }
+    eprintln!("SKIP: this host lacks {what} (set {REQUIRE_HOST_VAR}=1 to make this a failure)");
+    false
+}
+
+/// The system Bubblewrap, if installed.
+pub fn bwrap_path() -> Option<PathBuf> {
+    ["/usr/bin/bwrap", "/usr/local/bin/bwrap"]
+        .iter()
+        .map(Path::new)
+        .find(|p| p.is_file())
+        .map(Path::to_path_buf)
+}
+
+/// The workspace root directory.
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
