@@ -1,8 +1,14 @@
 //! Seccomp rule sets and their cBPF compiler.
 //!
-//! Interface skeleton; see the crate README for the design.
+//! The crate knows the syscall tables of the three supported architectures
+//! (`x86_64`, `aarch64`, `riscv64`), builds a per-architecture rule set from a
+//! [`Profile`], and compiles it into a deterministic classic-BPF program that
+//! the kernel's seccomp filter accepts. See `docs/seccomp.md` for the layout of
+//! the generated program and the reviewed deny table.
 
 use serde::{Deserialize, Serialize};
+
+mod tables;
 
 /// A target architecture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -36,7 +42,40 @@ impl Arch {
             Arch::Riscv64 => "riscv64",
         }
     }
+
+    /// Parse an architecture name (`x86_64`, `aarch64`, `riscv64`; `amd64`
+    /// and `arm64` are accepted as aliases).
+    pub fn from_name(name: &str) -> Option<Arch> {
+        match name {
+            "x86_64" | "amd64" => Some(Arch::X86_64),
+            "aarch64" | "arm64" => Some(Arch::Aarch64),
+            "riscv64" => Some(Arch::Riscv64),
+            _ => None,
+        }
+    }
+
+    /// The `AUDIT_ARCH_*` value the kernel puts in `seccomp_data.arch`.
+    pub fn audit_arch(self) -> u32 {
+        match self {
+            Arch::X86_64 => 0xc000_003e,
+            Arch::Aarch64 => 0xc000_00b7,
+            Arch::Riscv64 => 0xc000_00f3,
+        }
+    }
+
+    /// Every `(name, number)` pair of this architecture, sorted by name.
+    pub fn syscalls(self) -> &'static [(&'static str, u32)] {
+        tables::table(self)
+    }
+
+    /// The highest syscall number this crate knows for the architecture.
+    pub fn max_syscall_number(self) -> u32 {
+        self.syscalls().iter().map(|&(_, nr)| nr).max().unwrap_or(0)
+    }
 }
+
+/// The x32 ABI marker bit in `seccomp_data.nr` on x86_64 (`__X32_SYSCALL_BIT`).
+pub const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 
 /// Why a syscall may not appear in a strict allowlist.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,8 +89,19 @@ pub enum StrictRejection {
 
 /// Syscall number of `name` on `arch`, if the architecture has it.
 pub fn syscall_number(arch: Arch, name: &str) -> Option<u32> {
-    let _ = (arch, name);
-    None
+    let table = tables::table(arch);
+    table
+        .binary_search_by(|&(n, _)| n.cmp(name))
+        .ok()
+        .map(|i| table[i].1)
+}
+
+/// The name of syscall number `nr` on `arch`, if the architecture has it.
+pub fn syscall_name(arch: Arch, nr: u32) -> Option<&'static str> {
+    tables::table(arch)
+        .iter()
+        .find(|&&(_, n)| n == nr)
+        .map(|&(name, _)| name)
 }
 
 /// True when `name` is a syscall on at least one supported architecture.
@@ -60,15 +110,153 @@ pub fn is_known_syscall(name: &str) -> bool {
 }
 
 /// The closest known syscall name, for "did you mean" help.
+///
+/// Uses the Levenshtein distance; a suggestion is offered only when the
+/// distance is at most a third of the longer name (and at most 3), so short
+/// unrelated words get no suggestion. Ties resolve to the alphabetically first
+/// name, so the answer is deterministic.
 pub fn suggest_syscall(name: &str) -> Option<&'static str> {
-    let _ = name;
-    None
+    if name.is_empty() || is_known_syscall(name) {
+        return None;
+    }
+    let mut best: Option<(usize, &'static str)> = None;
+    for arch in Arch::ALL {
+        for &(candidate, _) in tables::table(arch) {
+            let d = edit_distance(name, candidate);
+            let limit = (name.len().max(candidate.len()) / 3).clamp(1, 3);
+            if d > limit {
+                continue;
+            }
+            let better = match best {
+                None => true,
+                Some((bd, bn)) => d < bd || (d == bd && candidate < bn),
+            };
+            if better {
+                best = Some((d, candidate));
+            }
+        }
+    }
+    best.map(|(_, n)| n)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    // Optimal string alignment distance: insertions, deletions,
+    // substitutions and transpositions of adjacent characters cost 1.
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let w = b.len() + 1;
+    let mut d = vec![0usize; (a.len() + 1) * w];
+    for i in 0..=a.len() {
+        d[i * w] = i;
+    }
+    for (j, cell) in d.iter_mut().enumerate().take(w) {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut v = (d[(i - 1) * w + j] + 1)
+                .min(d[i * w + j - 1] + 1)
+                .min(d[(i - 1) * w + j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                v = v.min(d[(i - 2) * w + j - 2] + 1);
+            }
+            d[i * w + j] = v;
+        }
+    }
+    d[a.len() * w + b.len()]
 }
 
 /// Why `name` may not be listed in a strict allowlist, if it may not.
+///
+/// `clone` and `ioctl` are accepted: their argument guards still apply in
+/// front of the allowlist.
 pub fn strict_rejection(name: &str) -> Option<StrictRejection> {
-    match name {
-        "clone3" => Some(StrictRejection::Clone3),
-        _ => None,
+    if name == "clone3" {
+        return Some(StrictRejection::Clone3);
+    }
+    if guards::DENIED.iter().any(|d| d.name == name) {
+        return Some(StrictRejection::FixedGuard);
+    }
+    None
+}
+
+pub mod guards;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn well_known_numbers() {
+        let x = |n| syscall_number(Arch::X86_64, n);
+        assert_eq!(x("read"), Some(0));
+        assert_eq!(x("write"), Some(1));
+        assert_eq!(x("execve"), Some(59));
+        assert_eq!(x("clone"), Some(56));
+        assert_eq!(x("clone3"), Some(435));
+        assert_eq!(x("io_uring_setup"), Some(425));
+        assert_eq!(x("exit_group"), Some(231));
+        assert_eq!(x("getppid"), Some(110));
+        assert_eq!(x("mseal"), Some(462));
+        assert_eq!(x("uretprobe"), Some(335));
+        for arch in [Arch::Aarch64, Arch::Riscv64] {
+            let g = |n| syscall_number(arch, n);
+            assert_eq!(g("execve"), Some(221));
+            assert_eq!(g("clone"), Some(220));
+            assert_eq!(g("clone3"), Some(435));
+            assert_eq!(g("exit_group"), Some(94));
+            assert_eq!(g("openat"), Some(56));
+            assert_eq!(g("getppid"), Some(173));
+            assert_eq!(g("listmount"), Some(458));
+            assert_eq!(g("statmount"), Some(457));
+            assert_eq!(g("lsm_list_modules"), Some(461));
+            assert_eq!(g("mseal"), Some(462));
+            assert_eq!(g("setxattrat"), Some(463));
+            assert_eq!(g("getxattrat"), Some(464));
+            assert_eq!(g("open_tree_attr"), Some(467));
+            assert_eq!(g("file_setattr"), Some(469));
+            assert_eq!(g("open"), None);
+            assert_eq!(g("fork"), None);
+        }
+        assert_eq!(
+            syscall_number(Arch::Riscv64, "riscv_flush_icache"),
+            Some(259)
+        );
+        assert_eq!(syscall_number(Arch::Riscv64, "riscv_hwprobe"), Some(258));
+        assert_eq!(syscall_number(Arch::Aarch64, "riscv_flush_icache"), None);
+        assert_eq!(syscall_number(Arch::Aarch64, "renameat"), Some(38));
+        assert_eq!(syscall_number(Arch::Riscv64, "renameat"), None);
+        assert_eq!(syscall_name(Arch::X86_64, 59), Some("execve"));
+    }
+
+    #[test]
+    fn known_and_suggestions() {
+        assert!(is_known_syscall("open"));
+        assert!(is_known_syscall("riscv_flush_icache"));
+        assert!(!is_known_syscall("opne"));
+        assert_eq!(suggest_syscall("opne"), Some("open"));
+        assert_eq!(suggest_syscall("exceve"), Some("execve"));
+        assert_eq!(suggest_syscall("getppdi"), Some("getppid"));
+        assert_eq!(suggest_syscall("read"), None);
+        assert_eq!(suggest_syscall("zzzzzzzzzzzz"), None);
+        assert_eq!(suggest_syscall(""), None);
+    }
+
+    #[test]
+    fn strict_rejections() {
+        assert_eq!(strict_rejection("clone3"), Some(StrictRejection::Clone3));
+        assert_eq!(strict_rejection("mount"), Some(StrictRejection::FixedGuard));
+        assert_eq!(
+            strict_rejection("ptrace"),
+            Some(StrictRejection::FixedGuard)
+        );
+        assert_eq!(
+            strict_rejection("personality"),
+            Some(StrictRejection::FixedGuard)
+        );
+        assert_eq!(strict_rejection("clone"), None);
+        assert_eq!(strict_rejection("ioctl"), None);
+        assert_eq!(strict_rejection("read"), None);
     }
 }
