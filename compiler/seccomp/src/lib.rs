@@ -10,6 +10,21 @@ use serde::{Deserialize, Serialize};
 
 mod tables;
 
+pub mod bpf;
+mod codegen;
+mod error;
+pub mod interp;
+mod program;
+mod rules;
+
+pub use bpf::{SeccompData, SockFilter};
+pub use codegen::{NrRange, compile, compile_rules, ranges};
+pub use error::CompileError;
+pub use program::{Program, ProgramStats};
+pub use rules::{
+    Action, ArgCond, Fallback, Guard, MAX_STRICT_SYSCALLS, NrDecision, Profile, RuleSet,
+};
+
 /// A target architecture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -1,0 +1,199 @@
+//! A userspace cBPF interpreter with the kernel's seccomp semantics, used to
+//! validate generated programs against [`crate::RuleSet::decide`] and to
+//! count executed instructions in benchmarks.
+
+use thiserror::Error;
+
+use crate::bpf::{
+    BPF_A, BPF_ABS, BPF_ADD, BPF_ALU, BPF_AND, BPF_DIV, BPF_IMM, BPF_JA, BPF_JEQ, BPF_JGE, BPF_JGT,
+    BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_LDX, BPF_LEN, BPF_LSH, BPF_MAXINSNS, BPF_MEM,
+    BPF_MEMWORDS, BPF_MISC, BPF_MOD, BPF_MUL, BPF_NEG, BPF_OR, BPF_RET, BPF_RSH, BPF_ST, BPF_STX,
+    BPF_SUB, BPF_TAX, BPF_TXA, BPF_W, BPF_X, BPF_XOR, OFF_ARCH, OFF_NR, SECCOMP_DATA_LEN,
+    SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS, SeccompData, SockFilter,
+};
+use crate::program::Program;
+
+/// Why a program cannot run (the kernel would refuse to load it).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum InterpError {
+    #[error("program length {0} is outside 1..=4096")]
+    BadLength(usize),
+    #[error("instruction {pc}: unsupported opcode {code:#06x}")]
+    BadOpcode { pc: usize, code: u16 },
+    #[error("instruction {pc}: load from offset {k} outside seccomp_data")]
+    BadLoad { pc: usize, k: u32 },
+    #[error("instruction {pc}: jump past the end of the program")]
+    JumpOutOfRange { pc: usize },
+    #[error("instruction {pc}: scratch slot {k} out of range")]
+    BadScratch { pc: usize, k: u32 },
+    #[error("instruction {pc}: division by zero")]
+    DivideByZero { pc: usize },
+    #[error("the program runs off its end")]
+    NoReturn,
+}
+
+/// The result of running a program on one `seccomp_data`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Execution {
+    /// The `SECCOMP_RET_*` value returned.
+    pub ret: u32,
+    /// Instructions executed, including the `ret`.
+    pub executed: usize,
+    /// Whether anything other than `nr` and `arch` was loaded.
+    pub loaded_other_fields: bool,
+}
+
+/// Run `insns` on `data`.
+pub fn execute(insns: &[SockFilter], data: &SeccompData) -> Result<Execution, InterpError> {
+    if insns.is_empty() || insns.len() > BPF_MAXINSNS {
+        return Err(InterpError::BadLength(insns.len()));
+    }
+    let mut a: u32 = 0;
+    let mut x: u32 = 0;
+    let mut mem = [0u32; BPF_MEMWORDS];
+    let mut pc = 0usize;
+    let mut executed = 0usize;
+    let mut loaded_other_fields = false;
+    loop {
+        let Some(&ins) = insns.get(pc) else {
+            return Err(InterpError::NoReturn);
+        };
+        executed += 1;
+        let class = ins.code & 0x07;
+        let mut next = pc + 1;
+        match class {
+            BPF_LD | BPF_LDX => {
+                let v = match ins.code & 0xe0 {
+                    BPF_ABS if ins.code & 0x18 == BPF_W && class == BPF_LD => {
+                        if ins.k != OFF_NR && ins.k != OFF_ARCH {
+                            loaded_other_fields = true;
+                        }
+                        data.word(ins.k)
+                            .ok_or(InterpError::BadLoad { pc, k: ins.k })?
+                    }
+                    BPF_IMM => ins.k,
+                    BPF_LEN => SECCOMP_DATA_LEN,
+                    BPF_MEM => *mem
+                        .get(ins.k as usize)
+                        .ok_or(InterpError::BadScratch { pc, k: ins.k })?,
+                    _ => return Err(InterpError::BadOpcode { pc, code: ins.code }),
+                };
+                if class == BPF_LD {
+                    a = v;
+                } else {
+                    x = v;
+                }
+            }
+            BPF_ST | BPF_STX => {
+                let slot = mem
+                    .get_mut(ins.k as usize)
+                    .ok_or(InterpError::BadScratch { pc, k: ins.k })?;
+                *slot = if class == BPF_ST { a } else { x };
+            }
+            BPF_ALU => {
+                let src = if ins.code & BPF_X != 0 { x } else { ins.k };
+                a = match ins.code & 0xf0 {
+                    BPF_ADD => a.wrapping_add(src),
+                    BPF_SUB => a.wrapping_sub(src),
+                    BPF_MUL => a.wrapping_mul(src),
+                    BPF_DIV => a.checked_div(src).ok_or(InterpError::DivideByZero { pc })?,
+                    BPF_MOD => a.checked_rem(src).ok_or(InterpError::DivideByZero { pc })?,
+                    BPF_OR => a | src,
+                    BPF_AND => a & src,
+                    BPF_XOR => a ^ src,
+                    BPF_LSH => a.checked_shl(src).unwrap_or(0),
+                    BPF_RSH => a.checked_shr(src).unwrap_or(0),
+                    BPF_NEG => a.wrapping_neg(),
+                    _ => return Err(InterpError::BadOpcode { pc, code: ins.code }),
+                };
+            }
+            BPF_JMP => {
+                let op = ins.code & 0xf0;
+                if op == BPF_JA {
+                    next = pc + 1 + ins.k as usize;
+                } else {
+                    let src = if ins.code & BPF_X != 0 { x } else { ins.k };
+                    let taken = match op {
+                        BPF_JEQ => a == src,
+                        BPF_JGT => a > src,
+                        BPF_JGE => a >= src,
+                        BPF_JSET => a & src != 0,
+                        _ => return Err(InterpError::BadOpcode { pc, code: ins.code }),
+                    };
+                    next = pc + 1 + usize::from(if taken { ins.jt } else { ins.jf });
+                }
+                if next >= insns.len() {
+                    return Err(InterpError::JumpOutOfRange { pc });
+                }
+            }
+            BPF_RET => {
+                let ret = match ins.code & 0x18 {
+                    BPF_K => ins.k,
+                    BPF_A => a,
+                    _ => return Err(InterpError::BadOpcode { pc, code: ins.code }),
+                };
+                return Ok(Execution {
+                    ret,
+                    executed,
+                    loaded_other_fields,
+                });
+            }
+            BPF_MISC => match ins.code & 0xf8 {
+                BPF_TAX => x = a,
+                BPF_TXA => a = x,
+                _ => return Err(InterpError::BadOpcode { pc, code: ins.code }),
+            },
+            _ => return Err(InterpError::BadOpcode { pc, code: ins.code }),
+        }
+        pc = next;
+    }
+}
+
+/// The value the kernel would act on: a program that cannot run is treated
+/// as killing the process (the kernel would have refused to install it).
+pub fn run(program: &Program, data: &SeccompData) -> u32 {
+    execute(&program.insns, data).map_or(SECCOMP_RET_KILL_PROCESS, |e| e.ret)
+}
+
+/// The kernel's seccomp action-cache rule: emulate the program knowing only
+/// `arch` and `nr`; if every instruction on the path is one the emulator
+/// understands (loads of `nr` or `arch`, `ja`, `jeq`/`jge`/`jgt`/`jset` with a
+/// constant, `and` with a constant, `ret` with a constant) and the path
+/// returns `ALLOW`, the kernel serves that syscall from its bitmap without
+/// running the filter.
+pub fn is_constant_allow(insns: &[SockFilter], arch: u32, nr: u32) -> bool {
+    let mut a: u32 = 0;
+    let mut pc = 0usize;
+    while let Some(&ins) = insns.get(pc) {
+        let code = ins.code;
+        pc += 1;
+        if code == BPF_LD | BPF_W | BPF_ABS {
+            a = match ins.k {
+                OFF_NR => nr,
+                OFF_ARCH => arch,
+                _ => return false,
+            };
+        } else if code == BPF_JMP | BPF_JA {
+            pc += ins.k as usize;
+        } else if code == BPF_JMP | BPF_JEQ | BPF_K
+            || code == BPF_JMP | BPF_JGE | BPF_K
+            || code == BPF_JMP | BPF_JGT | BPF_K
+            || code == BPF_JMP | BPF_JSET | BPF_K
+        {
+            let taken = match code & 0xf0 {
+                BPF_JEQ => a == ins.k,
+                BPF_JGE => a >= ins.k,
+                BPF_JGT => a > ins.k,
+                _ => a & ins.k != 0,
+            };
+            pc += usize::from(if taken { ins.jt } else { ins.jf });
+        } else if code == BPF_ALU | BPF_AND | BPF_K {
+            a &= ins.k;
+        } else if code == BPF_RET | BPF_K {
+            return ins.k == SECCOMP_RET_ALLOW;
+        } else {
+            return false;
+        }
+    }
+    false
+}
