@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// One `struct sock_filter` instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[repr(C)]
 pub struct SockFilter {
     pub code: u16,
     pub jt: u8,

@@ -197,3 +197,111 @@ pub fn is_constant_allow(insns: &[SockFilter], arch: u32, nr: u32) -> bool {
     }
     false
 }
+
+/// The static checks the kernel applies when a seccomp filter is attached
+/// (classic-BPF validation plus seccomp's opcode and offset restrictions):
+/// length 1..=4096, only seccomp-permitted opcodes, aligned in-range loads,
+/// in-range scratch slots, no constant division by zero or oversized shift,
+/// every jump inside the program, and a `ret` as the last instruction.
+/// (The kernel's check that scratch memory is written before it is read is
+/// not repeated here.)
+pub fn verify(insns: &[SockFilter]) -> Result<(), InterpError> {
+    let n = insns.len();
+    if n == 0 || n > BPF_MAXINSNS {
+        return Err(InterpError::BadLength(n));
+    }
+    for (pc, ins) in insns.iter().enumerate() {
+        let code = ins.code;
+        let bad = || InterpError::BadOpcode { pc, code };
+        let remaining = n - pc - 1;
+        match code & 0x07 {
+            BPF_LD | BPF_LDX => match code {
+                c if c == BPF_LD | BPF_W | BPF_ABS => {
+                    if ins.k % 4 != 0 || ins.k >= SECCOMP_DATA_LEN {
+                        return Err(InterpError::BadLoad { pc, k: ins.k });
+                    }
+                }
+                c if c == BPF_LD | BPF_W | BPF_LEN
+                    || c == BPF_LDX | BPF_W | BPF_LEN
+                    || c == BPF_LD | BPF_IMM
+                    || c == BPF_LDX | BPF_IMM => {}
+                c if c == BPF_LD | BPF_MEM || c == BPF_LDX | BPF_MEM => {
+                    if ins.k as usize >= BPF_MEMWORDS {
+                        return Err(InterpError::BadScratch { pc, k: ins.k });
+                    }
+                }
+                _ => return Err(bad()),
+            },
+            BPF_ST | BPF_STX => {
+                if code & !0x07 != 0 {
+                    return Err(bad());
+                }
+                if ins.k as usize >= BPF_MEMWORDS {
+                    return Err(InterpError::BadScratch { pc, k: ins.k });
+                }
+            }
+            BPF_ALU => {
+                let op = code & 0xf0;
+                let src = code & 0x08;
+                if code & !0xf8 != BPF_ALU
+                    || !matches!(
+                        op,
+                        BPF_ADD
+                            | BPF_SUB
+                            | BPF_MUL
+                            | BPF_DIV
+                            | BPF_AND
+                            | BPF_OR
+                            | BPF_XOR
+                            | BPF_LSH
+                            | BPF_RSH
+                            | BPF_NEG
+                    )
+                {
+                    return Err(bad());
+                }
+                if src == BPF_K && op == BPF_DIV && ins.k == 0 {
+                    return Err(InterpError::DivideByZero { pc });
+                }
+                if src == BPF_K && matches!(op, BPF_LSH | BPF_RSH) && ins.k >= 32 {
+                    return Err(bad());
+                }
+            }
+            BPF_JMP => {
+                let op = code & 0xf0;
+                if op == BPF_JA {
+                    if code != BPF_JMP | BPF_JA {
+                        return Err(bad());
+                    }
+                    if ins.k as usize >= remaining {
+                        return Err(InterpError::JumpOutOfRange { pc });
+                    }
+                } else {
+                    if code & !0xf8 != BPF_JMP
+                        || !matches!(op, BPF_JEQ | BPF_JGT | BPF_JGE | BPF_JSET)
+                    {
+                        return Err(bad());
+                    }
+                    if usize::from(ins.jt) >= remaining || usize::from(ins.jf) >= remaining {
+                        return Err(InterpError::JumpOutOfRange { pc });
+                    }
+                }
+            }
+            BPF_RET => {
+                if code != BPF_RET | BPF_K && code != BPF_RET | BPF_A {
+                    return Err(bad());
+                }
+            }
+            BPF_MISC => {
+                if code != BPF_MISC | BPF_TAX && code != BPF_MISC | BPF_TXA {
+                    return Err(bad());
+                }
+            }
+            _ => return Err(bad()),
+        }
+    }
+    if insns[n - 1].code & 0x07 != BPF_RET {
+        return Err(InterpError::NoReturn);
+    }
+    Ok(())
+}

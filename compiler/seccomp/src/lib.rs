@@ -16,6 +16,7 @@ mod error;
 pub mod interp;
 mod program;
 mod rules;
+pub mod sys;
 
 pub use bpf::{SeccompData, SockFilter};
 pub use codegen::{NrRange, compile, compile_rules, ranges};

@@ -1,0 +1,63 @@
+//! Shared helpers for this crate's integration tests.
+#![allow(dead_code, reason = "each test binary uses a subset")]
+
+use std::collections::BTreeSet;
+
+use splash_seccomp::{Arch, StrictRejection, strict_rejection};
+
+/// Environment variable that turns a host skip into a failure.
+pub const REQUIRE_HOST_VAR: &str = "SPLASH_REQUIRE_HOST";
+
+/// `true` when `available`; otherwise prints `SKIP: ...` and returns `false`,
+/// or panics when `SPLASH_REQUIRE_HOST=1`.
+pub fn require_host(available: bool, what: &str) -> bool {
+    if available {
+        return true;
+    }
+    if std::env::var(REQUIRE_HOST_VAR).as_deref() == Ok("1") {
+        panic!("{REQUIRE_HOST_VAR}=1 but this host lacks {what}");
+    }
+    eprintln!("SKIP: this host lacks {what} (set {REQUIRE_HOST_VAR}=1 to make this a failure)");
+    false
+}
+
+/// The first `n` names (alphabetically) of `arch`'s table that a strict list
+/// may contain, plus `execve`.
+pub fn strict_list(arch: Arch, n: usize) -> BTreeSet<String> {
+    let mut out: BTreeSet<String> = arch
+        .syscalls()
+        .iter()
+        .map(|&(name, _)| name)
+        .filter(|name| strict_rejection(name).is_none())
+        .take(n)
+        .map(str::to_owned)
+        .collect();
+    out.insert("execve".to_owned());
+    out
+}
+
+/// Every other listable syscall number of `arch`, so the allowed numbers do
+/// not merge into ranges (a program with many ranges and far jumps).
+pub fn alternating_list(arch: Arch) -> BTreeSet<String> {
+    let mut by_nr: Vec<(u32, &str)> = arch.syscalls().iter().map(|&(n, nr)| (nr, n)).collect();
+    by_nr.sort_unstable();
+    let mut out: BTreeSet<String> = by_nr
+        .iter()
+        .step_by(2)
+        .filter(|(_, n)| strict_rejection(n).is_none())
+        .map(|(_, n)| (*n).to_owned())
+        .collect();
+    out.insert("execve".to_owned());
+    out
+}
+
+pub fn names(list: &[&str]) -> BTreeSet<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+pub fn is_rejected(name: &str) -> bool {
+    matches!(
+        strict_rejection(name),
+        Some(StrictRejection::Clone3 | StrictRejection::FixedGuard)
+    )
+}
