@@ -1,15 +1,48 @@
 //! Splash worker protocol version 5.
 //!
-//! The wire facts (see `shared/spec/protocol-v5.md`): tokens, the capability
+//! The wire facts (see `docs/protocol.md`): tokens, the capability
 //! manifest, the private-pipe bootstrap preamble, frame authentication and the
-//! bounded JSON-line codec. Shared by hosts (the runtime) and workers (the
-//! [`worker`] library), so both sides speak exactly one implementation.
+//! bounded JSON-line codec. Shared by hosts (the runtime, through
+//! [`host::HostSession`]) and workers (the [`worker`] library), so both sides
+//! speak exactly one implementation.
+//!
+//! Modules, from the bytes up:
+//! - [`token`]: the token rule for ids and tool names;
+//! - [`manifest`]: the capability manifest and its strict decoder;
+//! - [`bootstrap`]: the session key and the preamble written on stdin;
+//! - [`message`], [`auth`]: messages, frames, tags and sequences;
+//! - [`codec`]: one bounded JSON object per line, poisoned by any error;
+//! - [`channel`]: codec plus authenticator;
+//! - [`host`], [`worker`]: the two ends of a session.
 
+pub mod auth;
+pub mod bootstrap;
+pub mod canonical;
+pub mod channel;
+pub mod codec;
+pub mod host;
 pub mod manifest;
+pub mod message;
 pub mod token;
+pub mod worker;
 
+#[expect(
+    unsafe_code,
+    reason = "volatile stores are the only way to wipe key bytes that the optimizer may not elide"
+)]
+mod sys;
+
+pub use auth::{AUTH_DOMAIN, AuthError, AuthTag, Frame, SessionAuthenticator, SessionRole};
+pub use bootstrap::{
+    BootstrapError, EncodedBootstrap, PrivatePipeWorkerBootstrap, SessionKey, SessionKeyError,
+};
+pub use channel::{FrameChannel, SessionError};
+pub use codec::{CodecError, JsonLineReader, JsonLineWriter, MAX_LINE_BYTES};
+pub use host::HostSession;
 pub use manifest::{CapabilityManifest, Grant, GrantFormat, ManifestError, Resource, ResourceKind};
+pub use message::{CancelDisposition, Message, OperationState, Outcome};
 pub use token::{Token, TokenError};
+pub use worker::{ServeEnd, Worker};
 
 /// The only protocol version this crate speaks.
 pub const PROTOCOL_VERSION: u16 = 5;

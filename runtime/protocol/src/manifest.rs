@@ -1,12 +1,32 @@
 //! The capability manifest (protocol v5).
 //!
-//! Skeleton types; strict validation lives in [`CapabilityManifest::from_json`].
+//! A manifest is session data from the orchestrating runtime. It is parsed
+//! strictly by [`CapabilityManifest::from_json`]: protocol version 5 only,
+//! unknown fields rejected, at most [`MAX_GRANTS`] grants with unique tool
+//! names, every bound greater than zero, at most
+//! [`MAX_RESOURCES_PER_GRANT`] resources per grant and no resource listed
+//! twice in one grant. Every object in the document must be a JSON object
+//! (serde would otherwise also accept the array form of a struct).
+//!
+//! Serialization is deterministic and byte-for-byte stable: object keys in
+//! the declared order (`protocol_version`, `session_id`, `grants`; a grant's
+//! `tool`, `format`, `max_calls`, `max_input_bytes`, `max_output_bytes`,
+//! `max_compensations`, `resources`; a resource's `kind`, `id`), resources
+//! ordered by kind (`file_root`, `executable`, `network_origin`, `secret`)
+//! and then by id.
 
 use std::collections::BTreeSet;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
 
+use crate::PROTOCOL_VERSION;
 use crate::token::Token;
+
+/// The maximum number of grants in one manifest.
+pub const MAX_GRANTS: usize = 128;
+/// The maximum number of resources in one grant.
+pub const MAX_RESOURCES_PER_GRANT: usize = 64;
 
 /// The kind of a selected resource, in the protocol's canonical order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -18,12 +38,32 @@ pub enum ResourceKind {
     Secret,
 }
 
+impl ResourceKind {
+    /// The wire spelling of the kind.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::FileRoot => "file_root",
+            Self::Executable => "executable",
+            Self::NetworkOrigin => "network_origin",
+            Self::Secret => "secret",
+        }
+    }
+}
+
 /// One resource selector: a kind and an opaque id.
+///
+/// The derived order (kind, then id) is the protocol's canonical order.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Resource {
     pub kind: ResourceKind,
     pub id: Token,
+}
+
+impl Resource {
+    pub fn new(kind: ResourceKind, id: Token) -> Self {
+        Self { kind, id }
+    }
 }
 
 /// The payload format of a grant.
@@ -35,24 +75,45 @@ pub enum GrantFormat {
 }
 
 /// One tool grant.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// Deserialize a grant only as part of a manifest
+/// ([`CapabilityManifest::from_json`]); a grant has no standalone decoder so
+/// that nothing can skip the duplicate-resource check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Grant {
     pub tool: Token,
     pub format: GrantFormat,
     pub max_calls: u32,
     pub max_input_bytes: u32,
     pub max_output_bytes: u32,
-    #[serde(default)]
     pub max_compensations: u32,
     /// Ordered by kind, then id (the `Ord` of [`Resource`]).
-    #[serde(default)]
     pub resources: BTreeSet<Resource>,
 }
 
+impl Grant {
+    /// A grant with the protocol's example defaults: one call, 16 KiB of
+    /// input, 64 KiB of output, no compensations and no resources.
+    pub fn new(tool: Token, format: GrantFormat) -> Self {
+        Self {
+            tool,
+            format,
+            max_calls: 1,
+            max_input_bytes: 16 * 1024,
+            max_output_bytes: 64 * 1024,
+            max_compensations: 0,
+            resources: BTreeSet::new(),
+        }
+    }
+}
+
 /// A session's capability manifest.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// The fields are public so hosts and tests can build a manifest in code;
+/// [`CapabilityManifest::validate`] checks such a value against the same
+/// rules the decoder applies, and the host session refuses to open with a
+/// manifest that fails it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CapabilityManifest {
     pub protocol_version: u16,
     pub session_id: Token,
@@ -64,6 +125,8 @@ pub struct CapabilityManifest {
 pub enum ManifestError {
     #[error("manifest is not valid JSON for protocol v5: {0}")]
     Decode(#[from] serde_json::Error),
+    #[error("manifest `{path}` must be a JSON object")]
+    NotAnObject { path: String },
     #[error("manifest protocol_version is {0}; only 5 is supported")]
     Version(u16),
     #[error("manifest has {0} grants; the maximum is 128")]
@@ -74,11 +137,137 @@ pub enum ManifestError {
     ZeroBound { tool: String, field: &'static str },
     #[error("grant `{tool}` has {count} resources; the maximum is 64")]
     TooManyResources { tool: String, count: usize },
-    #[error("grant `{tool}` lists resource {kind:?} `{id}` more than once")]
-    DuplicateResource { tool: String, kind: ResourceKind, id: String },
+    #[error("grant `{tool}` lists resource {} `{id}` more than once", kind.as_str())]
+    DuplicateResource {
+        tool: String,
+        kind: ResourceKind,
+        id: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawManifest {
+    protocol_version: u16,
+    session_id: Token,
+    grants: Vec<RawGrant>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGrant {
+    tool: Token,
+    format: GrantFormat,
+    max_calls: u32,
+    max_input_bytes: u32,
+    max_output_bytes: u32,
+    #[serde(default)]
+    max_compensations: u32,
+    #[serde(default)]
+    resources: Vec<Resource>,
 }
 
 impl CapabilityManifest {
+    /// Parses and validates a manifest document.
+    pub fn from_json(bytes: &[u8]) -> Result<Self, ManifestError> {
+        let value: Value = serde_json::from_slice(bytes)?;
+        Self::from_value(value)
+    }
+
+    /// Validates an already parsed JSON document as a manifest.
+    pub fn from_value(value: Value) -> Result<Self, ManifestError> {
+        check_shape(&value)?;
+        let raw: RawManifest = serde_json::from_value(value)?;
+        Self::from_raw(raw)
+    }
+
+    fn from_raw(raw: RawManifest) -> Result<Self, ManifestError> {
+        if raw.protocol_version != PROTOCOL_VERSION {
+            return Err(ManifestError::Version(raw.protocol_version));
+        }
+        if raw.grants.len() > MAX_GRANTS {
+            return Err(ManifestError::TooManyGrants(raw.grants.len()));
+        }
+        let mut grants = Vec::with_capacity(raw.grants.len());
+        for g in raw.grants {
+            if g.resources.len() > MAX_RESOURCES_PER_GRANT {
+                return Err(ManifestError::TooManyResources {
+                    tool: g.tool.to_string(),
+                    count: g.resources.len(),
+                });
+            }
+            let mut resources = BTreeSet::new();
+            for r in g.resources {
+                if resources.contains(&r) {
+                    return Err(ManifestError::DuplicateResource {
+                        tool: g.tool.to_string(),
+                        kind: r.kind,
+                        id: r.id.to_string(),
+                    });
+                }
+                resources.insert(r);
+            }
+            grants.push(Grant {
+                tool: g.tool,
+                format: g.format,
+                max_calls: g.max_calls,
+                max_input_bytes: g.max_input_bytes,
+                max_output_bytes: g.max_output_bytes,
+                max_compensations: g.max_compensations,
+                resources,
+            });
+        }
+        let manifest = Self {
+            protocol_version: raw.protocol_version,
+            session_id: raw.session_id,
+            grants,
+        };
+        manifest.validate()?;
+        Ok(manifest)
+    }
+
+    /// Checks the rules that a value built in code can break: the version,
+    /// the grant count, unique tools, non-zero bounds and the resource count.
+    /// (Duplicate resources cannot exist in the set.)
+    pub fn validate(&self) -> Result<(), ManifestError> {
+        if self.protocol_version != PROTOCOL_VERSION {
+            return Err(ManifestError::Version(self.protocol_version));
+        }
+        if self.grants.len() > MAX_GRANTS {
+            return Err(ManifestError::TooManyGrants(self.grants.len()));
+        }
+        let mut tools = BTreeSet::new();
+        for g in &self.grants {
+            if !tools.insert(&g.tool) {
+                return Err(ManifestError::DuplicateTool(g.tool.to_string()));
+            }
+            for (field, value) in [
+                ("max_calls", g.max_calls),
+                ("max_input_bytes", g.max_input_bytes),
+                ("max_output_bytes", g.max_output_bytes),
+            ] {
+                if value == 0 {
+                    return Err(ManifestError::ZeroBound {
+                        tool: g.tool.to_string(),
+                        field,
+                    });
+                }
+            }
+            if g.resources.len() > MAX_RESOURCES_PER_GRANT {
+                return Err(ManifestError::TooManyResources {
+                    tool: g.tool.to_string(),
+                    count: g.resources.len(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The grant for `tool`, if the manifest has one.
+    pub fn grant(&self, tool: &str) -> Option<&Grant> {
+        self.grants.iter().find(|g| g.tool.as_str() == tool)
+    }
+
     /// The active resources of the session: the union over all grants,
     /// in canonical order.
     pub fn active_resources(&self) -> BTreeSet<Resource> {
@@ -87,4 +276,54 @@ impl CapabilityManifest {
             .flat_map(|g| g.resources.iter().cloned())
             .collect()
     }
+
+    /// The active resource ids of one kind, in canonical order.
+    pub fn active_ids(&self, kind: ResourceKind) -> BTreeSet<Token> {
+        self.active_resources()
+            .into_iter()
+            .filter(|r| r.kind == kind)
+            .map(|r| r.id)
+            .collect()
+    }
+
+    /// The canonical compact JSON serialization (declared key order, one
+    /// line, no spaces).
+    pub fn to_json_string(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string(self)
+    }
+
+    /// [`Self::to_json_string`] as bytes.
+    pub fn to_json_bytes(&self) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_vec(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for CapabilityManifest {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        Self::from_value(value).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Requires every struct position of the document to be a JSON object.
+fn check_shape(value: &Value) -> Result<(), ManifestError> {
+    let not_object = |path: String| ManifestError::NotAnObject { path };
+    let top = value.as_object().ok_or_else(|| not_object("$".into()))?;
+    let Some(Value::Array(grants)) = top.get("grants") else {
+        return Ok(());
+    };
+    for (i, g) in grants.iter().enumerate() {
+        let g = g
+            .as_object()
+            .ok_or_else(|| not_object(format!("grants[{i}]")))?;
+        let Some(Value::Array(resources)) = g.get("resources") else {
+            continue;
+        };
+        for (j, r) in resources.iter().enumerate() {
+            if !r.is_object() {
+                return Err(not_object(format!("grants[{i}].resources[{j}]")));
+            }
+        }
+    }
+    Ok(())
 }

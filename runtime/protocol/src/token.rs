@@ -18,7 +18,9 @@ pub enum TokenError {
     Empty,
     #[error("token is {0} bytes long; the maximum is 128")]
     TooLong(usize),
-    #[error("token has byte {byte:#04x} at offset {offset}; only `a-z`, `0-9`, `.`, `_` and `-` are allowed")]
+    #[error(
+        "token has byte {byte:#04x} at offset {offset}; only `a-z`, `0-9`, `.`, `_` and `-` are allowed"
+    )]
     InvalidByte { offset: usize, byte: u8 },
 }
 
@@ -39,16 +41,43 @@ impl Token {
             return Err(TokenError::TooLong(s.len()));
         }
         for (offset, &byte) in s.as_bytes().iter().enumerate() {
-            if !matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' | b'-') {
+            if !is_token_byte(byte) {
                 return Err(TokenError::InvalidByte { offset, byte });
             }
         }
         Ok(())
     }
 
+    /// Validates raw bytes (for example from the bootstrap preamble) against
+    /// the token rule.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, TokenError> {
+        if bytes.is_empty() {
+            return Err(TokenError::Empty);
+        }
+        if bytes.len() > MAX_TOKEN_LEN {
+            return Err(TokenError::TooLong(bytes.len()));
+        }
+        if let Some((offset, &byte)) = bytes.iter().enumerate().find(|(_, b)| !is_token_byte(**b)) {
+            return Err(TokenError::InvalidByte { offset, byte });
+        }
+        // Every byte is ASCII, so this cannot fail; map it anyway instead of
+        // panicking.
+        match std::str::from_utf8(bytes) {
+            Ok(s) => Ok(Self(s.to_owned())),
+            Err(e) => Err(TokenError::InvalidByte {
+                offset: e.valid_up_to(),
+                byte: bytes.get(e.valid_up_to()).copied().unwrap_or(0),
+            }),
+        }
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+fn is_token_byte(byte: u8) -> bool {
+    matches!(byte, b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' | b'-')
 }
 
 impl fmt::Debug for Token {
@@ -98,7 +127,10 @@ mod tests {
         assert_eq!(Token::new("x".repeat(129)), Err(TokenError::TooLong(129)));
         assert_eq!(
             Token::new("aB"),
-            Err(TokenError::InvalidByte { offset: 1, byte: b'B' })
+            Err(TokenError::InvalidByte {
+                offset: 1,
+                byte: b'B'
+            })
         );
     }
 }

@@ -1,0 +1,385 @@
+//! Frame authentication.
+//!
+//! The tag of a frame is the BLAKE3 keyed hash, under the 32-byte session
+//! key, of the compact serde_json serialization of
+//!
+//! ```text
+//! {"domain":"splash-worker-auth-v5","protocol_version":5,"sender":ROLE,
+//!  "sequence":N,"session_id":ID,"message":MESSAGE}
+//! ```
+//!
+//! with the keys in exactly that order. The message is re-serialized from
+//! its typed form, never taken from the received bytes. Each direction
+//! counts its own sequence from 1. A receiver computes the tag with the
+//! peer's role and compares it in constant time before it checks the
+//! sequence, the direction or the content; a rejected frame leaves the
+//! receiver's state unchanged.
+
+use std::fmt;
+
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+
+use crate::PROTOCOL_VERSION;
+use crate::bootstrap::SessionKey;
+use crate::message::Message;
+use crate::token::Token;
+
+/// The domain separation string bound into every tag.
+pub const AUTH_DOMAIN: &str = "splash-worker-auth-v5";
+
+/// Which end of the session a party is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionRole {
+    Host,
+    Worker,
+}
+
+impl SessionRole {
+    /// The other end.
+    pub fn peer(self) -> Self {
+        match self {
+            Self::Host => Self::Worker,
+            Self::Worker => Self::Host,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Host => "host",
+            Self::Worker => "worker",
+        }
+    }
+}
+
+/// A 32-byte authentication tag, written as 64 lowercase hex digits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct AuthTag([u8; 32]);
+
+impl AuthTag {
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    /// Parses exactly 64 lowercase hex digits.
+    pub fn from_hex(s: &str) -> Option<Self> {
+        let s = s.as_bytes();
+        if s.len() != 64 {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        for (i, pair) in s.chunks_exact(2).enumerate() {
+            let hi = hex_digit(pair[0])?;
+            let lo = hex_digit(pair[1])?;
+            out[i] = (hi << 4) | lo;
+        }
+        Some(Self(out))
+    }
+
+    pub fn to_hex(&self) -> String {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut s = String::with_capacity(64);
+        for b in self.0 {
+            s.push(char::from(DIGITS[usize::from(b >> 4)]));
+            s.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+        }
+        s
+    }
+
+    /// Constant-time equality.
+    fn ct_eq(&self, other: &Self) -> bool {
+        blake3::Hash::from_bytes(self.0) == blake3::Hash::from_bytes(other.0)
+    }
+}
+
+fn hex_digit(c: u8) -> Option<u8> {
+    match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    }
+}
+
+impl fmt::Debug for AuthTag {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AuthTag({})", self.to_hex())
+    }
+}
+
+impl Serialize for AuthTag {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_hex())
+    }
+}
+
+impl<'de> Deserialize<'de> for AuthTag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Self::from_hex(&s)
+            .ok_or_else(|| de::Error::custom("auth_tag must be 64 lowercase hex digits"))
+    }
+}
+
+/// One authenticated frame:
+/// `{"sequence": N, "message": {...}, "auth_tag": "<64 lowercase hex>"}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Frame {
+    pub sequence: u64,
+    pub message: Message,
+    pub auth_tag: AuthTag,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFrame {
+    sequence: u64,
+    message: Message,
+    auth_tag: AuthTag,
+}
+
+impl<'de> Deserialize<'de> for Frame {
+    /// Accepts only the object form, with an object `message`.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        let Some(obj) = value.as_object() else {
+            return Err(de::Error::custom("frame must be a JSON object"));
+        };
+        if let Some(m) = obj.get("message")
+            && !m.is_object()
+        {
+            return Err(de::Error::custom("frame `message` must be a JSON object"));
+        }
+        let raw: RawFrame = serde_json::from_value(value).map_err(de::Error::custom)?;
+        Ok(Self {
+            sequence: raw.sequence,
+            message: raw.message,
+            auth_tag: raw.auth_tag,
+        })
+    }
+}
+
+/// Why a frame could not be sealed or opened.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    #[error("frame authentication tag does not match")]
+    BadTag,
+    #[error("frame has sequence {got}; expected {expected}")]
+    Sequence { expected: u64, got: u64 },
+    #[error("the {0} sequence is exhausted; open a new session")]
+    SequenceExhausted(&'static str),
+    #[error("a {role} may not send `{kind}`", role = role.as_str())]
+    Direction {
+        role: SessionRole,
+        kind: &'static str,
+    },
+    #[error("failed to serialize the authenticated data: {0}")]
+    Encode(#[source] serde_json::Error),
+}
+
+#[derive(Serialize)]
+struct SignedData<'a> {
+    domain: &'static str,
+    protocol_version: u16,
+    sender: SessionRole,
+    sequence: u64,
+    session_id: &'a Token,
+    message: &'a Message,
+}
+
+/// The exact bytes a tag covers.
+pub fn signed_bytes(
+    sender: SessionRole,
+    sequence: u64,
+    session_id: &Token,
+    message: &Message,
+) -> Result<Vec<u8>, AuthError> {
+    serde_json::to_vec(&SignedData {
+        domain: AUTH_DOMAIN,
+        protocol_version: PROTOCOL_VERSION,
+        sender,
+        sequence,
+        session_id,
+        message,
+    })
+    .map_err(AuthError::Encode)
+}
+
+fn compute_tag(
+    key: &SessionKey,
+    sender: SessionRole,
+    sequence: u64,
+    session_id: &Token,
+    message: &Message,
+) -> Result<AuthTag, AuthError> {
+    let data = signed_bytes(sender, sequence, session_id, message)?;
+    Ok(AuthTag(*blake3::keyed_hash(key.expose(), &data).as_bytes()))
+}
+
+/// One end's authentication state: the key, the session id, its role and
+/// the next sequence number in each direction.
+pub struct SessionAuthenticator {
+    session_id: Token,
+    key: SessionKey,
+    role: SessionRole,
+    /// `None` once `u64::MAX` has been used.
+    next_send: Option<u64>,
+    next_recv: Option<u64>,
+}
+
+impl fmt::Debug for SessionAuthenticator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionAuthenticator")
+            .field("session_id", &self.session_id)
+            .field("key", &self.key)
+            .field("role", &self.role)
+            .field("next_send", &self.next_send)
+            .field("next_recv", &self.next_recv)
+            .finish()
+    }
+}
+
+impl SessionAuthenticator {
+    pub fn new(session_id: Token, key: SessionKey, role: SessionRole) -> Self {
+        Self {
+            session_id,
+            key,
+            role,
+            next_send: Some(1),
+            next_recv: Some(1),
+        }
+    }
+
+    pub fn session_id(&self) -> &Token {
+        &self.session_id
+    }
+
+    pub fn role(&self) -> SessionRole {
+        self.role
+    }
+
+    /// The sequence the next sealed frame will carry (`None`: exhausted).
+    pub fn next_send_sequence(&self) -> Option<u64> {
+        self.next_send
+    }
+
+    /// The sequence the next accepted frame must carry (`None`: exhausted).
+    pub fn next_receive_sequence(&self) -> Option<u64> {
+        self.next_recv
+    }
+
+    /// Seals `message` as this role's next frame.
+    pub fn seal(&mut self, message: Message) -> Result<Frame, AuthError> {
+        if message.sender() != self.role {
+            return Err(AuthError::Direction {
+                role: self.role,
+                kind: message.kind(),
+            });
+        }
+        let Some(sequence) = self.next_send else {
+            return Err(AuthError::SequenceExhausted("send"));
+        };
+        let auth_tag = compute_tag(&self.key, self.role, sequence, &self.session_id, &message)?;
+        self.next_send = sequence.checked_add(1);
+        Ok(Frame {
+            sequence,
+            message,
+            auth_tag,
+        })
+    }
+
+    /// Verifies a frame from the peer and returns its message. On any error
+    /// the state is unchanged.
+    pub fn open(&mut self, frame: Frame) -> Result<Message, AuthError> {
+        let peer = self.role.peer();
+        let expected = compute_tag(
+            &self.key,
+            peer,
+            frame.sequence,
+            &self.session_id,
+            &frame.message,
+        )?;
+        if !expected.ct_eq(&frame.auth_tag) {
+            return Err(AuthError::BadTag);
+        }
+        let Some(next) = self.next_recv else {
+            return Err(AuthError::SequenceExhausted("receive"));
+        };
+        if frame.sequence != next {
+            return Err(AuthError::Sequence {
+                expected: next,
+                got: frame.sequence,
+            });
+        }
+        if frame.message.sender() != peer {
+            return Err(AuthError::Direction {
+                role: peer,
+                kind: frame.message.kind(),
+            });
+        }
+        self.next_recv = next.checked_add(1);
+        Ok(frame.message)
+    }
+
+    /// Test hook: moves both counters, to exercise exhaustion.
+    #[cfg(test)]
+    pub(crate) fn set_sequences(&mut self, next_send: Option<u64>, next_recv: Option<u64>) {
+        self.next_send = next_send;
+        self.next_recv = next_recv;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tok(s: &str) -> Token {
+        Token::new(s).expect("token")
+    }
+
+    fn pair() -> (SessionAuthenticator, SessionAuthenticator) {
+        let key = SessionKey::from_bytes([9; 32]).expect("key");
+        (
+            SessionAuthenticator::new(tok("s"), key.clone(), SessionRole::Host),
+            SessionAuthenticator::new(tok("s"), key, SessionRole::Worker),
+        )
+    }
+
+    fn cancel() -> Message {
+        Message::Cancel {
+            request_id: tok("r"),
+        }
+    }
+
+    #[test]
+    fn the_last_sequence_is_usable_and_then_exhausted() {
+        let (mut host, mut worker) = pair();
+        host.set_sequences(Some(u64::MAX), Some(1));
+        worker.set_sequences(Some(1), Some(u64::MAX));
+        let last = host.seal(cancel()).expect("last sequence");
+        assert_eq!(last.sequence, u64::MAX);
+        assert!(matches!(
+            host.seal(cancel()),
+            Err(AuthError::SequenceExhausted("send"))
+        ));
+        worker.open(last.clone()).expect("last frame");
+        assert!(matches!(
+            worker.open(last),
+            Err(AuthError::SequenceExhausted("receive"))
+        ));
+    }
+
+    #[test]
+    fn hex_round_trips_and_is_strict() {
+        let tag = AuthTag::from_bytes([0xa5; 32]);
+        assert_eq!(AuthTag::from_hex(&tag.to_hex()), Some(tag));
+        assert_eq!(AuthTag::from_hex(&tag.to_hex().to_uppercase()), None);
+        assert_eq!(AuthTag::from_hex(&"g".repeat(64)), None);
+        assert_eq!(AuthTag::from_hex("ab"), None);
+    }
+}

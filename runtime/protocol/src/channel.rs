@@ -1,0 +1,200 @@
+//! An authenticated frame channel: the JSON-line codec plus one
+//! [`SessionAuthenticator`], poisoned as a whole by any error.
+//!
+//! Both the host session and the worker library are built on it; hosts that
+//! need another request pattern can use it directly.
+
+use std::io::{BufRead, Write};
+
+use serde_json::Value;
+
+use crate::auth::{AuthError, Frame, SessionAuthenticator};
+use crate::bootstrap::BootstrapError;
+use crate::canonical;
+use crate::codec::{CodecError, JsonLineReader, JsonLineWriter};
+use crate::manifest::{GrantFormat, ManifestError};
+use crate::message::Message;
+use crate::token::Token;
+
+/// Why a session operation failed.
+///
+/// Unless [`SessionError::poisons_session`] says otherwise, the channel is
+/// poisoned and every later call fails with [`SessionError::Poisoned`].
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("the session is poisoned by an earlier error")]
+    Poisoned,
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    #[error(transparent)]
+    Auth(#[from] AuthError),
+    #[error(transparent)]
+    Bootstrap(#[from] BootstrapError),
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    #[error("failed to take over the standard streams: {0}")]
+    Stdio(#[source] std::io::Error),
+    #[error("the peer closed the channel while `{expected}` was expected")]
+    Closed { expected: &'static str },
+    #[error("expected `{expected}`, got `{got}`")]
+    Unexpected {
+        expected: &'static str,
+        got: &'static str,
+    },
+    #[error("manifest session `{manifest}` does not match bootstrap session `{bootstrap}`")]
+    SessionMismatch { bootstrap: String, manifest: String },
+    #[error("reply is for request `{got}`; expected `{expected}`")]
+    RequestMismatch { expected: String, got: String },
+    #[error("tool `{0}` is not granted by the manifest")]
+    NotGranted(String),
+    #[error("tool `{tool}` has used all {max} calls its grant allows")]
+    CallLimit { tool: String, max: u32 },
+    #[error("{what} of tool `{tool}` is {size} bytes; the grant allows {max}")]
+    TooLarge {
+        tool: String,
+        what: &'static str,
+        size: usize,
+        max: u32,
+    },
+    #[error("{what} of text tool `{tool}` must be a JSON string")]
+    NotText { tool: String, what: &'static str },
+    #[error("tool `{tool}` failed: {message}")]
+    Tool { tool: String, message: String },
+}
+
+impl SessionError {
+    /// Whether this error left the session unusable. Refusals decided
+    /// before anything was sent, and a tool's own error result, do not.
+    pub fn poisons_session(&self) -> bool {
+        !matches!(
+            self,
+            Self::NotGranted(_)
+                | Self::CallLimit { .. }
+                | Self::TooLarge { what: "input", .. }
+                | Self::NotText { what: "input", .. }
+                | Self::Tool { .. }
+        )
+    }
+}
+
+/// Checks a payload against its grant's format and byte bound.
+///
+/// A `text` payload must be a JSON string and is measured in UTF-8 bytes; a
+/// `json` payload is measured by its canonical compact serialization.
+pub(crate) fn check_payload(
+    tool: &Token,
+    format: GrantFormat,
+    what: &'static str,
+    value: &Value,
+    max: u32,
+) -> Result<(), SessionError> {
+    let size = match format {
+        GrantFormat::Text => match value {
+            Value::String(s) => s.len(),
+            _ => {
+                return Err(SessionError::NotText {
+                    tool: tool.to_string(),
+                    what,
+                });
+            }
+        },
+        GrantFormat::Json => canonical::encoded_len(value).map_err(CodecError::Encode)?,
+    };
+    if u64::try_from(size).unwrap_or(u64::MAX) > u64::from(max) {
+        return Err(SessionError::TooLarge {
+            tool: tool.to_string(),
+            what,
+            size,
+            max,
+        });
+    }
+    Ok(())
+}
+
+/// The codec pair and the authenticator of one end.
+#[derive(Debug)]
+pub struct FrameChannel<R, W> {
+    reader: JsonLineReader<R>,
+    writer: JsonLineWriter<W>,
+    auth: SessionAuthenticator,
+    poisoned: bool,
+}
+
+impl<R: BufRead, W: Write> FrameChannel<R, W> {
+    pub fn new(reader: R, writer: W, auth: SessionAuthenticator) -> Self {
+        Self {
+            reader: JsonLineReader::new(reader),
+            writer: JsonLineWriter::new(writer),
+            auth,
+            poisoned: false,
+        }
+    }
+
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+
+    /// Marks the channel unusable.
+    pub fn poison(&mut self) {
+        self.poisoned = true;
+        self.reader.poison();
+        self.writer.poison();
+    }
+
+    pub fn authenticator(&self) -> &SessionAuthenticator {
+        &self.auth
+    }
+
+    /// Seals and writes one message.
+    pub fn send(&mut self, message: Message) -> Result<(), SessionError> {
+        if self.poisoned {
+            return Err(SessionError::Poisoned);
+        }
+        let result = self.send_inner(message);
+        if result.is_err() {
+            self.poison();
+        }
+        result
+    }
+
+    fn send_inner(&mut self, message: Message) -> Result<(), SessionError> {
+        let frame = self.auth.seal(message)?;
+        self.writer.write(&frame)?;
+        Ok(())
+    }
+
+    /// Reads and opens one frame; `Ok(None)` at a clean end of input.
+    pub fn recv(&mut self) -> Result<Option<Message>, SessionError> {
+        if self.poisoned {
+            return Err(SessionError::Poisoned);
+        }
+        let result = self.recv_inner();
+        if result.is_err() {
+            self.poison();
+        }
+        result
+    }
+
+    fn recv_inner(&mut self) -> Result<Option<Message>, SessionError> {
+        let Some(frame) = self.reader.read::<Frame>()? else {
+            return Ok(None);
+        };
+        Ok(Some(self.auth.open(frame)?))
+    }
+
+    /// Reads one frame and requires it; end of input is an error.
+    pub fn recv_expected(&mut self, expected: &'static str) -> Result<Message, SessionError> {
+        match self.recv()? {
+            Some(m) => Ok(m),
+            None => {
+                self.poison();
+                Err(SessionError::Closed { expected })
+            }
+        }
+    }
+
+    /// Gives the writer back (dropping it closes the peer's input).
+    pub fn into_writer(self) -> W {
+        self.writer.into_inner()
+    }
+}
