@@ -9,6 +9,7 @@
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::RawFd;
+use std::os::unix::fs::FileTypeExt;
 
 use crate::{Failure, sys};
 
@@ -17,6 +18,10 @@ pub const MAX_INSTRUCTIONS: usize = 4096;
 
 /// Bytes of one `struct sock_filter`.
 const INSTRUCTION_BYTES: usize = 8;
+
+/// Bytes read at most: one more than the largest valid program, so an
+/// oversize input is detected without reading all of it.
+const BOUND_PLUS_ONE: u64 = (MAX_INSTRUCTIONS * INSTRUCTION_BYTES + 1) as u64;
 
 /// A validated program, ready to install.
 #[derive(Debug)]
@@ -31,18 +36,14 @@ pub fn read_program(fd: RawFd) -> Result<Program, Failure> {
         .metadata()
         .map_err(|e| Failure::setup(format!("failed to inspect seccomp descriptor `{fd}`: {e}")))?
         .file_type();
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if !(kind.is_file() || kind.is_fifo()) {
-            return Err(Failure::data(format!(
-                "seccomp descriptor `{fd}` is neither a pipe nor a regular file"
-            )));
-        }
+    if !(kind.is_file() || kind.is_fifo()) {
+        return Err(Failure::setup(format!(
+            "seccomp descriptor `{fd}` is neither a pipe nor a regular file"
+        )));
     }
-    let bound = MAX_INSTRUCTIONS * INSTRUCTION_BYTES;
-    let mut bytes = Vec::with_capacity(bound + 1);
+    let mut bytes = Vec::with_capacity(MAX_INSTRUCTIONS * INSTRUCTION_BYTES + 1);
     (&mut file)
-        .take(u64::try_from(bound + 1).unwrap_or(u64::MAX))
+        .take(BOUND_PLUS_ONE)
         .read_to_end(&mut bytes)
         .map_err(|e| Failure::setup(format!("failed to read seccomp descriptor `{fd}`: {e}")))?;
     drop(file);

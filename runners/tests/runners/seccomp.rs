@@ -139,7 +139,7 @@ fn malformed_programs_and_descriptors_are_rejected() {
         (&empty, 65, "is empty"),
         (&ragged, 65, "not a whole number"),
         (&oversize, 65, "more than 4096 instructions"),
-        (&dir, 65, "neither a pipe nor a regular file"),
+        (&dir, 71, "neither a pipe nor a regular file"),
     ];
     for (file, code, message) in cases {
         let out = output(&mut with_fds(
