@@ -190,3 +190,68 @@ fn the_program_descriptor_does_not_reach_the_program() {
     assert_eq!(crate::common::stdout(&out).trim(), "closed");
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// The program `splash_seccomp` compiles for a strict allowlist is accepted
+/// by the runner as is: same encoding on both sides of the handoff.
+#[test]
+fn a_compiled_strict_allowlist_is_accepted() {
+    let Some(arch) = splash_seccomp::Arch::host() else {
+        require_host(false, "an architecture `splash_seccomp` compiles for");
+        return;
+    };
+    let p = programs();
+    let dir = scratch_dir("seccomp-compiled");
+    let names = [
+        "execve",
+        "brk",
+        "mmap",
+        "munmap",
+        "mprotect",
+        "arch_prctl",
+        "access",
+        "faccessat",
+        "openat",
+        "newfstatat",
+        "fstat",
+        "read",
+        "pread64",
+        "close",
+        "set_tid_address",
+        "set_robust_list",
+        "rseq",
+        "prlimit64",
+        "getrandom",
+    ];
+    let compile = |with_exit_group: bool| {
+        let mut set: std::collections::BTreeSet<String> = names
+            .iter()
+            .filter(|n| splash_seccomp::syscall_number(arch, n).is_some())
+            .map(|n| (*n).to_owned())
+            .collect();
+        if with_exit_group {
+            set.insert("exit_group".to_owned());
+        }
+        splash_seccomp::compile(&splash_seccomp::Profile::StrictAllowlist(set), arch)
+            .expect("compile")
+            .to_bytes()
+    };
+    let killing = write_program(&dir, "without", &compile(false));
+    let passing = write_program(&dir, "with", &compile(true));
+    let argv = [RUNNER, "--seccomp-fd", "9", "--", p.truth.as_str()];
+    let out = output(&mut with_fds(&[(9, &killing)], &argv));
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGSYS),
+        "{:?} {}",
+        out.status,
+        stderr(&out)
+    );
+    let out = output(&mut with_fds(&[(9, &passing)], &argv));
+    assert!(
+        out.status.success(),
+        "control: {:?} {}",
+        out.status,
+        stderr(&out)
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
