@@ -1,0 +1,79 @@
+//! `splashc emit --bpf [--listing] [--arch A] POLICY`: the seccomp program of
+//! a policy as raw `struct sock_filter` bytes, or as a disassembly listing.
+//!
+//! The `emit` command resolves the policy and architecture and calls
+//! [`run_bpf`] with the compiled program.
+
+use std::io::Write;
+
+use splash_seccomp::{Arch, CompileError, Profile, Program, compile};
+use splashpol::model::SeccompPolicy;
+
+/// The architecture named by `--arch`, or this host's when absent.
+pub fn arch_from_flag(flag: Option<&str>) -> Result<Arch, String> {
+    match flag {
+        Some(name) => Arch::from_name(name).ok_or_else(|| {
+            format!("unknown architecture `{name}` (expected `x86_64`, `aarch64` or `riscv64`)")
+        }),
+        None => Arch::host().ok_or_else(|| {
+            "this host's architecture has no seccomp support; pass `--arch`".to_owned()
+        }),
+    }
+}
+
+/// The seccomp profile a checked policy selects, if any.
+pub fn profile_of(policy: &SeccompPolicy) -> Option<Profile> {
+    match policy {
+        SeccompPolicy::Off => None,
+        SeccompPolicy::DenyKnownEscapeSurface => Some(Profile::DenyKnownEscapeSurface),
+        SeccompPolicy::StrictAllowlist { syscalls } => {
+            Some(Profile::StrictAllowlist(syscalls.clone()))
+        }
+    }
+}
+
+/// Compile the policy's seccomp profile for `arch`.
+pub fn program_for(policy: &SeccompPolicy, arch: Arch) -> Result<Option<Program>, CompileError> {
+    profile_of(policy).map(|p| compile(&p, arch)).transpose()
+}
+
+/// Write `program` to stdout: the raw bytes, or with `listing` a header of
+/// figures followed by the disassembly. Returns the exit status (0, or 2 on
+/// an output error).
+pub fn run_bpf(program: &Program, listing: bool) -> u8 {
+    let mut out = std::io::stdout().lock();
+    let result = if listing {
+        out.write_all(render_listing(program).as_bytes())
+    } else {
+        out.write_all(&program.to_bytes())
+    };
+    match result.and_then(|()| out.flush()) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("splashc emit: cannot write the seccomp program: {e}");
+            2
+        }
+    }
+}
+
+/// The listing text: figures, skipped names, then one instruction a line.
+pub fn render_listing(program: &Program) -> String {
+    let stats = program.stats();
+    let mut text = format!(
+        "; seccomp program for {}: {} instructions, worst case {} executed, {} of {} syscalls cache-eligible\n",
+        program.arch.name(),
+        stats.len,
+        stats.worst_case_executed,
+        stats.cache_eligible_syscalls,
+        stats.known_syscalls,
+    );
+    if !program.skipped.is_empty() {
+        text.push_str(&format!(
+            "; not on {}, skipped: {}\n",
+            program.arch.name(),
+            program.skipped.join(", ")
+        ));
+    }
+    text.push_str(&program.disassemble());
+    text
+}
