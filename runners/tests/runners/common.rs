@@ -87,6 +87,7 @@ pub struct Programs {
     pub truth: String,
     pub head: String,
     pub sleep: String,
+    pub env: String,
     /// The loader of `dash` (and of the other programs above).
     pub loader: String,
 }
@@ -99,6 +100,7 @@ pub fn programs() -> Programs {
         truth: real("/bin/true"),
         head: real("/usr/bin/head"),
         sleep: real("/bin/sleep"),
+        env: real("/usr/bin/env"),
         dash,
         loader,
     }

@@ -10,5 +10,6 @@ mod common;
 mod fds;
 mod landlock;
 mod limits;
+mod one_hop;
 mod seccomp;
 mod usage;
