@@ -249,12 +249,12 @@ pub static ALLOWED_REVIEWED: &[Reviewed] = &[
     r(
         "chroot",
         Class::Mount,
-        "needs `CAP_SYS_CHROOT`, which the sandbox never holds",
+        "needs `CAP_SYS_CHROOT`, which the worker does not hold (Bubblewrap drops every capability)",
     ),
     r(
         "settimeofday",
         Class::HostAdmin,
-        "needs `CAP_SYS_TIME`, which the sandbox never holds (also `clock_settime`, `clock_adjtime`, `adjtimex`, whose read-only forms programs use)",
+        "needs `CAP_SYS_TIME` in the initial user namespace, which the worker never holds (also `clock_settime`, `clock_adjtime`, `adjtimex`, whose read-only forms programs use)",
     ),
     r(
         "sethostname",

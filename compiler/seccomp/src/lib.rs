@@ -12,6 +12,7 @@ mod tables;
 
 pub mod bpf;
 mod codegen;
+pub mod doc;
 mod error;
 pub mod interp;
 mod program;
