@@ -1,1 +1,68 @@
-fn main() {}
+//! `splash-probe`: a protocol-v5 worker that reports what it can see and do
+//! from inside the sandbox.
+//!
+//! It reads the bootstrap preamble from stdin, authenticates `open_session`
+//! and then answers the tools its manifest grants:
+//!
+//! | tool | input | result |
+//! |---|---|---|
+//! | `probe.report` | `{"statfs": [paths]}` (optional) | ids, maps, cwd, environment, capabilities, no_new_privs, seccomp, fds, mounts, interfaces, limits, namespaces, cgroup, hostname, statfs |
+//! | `probe.path` | `{"path"}` | exists, type, readable, writable (create and remove a file for a directory), executable |
+//! | `probe.write` | `{"path", "bytes", "remove"?}` | bytes written and the errno that stopped the write |
+//! | `probe.exec` | `{"argv"}` | exit status or signal, or the errno of the failed exec |
+//! | `probe.try` | `{"op"}` | success or the failing step and errno of one escape attempt |
+//! | `probe.spin` | `{"seconds"}` | a busy loop |
+//! | `probe.sleep` | `{"ms"}` | a sleep |
+//! | `probe.echo` | `{"input"}` | `input` |
+//!
+//! It works the same outside any sandbox, for control runs. Nothing but
+//! protocol frames is written to stdout; diagnostics go to stderr.
+
+mod errno;
+mod report;
+#[expect(
+    unsafe_code,
+    reason = "the probe's raw system calls: ids, statfs, fork, namespaces, mounts, sockets, keyctl, bpf, io_uring"
+)]
+mod sys;
+mod tools;
+
+use std::process::ExitCode;
+
+use serde_json::Value;
+use splash_protocol::{CapabilityManifest, Token, Worker};
+
+fn dispatch(tool: &Token, input: Value, _: &CapabilityManifest) -> Result<Value, String> {
+    match tool.as_str() {
+        "probe.report" => report::report(&input),
+        "probe.path" => tools::path(&input),
+        "probe.write" => tools::write(&input),
+        "probe.exec" => tools::exec(&input),
+        "probe.try" => tools::try_op(&input),
+        "probe.spin" => tools::spin(&input),
+        "probe.sleep" => tools::sleep(&input),
+        "probe.echo" => tools::echo(&input),
+        other => Err(format!("the probe has no tool `{other}`")),
+    }
+}
+
+fn main() -> ExitCode {
+    if std::env::args_os().nth(1).is_some_and(|a| a == "--version") {
+        eprintln!("splash-probe {}", env!("CARGO_PKG_VERSION"));
+        return ExitCode::SUCCESS;
+    }
+    let worker = match Worker::from_stdio() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("splash-probe: failed to start the session: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match worker.serve(dispatch) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("splash-probe: session failed: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,465 @@
+//! Every raw system call of the probe, each behind a safe function.
+//!
+//! Calls that could change the probe's own state if they succeeded (new
+//! namespaces, mounts, chroot, setns, ptrace) run in a forked child that
+//! reports the failing step and errno over a pipe and exits; the probe
+//! itself stays exactly as it was, so later probes see the same process.
+//! The probe is single-threaded, so the forked child is a full copy with no
+//! lock held by another thread; the child only makes raw system calls and
+//! never allocates.
+
+use std::ffi::{CStr, CString};
+use std::io::{self, Read};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+/// The real and effective ids of the probe.
+#[derive(Debug, Clone, Copy)]
+pub struct Ids {
+    pub uid: u32,
+    pub euid: u32,
+    pub gid: u32,
+    pub egid: u32,
+}
+
+pub fn ids() -> Ids {
+    // SAFETY: these calls take no arguments, cannot fail and touch no memory
+    // of ours.
+    unsafe {
+        Ids {
+            uid: libc::getuid(),
+            euid: libc::geteuid(),
+            gid: libc::getgid(),
+            egid: libc::getegid(),
+        }
+    }
+}
+
+pub fn parent_pid() -> i32 {
+    // SAFETY: no arguments; cannot fail.
+    unsafe { libc::getppid() }
+}
+
+/// The UTS node name (the hostname in this UTS namespace).
+pub fn nodename() -> io::Result<String> {
+    let mut uts = MaybeUninit::<libc::utsname>::zeroed();
+    // SAFETY: `uts` points to writable memory of the right size and type.
+    let rc = unsafe { libc::uname(uts.as_mut_ptr()) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: uname succeeded, so the struct is initialized and `nodename`
+    // is NUL-terminated within its array.
+    let name = unsafe { CStr::from_ptr(uts.assume_init_ref().nodename.as_ptr()) };
+    Ok(name.to_string_lossy().into_owned())
+}
+
+/// The fields of `statfs(2)` the probe reports.
+#[derive(Debug, Clone, Copy)]
+pub struct FsStat {
+    pub fs_type: i64,
+    pub block_size: u64,
+    pub blocks: u64,
+    pub blocks_free: u64,
+    pub blocks_available: u64,
+    pub files: u64,
+    pub files_free: u64,
+    pub flags: u64,
+}
+
+/// `statfs(2)` for the filesystem type and `statvfs(3)` for sizes and the
+/// mount flags (`ST_RDONLY` is bit 0).
+pub fn statfs(path: &CStr) -> io::Result<FsStat> {
+    let mut st = MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: `path` is NUL-terminated and `st` is writable memory of the
+    // right type.
+    if unsafe { libc::statfs(path.as_ptr(), st.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: statfs succeeded and filled the struct.
+    let st = unsafe { st.assume_init() };
+    let mut vfs = MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: as above, for statvfs.
+    if unsafe { libc::statvfs(path.as_ptr(), vfs.as_mut_ptr()) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: statvfs succeeded and filled the struct.
+    let vfs = unsafe { vfs.assume_init() };
+    #[expect(
+        clippy::unnecessary_cast,
+        clippy::useless_conversion,
+        reason = "the statfs and statvfs field types differ between architectures and libcs"
+    )]
+    Ok(FsStat {
+        fs_type: st.f_type as i64,
+        block_size: vfs.f_frsize as u64,
+        blocks: u64::from(vfs.f_blocks),
+        blocks_free: u64::from(vfs.f_bfree),
+        blocks_available: u64::from(vfs.f_bavail),
+        files: u64::from(vfs.f_files),
+        files_free: u64::from(vfs.f_ffree),
+        flags: vfs.f_flag as u64,
+    })
+}
+
+/// `access(2)` with the given mode; the errno on failure.
+pub fn access(path: &CStr, mode: libc::c_int) -> Result<(), i32> {
+    // SAFETY: `path` is NUL-terminated; access only reads it.
+    let rc = unsafe { libc::access(path.as_ptr(), mode) };
+    if rc == 0 { Ok(()) } else { Err(errno()) }
+}
+
+/// Sets the disposition of SIGXFSZ and returns the previous one, so a write
+/// past RLIMIT_FSIZE reports EFBIG instead of killing the probe.
+pub fn set_sigxfsz(handler: libc::sighandler_t) -> libc::sighandler_t {
+    // SAFETY: SIG_IGN and SIG_DFL (or a value returned by an earlier call)
+    // are valid dispositions; no handler code runs.
+    unsafe { libc::signal(libc::SIGXFSZ, handler) }
+}
+
+fn errno() -> i32 {
+    io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// The result of an attempt: `Ok` or the failing step and its errno.
+pub type Attempt = Result<(), (&'static str, i32)>;
+
+/// What happened to a forked attempt.
+#[derive(Debug, Clone, Copy)]
+pub enum ChildOutcome {
+    /// The child ran to the end and reported.
+    Reported(Attempt),
+    /// The child was killed by a signal (for example SIGSYS from seccomp).
+    Signaled(i32),
+    /// The child exited without a report.
+    Exited(i32),
+}
+
+/// An operation run in a forked child. Every string is prepared before the
+/// fork so the child does not allocate.
+#[derive(Debug)]
+pub enum ChildOp {
+    Unshare(libc::c_int),
+    MountTmpfs { target: CString },
+    Setns { path: CString },
+    Chroot { path: CString },
+    PtraceSeize { pid: i32 },
+}
+
+/// Step names, indexed by the byte the child reports.
+const STEPS: [&str; 7] = [
+    "unshare", "mount", "umount", "open", "setns", "chroot", "ptrace",
+];
+
+fn step_index(step: &str) -> u8 {
+    STEPS
+        .iter()
+        .position(|s| *s == step)
+        .and_then(|i| u8::try_from(i).ok())
+        .unwrap_or(u8::MAX)
+}
+
+/// Runs `op` in a forked child and collects its report.
+pub fn in_child(op: &ChildOp) -> io::Result<ChildOutcome> {
+    let (mut reader, writer) = io::pipe()?;
+    let write_fd = writer.as_raw_fd();
+    // Indices computed before the fork, so the child only copies bytes.
+    let idx = |s: &str| step_index(s);
+    let (i_unshare, i_mount, i_umount, i_open, i_setns, i_chroot, i_ptrace) = (
+        idx("unshare"),
+        idx("mount"),
+        idx("umount"),
+        idx("open"),
+        idx("setns"),
+        idx("chroot"),
+        idx("ptrace"),
+    );
+    // SAFETY: the probe is single-threaded; the child below only makes
+    // async-signal-safe raw system calls on memory prepared before the fork
+    // and leaves through `_exit`.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        let report = |step: u8, err: i32| -> ! {
+            let b = err.to_le_bytes();
+            let msg = [step, b[0], b[1], b[2], b[3]];
+            // SAFETY: `msg` is a live 5-byte buffer and `write_fd` is the
+            // pipe's write end inherited from the parent; `_exit` never
+            // returns and runs no destructors or atexit handlers.
+            unsafe {
+                libc::write(write_fd, msg.as_ptr().cast(), msg.len());
+                libc::_exit(0)
+            }
+        };
+        let ok = u8::MAX - 1;
+        match op {
+            ChildOp::Unshare(flags) => {
+                // SAFETY: unshare takes a flag word only.
+                if unsafe { libc::unshare(*flags) } != 0 {
+                    report(i_unshare, errno());
+                }
+            }
+            ChildOp::MountTmpfs { target } => {
+                // SAFETY: every pointer is a NUL-terminated string that
+                // outlives the call.
+                let rc = unsafe {
+                    libc::mount(
+                        c"tmpfs".as_ptr(),
+                        target.as_ptr(),
+                        c"tmpfs".as_ptr(),
+                        libc::MS_NOSUID | libc::MS_NODEV,
+                        c"size=1m".as_ptr().cast(),
+                    )
+                };
+                if rc != 0 {
+                    report(i_mount, errno());
+                }
+                // SAFETY: `target` is NUL-terminated; detaching our own
+                // fresh mount.
+                if unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) } != 0 {
+                    report(i_umount, errno());
+                }
+            }
+            ChildOp::Setns { path } => {
+                // SAFETY: `path` is NUL-terminated.
+                let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+                if fd < 0 {
+                    report(i_open, errno());
+                }
+                // SAFETY: `fd` is the descriptor just opened; nstype 0 accepts
+                // any namespace type.
+                if unsafe { libc::setns(fd, 0) } != 0 {
+                    report(i_setns, errno());
+                }
+            }
+            ChildOp::Chroot { path } => {
+                // SAFETY: `path` is NUL-terminated.
+                if unsafe { libc::chroot(path.as_ptr()) } != 0 {
+                    report(i_chroot, errno());
+                }
+            }
+            ChildOp::PtraceSeize { pid } => {
+                // PTRACE_SEIZE does not stop the tracee, and the tracee is
+                // detached automatically when this child exits.
+                // SAFETY: PTRACE_SEIZE with addr and data 0 reads and writes
+                // no memory of ours.
+                let rc = unsafe {
+                    libc::syscall(
+                        libc::SYS_ptrace,
+                        0x4206 as libc::c_long,
+                        libc::c_long::from(*pid),
+                        0 as libc::c_long,
+                        0 as libc::c_long,
+                    )
+                };
+                if rc != 0 {
+                    report(i_ptrace, errno());
+                }
+            }
+        }
+        report(ok, 0);
+    }
+    drop(writer);
+    let status = wait(pid)?;
+    let mut msg = Vec::new();
+    reader.read_to_end(&mut msg)?;
+    if let [step, a, b, c, d] = msg[..] {
+        let err = i32::from_le_bytes([a, b, c, d]);
+        if step == u8::MAX - 1 {
+            return Ok(ChildOutcome::Reported(Ok(())));
+        }
+        let name = STEPS.get(usize::from(step)).copied().unwrap_or("unknown");
+        return Ok(ChildOutcome::Reported(Err((name, err))));
+    }
+    Ok(status)
+}
+
+/// Waits for `pid` and describes how it ended.
+fn wait(pid: libc::pid_t) -> io::Result<ChildOutcome> {
+    let mut status: libc::c_int = 0;
+    loop {
+        // SAFETY: `status` is a valid out pointer; `pid` is our child.
+        let rc = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if rc == pid {
+            break;
+        }
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    if libc::WIFSIGNALED(status) {
+        Ok(ChildOutcome::Signaled(libc::WTERMSIG(status)))
+    } else {
+        Ok(ChildOutcome::Exited(libc::WEXITSTATUS(status)))
+    }
+}
+
+/// `clone(CLONE_NEWNS | SIGCHLD)`: the child exits at once; reports whether
+/// the kernel allowed the new mount namespace.
+pub fn clone_newns() -> io::Result<ChildOutcome> {
+    let flags = libc::c_long::from(libc::CLONE_NEWNS | libc::SIGCHLD);
+    // SAFETY: with a null stack the raw clone behaves like fork; the probe is
+    // single-threaded and the child only calls `_exit`. The remaining
+    // arguments are zero on every architecture's argument order.
+    let pid = unsafe { libc::syscall(libc::SYS_clone, flags, 0, 0, 0, 0) };
+    if pid < 0 {
+        return Ok(ChildOutcome::Reported(Err(("clone", errno()))));
+    }
+    if pid == 0 {
+        // SAFETY: leaves the child without running any Rust code.
+        unsafe { libc::_exit(0) }
+    }
+    let pid =
+        libc::pid_t::try_from(pid).map_err(|_| io::Error::other("clone returned a bad pid"))?;
+    match wait(pid)? {
+        ChildOutcome::Exited(0) => Ok(ChildOutcome::Reported(Ok(()))),
+        other => Ok(other),
+    }
+}
+
+fn owned(fd: libc::c_int) -> Option<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: `fd` was just returned by a successful system call and is owned
+    // by nobody else.
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `socket(AF_INET, SOCK_STREAM)` then a non-blocking connect to
+/// `addr:port`, waiting at most `timeout_ms`.
+pub fn socket_inet_connect(addr: [u8; 4], port: u16, timeout_ms: i32) -> Attempt {
+    // SAFETY: plain integer arguments.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_INET,
+            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    let Some(sock) = owned(fd) else {
+        return Err(("socket", errno()));
+    };
+    let sa = libc::sockaddr_in {
+        sin_family: libc::sa_family_t::try_from(libc::AF_INET).unwrap_or(2),
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_ne_bytes(addr),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = libc::socklen_t::try_from(std::mem::size_of::<libc::sockaddr_in>()).unwrap_or(16);
+    // SAFETY: `sa` is a valid sockaddr_in of `len` bytes for the call.
+    let rc = unsafe {
+        libc::connect(
+            sock.as_raw_fd(),
+            (&raw const sa).cast::<libc::sockaddr>(),
+            len,
+        )
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let e = errno();
+    if e != libc::EINPROGRESS {
+        return Err(("connect", e));
+    }
+    let mut pfd = libc::pollfd {
+        fd: sock.as_raw_fd(),
+        events: libc::POLLOUT,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd.
+    let n = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
+    if n < 0 {
+        return Err(("poll", errno()));
+    }
+    if n == 0 {
+        return Err(("connect", libc::ETIMEDOUT));
+    }
+    let mut so_error: libc::c_int = 0;
+    let mut so_len = libc::socklen_t::try_from(std::mem::size_of::<libc::c_int>()).unwrap_or(4);
+    // SAFETY: `so_error` and `so_len` are valid out pointers of the sizes
+    // given.
+    let rc = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&raw mut so_error).cast(),
+            &mut so_len,
+        )
+    };
+    if rc != 0 {
+        return Err(("getsockopt", errno()));
+    }
+    if so_error != 0 {
+        return Err(("connect", so_error));
+    }
+    Ok(())
+}
+
+/// `keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 0)`: a read-only
+/// keyring lookup that shows whether the keyring syscalls are reachable.
+pub fn keyctl_probe() -> Attempt {
+    const KEYCTL_GET_KEYRING_ID: libc::c_long = 0;
+    const KEY_SPEC_USER_KEYRING: libc::c_long = -4;
+    // SAFETY: integer arguments only; no memory is passed.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_keyctl,
+            KEYCTL_GET_KEYRING_ID,
+            KEY_SPEC_USER_KEYRING,
+            0 as libc::c_long,
+        )
+    };
+    if rc < 0 {
+        Err(("keyctl", errno()))
+    } else {
+        Ok(())
+    }
+}
+
+/// `bpf(BPF_MAP_CREATE)` for a one-entry array map; closes it on success.
+pub fn bpf_probe() -> Attempt {
+    const BPF_MAP_CREATE: libc::c_long = 0;
+    const BPF_MAP_TYPE_ARRAY: u32 = 2;
+    // The first fields of `union bpf_attr` for BPF_MAP_CREATE: map_type,
+    // key_size, value_size, max_entries; the rest must be zero.
+    let mut attr = [0u32; 32];
+    attr[0] = BPF_MAP_TYPE_ARRAY;
+    attr[1] = 4;
+    attr[2] = 4;
+    attr[3] = 1;
+    let size = libc::c_long::try_from(std::mem::size_of_val(&attr)).unwrap_or(128);
+    // SAFETY: `attr` is a readable buffer of `size` bytes for the call.
+    let rc = unsafe { libc::syscall(libc::SYS_bpf, BPF_MAP_CREATE, attr.as_ptr(), size) };
+    if rc < 0 {
+        return Err(("bpf", errno()));
+    }
+    drop(owned(libc::c_int::try_from(rc).unwrap_or(-1)));
+    Ok(())
+}
+
+/// `io_uring_setup(1, params)`; closes the ring on success.
+pub fn io_uring_probe() -> Attempt {
+    // struct io_uring_params is 120 bytes; zero asks for the defaults.
+    let mut params = [0u32; 30];
+    // SAFETY: `params` is a writable, zeroed io_uring_params-sized buffer.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_setup,
+            1 as libc::c_long,
+            params.as_mut_ptr(),
+        )
+    };
+    if rc < 0 {
+        return Err(("io_uring_setup", errno()));
+    }
+    drop(owned(libc::c_int::try_from(rc).unwrap_or(-1)));
+    Ok(())
+}

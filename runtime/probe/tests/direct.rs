@@ -1,0 +1,254 @@
+//! Runs the real `splash-probe` binary as a child process, with no sandbox,
+//! through the host session: the control run for every sandboxed probe.
+
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+use serde_json::{Value, json};
+use splash_protocol::{
+    CapabilityManifest, HostSession, PrivatePipeWorkerBootstrap, SessionError, SessionKey, Token,
+};
+
+const TOOLS: [&str; 8] = [
+    "probe.report",
+    "probe.path",
+    "probe.write",
+    "probe.exec",
+    "probe.try",
+    "probe.spin",
+    "probe.sleep",
+    "probe.echo",
+];
+
+/// Whether a host facility is present; prints `SKIP` when it is not, and
+/// fails instead when `SPLASH_REQUIRE_HOST=1`.
+fn host_has(available: bool, what: &str) -> bool {
+    if available {
+        return true;
+    }
+    if std::env::var("SPLASH_REQUIRE_HOST").as_deref() == Ok("1") {
+        panic!("SPLASH_REQUIRE_HOST=1 but {what} is not available");
+    }
+    eprintln!("SKIP: {what} is not available");
+    false
+}
+
+fn manifest(session: &str) -> CapabilityManifest {
+    let grants: Vec<Value> = TOOLS
+        .iter()
+        .map(|t| {
+            json!({"tool": t, "format": "json", "max_calls": 100,
+                   "max_input_bytes": 4096, "max_output_bytes": 1 << 20})
+        })
+        .collect();
+    CapabilityManifest::from_value(json!({
+        "protocol_version": 5, "session_id": session, "grants": grants
+    }))
+    .expect("valid manifest")
+}
+
+struct Probe {
+    child: Child,
+    host: Option<HostSession<ChildStdout, ChildStdin>>,
+}
+
+impl Probe {
+    fn start(extra_env: &[(&str, &str)]) -> Self {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_splash-probe"));
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for (k, v) in extra_env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn the probe");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let stdout = child.stdout.take().expect("stdout");
+        let key = SessionKey::generate().expect("rng");
+        PrivatePipeWorkerBootstrap::new(Token::new("probe-1").expect("token"), key.clone())
+            .write_to(&mut stdin)
+            .expect("preamble");
+        let host = HostSession::open(manifest("probe-1"), key, stdin, stdout).expect("open");
+        Self {
+            child,
+            host: Some(host),
+        }
+    }
+
+    fn call(&mut self, tool: &str, input: Value) -> Value {
+        self.host
+            .as_mut()
+            .expect("open")
+            .invoke(tool, input)
+            .unwrap_or_else(|e| panic!("{tool}: {e}"))
+    }
+
+    fn finish(mut self) {
+        self.host.take().expect("open").close().expect("close");
+        let status = self.child.wait().expect("wait");
+        assert!(status.success(), "probe exited with {status}");
+    }
+}
+
+#[test]
+fn report_comes_back_authenticated() {
+    let mut p = Probe::start(&[("SPLASH_PROBE_MARK", "visible")]);
+    let r = p.call(
+        "probe.report",
+        json!({"statfs": ["/", "/nonexistent-splash"]}),
+    );
+    assert_eq!(r["pid"], json!(p.child.id()));
+    assert_eq!(r["environment"]["SPLASH_PROBE_MARK"], json!("visible"));
+    for cap in [
+        "inheritable",
+        "permitted",
+        "effective",
+        "bounding",
+        "ambient",
+    ] {
+        let v = r["capabilities"][cap].as_str().expect("capability set");
+        assert_eq!(v.len(), 16, "{cap}: {v}");
+    }
+    assert!(r["no_new_privs"].is_u64());
+    assert!(r["seccomp"].is_u64());
+    let mounts = r["mounts"].as_array().expect("mounts");
+    assert!(mounts.iter().any(|m| m["mount_point"] == json!("/")));
+    let fds = r["fds"].as_array().expect("fds");
+    for fd in [0, 1, 2] {
+        assert!(
+            fds.iter().any(|f| f["fd"] == json!(fd)),
+            "fd {fd} in {fds:?}"
+        );
+    }
+    assert!(r["limits"]["Max open files"]["soft"].is_string());
+    assert!(r["uid_map"].is_string());
+    assert!(r["hostname"].is_string());
+    assert!(r["statfs"][0]["size_bytes"].as_u64().expect("size") > 0);
+    assert_eq!(r["statfs"][1]["error"]["name"], json!("ENOENT"));
+    assert!(
+        r["namespaces"]["mnt"]
+            .as_str()
+            .expect("mnt ns")
+            .starts_with("mnt:[")
+    );
+    p.finish();
+}
+
+#[test]
+fn path_write_exec_echo_sleep_and_spin() {
+    let dir = std::env::temp_dir().join(format!("splash-probe-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let dir_s = dir.to_str().expect("utf-8").to_owned();
+    let mut p = Probe::start(&[]);
+
+    let d = p.call("probe.path", json!({"path": dir_s}));
+    assert_eq!(d["type"], json!("dir"));
+    assert_eq!(d["writable"]["ok"], json!(true));
+    let missing = p.call("probe.path", json!({"path": format!("{dir_s}/none")}));
+    assert_eq!(missing["exists"], json!(false));
+    assert_eq!(missing["error"]["name"], json!("ENOENT"));
+
+    let file = format!("{dir_s}/data");
+    let w = p.call("probe.write", json!({"path": file, "bytes": 3_000_000}));
+    assert_eq!(w["written"], json!(3_000_000));
+    assert_eq!(w["ok"], json!(true));
+    assert_eq!(std::fs::metadata(&file).expect("file").len(), 3_000_000);
+    let f = p.call("probe.path", json!({"path": file}));
+    assert_eq!(f["type"], json!("file"));
+    assert_eq!(f["size"], json!(3_000_000));
+    let w = p.call(
+        "probe.write",
+        json!({"path": format!("{dir_s}/no/such"), "bytes": 1}),
+    );
+    assert_eq!(w["stage"], json!("open"));
+    assert_eq!(w["error"]["name"], json!("ENOENT"));
+
+    let e = p.call(
+        "probe.exec",
+        json!({"argv": ["/bin/sh", "-c", "echo out; echo err >&2; exit 3"]}),
+    );
+    assert_eq!(e["exit_code"], json!(3));
+    assert_eq!(e["stdout"], json!("out\n"));
+    assert_eq!(e["stderr"], json!("err\n"));
+    let e = p.call("probe.exec", json!({"argv": [format!("{dir_s}/data")]}));
+    assert_eq!(e["spawned"], json!(false));
+    assert_eq!(e["error"]["name"], json!("EACCES"));
+
+    assert_eq!(
+        p.call("probe.echo", json!({"input": {"z": 1, "a": [2]}})),
+        json!({"a": [2], "z": 1})
+    );
+    assert!(
+        p.call("probe.sleep", json!({"ms": 20}))["elapsed_ms"]
+            .as_u64()
+            .expect("ms")
+            >= 20
+    );
+    assert!(p.call("probe.spin", json!({"seconds": 0}))["elapsed_ms"].is_u64());
+
+    let host = p.host.as_mut().expect("open");
+    match host.invoke("probe.try", json!({"op": "nonsense"})) {
+        Err(SessionError::Tool { message, .. }) => {
+            assert!(message.contains("unknown op"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    p.finish();
+    std::fs::remove_dir_all(&dir).expect("cleanup");
+}
+
+#[test]
+fn every_escape_attempt_answers_and_privileged_ones_succeed_without_a_sandbox() {
+    let mut p = Probe::start(&[]);
+    let ops = [
+        "unshare-user",
+        "unshare-net",
+        "mount-tmpfs",
+        "clone-newns",
+        "ptrace-parent",
+        "setns",
+        "socket-inet",
+        "chroot",
+        "keyctl",
+        "bpf",
+        "io_uring",
+    ];
+    let mut results = std::collections::BTreeMap::new();
+    for op in ops {
+        let r = p.call("probe.try", json!({"op": op}));
+        assert_eq!(r["op"], json!(op));
+        let ok = r["ok"].as_bool().expect("ok flag");
+        if !ok {
+            assert!(r["stage"].is_string(), "{r}");
+        }
+        results.insert(op, r);
+    }
+    let report = p.call("probe.report", json!({}));
+    p.finish();
+    eprintln!("{}", serde_json::to_string_pretty(&results).expect("json"));
+    const CAP_SYS_ADMIN: u64 = 1 << 21;
+    const CAP_SYS_CHROOT: u64 = 1 << 18;
+    let effective = report["capabilities"]["effective"]
+        .as_str()
+        .and_then(|c| u64::from_str_radix(c, 16).ok())
+        .unwrap_or(0);
+    let root = report["ids"]["euid"] == json!(0)
+        && effective & (CAP_SYS_ADMIN | CAP_SYS_CHROOT) == CAP_SYS_ADMIN | CAP_SYS_CHROOT;
+    if !host_has(
+        root,
+        "a privileged uid with full capabilities (for the control assertions)",
+    ) {
+        return;
+    }
+    // The same attempts a sandbox must stop all succeed here: this is the
+    // control that makes each sandboxed denial meaningful.
+    for op in [
+        "unshare-user",
+        "unshare-net",
+        "mount-tmpfs",
+        "clone-newns",
+        "chroot",
+        "setns",
+    ] {
+        assert_eq!(results[op]["ok"], json!(true), "{op}: {}", results[op]);
+    }
+}
