@@ -1,0 +1,640 @@
+//! Bind: check a [`LaunchPlan`] against the host and retain its descriptors.
+//!
+//! Nothing is launched here except Bubblewrap's own `--help`, which tells
+//! which options the installed build understands. The steps, in order:
+//!
+//! 1. the Bubblewrap program: canonicalized, a regular file with an execute
+//!    bit; in executable-pinned mode the canonical file is opened and retained
+//!    as one of the pins;
+//! 2. every [`Pin`]: the configured path is canonicalized (symbolic links in
+//!    the *configured* path are resolved here, once, and the resolved target is
+//!    what gets pinned — except for executables, whose final component must not
+//!    be a symbolic link at all); a canonical path of `/` is rejected; the
+//!    canonical path is opened `O_PATH | O_NOFOLLOW | O_CLOEXEC` with
+//!    `RESOLVE_NO_SYMLINKS`, so a link swapped in after canonicalization fails
+//!    instead of being followed; the type is re-checked through the descriptor
+//!    (`fstat`);
+//! 3. every path-based mount source (unpinned mode): canonicalized, not `/`,
+//!    the right type (a read-write source must be a directory);
+//! 4. the program Bubblewrap executes: reached through a read-only bind mount,
+//!    a regular executable and not a symbolic link on the host;
+//! 5. Bubblewrap's options: every option the plan's argument list uses must
+//!    appear in `bwrap --help` (run through the same pinned descriptor that
+//!    will be launched), so an old build fails here with a named option;
+//! 6. project quotas (see [`crate::quota`]) and their aggregate maximum.
+//!
+//! A cgroup preparation step joins as a [`LaunchPreparation`]: it runs after
+//! these checks and can wrap the launch program (see [`crate::LaunchSpec`]).
+
+use std::collections::BTreeSet;
+use std::fs::{self, File, Metadata};
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use splashpol::model::AbsPath;
+use splashpol::plan::{BwrapOp, ExecArg, LaunchPlan, MountSource, Pin, PinKind, PinRole};
+
+use crate::quota::{self, KernelQuotaInspector, QuotaError, QuotaInspector, VerifiedQuota};
+use crate::spawn::LaunchSpec;
+use crate::sys;
+
+/// Why a plan could not be bound to this host.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    #[error("failed to resolve source `{path}`")]
+    Resolve {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("source `{path}` resolves to `/`; the host root is never mounted")]
+    ResolvesToRoot { path: String },
+    #[error("source `{path}` (resolved to `{canonical}`) is {found}; expected {expected}")]
+    WrongType {
+        path: String,
+        canonical: String,
+        expected: &'static str,
+        found: &'static str,
+    },
+    #[error("executable `{path}` is a symbolic link; name the file itself")]
+    SymlinkExecutable { path: String },
+    #[error("failed to pin source `{path}`")]
+    Pin {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("failed to inspect pinned source `{path}`")]
+    Inspect {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("this runtime cannot provide {what}; the launch is refused")]
+    Unsupported { what: String },
+    #[error("launch plan is inconsistent: {0}")]
+    Plan(String),
+    #[error("worker program `{program}` is not reached through a read-only runtime mount")]
+    WorkerNotInRuntimeMount { program: String },
+    #[error("failed to query bubblewrap `{path}` for its options")]
+    BubblewrapQuery {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("bubblewrap `{path}` exited with {status} when asked for `--help`")]
+    BubblewrapHelp { path: String, status: String },
+    #[error(
+        "bubblewrap `{path}` does not support `{option}`, which this plan needs; the launch is refused (there is no fallback without it)"
+    )]
+    UnsupportedOption { path: String, option: String },
+    #[error("failed to verify the project quota of `{path}`")]
+    Quota {
+        path: String,
+        #[source]
+        source: QuotaError,
+    },
+    #[error("failed to verify the aggregate project quota")]
+    AggregateQuota(#[source] QuotaError),
+    #[error("launch preparation `{step}` failed")]
+    Preparation {
+        step: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// A descriptor retained at bind, duplicated fresh for every launch.
+#[derive(Debug)]
+pub struct PinnedSource {
+    pin: Pin,
+    canonical: PathBuf,
+    fd: OwnedFd,
+}
+
+impl PinnedSource {
+    pub fn pin(&self) -> &Pin {
+        &self.pin
+    }
+
+    /// The canonical host path that was opened.
+    pub fn canonical_path(&self) -> &Path {
+        &self.canonical
+    }
+
+    /// A fresh close-on-exec duplicate (`F_DUPFD_CLOEXEC`, number ≥ 3).
+    pub fn duplicate(&self) -> io::Result<OwnedFd> {
+        self.fd.try_clone()
+    }
+}
+
+/// A step that runs at the end of bind and may change how the command is
+/// launched (a cgroup runner is the intended implementation: prepare a fresh
+/// child cgroup at bind, then prefix the launch program with the runner).
+pub trait LaunchPreparation: std::fmt::Debug + Send + Sync {
+    /// Short name for error messages.
+    fn name(&self) -> &str;
+    /// Checks and prepares host state after every other bind step.
+    fn prepare(&mut self, command: &BoundCommand) -> io::Result<()>;
+    /// Adjusts one launch (e.g. wraps the program); called by spawn.
+    fn wrap(&self, spec: &mut LaunchSpec) -> io::Result<()>;
+}
+
+/// Options of [`BoundCommand::bind_with`].
+#[derive(Debug)]
+pub struct BindOptions {
+    quota_inspector: Box<dyn QuotaInspectorDebug>,
+    preparations: Vec<Box<dyn LaunchPreparation>>,
+}
+
+/// A [`QuotaInspector`] that can be printed in debug output.
+pub trait QuotaInspectorDebug: QuotaInspector + std::fmt::Debug + Send + Sync {}
+impl<T: QuotaInspector + std::fmt::Debug + Send + Sync> QuotaInspectorDebug for T {}
+
+impl Default for BindOptions {
+    fn default() -> Self {
+        Self {
+            quota_inspector: Box::new(KernelQuotaInspector),
+            preparations: Vec::new(),
+        }
+    }
+}
+
+impl BindOptions {
+    /// Replaces the project-quota inspector (the default reads the kernel).
+    pub fn with_quota_inspector(mut self, inspector: impl QuotaInspectorDebug + 'static) -> Self {
+        self.quota_inspector = Box::new(inspector);
+        self
+    }
+
+    /// Adds a launch preparation step.
+    pub fn with_preparation(mut self, step: impl LaunchPreparation + 'static) -> Self {
+        self.preparations.push(Box::new(step));
+        self
+    }
+}
+
+/// How Bubblewrap itself is started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BubblewrapLaunch {
+    /// Through its canonical path.
+    Path,
+    /// Through `/proc/self/fd/N` of a fresh duplicate of the retained pin.
+    Pinned(splashpol::plan::PinSlot),
+}
+
+/// A launch plan checked against this host, owning its pinned descriptors.
+#[derive(Debug)]
+pub struct BoundCommand {
+    pub(crate) plan: LaunchPlan,
+    pub(crate) bwrap_canonical: PathBuf,
+    pub(crate) bwrap_launch: BubblewrapLaunch,
+    pub(crate) pins: Vec<PinnedSource>,
+    pub(crate) quotas: Vec<VerifiedQuota>,
+    pub(crate) preparations: Vec<Box<dyn LaunchPreparation>>,
+}
+
+fn type_name(meta: &Metadata) -> &'static str {
+    let ft = meta.file_type();
+    if ft.is_dir() {
+        "a directory"
+    } else if ft.is_file() {
+        if meta.permissions().mode() & 0o111 != 0 {
+            "an executable file"
+        } else {
+            "a regular file"
+        }
+    } else if ft.is_symlink() {
+        "a symbolic link"
+    } else {
+        "a special file"
+    }
+}
+
+fn kind_matches(kind: PinKind, meta: &Metadata) -> bool {
+    match kind {
+        PinKind::Directory => meta.is_dir(),
+        PinKind::RegularFile => meta.is_file(),
+        PinKind::Executable => meta.is_file() && meta.permissions().mode() & 0o111 != 0,
+        PinKind::FileOrDirectory => meta.is_dir() || meta.is_file(),
+        PinKind::BrokerDirectory => false,
+    }
+}
+
+fn kind_name(kind: PinKind) -> &'static str {
+    match kind {
+        PinKind::Directory => "a directory",
+        PinKind::RegularFile => "a regular file",
+        PinKind::Executable => "an executable regular file",
+        PinKind::FileOrDirectory => "a directory or a regular file",
+        PinKind::BrokerDirectory => "a private broker directory",
+    }
+}
+
+fn is_executable_role(role: &PinRole) -> bool {
+    matches!(
+        role,
+        PinRole::Bubblewrap
+            | PinRole::Worker
+            | PinRole::LimitRunner
+            | PinRole::LandlockRunner
+            | PinRole::CombinedRunner
+            | PinRole::AllowedExecutable
+    )
+}
+
+/// Canonicalizes `path`, rejecting `/`.
+fn canonical(path: &str) -> Result<PathBuf, BindError> {
+    let canonical = fs::canonicalize(path).map_err(|source| BindError::Resolve {
+        path: path.to_owned(),
+        source,
+    })?;
+    if canonical == Path::new("/") {
+        return Err(BindError::ResolvesToRoot {
+            path: path.to_owned(),
+        });
+    }
+    Ok(canonical)
+}
+
+fn reject_symlink(path: &str) -> Result<(), BindError> {
+    let meta = fs::symlink_metadata(path).map_err(|source| BindError::Resolve {
+        path: path.to_owned(),
+        source,
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(BindError::SymlinkExecutable {
+            path: path.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+fn pin_source(pin: &Pin) -> Result<PinnedSource, BindError> {
+    let path = pin.host_path.as_str();
+    if pin.kind == PinKind::BrokerDirectory {
+        return Err(BindError::Unsupported {
+            what: format!("the network broker directory under `{path}`"),
+        });
+    }
+    if pin.kind == PinKind::Executable || is_executable_role(&pin.role) {
+        reject_symlink(path)?;
+    }
+    let canonical = canonical(path)?;
+    let fd = sys::open_path_no_symlinks(&canonical).map_err(|source| BindError::Pin {
+        path: path.to_owned(),
+        source,
+    })?;
+    let file = File::from(fd);
+    let meta = file.metadata().map_err(|source| BindError::Inspect {
+        path: path.to_owned(),
+        source,
+    })?;
+    if !kind_matches(pin.kind, &meta) {
+        return Err(BindError::WrongType {
+            path: path.to_owned(),
+            canonical: canonical.display().to_string(),
+            expected: kind_name(pin.kind),
+            found: type_name(&meta),
+        });
+    }
+    Ok(PinnedSource {
+        pin: pin.clone(),
+        canonical,
+        fd: OwnedFd::from(file),
+    })
+}
+
+fn check_path_source(path: &AbsPath, writable: bool) -> Result<PathBuf, BindError> {
+    let canonical = canonical(path.as_str())?;
+    let meta = fs::metadata(&canonical).map_err(|source| BindError::Resolve {
+        path: path.to_string(),
+        source,
+    })?;
+    let ok = if writable {
+        meta.is_dir()
+    } else {
+        meta.is_dir() || meta.is_file()
+    };
+    if !ok {
+        return Err(BindError::WrongType {
+            path: path.to_string(),
+            canonical: canonical.display().to_string(),
+            expected: if writable {
+                "a directory"
+            } else {
+                "a directory or a regular file"
+            },
+            found: type_name(&meta),
+        });
+    }
+    Ok(canonical)
+}
+
+/// Where a worker-visible path comes from, following the mount operations in
+/// order (a later mount over a covering destination wins).
+fn host_file_behind(
+    plan: &LaunchPlan,
+    pins: &[PinnedSource],
+    path: &AbsPath,
+) -> Result<Option<PathBuf>, BindError> {
+    let mut found: Option<Option<PathBuf>> = None;
+    for op in &plan.ops {
+        match op {
+            BwrapOp::RoBind {
+                source,
+                destination,
+            } if path.is_within(destination) => {
+                let base = match source {
+                    MountSource::Path(p) => PathBuf::from(p.as_str()),
+                    MountSource::Pinned(slot) => pins
+                        .get(usize::from(slot.0))
+                        .ok_or_else(|| {
+                            BindError::Plan(format!("mount names missing pin {}", slot.0))
+                        })?
+                        .canonical
+                        .clone(),
+                };
+                let rest = &path.as_str()[destination.as_str().len()..];
+                let host = if rest.is_empty() {
+                    base
+                } else {
+                    base.join(rest.trim_start_matches('/'))
+                };
+                found = Some(Some(host));
+            }
+            BwrapOp::Bind { destination, .. } | BwrapOp::Tmpfs { destination, .. }
+                if path.is_within(destination) =>
+            {
+                found = Some(None);
+            }
+            _ => {}
+        }
+    }
+    Ok(found.flatten())
+}
+
+fn check_exec_target(plan: &LaunchPlan, pins: &[PinnedSource]) -> Result<(), BindError> {
+    let program = match plan.command.first() {
+        Some(ExecArg::Literal(p)) => p.clone(),
+        Some(ExecArg::Slot(_)) => {
+            return Err(BindError::Plan(
+                "the launched program is a descriptor slot".into(),
+            ));
+        }
+        None => return Err(BindError::Plan("the plan has no command".into())),
+    };
+    let sandbox = AbsPath::new(program.clone())
+        .map_err(|e| BindError::Plan(format!("launched program `{program}`: {e}")))?;
+    let host = host_file_behind(plan, pins, &sandbox)?.ok_or_else(|| {
+        BindError::WorkerNotInRuntimeMount {
+            program: program.clone(),
+        }
+    })?;
+    let host_str = host.display().to_string();
+    reject_symlink(&host_str)?;
+    let meta = fs::metadata(&host).map_err(|source| BindError::Resolve {
+        path: host_str.clone(),
+        source,
+    })?;
+    if !kind_matches(PinKind::Executable, &meta) {
+        return Err(BindError::WrongType {
+            path: host_str,
+            canonical: program,
+            expected: kind_name(PinKind::Executable),
+            found: type_name(&meta),
+        });
+    }
+    Ok(())
+}
+
+/// The options (`--name`) the plan's argument list passes to Bubblewrap,
+/// as the one argument builder reports them.
+pub(crate) fn plan_options(plan: &LaunchPlan) -> BTreeSet<String> {
+    splashpol::emit::options_used(plan)
+        .into_iter()
+        .map(|o| o.option.to_owned())
+        .collect()
+}
+
+/// The options a Bubblewrap build lists in `--help`.
+fn supported_options(program: &Path, shown: &str) -> Result<BTreeSet<String>, BindError> {
+    let mut command = Command::new(program);
+    command
+        .arg("--help")
+        .env_clear()
+        .current_dir("/")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    sys::install_child_descriptor_hook(&mut command, Vec::new());
+    let output = command
+        .output()
+        .map_err(|source| BindError::BubblewrapQuery {
+            path: shown.to_owned(),
+            source,
+        })?;
+    if !output.status.success() {
+        return Err(BindError::BubblewrapHelp {
+            path: shown.to_owned(),
+            status: crate::lifecycle::describe_status(output.status),
+        });
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    Ok(text
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.starts_with("--"))
+        .map(str::to_owned)
+        .collect())
+}
+
+impl BoundCommand {
+    /// Binds `plan` with the kernel quota inspector and no extra preparation.
+    pub fn bind(plan: LaunchPlan) -> Result<Self, BindError> {
+        Self::bind_with(plan, BindOptions::default())
+    }
+
+    /// Binds `plan`; see the module documentation for the steps.
+    pub fn bind_with(plan: LaunchPlan, options: BindOptions) -> Result<Self, BindError> {
+        // 1. Bubblewrap.
+        let bwrap_str = plan.bwrap.as_str().to_owned();
+        reject_symlink(&bwrap_str)?;
+        let bwrap_canonical = canonical(&bwrap_str)?;
+        let meta = fs::metadata(&bwrap_canonical).map_err(|source| BindError::Resolve {
+            path: bwrap_str.clone(),
+            source,
+        })?;
+        if !kind_matches(PinKind::Executable, &meta) {
+            return Err(BindError::WrongType {
+                path: bwrap_str,
+                canonical: bwrap_canonical.display().to_string(),
+                expected: kind_name(PinKind::Executable),
+                found: type_name(&meta),
+            });
+        }
+
+        // 2. Pins.
+        let pins = plan
+            .pins
+            .iter()
+            .map(pin_source)
+            .collect::<Result<Vec<_>, _>>()?;
+        let bwrap_launch = match plan.bwrap_pin {
+            None => BubblewrapLaunch::Path,
+            Some(slot) => {
+                let pin = pins.get(usize::from(slot.0)).ok_or_else(|| {
+                    BindError::Plan(format!("bubblewrap names missing pin {}", slot.0))
+                })?;
+                if pin.pin.kind != PinKind::Executable || pin.canonical != bwrap_canonical {
+                    return Err(BindError::Plan(format!(
+                        "bubblewrap pin {} does not hold `{}`",
+                        slot.0, plan.bwrap
+                    )));
+                }
+                BubblewrapLaunch::Pinned(slot)
+            }
+        };
+
+        // 3. Path-based mount sources; every pinned source must exist.
+        for op in &plan.ops {
+            match op {
+                BwrapOp::RoBind {
+                    source: MountSource::Path(p),
+                    ..
+                } => {
+                    check_path_source(p, false)?;
+                }
+                BwrapOp::Bind {
+                    source: MountSource::Path(p),
+                    ..
+                } => {
+                    check_path_source(p, true)?;
+                }
+                BwrapOp::RoBind {
+                    source: MountSource::Pinned(slot),
+                    ..
+                }
+                | BwrapOp::Bind {
+                    source: MountSource::Pinned(slot),
+                    ..
+                } if usize::from(slot.0) >= pins.len() => {
+                    return Err(BindError::Plan(format!(
+                        "mount names missing pin {}",
+                        slot.0
+                    )));
+                }
+                _ => {}
+            }
+        }
+
+        // 4. The program Bubblewrap executes.
+        check_exec_target(&plan, &pins)?;
+
+        let mut bound = BoundCommand {
+            plan,
+            bwrap_canonical,
+            bwrap_launch,
+            pins,
+            quotas: Vec::new(),
+            preparations: Vec::new(),
+        };
+
+        // 5. Bubblewrap's options, asked of the very file that will run.
+        bound.check_bubblewrap_options()?;
+
+        // 6. Project quotas.
+        let mut verified = Vec::new();
+        for check in &bound.plan.quota_checks {
+            let pinned = bound.pins.get(usize::from(check.slot.0)).ok_or_else(|| {
+                BindError::Plan(format!("quota check names missing pin {}", check.slot.0))
+            })?;
+            let path = pinned.pin.host_path.to_string();
+            let device = File::from(pinned.duplicate().map_err(|source| BindError::Inspect {
+                path: path.clone(),
+                source,
+            })?)
+            .metadata()
+            .map_err(|source| BindError::Inspect {
+                path: path.clone(),
+                source,
+            })?
+            .dev();
+            let v = quota::verify(
+                options.quota_inspector.as_ref(),
+                pinned.fd.as_fd(),
+                device,
+                &check.quota,
+            )
+            .map_err(|source| BindError::Quota { path, source })?;
+            verified.push(v);
+        }
+        if !bound.plan.quota_checks.is_empty() {
+            let aggregate = bound.plan.aggregate_quota.ok_or_else(|| {
+                BindError::Plan("quota roots without an aggregate maximum".into())
+            })?;
+            quota::check_aggregate(&verified, &aggregate).map_err(BindError::AggregateQuota)?;
+        }
+        bound.quotas = verified;
+
+        // 7. Launch preparations (cgroup).
+        let mut preparations = options.preparations;
+        for step in &mut preparations {
+            step.prepare(&bound)
+                .map_err(|source| BindError::Preparation {
+                    step: step.name().to_owned(),
+                    source,
+                })?;
+        }
+        bound.preparations = preparations;
+        Ok(bound)
+    }
+
+    fn check_bubblewrap_options(&self) -> Result<(), BindError> {
+        let shown = self.plan.bwrap.to_string();
+        let needed = plan_options(&self.plan);
+        let supported = match self.bwrap_launch {
+            BubblewrapLaunch::Path => supported_options(&self.bwrap_canonical, &shown)?,
+            BubblewrapLaunch::Pinned(slot) => {
+                let fd = self.pins[usize::from(slot.0)]
+                    .duplicate()
+                    .map_err(|source| BindError::BubblewrapQuery {
+                        path: shown.clone(),
+                        source,
+                    })?;
+                let program = crate::spawn::proc_fd_path(&fd);
+                supported_options(&program, &shown)?
+            }
+        };
+        if let Some(option) = needed.difference(&supported).next() {
+            return Err(BindError::UnsupportedOption {
+                path: shown,
+                option: option.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The plan this command was bound from.
+    pub fn plan(&self) -> &LaunchPlan {
+        &self.plan
+    }
+
+    /// The retained descriptors, indexed by [`splashpol::plan::PinSlot`].
+    pub fn pins(&self) -> &[PinnedSource] {
+        &self.pins
+    }
+
+    /// How Bubblewrap is started.
+    pub fn bubblewrap_launch(&self) -> BubblewrapLaunch {
+        self.bwrap_launch
+    }
+
+    /// The verified project quotas.
+    pub fn verified_quotas(&self) -> &[VerifiedQuota] {
+        &self.quotas
+    }
+}

@@ -1,0 +1,297 @@
+//! Spawn: turn a [`BoundCommand`] into a running, bootstrapped worker.
+//!
+//! One launch, in order:
+//!
+//! 1. the bootstrap's session id must equal the session id of the manifest
+//!    the plan was activated with (checked before any descriptor is made);
+//! 2. a [`LaunchSpec`] is prepared: a fresh close-on-exec duplicate of every
+//!    retained pin, the seccomp program in a sealed `memfd`, and the argument
+//!    list from the plan's one builder ([`LaunchPlan::bwrap_arguments`]) with
+//!    each [`Slot`] rendered as the number of the descriptor made for it;
+//! 3. launch preparations may wrap the spec (a cgroup runner prefix);
+//! 4. Bubblewrap is started with an empty environment, cwd `/`, private
+//!    stdin/stdout pipes and stderr on `/dev/null`; in the child, every
+//!    descriptor from 3 up is marked close-on-exec and only the spec's
+//!    descriptors are made inheritable ([`crate::sys::install_child_descriptor_hook`]);
+//!    in executable-pinned mode the program is `/proc/self/fd/N` of a fresh
+//!    duplicate of the pinned Bubblewrap (itself close-on-exec: the kernel
+//!    opens the file before it closes the descriptor);
+//! 5. the parent's copies of the launch descriptors are closed;
+//! 6. the bootstrap preamble is written and flushed to the worker's stdin
+//!    before any JSON; a failure kills and reaps Bubblewrap.
+//!
+//! Nothing is retried: a failed exec, an unsupported option or an
+//! undeliverable filter is a launch failure.
+
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::PathBuf;
+use std::process::{ChildStdin, ChildStdout, Command, Stdio};
+
+use splash_protocol::PrivatePipeWorkerBootstrap;
+use splashpol::plan::{LaunchPlan, SeccompDelivery, Slot};
+
+use crate::bind::{BoundCommand, BubblewrapLaunch};
+use crate::lifecycle::WorkerLifecycle;
+use crate::sys;
+
+/// Why a launch failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("the plan was lowered without a manifest; activate a manifest before launch")]
+    NoSession,
+    #[error(
+        "bootstrap session id `{bootstrap}` does not match the manifest session id `{manifest}`"
+    )]
+    SessionMismatch { bootstrap: String, manifest: String },
+    #[error("failed to duplicate pinned source `{path}` for the launch")]
+    Duplicate {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("failed to write the seccomp program to an anonymous descriptor")]
+    Seccomp(#[source] io::Error),
+    #[error("the plan selects seccomp profile `{0}` but carries no program")]
+    EmptySeccomp(String),
+    #[error("the plan's argument list uses {0:?}, which this launch did not prepare")]
+    UnpreparedSlot(Slot),
+    #[error("launch preparation `{step}` failed")]
+    Preparation {
+        step: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("failed to start bubblewrap `{program}`")]
+    Exec {
+        program: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error(
+        "failed to write the bootstrap preamble to the worker; bubblewrap was killed and reaped ({status})"
+    )]
+    Bootstrap {
+        status: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// `/proc/self/fd/N` for a descriptor of this process.
+pub(crate) fn proc_fd_path(fd: &OwnedFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
+/// One prepared launch: the program, its arguments and the descriptors the
+/// child inherits. A cgroup runner can [`wrap`](Self::wrap) it.
+#[derive(Debug)]
+pub struct LaunchSpec {
+    program: PathBuf,
+    /// Shown in errors instead of `/proc/self/fd/N`.
+    shown: String,
+    args: Vec<String>,
+    /// Made inheritable in the child only.
+    inherit: Vec<OwnedFd>,
+    /// Kept open (close-on-exec) until the exec, e.g. the pinned Bubblewrap.
+    _keep_open: Vec<OwnedFd>,
+}
+
+impl LaunchSpec {
+    pub fn program(&self) -> &std::path::Path {
+        &self.program
+    }
+
+    pub fn args(&self) -> &[String] {
+        &self.args
+    }
+
+    /// Descriptor numbers the child inherits.
+    pub fn inherited(&self) -> Vec<RawFd> {
+        self.inherit.iter().map(AsRawFd::as_raw_fd).collect()
+    }
+
+    /// Prefixes the launch with `program prefix_args...`: the old program
+    /// becomes the first argument after `prefix_args`.
+    pub fn wrap(&mut self, program: PathBuf, prefix_args: Vec<String>, inherit: Vec<OwnedFd>) {
+        let old = std::mem::replace(&mut self.program, program);
+        let mut args = prefix_args;
+        args.push(old.display().to_string());
+        args.append(&mut self.args);
+        self.args = args;
+        self.inherit.extend(inherit);
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new(&self.program);
+        command
+            .args(&self.args)
+            .env_clear()
+            .current_dir("/")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        sys::install_child_descriptor_hook(&mut command, self.inherited());
+        command
+    }
+}
+
+/// A launched worker before the host takes its parts.
+#[derive(Debug)]
+pub struct SpawnedWorker {
+    lifecycle: WorkerLifecycle,
+    stdin: ChildStdin,
+    stdout: ChildStdout,
+}
+
+impl SpawnedWorker {
+    /// The lifecycle handle and the worker's private stdin and stdout.
+    pub fn into_lifecycle_parts(self) -> (WorkerLifecycle, ChildStdin, ChildStdout) {
+        (self.lifecycle, self.stdin, self.stdout)
+    }
+
+    pub fn lifecycle(&mut self) -> &mut WorkerLifecycle {
+        &mut self.lifecycle
+    }
+}
+
+fn seccomp_slot(plan: &LaunchPlan) -> Option<Slot> {
+    match plan.seccomp.as_ref().map(|s| &s.delivery) {
+        Some(SeccompDelivery::Bubblewrap) => Some(Slot::BwrapSeccomp),
+        Some(SeccompDelivery::Runner) => Some(Slot::RunnerSeccomp),
+        Some(SeccompDelivery::None) | None => None,
+    }
+}
+
+impl BoundCommand {
+    /// Prepares one launch (step 2 of the module documentation) without
+    /// starting anything. Every call makes fresh descriptors.
+    pub fn launch_spec(&self) -> Result<LaunchSpec, SpawnError> {
+        let mut fresh: Vec<Option<OwnedFd>> = Vec::with_capacity(self.pins.len());
+        for p in &self.pins {
+            let fd = p.duplicate().map_err(|source| SpawnError::Duplicate {
+                path: p.pin().host_path.to_string(),
+                source,
+            })?;
+            fresh.push(Some(fd));
+        }
+        let seccomp = match (seccomp_slot(&self.plan), &self.plan.seccomp) {
+            (Some(slot), Some(plan)) => {
+                if plan.program.is_empty() {
+                    return Err(SpawnError::EmptySeccomp(plan.profile.clone()));
+                }
+                Some((
+                    slot,
+                    sys::sealed_memfd("splash-seccomp", &plan.program)
+                        .map_err(SpawnError::Seccomp)?,
+                ))
+            }
+            _ => None,
+        };
+
+        let mut missing = None;
+        let mut render = |slot: Slot| -> String {
+            let fd = match slot {
+                Slot::Pin(p) => fresh.get(usize::from(p.0)).and_then(Option::as_ref),
+                other => seccomp
+                    .as_ref()
+                    .filter(|(s, _)| *s == other)
+                    .map(|(_, fd)| fd),
+            };
+            match fd {
+                Some(fd) => fd.as_raw_fd().to_string(),
+                None => {
+                    missing.get_or_insert(slot);
+                    String::from("-1")
+                }
+            }
+        };
+        let args = self.plan.bwrap_arguments(&mut render);
+        if let Some(slot) = missing {
+            return Err(SpawnError::UnpreparedSlot(slot));
+        }
+
+        let mut keep_open = Vec::new();
+        let program = match self.bwrap_launch {
+            BubblewrapLaunch::Path => self.bwrap_canonical.clone(),
+            BubblewrapLaunch::Pinned(slot) => {
+                // The Bubblewrap descriptor is not inherited: it only has to
+                // exist until the exec.
+                let fd = fresh
+                    .get_mut(usize::from(slot.0))
+                    .and_then(Option::take)
+                    .ok_or(SpawnError::UnpreparedSlot(Slot::Pin(slot)))?;
+                let path = proc_fd_path(&fd);
+                keep_open.push(fd);
+                path
+            }
+        };
+        let mut inherit: Vec<OwnedFd> = fresh.into_iter().flatten().collect();
+        if let Some((_, fd)) = seccomp {
+            inherit.push(fd);
+        }
+        Ok(LaunchSpec {
+            program,
+            shown: self.plan.bwrap.to_string(),
+            args,
+            inherit,
+            _keep_open: keep_open,
+        })
+    }
+
+    /// Launches the worker and delivers `bootstrap` on its stdin.
+    pub fn spawn_with_bootstrap(
+        &self,
+        bootstrap: &PrivatePipeWorkerBootstrap,
+    ) -> Result<SpawnedWorker, SpawnError> {
+        let manifest = self.plan.session_id.as_ref().ok_or(SpawnError::NoSession)?;
+        if bootstrap.session_id() != manifest {
+            return Err(SpawnError::SessionMismatch {
+                bootstrap: bootstrap.session_id().to_string(),
+                manifest: manifest.to_string(),
+            });
+        }
+        let mut spec = self.launch_spec()?;
+        for step in &self.preparations {
+            step.wrap(&mut spec)
+                .map_err(|source| SpawnError::Preparation {
+                    step: step.name().to_owned(),
+                    source,
+                })?;
+        }
+        let mut command = spec.command();
+        let spawned = command.spawn();
+        // The child has its copies (or never started): close the parent's.
+        let shown = spec.shown.clone();
+        drop(command);
+        drop(spec);
+        let mut child = spawned.map_err(|source| SpawnError::Exec {
+            program: shown,
+            source,
+        })?;
+        let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let status = child
+                .wait()
+                .map(crate::lifecycle::describe_status)
+                .unwrap_or_default();
+            return Err(SpawnError::Bootstrap {
+                status,
+                source: io::Error::other("the worker pipes were not created"),
+            });
+        };
+        let mut lifecycle = WorkerLifecycle::new(child);
+        if let Err(source) = bootstrap.write_to(&mut stdin).and_then(|()| stdin.flush()) {
+            let status = lifecycle
+                .terminate()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|e| format!("reap failed: {e}"));
+            return Err(SpawnError::Bootstrap { status, source });
+        }
+        Ok(SpawnedWorker {
+            lifecycle,
+            stdin,
+            stdout,
+        })
+    }
+}

@@ -1,0 +1,224 @@
+//! Every raw system call of the runtime, behind one door.
+//!
+//! Each function is a thin, checked wrapper: it turns a `-1` return into an
+//! [`io::Error`] and hands out [`OwnedFd`]s so that descriptor lifetimes are
+//! tracked by the type system from the moment the kernel returns them. Callers
+//! outside this module never write `unsafe`.
+//!
+//! Kernel interfaces used here: `openat2(2)` (pinning), `openat(2)` (a
+//! read-only directory relative to a pin), `memfd_create(2)` and
+//! `fcntl(F_ADD_SEALS)` (the seccomp program), `ioctl(FS_IOC_FSGETXATTR)` and
+//! `quotactl_fd(2)` (project quotas), and — only in the forked child, through
+//! [`install_child_descriptor_hook`] — `close_range(2)` and `fcntl(F_SETFD)`.
+#![expect(
+    unsafe_code,
+    reason = "the one module of this crate that makes raw system calls"
+)]
+
+use std::ffi::CString;
+use std::fs::File;
+use std::io::{self, Seek, SeekFrom, Write};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::Command;
+
+fn cstring(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
+}
+
+/// Opens `path` with `O_PATH | O_NOFOLLOW | O_CLOEXEC` through `openat2(2)`
+/// with `RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`: no component of the
+/// path may be a symbolic link, so a canonical path that was swapped for a
+/// link after canonicalization fails with `ELOOP` instead of being followed.
+/// There is no fallback to `openat(2)`: a kernel without `openat2` fails.
+pub fn open_path_no_symlinks(path: &Path) -> io::Result<OwnedFd> {
+    let c_path = cstring(path)?;
+    // SAFETY: `open_how` is a plain-old-data struct of integers; all-zero is a
+    // valid value, and it is `#[non_exhaustive]` so it cannot be built by a
+    // literal.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+    // SAFETY: `c_path` is a valid NUL-terminated string and `how` a valid
+    // `open_how` whose exact size is passed; both outlive the call. The
+    // kernel returns a new descriptor or -1.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = RawFd::try_from(fd)
+        .map_err(|_| io::Error::other("openat2 returned an out-of-range descriptor"))?;
+    // SAFETY: `fd` was just returned by the kernel, is open, and is owned by
+    // nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Opens the directory that `pin` (an `O_PATH` descriptor) refers to for
+/// reading: `openat(pin, ".", O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+/// O_CLOEXEC)`. The result is the same inode as the pin, never a path lookup
+/// from the host root.
+pub fn open_directory_at(pin: BorrowedFd<'_>) -> io::Result<OwnedFd> {
+    // SAFETY: `pin` is a live descriptor for the duration of the call and the
+    // path is a static NUL-terminated string.
+    let fd = unsafe {
+        libc::openat(
+            pin.as_raw_fd(),
+            c".".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor from the kernel, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Writes `bytes` into a fresh `memfd_create(2)` descriptor (close-on-exec,
+/// sealable), rewinds it to offset 0 (Bubblewrap reads from the current
+/// offset), and seals it against any further change of size or content.
+pub fn sealed_memfd(name: &str, bytes: &[u8]) -> io::Result<OwnedFd> {
+    let c_name = CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "memfd name contains a NUL"))?;
+    // SAFETY: `c_name` is a valid NUL-terminated string that outlives the call.
+    let fd =
+        unsafe { libc::memfd_create(c_name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor from the kernel, owned by nobody else.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut file = File::from(owned);
+    file.write_all(bytes)?;
+    file.seek(SeekFrom::Start(0))?;
+    let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
+    // SAFETY: `file` holds a live memfd; F_ADD_SEALS takes an int argument.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(OwnedFd::from(file))
+}
+
+/// `struct fsxattr` from `<linux/fs.h>`.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+pub struct FsXattr {
+    pub xflags: u32,
+    pub extsize: u32,
+    pub nextents: u32,
+    pub projid: u32,
+    pub cowextsize: u32,
+    pub pad: [u8; 8],
+}
+
+/// `FS_XFLAG_PROJINHERIT`: new entries inherit the directory's project id.
+pub const FS_XFLAG_PROJINHERIT: u32 = 0x0000_0200;
+
+/// `FS_IOC_FSGETXATTR` = `_IOR('X', 31, struct fsxattr)`.
+const FS_IOC_FSGETXATTR: libc::c_ulong = (2 << 30)
+    | ((std::mem::size_of::<FsXattr>() as libc::c_ulong) << 16)
+    | ((b'X' as libc::c_ulong) << 8)
+    | 31;
+
+/// Reads the filesystem extended attributes (project id, flags) of the open
+/// directory `dir` with `ioctl(FS_IOC_FSGETXATTR)`.
+pub fn fs_get_xattr(dir: BorrowedFd<'_>) -> io::Result<FsXattr> {
+    let mut attr = FsXattr::default();
+    // SAFETY: `dir` is live; the request reads into exactly one `FsXattr`,
+    // which is `repr(C)` with the kernel's layout and outlives the call.
+    let rc = unsafe {
+        libc::ioctl(
+            dir.as_raw_fd(),
+            FS_IOC_FSGETXATTR,
+            &mut attr as *mut FsXattr,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(attr)
+}
+
+/// `PRJQUOTA` from `<linux/quota.h>`.
+const PRJQUOTA: libc::c_int = 2;
+
+/// Project quota of `project_id` on the filesystem holding `dir`, through
+/// `quotactl_fd(dir, QCMD(Q_GETQUOTA, PRJQUOTA), project_id, &dqblk)`.
+pub fn project_quota(dir: BorrowedFd<'_>, project_id: u32) -> io::Result<libc::dqblk> {
+    // SAFETY: `dqblk` is plain-old-data; all-zero is a valid value.
+    let mut block: libc::dqblk = unsafe { std::mem::zeroed() };
+    let cmd = (libc::Q_GETQUOTA << 8) | (PRJQUOTA & 0xff);
+    // SAFETY: `dir` is live; the kernel writes at most one `struct if_dqblk`
+    // (the layout of `libc::dqblk`) into `block`, which outlives the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_quotactl_fd,
+            dir.as_raw_fd(),
+            cmd,
+            project_id,
+            &mut block as *mut libc::dqblk,
+        )
+    };
+    if rc < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(block)
+}
+
+/// Installs the one `pre_exec` hook of the runtime on `command`.
+///
+/// In the forked child, after the standard streams are in place and
+/// immediately before `execve`, the hook:
+///
+/// 1. marks every descriptor from 3 upward close-on-exec with
+///    `close_range(3, ~0, CLOSE_RANGE_CLOEXEC)`, so a descriptor that some
+///    other thread opened without `O_CLOEXEC` cannot leak into Bubblewrap;
+/// 2. clears close-on-exec on exactly the descriptors in `inherit` with
+///    `fcntl(fd, F_SETFD, 0)`.
+///
+/// Those are the only calls it makes; both are async-signal-safe. It does not
+/// allocate: `inherit` is moved into the closure before the fork and only
+/// read afterwards. The parent's copies of the `inherit` descriptors stay
+/// close-on-exec, so another thread's concurrent launch can never receive
+/// them. Any failure aborts the launch (`spawn` returns the error).
+pub fn install_child_descriptor_hook(command: &mut Command, inherit: Vec<RawFd>) {
+    let hook = move || -> io::Result<()> {
+        // SAFETY: close_range only changes descriptor flags in this (child)
+        // process; it is async-signal-safe.
+        if unsafe {
+            libc::close_range(
+                3,
+                libc::c_uint::MAX,
+                libc::CLOSE_RANGE_CLOEXEC as libc::c_int,
+            )
+        } < 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        for &fd in &inherit {
+            // SAFETY: fcntl(F_SETFD) on a descriptor number is
+            // async-signal-safe; a closed number yields EBADF, not UB.
+            if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(())
+    };
+    // SAFETY: the closure only calls close_range and fcntl (both
+    // async-signal-safe), reads a vector allocated before the fork, and
+    // builds `io::Error` values from errno without allocating.
+    unsafe {
+        command.pre_exec(hook);
+    }
+}

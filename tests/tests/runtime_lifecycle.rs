@@ -1,0 +1,99 @@
+//! Spawn and lifecycle with the real bwrap, using `cat` as a stand-in worker
+//! that echoes its stdin (so the bootstrap preamble comes straight back).
+
+mod runtime_support;
+
+use std::io::{Read, Write};
+
+use runtime_support::{PlanBuilder, TempDir, live_children, open_fds};
+use splash_protocol::{PrivatePipeWorkerBootstrap, SessionKey, Token};
+use splash_runtime::{BoundCommand, SpawnError, WorkerStatus};
+
+fn bootstrap(session: &str) -> PrivatePipeWorkerBootstrap {
+    PrivatePipeWorkerBootstrap::new(
+        Token::new(session).expect("token"),
+        SessionKey::generate().expect("csprng key"),
+    )
+}
+
+/// A worker directory holding a copy of `cat`.
+fn cat_worker() -> Option<(TempDir, std::path::PathBuf)> {
+    let bwrap = splash_tests::bwrap_path();
+    if !splash_tests::require_host(bwrap.is_some(), "bubblewrap") {
+        return None;
+    }
+    let dir = TempDir::new("cat");
+    std::fs::copy("/usr/bin/cat", dir.path().join("cat")).expect("copy cat");
+    Some((dir, bwrap.expect("checked above")))
+}
+
+#[test]
+fn bootstrap_preamble_reaches_the_worker_first_and_lifecycle_reaps() {
+    let _serial = runtime_support::serial();
+    let Some((dir, bwrap)) = cat_worker() else { return };
+    let fds_before = open_fds();
+    for binding in [
+        runtime_support::Binding::Paths,
+        runtime_support::Binding::PinnedMounts,
+        runtime_support::Binding::PinnedMountsAndExecutables,
+    ] {
+        let mut b = PlanBuilder::new(&bwrap, &dir.abs(), "cat");
+        b.binding = binding;
+        let bound = BoundCommand::bind(b.build()).expect("bind");
+        let boot = bootstrap("s-1");
+        let worker = bound.spawn_with_bootstrap(&boot).expect("spawn");
+        let (mut lifecycle, mut stdin, mut stdout) = worker.into_lifecycle_parts();
+        assert_eq!(lifecycle.try_status().expect("status"), WorkerStatus::Running);
+        let mut echoed = vec![0u8; 42 + 3];
+        stdout.read_exact(&mut echoed).expect("read echoed preamble");
+        assert_eq!(&echoed[..], &boot.encode()[..], "{binding:?}");
+        stdin.write_all(b"more\n").expect("write");
+        let mut more = [0u8; 5];
+        stdout.read_exact(&mut more).expect("read");
+        drop(stdin);
+        assert_eq!(lifecycle.wait().expect("wait"), WorkerStatus::Exited(0));
+        drop(stdout);
+        drop(lifecycle);
+        drop(bound);
+    }
+    assert_eq!(open_fds(), fds_before, "descriptors leaked");
+    assert!(live_children().is_empty(), "children left: {:?}", live_children());
+}
+
+#[test]
+fn terminate_kills_and_drop_reaps() {
+    let _serial = runtime_support::serial();
+    let Some((dir, bwrap)) = cat_worker() else { return };
+    let fds_before = open_fds();
+    let mut b = PlanBuilder::new(&bwrap, &dir.abs(), "cat");
+    b.binding = runtime_support::Binding::PinnedMountsAndExecutables;
+    let bound = BoundCommand::bind(b.build()).expect("bind");
+    let (mut lifecycle, _stdin, _stdout) =
+        bound.spawn_with_bootstrap(&bootstrap("s-1")).expect("spawn").into_lifecycle_parts();
+    assert_eq!(lifecycle.terminate().expect("terminate"), WorkerStatus::Killed(libc::SIGKILL));
+    assert_eq!(lifecycle.try_status().expect("status"), WorkerStatus::Killed(libc::SIGKILL));
+
+    // Dropping a running worker kills and reaps it.
+    let worker = bound.spawn_with_bootstrap(&bootstrap("s-1")).expect("spawn");
+    drop(worker);
+    drop((lifecycle, _stdin, _stdout));
+    drop(bound);
+    assert_eq!(open_fds(), fds_before, "descriptors leaked");
+    assert!(live_children().is_empty(), "children left: {:?}", live_children());
+}
+
+#[test]
+fn a_bootstrap_for_another_session_fails_before_launch() {
+    let _serial = runtime_support::serial();
+    let Some((dir, bwrap)) = cat_worker() else { return };
+    let bound = BoundCommand::bind(PlanBuilder::new(&bwrap, &dir.abs(), "cat").build()).expect("bind");
+    let err = bound.spawn_with_bootstrap(&bootstrap("s-2")).expect_err("mismatch");
+    assert!(matches!(err, SpawnError::SessionMismatch { .. }), "{err}");
+    assert!(live_children().is_empty());
+
+    let mut b = PlanBuilder::new(&bwrap, &dir.abs(), "cat");
+    b.session = None;
+    let bound = BoundCommand::bind(b.build()).expect("bind");
+    let err = bound.spawn_with_bootstrap(&bootstrap("s-1")).expect_err("no session");
+    assert!(matches!(err, SpawnError::NoSession), "{err}");
+}
