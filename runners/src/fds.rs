@@ -100,3 +100,40 @@ fn parse_dirents(mut bytes: &[u8], out: &mut Vec<RawFd>) -> std::io::Result<()> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(name: &[u8]) -> Vec<u8> {
+        // 19 header bytes + name + NUL, padded to 8.
+        let reclen = (19 + name.len() + 1).div_ceil(8) * 8;
+        let mut r = vec![0_u8; reclen];
+        r[16..18].copy_from_slice(&u16::try_from(reclen).expect("small").to_ne_bytes());
+        r[19..19 + name.len()].copy_from_slice(name);
+        r
+    }
+
+    #[test]
+    fn dirents_parse_numbers_and_skip_dots() {
+        let mut buf = Vec::new();
+        for name in [&b"."[..], b"..", b"0", b"3", b"200"] {
+            buf.extend(record(name));
+        }
+        let mut out = Vec::new();
+        parse_dirents(&buf, &mut out).expect("parse");
+        assert_eq!(out, vec![0, 3, 200]);
+    }
+
+    #[test]
+    fn unexpected_or_truncated_entries_are_errors() {
+        let mut out = Vec::new();
+        assert!(parse_dirents(&record(b"x"), &mut out).is_err());
+        let mut truncated = record(b"12");
+        truncated.truncate(10);
+        assert!(parse_dirents(&truncated, &mut out).is_err());
+        let mut zero_len = record(b"5");
+        zero_len[16..18].copy_from_slice(&0_u16.to_ne_bytes());
+        assert!(parse_dirents(&zero_len, &mut out).is_err());
+    }
+}
