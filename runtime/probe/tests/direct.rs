@@ -53,7 +53,10 @@ struct Probe {
 
 impl Probe {
     fn start(extra_env: &[(&str, &str)]) -> Self {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_splash-probe"));
+        Self::start_command(Command::new(env!("CARGO_BIN_EXE_splash-probe")), extra_env)
+    }
+
+    fn start_command(mut cmd: Command, extra_env: &[(&str, &str)]) -> Self {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
@@ -251,4 +254,83 @@ fn every_escape_attempt_answers_and_privileged_ones_succeed_without_a_sandbox() 
     ] {
         assert_eq!(results[op]["ok"], json!(true), "{op}: {}", results[op]);
     }
+}
+
+/// A smoke run under a plain Bubblewrap sandbox: the probe starts, the
+/// session authenticates through bwrap's stdio, and the escapes that the
+/// control run above shows succeeding are refused.
+#[test]
+fn under_bubblewrap_the_same_escapes_are_refused() {
+    let bwrap = std::path::Path::new("/usr/bin/bwrap");
+    if !host_has(bwrap.exists(), "bubblewrap at /usr/bin/bwrap") {
+        return;
+    }
+    let probe = env!("CARGO_BIN_EXE_splash-probe");
+    let mut cmd = Command::new(bwrap);
+    cmd.args([
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+    ])
+    .args([
+        "--ro-bind",
+        "/",
+        "/",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+    ])
+    .args([
+        "--chdir",
+        "/",
+        "--clearenv",
+        "--setenv",
+        "SPLASH_IN",
+        "bwrap",
+        "--",
+        probe,
+    ]);
+    let mut p = Probe::start_command(cmd, &[]);
+    let report = p.call("probe.report", json!({"statfs": ["/tmp"]}));
+    // bwrap sets `PWD` itself after `--clearenv`.
+    assert_eq!(
+        report["environment"],
+        json!({"PWD": "/", "SPLASH_IN": "bwrap"})
+    );
+    assert_eq!(
+        report["capabilities"]["effective"],
+        json!("0000000000000000")
+    );
+    let root = report["mounts"]
+        .as_array()
+        .expect("mounts")
+        .iter()
+        .find(|m| m["mount_point"] == json!("/"))
+        .cloned()
+        .expect("root mount");
+    assert_eq!(root["read_only"], json!(true), "{root}");
+    let ifaces = report["network_interfaces"]["proc_net_dev"].clone();
+    assert_eq!(ifaces, json!(["lo"]));
+    for op in [
+        "unshare-net",
+        "mount-tmpfs",
+        "chroot",
+        "setns",
+        "socket-inet",
+    ] {
+        let r = p.call("probe.try", json!({"op": op}));
+        eprintln!("{r}");
+        assert_eq!(r["ok"], json!(false), "{op}: {r}");
+    }
+    let w = p.call(
+        "probe.write",
+        json!({"path": "/etc/splash-probe-ro", "bytes": 1}),
+    );
+    assert_eq!(w["error"]["name"], json!("EROFS"), "{w}");
+    p.finish();
 }
