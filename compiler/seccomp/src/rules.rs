@@ -322,6 +322,12 @@ impl RuleSet {
                         }
                     }
                 }
+                // Checked before `RuleSet::new`, so a list whose names all
+                // lack a number here reports the missing `execve` rather
+                // than an empty list.
+                if !syscall_number(arch, "execve").is_some_and(|nr| allow.contains(&nr)) {
+                    return Err(CompileError::MissingExecve { arch });
+                }
                 let mut rules = RuleSet::new(arch, guards, Fallback::AllowOnly(allow))?;
                 rules.skipped = skipped;
                 Ok(rules)
