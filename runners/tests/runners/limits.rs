@@ -192,18 +192,18 @@ fn process_count_holds_for_an_unprivileged_identity() {
         return;
     }
     let p = programs();
-    // The scratch directory is the working directory of the unprivileged run.
+    // The scratch directory is the working directory of the unprivileged
+    // run and holds a copy of the runner, so the build directory need not be
+    // reachable by uid 65534.
     let dir = open_scratch_dir("nproc");
+    let runner = dir.join("splash-limit-runner");
+    std::fs::copy(LIMIT_RUNNER, &runner).expect("copy the runner");
+    let runner = runner.to_string_lossy().into_owned();
     let run = |count: &str| {
         output(
             Command::new("/usr/bin/setpriv")
                 .current_dir(&dir)
-                .args([
-                    "--reuid=65534",
-                    "--regid=65534",
-                    "--clear-groups",
-                    LIMIT_RUNNER,
-                ])
+                .args(["--reuid=65534", "--regid=65534", "--clear-groups", &runner])
                 .args([
                     "--process-count",
                     count,
