@@ -11,5 +11,9 @@
 //!
 //! Nothing in this crate touches the host filesystem or starts a process.
 
+pub mod activate;
+pub mod artifact;
+pub mod emit;
+pub mod lower;
 pub mod model;
 pub mod plan;

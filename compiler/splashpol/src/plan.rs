@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use splash_seccomp::Arch;
 
 use crate::model::{
-    AggregateQuota, CgroupPolicy, HostPath, ProjectQuota, SandboxPath, SelectorId, Watchdog,
+    AggregateQuota, BrokerCatalog, CgroupPolicy, HostPath, ProjectQuota, SandboxPath, SelectorId,
+    Watchdog,
 };
 
 /// Index into [`LaunchPlan::pins`].
@@ -39,6 +40,13 @@ pub enum PinKind {
     RegularFile,
     /// A regular file with an execute bit.
     Executable,
+    /// A runtime mount source, which may be a regular file or a directory
+    /// (the runtime records which one it found and bwrap mounts it as such).
+    FileOrDirectory,
+    /// The network broker: `host_path` is the existing host-owned parent;
+    /// the runtime creates the private `0700` broker directory inside it and
+    /// pins that directory (never the parent itself).
+    BrokerDirectory,
 }
 
 /// Why a descriptor is pinned.
@@ -89,6 +97,10 @@ pub enum MountPoint {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BwrapOp {
+    /// `--seccomp FD` with [`Slot::BwrapSeccomp`]; only ever the first op,
+    /// present exactly when the seccomp delivery is
+    /// [`SeccompDelivery::Bubblewrap`].
+    Seccomp,
     UnshareAll,
     UnshareUser,
     DisableUserns,
@@ -99,9 +111,18 @@ pub enum BwrapOp {
     Chdir(MountPoint),
     Proc(SandboxPath),
     Dev(SandboxPath),
-    Tmpfs { destination: SandboxPath, size_bytes: Option<u64> },
-    RoBind { source: MountSource, destination: SandboxPath },
-    Bind { source: MountSource, destination: SandboxPath },
+    Tmpfs {
+        destination: SandboxPath,
+        size_bytes: Option<u64>,
+    },
+    RoBind {
+        source: MountSource,
+        destination: SandboxPath,
+    },
+    Bind {
+        source: MountSource,
+        destination: SandboxPath,
+    },
     RemountRo(MountPoint),
 }
 
@@ -131,7 +152,9 @@ pub struct SeccompPlan {
     pub arch: Arch,
     /// Profile name for reports (`deny-known-escape-surface`, `strict-allowlist`).
     pub profile: String,
-    /// Raw `struct sock_filter` bytes in native endianness for `arch`.
+    /// Raw `struct sock_filter` bytes in native endianness for `arch`
+    /// (lowercase hex in JSON).
+    #[serde(with = "hex_bytes")]
     pub program: Vec<u8>,
 }
 
@@ -151,6 +174,39 @@ pub struct QuotaCheck {
     pub quota: ProjectQuota,
 }
 
+/// The worker's standard streams (fixed; not policy-selectable).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stdio {
+    /// `pipe`: a private pipe owned by the host.
+    pub stdin: String,
+    /// `pipe`: a private pipe owned by the host.
+    pub stdout: String,
+    /// `null`: `/dev/null`, so an undrained diagnostic pipe cannot block the
+    /// worker.
+    pub stderr: String,
+}
+
+impl Default for Stdio {
+    fn default() -> Self {
+        Self {
+            stdin: "pipe".into(),
+            stdout: "pipe".into(),
+            stderr: "null".into(),
+        }
+    }
+}
+
+/// The brokered network-origin mount of an activated plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BrokerPlan {
+    /// The pin of the private broker directory.
+    pub slot: PinSlot,
+    pub destination: SandboxPath,
+    pub catalog: BrokerCatalog,
+    /// The exact network-origin ids (equal to the manifest's).
+    pub ids: Vec<SelectorId>,
+}
+
 /// The complete launch object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaunchPlan {
@@ -162,6 +218,11 @@ pub struct LaunchPlan {
     /// Session id of the manifest, or `None` when every registered root was
     /// activated because no manifest was given (display only).
     pub session_id: Option<SelectorId>,
+    /// True when no manifest was given and every registered root is active
+    /// (for display and review).
+    pub all_registered_roots_active: bool,
+    /// Target architecture of the seccomp program and runner binaries.
+    pub arch: Arch,
     /// Host path of bwrap; with `bwrap_pin`, launched via `/proc/self/fd/N`.
     pub bwrap: HostPath,
     pub bwrap_pin: Option<PinSlot>,
@@ -175,8 +236,40 @@ pub struct LaunchPlan {
     pub seccomp: Option<SeccompPlan>,
     pub active_roots: Vec<ActiveRoot>,
     pub quota_checks: Vec<QuotaCheck>,
+    pub network_broker: Option<BrokerPlan>,
+    /// The worker environment: always empty (`--clearenv`, no `--setenv`).
+    pub environment: Vec<(String, String)>,
+    pub stdio: Stdio,
     pub aggregate_quota: Option<AggregateQuota>,
     pub cgroup: Option<CgroupPolicy>,
     pub require_cgroup_v2: bool,
     pub watchdog: Option<Watchdog>,
+}
+
+/// Byte strings as lowercase hex in JSON.
+mod hex_bytes {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        let mut out = String::with_capacity(bytes.len() * 2);
+        for b in bytes {
+            out.push_str(&format!("{b:02x}"));
+        }
+        s.serialize_str(&out)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        if text.len() % 2 != 0 {
+            return Err(D::Error::custom("hex string has an odd length"));
+        }
+        (0..text.len())
+            .step_by(2)
+            .map(|i| {
+                text.get(i..i + 2)
+                    .and_then(|pair| u8::from_str_radix(pair, 16).ok())
+                    .ok_or_else(|| D::Error::custom("invalid hex digit"))
+            })
+            .collect()
+    }
 }

@@ -1,0 +1,400 @@
+//! Activation: bind a checked [`Policy`] to a capability manifest.
+//!
+//! The manifest only *selects* among what the policy registered, by opaque
+//! id. The steps run in this order, and the first failure stops activation:
+//!
+//! 1. the active resources are the union over all grants;
+//! 2. the number of distinct `file_root` selectors is compared with the
+//!    policy's active-root maximum *before* any selector is resolved;
+//! 3. each selector is resolved in canonical order (kind, then id):
+//!    `file_root` must name a registered root, `executable` and `secret` are
+//!    always rejected, `network_origin` needs a configured broker;
+//! 4. a configured broker's ids must equal the manifest's distinct
+//!    network-origin ids exactly;
+//! 5. the aggregate ephemeral tmpfs bound is checked over the *active*
+//!    ephemeral roots plus a bounded private `/tmp`;
+//! 6. the aggregate project-quota bound is checked over the *active* quota
+//!    roots, each distinct project id counted once.
+//!
+//! Inactive roots are never looked at again: lowering only sees the ids in
+//! [`Activation::roots`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use splash_protocol::{CapabilityManifest, ResourceKind};
+
+use crate::model::{FileRootKind, Policy, PrivateTmp, SelectorId};
+
+/// The selection a manifest made from a policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Activation {
+    /// The manifest's session id; `None` when no manifest was given and every
+    /// registered root is active.
+    pub session_id: Option<SelectorId>,
+    /// Active file-root ids, in policy order.
+    pub roots: Vec<SelectorId>,
+    /// The manifest's distinct network-origin ids (equal to the broker's ids
+    /// when non-empty).
+    pub network_origins: BTreeSet<SelectorId>,
+    /// True when the network broker is mounted.
+    pub broker_active: bool,
+    /// Potential tmpfs capacity: the sum of the active ephemeral roots and a
+    /// bounded private `/tmp`.
+    pub ephemeral_bytes: u64,
+    /// Sum of the per-project maximum hard limits of the active quota roots,
+    /// each project id once: `(bytes, inodes)`.
+    pub quota_totals: (u64, u64),
+}
+
+impl Activation {
+    /// True when no manifest was given.
+    pub fn is_all_registered(&self) -> bool {
+        self.session_id.is_none()
+    }
+
+    /// True when the root `id` is active.
+    pub fn is_active(&self, id: &SelectorId) -> bool {
+        self.roots.iter().any(|r| r == id)
+    }
+}
+
+/// Why a manifest cannot be activated against a policy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ActivationError {
+    #[error(
+        "manifest selects {count} distinct file roots; the policy allows at most {max} active file roots"
+    )]
+    TooManyActiveRoots { count: usize, max: u16 },
+    #[error("file_root selector `{id}` names no registered file root")]
+    UnknownFileRoot { id: SelectorId },
+    #[error("executable selector `{id}` is rejected: the worker program is fixed by the policy")]
+    ExecutableSelector { id: SelectorId },
+    #[error("secret selector `{id}` is rejected: secret provisioning is not supported")]
+    SecretSelector { id: SelectorId },
+    #[error("network_origin selector `{id}` is rejected: the policy configures no network broker")]
+    NetworkOriginWithoutBroker { id: SelectorId },
+    #[error(
+        "network broker ids do not equal the manifest's network_origin ids: {}",
+        describe_mismatch(.not_in_broker, .not_in_manifest)
+    )]
+    BrokerMismatch {
+        not_in_broker: Vec<SelectorId>,
+        not_in_manifest: Vec<SelectorId>,
+    },
+    #[error(
+        "the aggregate ephemeral tmpfs bound is set, so the private `/tmp` must be bounded or off"
+    )]
+    UnboundedTmpWithEphemeralBound,
+    #[error(
+        "active ephemeral roots and the private `/tmp` may hold {total} bytes; the aggregate bound is {max} bytes"
+    )]
+    EphemeralBoundExceeded { total: u128, max: u64 },
+    #[error(
+        "active quota root `{id}` needs an aggregate project-quota bound, and the policy sets none"
+    )]
+    QuotaWithoutAggregate { id: SelectorId },
+    #[error(
+        "active quota roots may use {bytes} bytes and {inodes} inodes; the aggregate bound is {max_bytes} bytes and {max_inodes} inodes"
+    )]
+    QuotaBoundExceeded {
+        bytes: u128,
+        inodes: u128,
+        max_bytes: u64,
+        max_inodes: u64,
+    },
+}
+
+fn describe_mismatch(not_in_broker: &[SelectorId], not_in_manifest: &[SelectorId]) -> String {
+    let list = |ids: &[SelectorId]| {
+        ids.iter()
+            .map(|i| format!("`{i}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut parts = Vec::new();
+    if !not_in_broker.is_empty() {
+        parts.push(format!(
+            "selected but not served by the broker: {}",
+            list(not_in_broker)
+        ));
+    }
+    if !not_in_manifest.is_empty() {
+        parts.push(format!(
+            "served by the broker but not selected: {}",
+            list(not_in_manifest)
+        ));
+    }
+    parts.join("; ")
+}
+
+/// Activate `policy` with `manifest`, or with every registered root when
+/// `manifest` is `None` (for review with `splashc emit`).
+pub fn activate(
+    policy: &Policy,
+    manifest: Option<&CapabilityManifest>,
+) -> Result<Activation, ActivationError> {
+    let (session_id, file_roots, network_origins) = match manifest {
+        Some(m) => select(policy, m)?,
+        None => select_all(policy)?,
+    };
+
+    let broker_active = match &policy.network_broker {
+        Some(broker) => {
+            if broker.ids != network_origins {
+                return Err(ActivationError::BrokerMismatch {
+                    not_in_broker: network_origins.difference(&broker.ids).cloned().collect(),
+                    not_in_manifest: broker.ids.difference(&network_origins).cloned().collect(),
+                });
+            }
+            true
+        }
+        None => false,
+    };
+
+    // Active roots in policy order.
+    let roots: Vec<SelectorId> = policy
+        .file_roots
+        .iter()
+        .filter(|r| file_roots.contains(&r.id))
+        .map(|r| r.id.clone())
+        .collect();
+
+    let ephemeral_bytes = ephemeral_total(policy, &roots)?;
+    let quota_totals = quota_totals(policy, &roots)?;
+
+    Ok(Activation {
+        session_id,
+        roots,
+        network_origins,
+        broker_active,
+        ephemeral_bytes,
+        quota_totals,
+    })
+}
+
+type Selection = (
+    Option<SelectorId>,
+    BTreeSet<SelectorId>,
+    BTreeSet<SelectorId>,
+);
+
+fn select(policy: &Policy, manifest: &CapabilityManifest) -> Result<Selection, ActivationError> {
+    let active = manifest.active_resources();
+
+    // The bound first, before anything is resolved.
+    let count = active
+        .iter()
+        .filter(|r| r.kind == ResourceKind::FileRoot)
+        .count();
+    if count > usize::from(policy.max_active_file_roots) {
+        return Err(ActivationError::TooManyActiveRoots {
+            count,
+            max: policy.max_active_file_roots,
+        });
+    }
+
+    let mut file_roots = BTreeSet::new();
+    let mut network = BTreeSet::new();
+    for resource in active {
+        match resource.kind {
+            ResourceKind::FileRoot => {
+                if !policy.file_roots.iter().any(|r| r.id == resource.id) {
+                    return Err(ActivationError::UnknownFileRoot { id: resource.id });
+                }
+                file_roots.insert(resource.id);
+            }
+            ResourceKind::Executable => {
+                return Err(ActivationError::ExecutableSelector { id: resource.id });
+            }
+            ResourceKind::NetworkOrigin => {
+                if policy.network_broker.is_none() {
+                    return Err(ActivationError::NetworkOriginWithoutBroker { id: resource.id });
+                }
+                network.insert(resource.id);
+            }
+            ResourceKind::Secret => {
+                return Err(ActivationError::SecretSelector { id: resource.id });
+            }
+        }
+    }
+    Ok((Some(manifest.session_id.clone()), file_roots, network))
+}
+
+fn select_all(policy: &Policy) -> Result<Selection, ActivationError> {
+    let ids: BTreeSet<SelectorId> = policy.file_roots.iter().map(|r| r.id.clone()).collect();
+    if ids.len() > usize::from(policy.max_active_file_roots) {
+        return Err(ActivationError::TooManyActiveRoots {
+            count: ids.len(),
+            max: policy.max_active_file_roots,
+        });
+    }
+    let network = policy
+        .network_broker
+        .as_ref()
+        .map(|b| b.ids.clone())
+        .unwrap_or_default();
+    Ok((None, ids, network))
+}
+
+fn ephemeral_total(policy: &Policy, roots: &[SelectorId]) -> Result<u64, ActivationError> {
+    let mut total: u128 = match policy.tmp {
+        PrivateTmp::Bounded { size_bytes } => u128::from(size_bytes),
+        PrivateTmp::Off | PrivateTmp::Unbounded => 0,
+    };
+    for root in policy.file_roots.iter().filter(|r| roots.contains(&r.id)) {
+        if let FileRootKind::Ephemeral { size_bytes } = root.kind {
+            total += u128::from(size_bytes);
+        }
+    }
+    if let Some(max) = policy.aggregate_ephemeral_max_bytes {
+        if policy.tmp == PrivateTmp::Unbounded {
+            return Err(ActivationError::UnboundedTmpWithEphemeralBound);
+        }
+        if total > u128::from(max) {
+            return Err(ActivationError::EphemeralBoundExceeded { total, max });
+        }
+    }
+    // Without a bound the total is informational; saturate rather than wrap.
+    Ok(u64::try_from(total).unwrap_or(u64::MAX))
+}
+
+fn quota_totals(policy: &Policy, roots: &[SelectorId]) -> Result<(u64, u64), ActivationError> {
+    // Per project id, the largest accepted hard limits among the active roots
+    // that share it: one project is one budget however many roots it backs.
+    let mut projects: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    for root in policy.file_roots.iter().filter(|r| roots.contains(&r.id)) {
+        if let FileRootKind::Host { quota: Some(q), .. } = &root.kind {
+            if policy.aggregate_quota.is_none() {
+                return Err(ActivationError::QuotaWithoutAggregate {
+                    id: root.id.clone(),
+                });
+            }
+            let entry = projects.entry(q.project_id).or_insert((0, 0));
+            entry.0 = entry.0.max(q.max_bytes);
+            entry.1 = entry.1.max(q.max_inodes);
+        }
+    }
+    let bytes: u128 = projects.values().map(|v| u128::from(v.0)).sum();
+    let inodes: u128 = projects.values().map(|v| u128::from(v.1)).sum();
+    if let Some(agg) = policy.aggregate_quota
+        && (bytes > u128::from(agg.max_bytes) || inodes > u128::from(agg.max_inodes))
+    {
+        return Err(ActivationError::QuotaBoundExceeded {
+            bytes,
+            inodes,
+            max_bytes: agg.max_bytes,
+            max_inodes: agg.max_inodes,
+        });
+    }
+    Ok((
+        u64::try_from(bytes).unwrap_or(u64::MAX),
+        u64::try_from(inodes).unwrap_or(u64::MAX),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use splash_protocol::ResourceKind as K;
+
+    use super::*;
+    use crate::lower::tests::{id, manifest, sample};
+    use crate::model::{BrokerCatalog, NetworkBroker};
+
+    #[test]
+    fn union_of_grants_in_policy_order() {
+        let policy = sample();
+        let mut m = manifest(&[(K::FileRoot, "scratch")]);
+        let mut second = m.grants[0].clone();
+        second.tool = id("tool.two");
+        second.resources = [splash_protocol::Resource {
+            kind: K::FileRoot,
+            id: id("project-read"),
+        }]
+        .into_iter()
+        .collect();
+        m.grants.push(second);
+        let a = activate(&policy, Some(&m)).expect("activation");
+        assert_eq!(a.roots, vec![id("project-read"), id("scratch")]);
+        assert_eq!(a.ephemeral_bytes, (64 << 20) + (32 << 20));
+    }
+
+    #[test]
+    fn selectors_are_checked_by_kind() {
+        let policy = sample();
+        let err =
+            activate(&policy, Some(&manifest(&[(K::FileRoot, "nope")]))).expect_err("unknown");
+        assert_eq!(err, ActivationError::UnknownFileRoot { id: id("nope") });
+        assert!(err.to_string().contains("`nope`"));
+        let err = activate(&policy, Some(&manifest(&[(K::Executable, "sh")]))).expect_err("exe");
+        assert_eq!(err, ActivationError::ExecutableSelector { id: id("sh") });
+        let err = activate(&policy, Some(&manifest(&[(K::Secret, "k")]))).expect_err("secret");
+        assert_eq!(err, ActivationError::SecretSelector { id: id("k") });
+        let err =
+            activate(&policy, Some(&manifest(&[(K::NetworkOrigin, "api")]))).expect_err("net");
+        assert_eq!(
+            err,
+            ActivationError::NetworkOriginWithoutBroker { id: id("api") }
+        );
+    }
+
+    #[test]
+    fn root_maximum_comes_before_resolution() {
+        let mut policy = sample();
+        policy.max_active_file_roots = 1;
+        // Two unknown selectors: the bound is reported, not the unknown ids.
+        let m = manifest(&[(K::FileRoot, "x"), (K::FileRoot, "y")]);
+        assert_eq!(
+            activate(&policy, Some(&m)),
+            Err(ActivationError::TooManyActiveRoots { count: 2, max: 1 })
+        );
+        policy.max_active_file_roots = 0;
+        assert!(activate(&policy, Some(&manifest(&[]))).is_ok());
+    }
+
+    #[test]
+    fn broker_ids_must_match_exactly() {
+        let mut policy = sample();
+        policy.network_broker = Some(NetworkBroker {
+            parent: crate::lower::tests::p("/run/splash"),
+            destination: crate::lower::tests::p("/run/broker"),
+            catalog: BrokerCatalog::Origin,
+            ids: [id("a"), id("b")].into_iter().collect(),
+        });
+        let err = activate(
+            &policy,
+            Some(&manifest(&[
+                (K::NetworkOrigin, "a"),
+                (K::NetworkOrigin, "c"),
+            ])),
+        )
+        .expect_err("mismatch");
+        let text = err.to_string();
+        assert!(text.contains("`c`") && text.contains("`b`"), "{text}");
+        let a = activate(
+            &policy,
+            Some(&manifest(&[
+                (K::NetworkOrigin, "a"),
+                (K::NetworkOrigin, "b"),
+            ])),
+        )
+        .expect("exact");
+        assert!(a.broker_active);
+    }
+
+    #[test]
+    fn ephemeral_bound_counts_only_active_roots() {
+        let mut policy = sample();
+        policy.aggregate_ephemeral_max_bytes = Some(64 << 20);
+        // /tmp alone fits exactly; selecting scratch exceeds.
+        assert!(activate(&policy, Some(&manifest(&[(K::FileRoot, "project-read")]))).is_ok());
+        let err =
+            activate(&policy, Some(&manifest(&[(K::FileRoot, "scratch")]))).expect_err("over");
+        assert!(matches!(
+            err,
+            ActivationError::EphemeralBoundExceeded { .. }
+        ));
+        policy.tmp = PrivateTmp::Unbounded;
+        let err = activate(&policy, Some(&manifest(&[]))).expect_err("unbounded tmp");
+        assert_eq!(err, ActivationError::UnboundedTmpWithEphemeralBound);
+    }
+}

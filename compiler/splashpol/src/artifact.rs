@@ -1,0 +1,125 @@
+//! Compiled-policy artifacts: a checked [`Policy`] stored as versioned JSON,
+//! so a Rust host can load it without the `.splashpol` front end and
+//! activate it with a manifest.
+//!
+//! Layout (one JSON object, keys in this order):
+//!
+//! ```json
+//! {"format":"splashpol-compiled","version":1,
+//!  "source_digest":"<blake3 hex of the .splashpol source>",
+//!  "policy_digest":"<blake3 hex of the compact JSON of `policy`>",
+//!  "policy":{...}}
+//! ```
+//!
+//! [`load`] re-validates everything it relies on: the format tag, the
+//! version, the policy digest (recomputed over the policy as re-serialized,
+//! which catches truncation and accidental edits; it is not a signature), and
+//! the invariants lowering relies on ([`crate::lower::check_invariants`]).
+//! Unknown fields anywhere are rejected.
+
+use serde::{Deserialize, Serialize};
+
+use crate::lower::{InvariantError, check_invariants};
+use crate::model::Policy;
+
+/// The format tag.
+pub const FORMAT: &str = "splashpol-compiled";
+/// The only artifact version this crate reads and writes.
+pub const VERSION: u32 = 1;
+
+/// A loaded artifact.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Artifact {
+    pub format: String,
+    pub version: u32,
+    pub source_digest: String,
+    pub policy_digest: String,
+    pub policy: Policy,
+}
+
+/// Why an artifact was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ArtifactError {
+    #[error("not a compiled policy artifact: {0}")]
+    Decode(#[source] serde_json::Error),
+    #[error("artifact format is `{0}`; expected `{FORMAT}`")]
+    Format(String),
+    #[error("artifact version is {0}; only version {VERSION} is supported")]
+    Version(u32),
+    #[error(
+        "artifact policy digest does not match its policy (expected `{stored}`, computed `{computed}`)"
+    )]
+    Digest { stored: String, computed: String },
+    #[error("artifact source digest `{0}` is not a 64-digit lowercase hex BLAKE3 digest")]
+    SourceDigest(String),
+    #[error("artifact policy is unsafe: {0}")]
+    Invariant(#[from] InvariantError),
+    #[error("cannot serialize the policy: {0}")]
+    Encode(#[source] serde_json::Error),
+}
+
+/// Lowercase hex BLAKE3 digest of `bytes`.
+pub fn digest(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+fn policy_digest(policy: &Policy) -> Result<String, ArtifactError> {
+    let json = serde_json::to_vec(policy).map_err(ArtifactError::Encode)?;
+    Ok(digest(&json))
+}
+
+/// Serialize `policy` (checked from `source`) as an artifact. The output ends
+/// with a newline and is byte-identical for the same inputs.
+pub fn write(policy: &Policy, source: &[u8]) -> Result<Vec<u8>, ArtifactError> {
+    check_invariants(policy)?;
+    let artifact = Artifact {
+        format: FORMAT.to_string(),
+        version: VERSION,
+        source_digest: digest(source),
+        policy_digest: policy_digest(policy)?,
+        policy: policy.clone(),
+    };
+    let mut out = serde_json::to_vec_pretty(&artifact).map_err(ArtifactError::Encode)?;
+    out.push(b'\n');
+    Ok(out)
+}
+
+/// Load and re-validate an artifact.
+pub fn load(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
+    // Check the tag and version before decoding the policy, so an artifact
+    // of another version gets a version error, not a field error.
+    #[derive(Deserialize)]
+    struct Header {
+        format: String,
+        version: u32,
+    }
+    let header: Header = serde_json::from_slice(bytes).map_err(ArtifactError::Decode)?;
+    if header.format != FORMAT {
+        return Err(ArtifactError::Format(header.format));
+    }
+    if header.version != VERSION {
+        return Err(ArtifactError::Version(header.version));
+    }
+    let artifact: Artifact = serde_json::from_slice(bytes).map_err(ArtifactError::Decode)?;
+    let is_hex =
+        |s: &str| s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    if !is_hex(&artifact.source_digest) {
+        return Err(ArtifactError::SourceDigest(artifact.source_digest));
+    }
+    let computed = policy_digest(&artifact.policy)?;
+    if computed != artifact.policy_digest {
+        return Err(ArtifactError::Digest {
+            stored: artifact.policy_digest,
+            computed,
+        });
+    }
+    check_invariants(&artifact.policy)?;
+    Ok(artifact)
+}
+
+/// True when `bytes` look like an artifact rather than `.splashpol` source
+/// (the first non-blank byte is `{`).
+pub fn looks_like_artifact(bytes: &[u8]) -> bool {
+    bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
+}

@@ -1,0 +1,1186 @@
+//! Lowering: an activated [`Policy`] to a [`LaunchPlan`].
+//!
+//! Pure and deterministic: the same policy, activation, architecture and
+//! digest give the same plan on every machine. Nothing here touches the host.
+//!
+//! Lowering does not trust that its input came from the checker (a compiled
+//! artifact can be edited by hand), so it first re-validates the invariants it
+//! relies on with [`check_invariants`] and, for each active root,
+//! [`check_active_root`]. These two functions are the one place where those
+//! defensive checks live; they are deliberately much smaller than the checker
+//! and report only the first violation.
+//!
+//! The emitted operation order is documented in `docs/launch-plan.md` and
+//! built by [`lower`] in exactly that order:
+//! `--seccomp` (when Bubblewrap delivers the filter), namespaces, process
+//! hardening, `/proc`, `/dev`, the private `/tmp`, runtime mounts (policy
+//! order), host file roots (policy order), the broker directory, ephemeral
+//! roots (policy order), executable overlays, and the bounded-writes
+//! remounts. Destinations of runtime mounts, roots, the broker, `/proc`,
+//! `/dev` and `/tmp` never overlap (checked here), so policy order is a safe
+//! mount order; executable overlays are files strictly below a runtime mount
+//! and therefore come after all runtime mounts.
+
+use crate::activate::Activation;
+use crate::emit::{self, ArgvError};
+use crate::model::{
+    AbsPath, Access, FileRoot, FileRootKind, MAX_ACTIVE_FILE_ROOTS_CEILING, MAX_LANDLOCK_TARGETS,
+    MAX_STRICT_SYSCALLS, MAX_TMPFS_BYTES, Policy, PrivateTmp, ResourceLimits, SandboxPath,
+    SeccompPolicy, SelectorId,
+};
+use crate::plan::{
+    ActiveRoot, BrokerPlan, BwrapOp, ExecArg, LaunchPlan, MountPoint, MountSource, Pin, PinKind,
+    PinRole, PinSlot, QuotaCheck, SeccompDelivery, SeccompPlan, Slot, Stdio,
+};
+use splash_seccomp::Arch;
+
+/// Version of the [`LaunchPlan`] layout.
+pub const PLAN_FORMAT: u32 = 1;
+
+/// A policy invariant that lowering relies on does not hold.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvariantError {
+    #[error("descriptor-pinned executables require descriptor-pinned mounts")]
+    PinExecutablesWithoutPinMounts,
+    #[error("a network broker requires descriptor-pinned mounts")]
+    BrokerWithoutPinMounts,
+    #[error("a network broker must serve at least one network_origin id")]
+    BrokerWithoutIds,
+    #[error("bounded writes require no further user namespaces")]
+    BoundedWritesWithoutUserns,
+    #[error("bounded writes forbid an unbounded private `/tmp`")]
+    BoundedWritesUnboundedTmp,
+    #[error("{what} size {size} is outside 1..={MAX_TMPFS_BYTES} bytes")]
+    TmpfsSize { what: String, size: u64 },
+    #[error(
+        "the active file-root maximum {0} is above the ceiling {MAX_ACTIVE_FILE_ROOTS_CEILING}"
+    )]
+    ActiveRootCeiling(u16),
+    #[error("file root id `{0}` is registered more than once")]
+    DuplicateRoot(SelectorId),
+    #[error("{a} and {b} overlap")]
+    Overlap { a: String, b: String },
+    #[error("{what} `{path}` is not inside a read-only runtime mount")]
+    OutsideRuntime {
+        what: &'static str,
+        path: SandboxPath,
+    },
+    #[error("{a} and {b} use the same path `{path}`")]
+    SamePath {
+        a: &'static str,
+        b: &'static str,
+        path: SandboxPath,
+    },
+    #[error("a limit runner is required but none is configured")]
+    MissingLimitRunner,
+    #[error("cgroup v2 is required but no cgroup policy is configured")]
+    MissingCgroup,
+    #[error("the cgroup policy selects no finite controller limit")]
+    EmptyCgroup,
+    #[error("the strict seccomp allowlist {0}")]
+    StrictAllowlist(&'static str),
+    #[error(
+        "the landlock runner lists {0} explicit targets; at most {MAX_LANDLOCK_TARGETS} are allowed"
+    )]
+    TooManyLandlockTargets(usize),
+    #[error("{what} contains a NUL byte")]
+    Nul { what: &'static str },
+    #[error(
+        "active read-write host root `{0}` has no project quota and the policy does not allow unbounded host writes"
+    )]
+    UnboundedWritableRoot(SelectorId),
+    #[error("active read-write host root `{0}` has no project quota, which bounded writes forbid")]
+    UnverifiedRootUnderBoundedWrites(SelectorId),
+    #[error(
+        "active read-write host root `{0}` has no project quota, which an aggregate quota bound forbids"
+    )]
+    RawRootUnderAggregateQuota(SelectorId),
+    #[error("quota root `{id}` {reason}")]
+    QuotaRoot {
+        id: SelectorId,
+        reason: &'static str,
+    },
+}
+
+/// Why a plan could not be produced.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LowerError {
+    #[error("unsafe policy: {0}")]
+    Invariant(#[from] InvariantError),
+    #[error("the activation selects file root `{0}`, which this policy does not register")]
+    ForeignActivation(SelectorId),
+    #[error("the activation mounts a network broker this policy does not configure")]
+    ForeignBroker,
+    #[error("the plan needs {0} descriptor pins; at most 65535 are possible")]
+    TooManyPins(usize),
+    #[error("cannot build the {profile} seccomp program for {arch}: {reason}")]
+    Seccomp {
+        profile: String,
+        arch: &'static str,
+        reason: String,
+    },
+    #[error("the bubblewrap argument list is too large: {0}")]
+    Argv(#[from] ArgvError),
+}
+
+fn fixed(path: &str) -> SandboxPath {
+    AbsPath::new(path).expect("fixed sandbox paths are valid absolute paths")
+}
+
+/// Re-validate the static invariants lowering relies on. The checker
+/// guarantees all of these for a policy it accepted; this exists for
+/// policies that did not come from it (a hand-edited compiled artifact).
+pub fn check_invariants(policy: &Policy) -> Result<(), InvariantError> {
+    if policy.pin_executables && !policy.pin_mounts {
+        return Err(InvariantError::PinExecutablesWithoutPinMounts);
+    }
+    if let Some(broker) = &policy.network_broker {
+        if !policy.pin_mounts {
+            return Err(InvariantError::BrokerWithoutPinMounts);
+        }
+        if broker.ids.is_empty() {
+            return Err(InvariantError::BrokerWithoutIds);
+        }
+    }
+    if policy.bounded_writes {
+        if !policy.no_further_user_namespaces {
+            return Err(InvariantError::BoundedWritesWithoutUserns);
+        }
+        if policy.tmp == PrivateTmp::Unbounded {
+            return Err(InvariantError::BoundedWritesUnboundedTmp);
+        }
+    }
+    let size_ok = |s: u64| (1..=MAX_TMPFS_BYTES).contains(&s);
+    if let PrivateTmp::Bounded { size_bytes } = policy.tmp
+        && !size_ok(size_bytes)
+    {
+        return Err(InvariantError::TmpfsSize {
+            what: "private `/tmp`".into(),
+            size: size_bytes,
+        });
+    }
+    if policy.max_active_file_roots > MAX_ACTIVE_FILE_ROOTS_CEILING {
+        return Err(InvariantError::ActiveRootCeiling(
+            policy.max_active_file_roots,
+        ));
+    }
+    for (i, root) in policy.file_roots.iter().enumerate() {
+        if policy.file_roots[..i].iter().any(|r| r.id == root.id) {
+            return Err(InvariantError::DuplicateRoot(root.id.clone()));
+        }
+        if let FileRootKind::Ephemeral { size_bytes } = root.kind
+            && !size_ok(size_bytes)
+        {
+            return Err(InvariantError::TmpfsSize {
+                what: format!("ephemeral root `{}`", root.id),
+                size: size_bytes,
+            });
+        }
+    }
+    check_destinations(policy)?;
+    check_executables(policy)?;
+    if policy.require_limit_runner && policy.limit_runner.is_none() {
+        return Err(InvariantError::MissingLimitRunner);
+    }
+    if policy.require_cgroup_v2 && policy.cgroup.is_none() {
+        return Err(InvariantError::MissingCgroup);
+    }
+    if let Some(cg) = &policy.cgroup {
+        let l = &cg.limits;
+        if l.cpu_quota_micros.is_none()
+            && l.memory_max_bytes.is_none()
+            && l.memory_swap_max_bytes.is_none()
+            && l.pids_max.is_none()
+            && l.io_max.is_empty()
+        {
+            return Err(InvariantError::EmptyCgroup);
+        }
+    }
+    if let SeccompPolicy::StrictAllowlist { syscalls } = &policy.seccomp {
+        if syscalls.is_empty() {
+            return Err(InvariantError::StrictAllowlist("is empty"));
+        }
+        if syscalls.len() > MAX_STRICT_SYSCALLS {
+            return Err(InvariantError::StrictAllowlist("has more than 512 entries"));
+        }
+        if !syscalls.contains("execve") {
+            return Err(InvariantError::StrictAllowlist("does not allow `execve`"));
+        }
+    }
+    if policy.worker_args.iter().any(|a| a.contains('\0')) {
+        return Err(InvariantError::Nul {
+            what: "a worker argument",
+        });
+    }
+    Ok(())
+}
+
+/// No two worker-visible mount destinations overlap, so mounting in policy
+/// order can never hide an earlier mount.
+fn check_destinations(policy: &Policy) -> Result<(), InvariantError> {
+    let mut dests: Vec<(String, &SandboxPath)> = Vec::new();
+    let proc_ = fixed("/proc");
+    let dev = fixed("/dev");
+    let tmp = fixed("/tmp");
+    dests.push(("`/proc`".into(), &proc_));
+    dests.push(("`/dev`".into(), &dev));
+    if policy.tmp != PrivateTmp::Off {
+        dests.push(("the private `/tmp`".into(), &tmp));
+    }
+    for m in &policy.runtime_mounts {
+        dests.push((format!("runtime mount `{}`", m.destination), &m.destination));
+    }
+    for r in &policy.file_roots {
+        dests.push((
+            format!("file root `{}` at `{}`", r.id, r.destination),
+            &r.destination,
+        ));
+    }
+    if let Some(b) = &policy.network_broker {
+        dests.push((
+            format!("the network broker at `{}`", b.destination),
+            &b.destination,
+        ));
+    }
+    for (i, (name, path)) in dests.iter().enumerate() {
+        if let Some((other, _)) = dests[..i].iter().find(|(_, p)| p.overlaps(path)) {
+            return Err(InvariantError::Overlap {
+                a: other.clone(),
+                b: name.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The worker and every runner or allowed target is a distinct path inside
+/// a read-only runtime mount.
+fn check_executables(policy: &Policy) -> Result<(), InvariantError> {
+    let mut named: Vec<(&'static str, &SandboxPath)> = vec![("the worker", &policy.worker)];
+    if let Some(l) = &policy.limit_runner {
+        named.push(("the limit runner", &l.path));
+    }
+    if let Some(l) = &policy.landlock_runner {
+        named.push(("the landlock runner", &l.path));
+    }
+    if let Some(c) = &policy.combined_runner {
+        named.push(("the combined runner", c));
+    }
+    for (i, (what, path)) in named.iter().enumerate() {
+        if let Some((other, _)) = named[..i].iter().find(|(_, p)| p == path) {
+            return Err(InvariantError::SamePath {
+                a: other,
+                b: what,
+                path: (*path).clone(),
+            });
+        }
+    }
+    if let Some(l) = &policy.landlock_runner {
+        if l.allow_exec.len() > MAX_LANDLOCK_TARGETS {
+            return Err(InvariantError::TooManyLandlockTargets(l.allow_exec.len()));
+        }
+        named.extend(l.allow_exec.iter().map(|p| ("the allowed executable", p)));
+    }
+    for (what, path) in named {
+        if host_behind(policy, path).is_none() {
+            return Err(InvariantError::OutsideRuntime {
+                what,
+                path: path.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The host path behind a worker-visible path through its runtime mount.
+fn host_behind(policy: &Policy, path: &SandboxPath) -> Option<AbsPath> {
+    policy
+        .runtime_mounts
+        .iter()
+        .find(|m| path.is_within(&m.destination))
+        .and_then(|m| {
+            let rest = &path.as_str()[m.destination.as_str().len()..];
+            AbsPath::new(format!("{}{}", m.source, rest)).ok()
+        })
+}
+
+/// Re-validate the invariants for one *active* root (inactive roots may be
+/// registered with modes that would be refused if they were selected).
+pub fn check_active_root(policy: &Policy, root: &FileRoot) -> Result<(), InvariantError> {
+    let FileRootKind::Host { access, quota, .. } = &root.kind else {
+        return Ok(());
+    };
+    match (access, quota) {
+        (Access::ReadWrite, None) => {
+            if policy.bounded_writes {
+                return Err(InvariantError::UnverifiedRootUnderBoundedWrites(
+                    root.id.clone(),
+                ));
+            }
+            if policy.aggregate_quota.is_some() {
+                return Err(InvariantError::RawRootUnderAggregateQuota(root.id.clone()));
+            }
+            if !policy.allow_unbounded_host_writes {
+                return Err(InvariantError::UnboundedWritableRoot(root.id.clone()));
+            }
+        }
+        (_, Some(q)) => {
+            let fail = |reason| {
+                Err(InvariantError::QuotaRoot {
+                    id: root.id.clone(),
+                    reason,
+                })
+            };
+            if !policy.pin_mounts {
+                return fail("requires descriptor-pinned mounts");
+            }
+            if !policy.no_further_user_namespaces {
+                return fail("requires no further user namespaces");
+            }
+            if policy.aggregate_quota.is_none() {
+                return fail("requires an aggregate quota bound");
+            }
+            if q.project_id == 0 {
+                return fail("has project id 0");
+            }
+            if q.max_bytes == 0 || q.max_inodes == 0 {
+                return fail("has a zero byte or inode ceiling");
+            }
+        }
+        (Access::ReadOnly, None) => {}
+    }
+    Ok(())
+}
+
+struct Pins(Vec<Pin>);
+
+impl Pins {
+    fn add(
+        &mut self,
+        host_path: AbsPath,
+        kind: PinKind,
+        role: PinRole,
+    ) -> Result<PinSlot, LowerError> {
+        let slot =
+            u16::try_from(self.0.len()).map_err(|_| LowerError::TooManyPins(self.0.len() + 1))?;
+        self.0.push(Pin {
+            host_path,
+            kind,
+            role,
+        });
+        Ok(PinSlot(slot))
+    }
+}
+
+/// Which runners run before the worker.
+enum Chain<'a> {
+    /// Landlock runner (optional) → limit runner (optional) → worker.
+    Separate {
+        landlock: Option<&'a crate::model::LandlockRunner>,
+        limit: Option<&'a crate::model::LimitRunner>,
+    },
+    /// One-hop runner → worker.
+    Combined(&'a SandboxPath),
+}
+
+/// Lower an activated policy to its launch plan for `arch`.
+///
+/// `source_digest` is the hex digest of the policy source or artifact the
+/// policy came from; it is copied into the plan for reports.
+pub fn lower(
+    policy: &Policy,
+    activation: &Activation,
+    arch: Arch,
+    source_digest: &str,
+) -> Result<LaunchPlan, LowerError> {
+    check_invariants(policy)?;
+
+    // Resolve the activation against this policy, in policy order.
+    for id in &activation.roots {
+        if !policy.file_roots.iter().any(|r| &r.id == id) {
+            return Err(LowerError::ForeignActivation(id.clone()));
+        }
+    }
+    if activation.broker_active && policy.network_broker.is_none() {
+        return Err(LowerError::ForeignBroker);
+    }
+    let active: Vec<&FileRoot> = policy
+        .file_roots
+        .iter()
+        .filter(|r| activation.is_active(&r.id))
+        .collect();
+    for root in &active {
+        check_active_root(policy, root)?;
+    }
+
+    let chain = match &policy.combined_runner {
+        Some(path) => Chain::Combined(path),
+        None => Chain::Separate {
+            landlock: policy.landlock_runner.as_ref(),
+            limit: policy.limit_runner.as_ref(),
+        },
+    };
+    let has_exec_runner = matches!(chain, Chain::Combined(_))
+        || matches!(
+            chain,
+            Chain::Separate {
+                landlock: Some(_),
+                ..
+            }
+        );
+
+    let seccomp = seccomp_plan(policy, arch, has_exec_runner)?;
+    let delivery = seccomp
+        .as_ref()
+        .map(|s| s.delivery.clone())
+        .unwrap_or(SeccompDelivery::None);
+
+    let mut pins = Pins(Vec::new());
+    let bwrap_pin = if policy.pin_executables {
+        Some(pins.add(
+            policy.bubblewrap.clone(),
+            PinKind::Executable,
+            PinRole::Bubblewrap,
+        )?)
+    } else {
+        None
+    };
+
+    let mut ops = Vec::new();
+    if delivery == SeccompDelivery::Bubblewrap {
+        ops.push(BwrapOp::Seccomp);
+    }
+    ops.push(BwrapOp::UnshareAll);
+    if policy.no_further_user_namespaces {
+        ops.push(BwrapOp::UnshareUser);
+        ops.push(BwrapOp::DisableUserns);
+    }
+    ops.extend([
+        BwrapOp::CapDropAll,
+        BwrapOp::ClearEnv,
+        BwrapOp::NewSession,
+        BwrapOp::DieWithParent,
+        BwrapOp::Chdir(MountPoint::Root),
+        BwrapOp::Proc(fixed("/proc")),
+        BwrapOp::Dev(fixed("/dev")),
+    ]);
+    match policy.tmp {
+        PrivateTmp::Off => {}
+        PrivateTmp::Unbounded => ops.push(BwrapOp::Tmpfs {
+            destination: fixed("/tmp"),
+            size_bytes: None,
+        }),
+        PrivateTmp::Bounded { size_bytes } => ops.push(BwrapOp::Tmpfs {
+            destination: fixed("/tmp"),
+            size_bytes: Some(size_bytes),
+        }),
+    }
+
+    for m in &policy.runtime_mounts {
+        let source = if policy.pin_mounts {
+            MountSource::Pinned(pins.add(
+                m.source.clone(),
+                PinKind::FileOrDirectory,
+                PinRole::RuntimeMount,
+            )?)
+        } else {
+            MountSource::Path(m.source.clone())
+        };
+        ops.push(BwrapOp::RoBind {
+            source,
+            destination: m.destination.clone(),
+        });
+    }
+
+    let mut quota_checks = Vec::new();
+    let mut active_roots = Vec::new();
+    for root in &active {
+        let mode = match &root.kind {
+            FileRootKind::Host {
+                source,
+                access,
+                quota,
+            } => {
+                let src = if policy.pin_mounts {
+                    let slot = pins.add(
+                        source.clone(),
+                        PinKind::Directory,
+                        PinRole::FileRoot(root.id.clone()),
+                    )?;
+                    if let Some(q) = quota {
+                        quota_checks.push(QuotaCheck { slot, quota: *q });
+                    }
+                    MountSource::Pinned(slot)
+                } else {
+                    MountSource::Path(source.clone())
+                };
+                let destination = root.destination.clone();
+                match access {
+                    Access::ReadOnly => ops.push(BwrapOp::RoBind {
+                        source: src,
+                        destination,
+                    }),
+                    Access::ReadWrite => ops.push(BwrapOp::Bind {
+                        source: src,
+                        destination,
+                    }),
+                }
+                match (access, quota) {
+                    (Access::ReadOnly, _) => "read-only",
+                    (Access::ReadWrite, Some(_)) => "read-write+quota",
+                    (Access::ReadWrite, None) => "read-write",
+                }
+            }
+            FileRootKind::Ephemeral { .. } => "tmpfs",
+        };
+        active_roots.push(ActiveRoot {
+            id: root.id.clone(),
+            destination: root.destination.clone(),
+            mode: mode.to_string(),
+        });
+    }
+
+    let mut network_broker = None;
+    if let (true, Some(broker)) = (activation.broker_active, &policy.network_broker) {
+        let slot = pins.add(
+            broker.parent.clone(),
+            PinKind::BrokerDirectory,
+            PinRole::NetworkBroker,
+        )?;
+        ops.push(BwrapOp::RoBind {
+            source: MountSource::Pinned(slot),
+            destination: broker.destination.clone(),
+        });
+        network_broker = Some(BrokerPlan {
+            slot,
+            destination: broker.destination.clone(),
+            catalog: broker.catalog,
+            ids: broker.ids.iter().cloned().collect(),
+        });
+    }
+
+    for root in &active {
+        if let FileRootKind::Ephemeral { size_bytes } = root.kind {
+            ops.push(BwrapOp::Tmpfs {
+                destination: root.destination.clone(),
+                size_bytes: Some(size_bytes),
+            });
+        }
+    }
+
+    if policy.pin_executables {
+        for (path, role) in executables(policy, &chain) {
+            let host = host_behind(policy, path).ok_or_else(|| InvariantError::OutsideRuntime {
+                what: "an executable",
+                path: path.clone(),
+            })?;
+            let slot = pins.add(host, PinKind::Executable, role)?;
+            ops.push(BwrapOp::RoBind {
+                source: MountSource::Pinned(slot),
+                destination: path.clone(),
+            });
+        }
+    }
+
+    if policy.bounded_writes {
+        ops.push(BwrapOp::RemountRo(MountPoint::Path(fixed("/proc"))));
+        ops.push(BwrapOp::RemountRo(MountPoint::Path(fixed("/dev"))));
+        ops.push(BwrapOp::RemountRo(MountPoint::Root));
+    }
+
+    let command = command(policy, &chain, delivery == SeccompDelivery::Runner);
+
+    let plan = LaunchPlan {
+        format: PLAN_FORMAT,
+        policy_name: policy.name.clone(),
+        policy_digest: source_digest.to_string(),
+        session_id: activation.session_id.clone(),
+        all_registered_roots_active: activation.is_all_registered(),
+        arch,
+        bwrap: policy.bubblewrap.clone(),
+        bwrap_pin,
+        pins: pins.0,
+        ops,
+        command,
+        seccomp,
+        active_roots,
+        quota_checks,
+        network_broker,
+        environment: Vec::new(),
+        stdio: Stdio::default(),
+        aggregate_quota: policy.aggregate_quota,
+        cgroup: policy.cgroup.clone(),
+        require_cgroup_v2: policy.require_cgroup_v2,
+        watchdog: policy.watchdog,
+    };
+    emit::check_argument_limits(&plan)?;
+    Ok(plan)
+}
+
+/// The executables overlaid from pinned descriptors, deduplicated, in the
+/// order: worker, limit runner, landlock runner, combined runner, explicit
+/// targets (policy order). Only runners that are part of the chain appear.
+fn executables<'a>(policy: &'a Policy, chain: &Chain<'a>) -> Vec<(&'a SandboxPath, PinRole)> {
+    let mut out: Vec<(&SandboxPath, PinRole)> = vec![(&policy.worker, PinRole::Worker)];
+    match chain {
+        Chain::Separate { landlock, limit } => {
+            if let Some(l) = limit {
+                out.push((&l.path, PinRole::LimitRunner));
+            }
+            if let Some(l) = landlock {
+                out.push((&l.path, PinRole::LandlockRunner));
+            }
+        }
+        Chain::Combined(path) => out.push((path, PinRole::CombinedRunner)),
+    }
+    if let Some(l) = &policy.landlock_runner {
+        for target in &l.allow_exec {
+            if !out.iter().any(|(p, _)| *p == target) {
+                out.push((target, PinRole::AllowedExecutable));
+            }
+        }
+    }
+    out
+}
+
+fn lit(s: impl Into<String>) -> ExecArg {
+    ExecArg::Literal(s.into())
+}
+
+/// The rlimit flags, in the fixed order, only the selected ones.
+fn limit_flags(limits: &ResourceLimits, out: &mut Vec<ExecArg>) {
+    let flags = [
+        ("--cpu-seconds", limits.cpu_seconds),
+        ("--address-space-bytes", limits.address_space_bytes),
+        ("--process-count", limits.process_count),
+        ("--open-files", limits.open_files),
+        ("--file-size-bytes", limits.file_size_bytes),
+    ];
+    for (flag, value) in flags {
+        if let Some(v) = value {
+            out.push(lit(flag));
+            out.push(lit(v.to_string()));
+        }
+    }
+}
+
+fn push_allow(paths: &[&SandboxPath], out: &mut Vec<ExecArg>) {
+    let mut seen: Vec<&SandboxPath> = Vec::new();
+    for p in paths {
+        if !seen.contains(p) {
+            seen.push(p);
+            out.push(lit("--allow"));
+            out.push(lit(p.as_str()));
+        }
+    }
+}
+
+/// The command after `--`: runner segments, then the worker and its fixed
+/// arguments.
+fn command(policy: &Policy, chain: &Chain<'_>, runner_seccomp: bool) -> Vec<ExecArg> {
+    let mut out = Vec::new();
+    let explicit: Vec<&SandboxPath> = policy
+        .landlock_runner
+        .iter()
+        .flat_map(|l| l.allow_exec.iter())
+        .collect();
+    match chain {
+        Chain::Combined(path) => {
+            out.push(lit(path.as_str()));
+            if let Some(l) = &policy.limit_runner {
+                limit_flags(&l.limits, &mut out);
+            }
+            if policy.landlock_runner.is_some() {
+                let mut allow = vec![&policy.worker];
+                allow.extend(explicit.iter().copied());
+                push_allow(&allow, &mut out);
+            }
+            if runner_seccomp {
+                out.push(lit("--seccomp-fd"));
+                out.push(ExecArg::Slot(Slot::RunnerSeccomp));
+            }
+            out.push(lit("--"));
+        }
+        Chain::Separate { landlock, limit } => {
+            if let Some(l) = landlock {
+                out.push(lit(l.path.as_str()));
+                let mut allow = vec![&policy.worker];
+                if let Some(lr) = limit {
+                    allow.push(&lr.path);
+                }
+                allow.extend(explicit.iter().copied());
+                push_allow(&allow, &mut out);
+                if runner_seccomp {
+                    out.push(lit("--seccomp-fd"));
+                    out.push(ExecArg::Slot(Slot::RunnerSeccomp));
+                }
+                out.push(lit("--"));
+            }
+            if let Some(l) = limit {
+                out.push(lit(l.path.as_str()));
+                limit_flags(&l.limits, &mut out);
+                out.push(lit("--"));
+            }
+        }
+    }
+    out.push(lit(policy.worker.as_str()));
+    out.extend(policy.worker_args.iter().map(|a| lit(a.as_str())));
+    out
+}
+
+/// The seccomp slot: which profile, delivered by whom, and its program.
+fn seccomp_plan(
+    policy: &Policy,
+    arch: Arch,
+    has_exec_runner: bool,
+) -> Result<Option<SeccompPlan>, LowerError> {
+    let (profile, delivery) = match &policy.seccomp {
+        SeccompPolicy::Off => return Ok(None),
+        SeccompPolicy::DenyKnownEscapeSurface => {
+            ("deny-known-escape-surface", SeccompDelivery::Bubblewrap)
+        }
+        SeccompPolicy::StrictAllowlist { .. } if has_exec_runner => {
+            ("strict-allowlist", SeccompDelivery::Runner)
+        }
+        SeccompPolicy::StrictAllowlist { .. } => ("strict-allowlist", SeccompDelivery::Bubblewrap),
+    };
+    let program = seccomp_program(&policy.seccomp, arch).map_err(|reason| LowerError::Seccomp {
+        profile: profile.to_string(),
+        arch: arch.name(),
+        reason,
+    })?;
+    Ok(Some(SeccompPlan {
+        delivery,
+        arch,
+        profile: profile.to_string(),
+        program,
+    }))
+}
+
+/// The cBPF program bytes from `splash-seccomp`. Never fabricated: when the
+/// program cannot be built, lowering fails.
+fn seccomp_program(policy: &SeccompPolicy, arch: Arch) -> Result<Vec<u8>, String> {
+    let _ = (policy, arch);
+    Err("the seccomp compiler is not available in this build".to_string())
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::collections::BTreeSet;
+
+    use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, ResourceKind, Token};
+
+    use super::*;
+    use crate::activate::{ActivationError, activate};
+    use crate::emit::{display_slot, shell_quote};
+    use crate::model::{
+        AggregateQuota, LandlockRunner, LimitRunner, NetworkBroker, ProjectQuota, RuntimeMount,
+    };
+
+    pub(crate) fn p(s: &str) -> AbsPath {
+        AbsPath::new(s).expect("test path")
+    }
+
+    pub(crate) fn id(s: &str) -> SelectorId {
+        Token::new(s).expect("test token")
+    }
+
+    /// The specification's first example.
+    pub(crate) fn sample() -> Policy {
+        Policy {
+            name: "agent-worker".into(),
+            bubblewrap: p("/usr/bin/bwrap"),
+            worker: p("/opt/splash/bin/worker"),
+            worker_args: vec!["--json-lines".into()],
+            runtime_mounts: vec![RuntimeMount {
+                source: p("/opt/splash/runtime"),
+                destination: p("/opt/splash"),
+            }],
+            file_roots: vec![
+                FileRoot {
+                    id: id("project-read"),
+                    destination: p("/workspace/project"),
+                    kind: FileRootKind::Host {
+                        source: p("/srv/splash/project"),
+                        access: Access::ReadOnly,
+                        quota: None,
+                    },
+                },
+                FileRoot {
+                    id: id("scratch"),
+                    destination: p("/workspace/scratch"),
+                    kind: FileRootKind::Ephemeral {
+                        size_bytes: 32 << 20,
+                    },
+                },
+            ],
+            tmp: PrivateTmp::Bounded {
+                size_bytes: 64 << 20,
+            },
+            bounded_writes: true,
+            no_further_user_namespaces: true,
+            pin_mounts: true,
+            pin_executables: true,
+            allow_unbounded_host_writes: false,
+            aggregate_quota: None,
+            aggregate_ephemeral_max_bytes: None,
+            max_active_file_roots: 64,
+            seccomp: SeccompPolicy::Off,
+            limit_runner: Some(LimitRunner {
+                path: p("/opt/splash/bin/splash-limit-runner"),
+                limits: ResourceLimits {
+                    cpu_seconds: Some(30),
+                    address_space_bytes: Some(512 << 20),
+                    process_count: None,
+                    open_files: Some(64),
+                    file_size_bytes: Some(16 << 20),
+                },
+            }),
+            require_limit_runner: true,
+            landlock_runner: Some(LandlockRunner {
+                path: p("/opt/splash/bin/splash-landlock-runner"),
+                allow_exec: vec![
+                    p("/opt/splash/lib/ld-linux-aarch64.so.1"),
+                    p("/opt/splash/bin/reviewed-interpreter"),
+                ],
+            }),
+            combined_runner: None,
+            cgroup: None,
+            require_cgroup_v2: false,
+            watchdog: None,
+            network_broker: None,
+        }
+    }
+
+    pub(crate) fn manifest(resources: &[(ResourceKind, &str)]) -> CapabilityManifest {
+        let set: BTreeSet<Resource> = resources
+            .iter()
+            .map(|(k, i)| Resource {
+                kind: *k,
+                id: id(i),
+            })
+            .collect();
+        CapabilityManifest {
+            protocol_version: 5,
+            session_id: id("s-1"),
+            grants: vec![Grant {
+                tool: id("tool.call"),
+                format: GrantFormat::Json,
+                max_calls: 1,
+                max_input_bytes: 16384,
+                max_output_bytes: 65536,
+                max_compensations: 0,
+                resources: set,
+            }],
+        }
+    }
+
+    fn argv(plan: &LaunchPlan) -> Vec<String> {
+        plan.bwrap_arguments(&mut |s| display_slot(plan, s))
+    }
+
+    fn plain(policy: &Policy, m: Option<&CapabilityManifest>) -> Result<LaunchPlan, LowerError> {
+        let a = activate(policy, m).expect("activation");
+        lower(policy, &a, Arch::X86_64, "00")
+    }
+
+    #[test]
+    fn sample_pinned_argv_is_in_the_documented_order() {
+        let policy = sample();
+        let m = manifest(&[
+            (ResourceKind::FileRoot, "project-read"),
+            (ResourceKind::FileRoot, "scratch"),
+        ]);
+        let plan = plain(&policy, Some(&m)).expect("plan");
+        let got = argv(&plan).join(" ");
+        let want = "--unshare-all --unshare-user --disable-userns --cap-drop ALL --clearenv \
+            --new-session --die-with-parent --chdir / --proc /proc --dev /dev \
+            --size 67108864 --tmpfs /tmp \
+            --ro-bind-fd {fd:pin:1:/opt/splash/runtime} /opt/splash \
+            --ro-bind-fd {fd:pin:2:/srv/splash/project} /workspace/project \
+            --size 33554432 --tmpfs /workspace/scratch \
+            --ro-bind-fd {fd:pin:3:/opt/splash/runtime/bin/worker} /opt/splash/bin/worker \
+            --ro-bind-fd {fd:pin:4:/opt/splash/runtime/bin/splash-limit-runner} /opt/splash/bin/splash-limit-runner \
+            --ro-bind-fd {fd:pin:5:/opt/splash/runtime/bin/splash-landlock-runner} /opt/splash/bin/splash-landlock-runner \
+            --ro-bind-fd {fd:pin:6:/opt/splash/runtime/lib/ld-linux-aarch64.so.1} /opt/splash/lib/ld-linux-aarch64.so.1 \
+            --ro-bind-fd {fd:pin:7:/opt/splash/runtime/bin/reviewed-interpreter} /opt/splash/bin/reviewed-interpreter \
+            --remount-ro /proc --remount-ro /dev --remount-ro / -- \
+            /opt/splash/bin/splash-landlock-runner --allow /opt/splash/bin/worker \
+            --allow /opt/splash/bin/splash-limit-runner --allow /opt/splash/lib/ld-linux-aarch64.so.1 \
+            --allow /opt/splash/bin/reviewed-interpreter -- \
+            /opt/splash/bin/splash-limit-runner --cpu-seconds 30 --address-space-bytes 536870912 \
+            --open-files 64 --file-size-bytes 16777216 -- /opt/splash/bin/worker --json-lines";
+        let want: Vec<&str> = want.split_whitespace().collect();
+        assert_eq!(got.split(' ').collect::<Vec<_>>(), want);
+        assert_eq!(plan.bwrap_pin, Some(PinSlot(0)));
+        assert_eq!(
+            plan.bwrap_program(&mut |s| display_slot(&plan, s)),
+            "/proc/self/fd/{fd:pin:0:/usr/bin/bwrap}"
+        );
+        assert_eq!(plan.pins[1].kind, PinKind::FileOrDirectory);
+        assert_eq!(plan.pins[2].kind, PinKind::Directory);
+    }
+
+    #[test]
+    fn unselected_root_never_appears() {
+        let policy = sample();
+        let m = manifest(&[(ResourceKind::FileRoot, "scratch")]);
+        let plan = plain(&policy, Some(&m)).expect("plan");
+        let json = serde_json::to_string(&plan).expect("json");
+        assert!(!json.contains("project"), "{json}");
+        assert!(!argv(&plan).iter().any(|a| a.contains("project")));
+        assert_eq!(plan.active_roots.len(), 1);
+        assert_eq!(plan.session_id, Some(id("s-1")));
+        assert!(!plan.all_registered_roots_active);
+    }
+
+    #[test]
+    fn no_manifest_activates_everything_and_says_so() {
+        let plan = plain(&sample(), None).expect("plan");
+        assert!(plan.all_registered_roots_active);
+        assert_eq!(plan.session_id, None);
+        assert_eq!(plan.active_roots.len(), 2);
+    }
+
+    #[test]
+    fn path_mode_uses_plain_binds() {
+        let mut policy = sample();
+        policy.pin_mounts = false;
+        policy.pin_executables = false;
+        let plan = plain(&policy, None).expect("plan");
+        let a = argv(&plan);
+        assert!(
+            a.windows(3)
+                .any(|w| w == ["--ro-bind", "/opt/splash/runtime", "/opt/splash"])
+        );
+        assert!(
+            a.windows(3)
+                .any(|w| w == ["--ro-bind", "/srv/splash/project", "/workspace/project"])
+        );
+        assert!(!a.iter().any(|x| x.contains("{fd:")));
+        assert!(plan.pins.is_empty());
+        assert_eq!(
+            plan.bwrap_program(&mut |_| unreachable!()),
+            "/usr/bin/bwrap"
+        );
+    }
+
+    #[test]
+    fn seccomp_without_compiler_fails_closed() {
+        let mut policy = sample();
+        policy.seccomp = SeccompPolicy::DenyKnownEscapeSurface;
+        let err = plain(&policy, None).expect_err("no program bytes may be faked");
+        assert!(matches!(err, LowerError::Seccomp { .. }), "{err}");
+    }
+
+    #[test]
+    fn combined_runner_command_line() {
+        let mut policy = sample();
+        policy.combined_runner = Some(p("/opt/splash/bin/splash-runner"));
+        policy.pin_executables = false;
+        let plan = plain(&policy, None).expect("plan");
+        let a = argv(&plan);
+        let cmd = &a[a.iter().position(|x| x == "--").expect("--") + 1..];
+        assert_eq!(
+            cmd.join(" "),
+            "/opt/splash/bin/splash-runner --cpu-seconds 30 --address-space-bytes 536870912 \
+             --open-files 64 --file-size-bytes 16777216 --allow /opt/splash/bin/worker \
+             --allow /opt/splash/lib/ld-linux-aarch64.so.1 --allow /opt/splash/bin/reviewed-interpreter \
+             -- /opt/splash/bin/worker --json-lines"
+        );
+        policy.landlock_runner = None;
+        let plan = plain(&policy, None).expect("plan");
+        assert!(!argv(&plan).iter().any(|x| x == "--allow"));
+    }
+
+    #[test]
+    fn limit_runner_alone_and_no_runner() {
+        let mut policy = sample();
+        policy.landlock_runner = None;
+        policy.pin_executables = false;
+        let plan = plain(&policy, None).expect("plan");
+        let a = argv(&plan);
+        let cmd = &a[a.iter().position(|x| x == "--").expect("--") + 1..];
+        assert_eq!(cmd[0], "/opt/splash/bin/splash-limit-runner");
+        policy.limit_runner = None;
+        policy.require_limit_runner = false;
+        let plan = plain(&policy, None).expect("plan");
+        let a = argv(&plan);
+        let cmd = &a[a.iter().position(|x| x == "--").expect("--") + 1..];
+        assert_eq!(cmd, ["/opt/splash/bin/worker", "--json-lines"]);
+    }
+
+    #[test]
+    fn defensive_checks_refuse_weaker_sandboxes() {
+        let mut policy = sample();
+        policy.pin_mounts = false;
+        assert_eq!(
+            check_invariants(&policy),
+            Err(InvariantError::PinExecutablesWithoutPinMounts)
+        );
+
+        let mut policy = sample();
+        policy.no_further_user_namespaces = false;
+        assert_eq!(
+            check_invariants(&policy),
+            Err(InvariantError::BoundedWritesWithoutUserns)
+        );
+
+        // A read-write host root without quota and without the escape hatch.
+        let mut policy = sample();
+        policy.bounded_writes = false;
+        policy.file_roots.push(FileRoot {
+            id: id("out"),
+            destination: p("/workspace/out"),
+            kind: FileRootKind::Host {
+                source: p("/srv/out"),
+                access: Access::ReadWrite,
+                quota: None,
+            },
+        });
+        assert_eq!(check_invariants(&policy), Ok(()), "registering is fine");
+        let m = manifest(&[(ResourceKind::FileRoot, "out")]);
+        let err = plain(&policy, Some(&m)).expect_err("active raw root");
+        assert_eq!(
+            err,
+            LowerError::Invariant(InvariantError::UnboundedWritableRoot(id("out")))
+        );
+        policy.allow_unbounded_host_writes = true;
+        let plan = plain(&policy, Some(&m)).expect("escape hatch");
+        assert!(
+            argv(&plan)
+                .windows(3)
+                .any(|w| w[0] == "--bind-fd" && w[2] == "/workspace/out")
+        );
+        policy.bounded_writes = true;
+        let err = plain(&policy, Some(&m)).expect_err("bounded writes override the hatch");
+        assert_eq!(
+            err,
+            LowerError::Invariant(InvariantError::UnverifiedRootUnderBoundedWrites(id("out")))
+        );
+
+        // Overlapping destinations.
+        let mut policy = sample();
+        policy.file_roots[1].destination = p("/opt/splash/scratch");
+        assert!(matches!(
+            check_invariants(&policy),
+            Err(InvariantError::Overlap { .. })
+        ));
+
+        // Worker outside every runtime mount.
+        let mut policy = sample();
+        policy.worker = p("/usr/bin/worker");
+        assert!(matches!(
+            check_invariants(&policy),
+            Err(InvariantError::OutsideRuntime { .. })
+        ));
+    }
+
+    #[test]
+    fn quota_roots_make_checks_and_respect_the_aggregate() {
+        let mut policy = sample();
+        policy.aggregate_quota = Some(AggregateQuota {
+            max_bytes: 256 << 20,
+            max_inodes: 16384,
+        });
+        for (name, dest) in [("out-a", "/workspace/a"), ("out-b", "/workspace/b")] {
+            policy.file_roots.push(FileRoot {
+                id: id(name),
+                destination: p(dest),
+                kind: FileRootKind::Host {
+                    source: p(&format!("/srv/{name}")),
+                    access: Access::ReadWrite,
+                    quota: Some(ProjectQuota {
+                        project_id: 42,
+                        max_bytes: 256 << 20,
+                        max_inodes: 16384,
+                    }),
+                },
+            });
+        }
+        let m = manifest(&[
+            (ResourceKind::FileRoot, "out-a"),
+            (ResourceKind::FileRoot, "out-b"),
+        ]);
+        let plan = plain(&policy, Some(&m)).expect("one project counted once");
+        assert_eq!(plan.quota_checks.len(), 2);
+        assert_eq!(plan.active_roots[0].mode, "read-write+quota");
+        if let FileRootKind::Host { quota: Some(q), .. } = &mut policy.file_roots[3].kind {
+            q.project_id = 43;
+        }
+        let err = activate(&policy, Some(&m)).expect_err("two projects exceed");
+        assert!(
+            matches!(err, ActivationError::QuotaBoundExceeded { .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn broker_mount_is_pinned_and_exact() {
+        let mut policy = sample();
+        policy.network_broker = Some(NetworkBroker {
+            parent: p("/run/splash"),
+            destination: p("/run/broker"),
+            catalog: crate::model::BrokerCatalog::Endpoint,
+            ids: [id("api")].into_iter().collect(),
+        });
+        let m = manifest(&[(ResourceKind::NetworkOrigin, "api")]);
+        let plan = plain(&policy, Some(&m)).expect("plan");
+        let a = argv(&plan);
+        assert!(
+            a.windows(3)
+                .any(|w| w[0] == "--ro-bind-fd" && w[2] == "/run/broker")
+        );
+        assert!(!a.iter().any(|x| x == "--share-net"));
+        let slot = plan.network_broker.as_ref().expect("broker").slot;
+        assert_eq!(
+            plan.pins[usize::from(slot.0)].kind,
+            PinKind::BrokerDirectory
+        );
+    }
+
+    #[test]
+    fn output_is_deterministic() {
+        let policy = sample();
+        let a = serde_json::to_string(&plain(&policy, None).expect("plan")).expect("json");
+        let b = serde_json::to_string(&plain(&policy, None).expect("plan")).expect("json");
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn plan_round_trips_through_json() {
+        let plan = plain(&sample(), None).expect("plan");
+        let json = serde_json::to_string(&plan).expect("json");
+        let back: LaunchPlan = serde_json::from_str(&json).expect("decode");
+        assert_eq!(back, plan);
+    }
+
+    #[test]
+    fn argument_limits() {
+        use crate::emit::{ArgvError, BWRAP_MAX_ARGS, check_argv};
+        let many = vec!["x".to_string(); BWRAP_MAX_ARGS + 1];
+        assert!(matches!(
+            check_argv(&many),
+            Err(ArgvError::TooManyArguments { .. })
+        ));
+        assert!(matches!(
+            check_argv(&["a\0b".to_string()]),
+            Err(ArgvError::Nul { index: 0 })
+        ));
+        let mut policy = sample();
+        policy.worker_args = vec!["y".repeat(100_000), "z".repeat(100_000)];
+        let err = plain(&policy, None).expect_err("too many bytes");
+        assert!(
+            matches!(err, LowerError::Argv(ArgvError::TooManyBytes { .. })),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("/opt/x"), "/opt/x");
+        assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("{fd:seccomp}"), "'{fd:seccomp}'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
+}
