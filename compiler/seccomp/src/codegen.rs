@@ -252,6 +252,17 @@ fn emit_tree(asm: &mut Asm, ranges: &[NrRange]) {
     match ranges {
         [] => {}
         [one] => emit_leaf(asm, &one.decision),
+        // A single number between two runs with the same decision: one
+        // `jeq` instead of two `jge`s.
+        [a, b, c] if b.lo == b.hi && a.decision == c.decision => {
+            let hit = asm.label();
+            let miss = asm.label();
+            asm.jump(BPF_JEQ, b.lo, hit, miss);
+            asm.mark(miss);
+            emit_leaf(asm, &a.decision);
+            asm.mark(hit);
+            emit_leaf(asm, &b.decision);
+        }
         _ => {
             let mid = ranges.len().div_ceil(2);
             let high = asm.label();
