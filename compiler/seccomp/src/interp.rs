@@ -305,3 +305,96 @@ pub fn verify(insns: &[SockFilter]) -> Result<(), InterpError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Arch;
+    use crate::bpf::{SECCOMP_RET_ERRNO, off_arg_hi, off_arg_lo};
+
+    fn st(code: u16, k: u32) -> SockFilter {
+        SockFilter::stmt(code, k)
+    }
+
+    #[test]
+    fn sock_filter_has_the_kernel_layout() {
+        assert_eq!(
+            std::mem::size_of::<SockFilter>(),
+            std::mem::size_of::<libc::sock_filter>()
+        );
+        assert_eq!(
+            std::mem::align_of::<SockFilter>(),
+            std::mem::align_of::<libc::sock_filter>()
+        );
+        let f = SockFilter::jump(0x15, 0x1234_5678, 7, 9);
+        assert_eq!(f.to_bytes(), [0x15, 0, 7, 9, 0x78, 0x56, 0x34, 0x12]);
+        assert_eq!(SockFilter::from_bytes(f.to_bytes()), f);
+    }
+
+    #[test]
+    fn loads_read_little_endian_halves() {
+        let d = SeccompData::new(Arch::X86_64, 7).with_arg(2, 0x1111_2222_3333_4444);
+        assert_eq!(d.word(off_arg_lo(2)), Some(0x3333_4444));
+        assert_eq!(d.word(off_arg_hi(2)), Some(0x1111_2222));
+        assert_eq!(d.word(2), None);
+        assert_eq!(d.word(64), None);
+    }
+
+    #[test]
+    fn alu_scratch_and_index_register() {
+        // A = nr; A = A * 3 + 1; M[0] = A; X = 5; A = A - X; ret A.
+        let p = [
+            st(BPF_LD | BPF_W | BPF_ABS, 0),
+            st(BPF_ALU | BPF_MUL | BPF_K, 3),
+            st(BPF_ALU | BPF_ADD | BPF_K, 1),
+            st(BPF_ST, 0),
+            st(BPF_LDX | BPF_IMM, 5),
+            st(BPF_ALU | BPF_SUB | BPF_X, 0),
+            st(BPF_MISC | BPF_TAX, 0),
+            st(BPF_LD | BPF_MEM, 0),
+            st(BPF_ALU | BPF_XOR | BPF_X, 0),
+            st(BPF_RET | BPF_A, 0),
+        ];
+        verify(&p).expect("valid");
+        let e = execute(&p, &SeccompData::new(Arch::X86_64, 10)).expect("runs");
+        assert_eq!(e.ret, 31 ^ 26);
+        assert_eq!(e.executed, p.len());
+        assert!(!e.loaded_other_fields);
+    }
+
+    #[test]
+    fn verify_rejects_what_the_kernel_rejects() {
+        let ret = st(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        assert_eq!(verify(&[]), Err(InterpError::BadLength(0)));
+        assert!(verify(&[st(BPF_LD | BPF_W | BPF_ABS, 2), ret]).is_err());
+        assert!(verify(&[st(BPF_LD | BPF_W | BPF_ABS, 64), ret]).is_err());
+        assert!(verify(&[SockFilter::jump(BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0), ret]).is_err());
+        assert!(verify(&[st(BPF_JMP | BPF_JA, 1), ret]).is_err());
+        assert!(verify(&[st(BPF_ALU | BPF_DIV | BPF_K, 0), ret]).is_err());
+        assert!(verify(&[st(BPF_LD | BPF_W | BPF_ABS, 0)]).is_err());
+        assert!(verify(&[st(BPF_ALU | BPF_MOD | BPF_K, 3), ret]).is_err());
+        assert!(verify(&[st(BPF_LD | BPF_W | BPF_ABS, 0), ret]).is_ok());
+    }
+
+    #[test]
+    fn cache_emulation_follows_the_kernel_rule() {
+        let allow = st(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+        let errno = st(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1);
+        let a = Arch::X86_64.audit_arch();
+        // nr == 5 → errno, else allow.
+        let p = [
+            st(BPF_LD | BPF_W | BPF_ABS, 0),
+            SockFilter::jump(BPF_JMP | BPF_JEQ | BPF_K, 5, 0, 1),
+            errno,
+            allow,
+        ];
+        assert!(is_constant_allow(&p, a, 4));
+        assert!(!is_constant_allow(&p, a, 5));
+        // Loading an argument on the path makes it ineligible.
+        let q = [st(BPF_LD | BPF_W | BPF_ABS, 16), allow];
+        assert!(!is_constant_allow(&q, a, 4));
+        // So does an instruction the emulator does not know.
+        let r = [st(BPF_LDX | BPF_IMM, 1), allow];
+        assert!(!is_constant_allow(&r, a, 4));
+    }
+}

@@ -312,3 +312,62 @@ fn rule_sets_can_be_compiled_directly() {
     let b = compile(&Profile::DenyKnownEscapeSurface, Arch::Riscv64).expect("compiles");
     assert_eq!(a, b);
 }
+
+/// A small deterministic generator (xorshift64*), so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+#[test]
+fn random_strict_lists_agree_with_the_rule_set() {
+    let mut rng = Rng(0x5eed_cafe_f00d_0001);
+    let all: Vec<&str> = {
+        let mut v: Vec<&str> = Arch::ALL
+            .iter()
+            .flat_map(|a| a.syscalls().iter().map(|&(n, _)| n))
+            .filter(|n| !support::is_rejected(n))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let args = arg_cases();
+    for round in 0..60 {
+        let size = 1 + rng.below(all.len());
+        let mut list: BTreeSet<String> = (0..size)
+            .map(|_| all[rng.below(all.len())].to_owned())
+            .collect();
+        list.insert("execve".to_owned());
+        let profile = Profile::StrictAllowlist(list);
+        for arch in Arch::ALL {
+            let rules = RuleSet::for_profile(&profile, arch).expect("rule set");
+            let program = compile(&profile, arch).expect("compiles");
+            verify(&program.insns).expect("valid");
+            let max = arch.max_syscall_number() + 8;
+            for nr in (0..=max).chain([X32_SYSCALL_BIT | 1, u32::MAX]) {
+                let base = SeccompData::new(arch, nr);
+                let pick = args[rng.below(args.len())];
+                for data in [base, SeccompData { args: pick, ..base }] {
+                    let got = execute(&program.insns, &data).expect("runs");
+                    assert_eq!(
+                        Action::from_ret(got.ret),
+                        Some(rules.decide(&data)),
+                        "round {round} {}: nr {nr} args {:x?}",
+                        arch.name(),
+                        data.args
+                    );
+                }
+            }
+        }
+    }
+}
