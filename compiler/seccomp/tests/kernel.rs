@@ -260,3 +260,41 @@ fn strict_list_kills_unlisted_syscalls() {
         ChildOutcome::Returned(-EPERM)
     );
 }
+
+#[test]
+fn strict_guards_win_even_when_clone_and_ioctl_are_listed() {
+    let Some(_) = deny_program() else { return };
+    let list = ["execve", "exit_group", "write", "clone", "wait4", "ioctl"];
+    let p = program(&Profile::StrictAllowlist(support::names(&list))).expect("compiles");
+    assert_eq!(under(&p, clone_newuser), ChildOutcome::Returned(-EPERM));
+    assert_eq!(
+        under(&p, clone_plain),
+        ChildOutcome::Returned(0),
+        "ordinary listed clone"
+    );
+    assert_eq!(under(&p, ioctl_tiocsti), ChildOutcome::Returned(-EPERM));
+    assert_eq!(
+        under(&p, ioctl_tiocgwinsz),
+        ChildOutcome::Returned(-(libc::EBADF as i64))
+    );
+    // Controls: without the filter the same calls do not fail that way.
+    assert_eq!(without(clone_newuser), ChildOutcome::Returned(0));
+    assert_eq!(
+        without(ioctl_tiocsti),
+        ChildOutcome::Returned(-(libc::EBADF as i64))
+    );
+}
+
+#[test]
+fn a_program_for_another_architecture_kills_on_the_first_syscall() {
+    let Some(host_program) = deny_program() else {
+        return;
+    };
+    let other = Arch::ALL
+        .into_iter()
+        .find(|&a| Some(a) != Arch::host())
+        .expect("another architecture");
+    let foreign = compile(&Profile::DenyKnownEscapeSurface, other).expect("compiles");
+    assert_eq!(under(&foreign, getpid), ChildOutcome::Signaled(SIGSYS));
+    assert!(matches!(under(&host_program, getpid), ChildOutcome::Returned(r) if r > 0));
+}
