@@ -17,3 +17,8 @@ pub mod emit;
 pub mod lower;
 pub mod model;
 pub mod plan;
+pub mod ast;
+pub mod diag;
+pub mod parse;
+pub mod span;
+pub mod units;

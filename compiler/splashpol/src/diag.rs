@@ -1,0 +1,350 @@
+//! Diagnostics: what `check` reports, how it renders (miette, JSON), and the
+//! "did you mean" helper.
+
+use std::fmt;
+
+use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource};
+use serde_json::json;
+
+use crate::model;
+use crate::span::Span;
+
+/// How bad a diagnostic is. Only errors stop a policy from being produced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// One problem found in a policy, with a stable code, a primary span and
+/// optional related spans.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Stable code, e.g. `splash::check::overlapping-mount`; listed in
+    /// `docs/diagnostics.md`.
+    pub code: &'static str,
+    pub severity: Severity,
+    /// Lowercase, no final period, user text in backticks.
+    pub message: String,
+    /// Primary location (byte offsets into the source).
+    pub span: Span,
+    /// Text shown at the primary span.
+    pub label: Option<String>,
+    /// How to fix it.
+    pub help: Option<String>,
+    /// Other places that take part (e.g. the first of two duplicates).
+    pub related: Vec<(Span, String)>,
+}
+
+impl Diagnostic {
+    pub fn error(code: &'static str, span: Span, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            severity: Severity::Error,
+            message: message.into(),
+            span,
+            label: None,
+            help: None,
+            related: Vec::new(),
+        }
+    }
+
+    pub fn warning(code: &'static str, span: Span, message: impl Into<String>) -> Self {
+        Self {
+            severity: Severity::Warning,
+            ..Self::error(code, span, message)
+        }
+    }
+
+    #[must_use]
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    #[must_use]
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    #[must_use]
+    pub fn with_related(mut self, span: Span, text: impl Into<String>) -> Self {
+        self.related.push((span, text.into()));
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        json!({
+            "code": self.code,
+            "severity": self.severity.as_str(),
+            "message": self.message,
+            "span": { "start": self.span.start, "end": self.span.end },
+            "label": self.label,
+            "help": self.help,
+            "related": self.related.iter().map(|(s, t)| json!({
+                "span": { "start": s.start, "end": s.end },
+                "message": t,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Diagnostic {}
+
+impl miette::Diagnostic for Diagnostic {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(self.code))
+    }
+
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(match self.severity {
+            Severity::Error => miette::Severity::Error,
+            Severity::Warning => miette::Severity::Warning,
+        })
+    }
+
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display + 'a>)
+    }
+
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let primary = std::iter::once(LabeledSpan::new_primary_with_span(
+            self.label.clone(),
+            self.span,
+        ));
+        let related = self
+            .related
+            .iter()
+            .map(|(s, t)| LabeledSpan::new_with_span(Some(t.clone()), *s));
+        Some(Box::new(primary.chain(related)))
+    }
+}
+
+/// A diagnostic bound to its source text, for miette rendering.
+struct Sourced<'a> {
+    diagnostic: &'a Diagnostic,
+    source: &'a NamedSource<String>,
+}
+
+impl fmt::Debug for Sourced<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.diagnostic, f)
+    }
+}
+
+impl fmt::Display for Sourced<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self.diagnostic, f)
+    }
+}
+
+impl std::error::Error for Sourced<'_> {}
+
+impl miette::Diagnostic for Sourced<'_> {
+    fn code<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        miette::Diagnostic::code(self.diagnostic)
+    }
+    fn severity(&self) -> Option<miette::Severity> {
+        miette::Diagnostic::severity(self.diagnostic)
+    }
+    fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        miette::Diagnostic::help(self.diagnostic)
+    }
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        miette::Diagnostic::labels(self.diagnostic)
+    }
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        Some(self.source)
+    }
+}
+
+/// How to render diagnostics for people.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RenderOptions {
+    /// ANSI colours (only for a terminal).
+    pub color: bool,
+    /// Unicode box drawing; ASCII art otherwise.
+    pub unicode: bool,
+    /// Wrap width in columns.
+    pub width: usize,
+}
+
+impl Default for RenderOptions {
+    /// Deterministic output for files and snapshots: no colour, unicode, 100 columns.
+    fn default() -> Self {
+        Self {
+            color: false,
+            unicode: true,
+            width: 100,
+        }
+    }
+}
+
+/// The result of [`crate::check_source`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckOutcome {
+    /// The checked policy; `Some` exactly when no diagnostic is an error.
+    pub policy: Option<model::Policy>,
+    /// Every diagnostic, ordered by position (then code).
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl CheckOutcome {
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+    }
+
+    pub fn warnings(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Warning)
+    }
+
+    /// Every diagnostic rendered by miette with [`RenderOptions::default`]
+    /// (no colour): deterministic, suitable for snapshots.
+    pub fn render_human(&self, file_name: &str, source: &str) -> String {
+        self.render_human_with(file_name, source, RenderOptions::default())
+    }
+
+    /// Every diagnostic rendered by miette with explicit options.
+    pub fn render_human_with(
+        &self,
+        file_name: &str,
+        source: &str,
+        options: RenderOptions,
+    ) -> String {
+        let theme = match (options.unicode, options.color) {
+            (true, true) => GraphicalTheme::unicode(),
+            (true, false) => GraphicalTheme::unicode_nocolor(),
+            (false, true) => GraphicalTheme::ascii(),
+            (false, false) => GraphicalTheme::none(),
+        };
+        let handler = GraphicalReportHandler::new_themed(theme)
+            .with_width(options.width)
+            .with_links(false);
+        let named = NamedSource::new(file_name, source.to_string());
+        let mut out = String::new();
+        for diagnostic in &self.diagnostics {
+            let sourced = Sourced {
+                diagnostic,
+                source: &named,
+            };
+            if handler.render_report(&mut out, &sourced).is_err() {
+                out.push_str(&format!("{}: {}\n", diagnostic.code, diagnostic.message));
+            }
+            out.push('\n');
+        }
+        out
+    }
+
+    /// Machine-readable form: `{ "ok", "errors", "warnings", "diagnostics" }`
+    /// with byte-offset spans.
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({
+            "ok": !self.has_errors(),
+            "errors": self.errors().count(),
+            "warnings": self.warnings().count(),
+            "diagnostics": self.diagnostics.iter().map(Diagnostic::to_json).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// Levenshtein distance (by characters), bounded work: O(len(a) * len(b)).
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    let mut cur = vec![0; b.len() + 1];
+    for (i, ca) in a.chars().enumerate() {
+        cur[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        std::mem::swap(&mut prev, &mut cur);
+    }
+    prev[b.len()]
+}
+
+/// The candidate closest to `word`, if it is close enough to be a plausible
+/// misspelling (distance at most a third of the word, at least 1). Ties go to
+/// the earliest candidate, so results are deterministic.
+pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    if word.len() > 64 {
+        return None;
+    }
+    let limit = (word.chars().count() / 3).max(1);
+    let lower = word.to_ascii_lowercase();
+    let mut best: Option<(usize, &'a str)> = None;
+    for c in candidates {
+        let d = edit_distance(&lower, &c.to_ascii_lowercase());
+        if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
+            best = Some((d, c));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edit_distance_basics() {
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("same", "same"), 0);
+    }
+
+    #[test]
+    fn suggest_finds_close_words_only() {
+        let words = ["bubblewrap", "worker", "runtime"];
+        assert_eq!(suggest("wroker", words), Some("worker"));
+        assert_eq!(suggest("runtim", words), Some("runtime"));
+        assert_eq!(suggest("zzz", words), None);
+    }
+
+    #[test]
+    fn render_is_plain_and_names_the_code() {
+        let outcome = CheckOutcome {
+            policy: None,
+            diagnostics: vec![
+                Diagnostic::error("splash::check::example", Span::new(0, 3), "bad `abc`")
+                    .with_help("fix it"),
+            ],
+        };
+        let text = outcome.render_human("p.splashpol", "abc\n");
+        assert!(text.contains("splash::check::example"), "{text}");
+        assert!(text.contains("fix it"), "{text}");
+        assert!(!text.contains('\u{1b}'), "no colour: {text}");
+        assert_eq!(text, outcome.render_human("p.splashpol", "abc\n"));
+        assert_eq!(outcome.to_json()["errors"], 1);
+    }
+}

@@ -1,0 +1,895 @@
+//! Parsing: `grammar/splashpol.pest` to the [`ast`](crate::ast).
+//!
+//! This is the one place where pest errors become [`Diagnostic`]s: grammar
+//! rule names are translated into words ("expected a path string") and never
+//! reach users. The grammar captures a statement (or block entry) that does
+//! not parse as a whole, so the parser reports it and carries on with the next
+//! one; one bad statement never hides errors in the others.
+
+use std::collections::BTreeSet;
+
+use pest::Parser as _;
+use pest::error::{ErrorVariant, InputLocation};
+use pest::iterators::Pair;
+
+use crate::ast::*;
+use crate::diag::{Diagnostic, suggest};
+use crate::span::{Node, Span};
+
+#[derive(Debug, pest_derive::Parser)]
+#[grammar = "../../../grammar/splashpol.pest"]
+pub struct SplashpolParser;
+
+/// Statement keywords, in documentation order.
+pub const STATEMENT_KEYWORDS: &[&str] = &[
+    "bubblewrap",
+    "worker",
+    "runtime",
+    "root",
+    "tmp",
+    "writes",
+    "host-writes",
+    "user-namespaces",
+    "pin",
+    "quota",
+    "tmpfs",
+    "active-roots",
+    "seccomp",
+    "limits",
+    "landlock",
+    "runner",
+    "cgroup",
+    "watchdog",
+    "network-broker",
+];
+/// Entry keywords of a `limits { }` block.
+pub const LIMIT_KEYWORDS: &[&str] = &[
+    "cpu",
+    "address-space",
+    "processes",
+    "open-files",
+    "file-size",
+];
+/// Entry keywords of a `landlock { }` block.
+pub const LANDLOCK_KEYWORDS: &[&str] = &["allow-exec"];
+/// Entry keywords of a `cgroup { }` block.
+pub const CGROUP_KEYWORDS: &[&str] = &["cpu", "memory", "swap", "pids", "io", "join-timeout"];
+/// Entry keywords of an `io DEVICE { }` block.
+pub const IO_KEYWORDS: &[&str] = &["read", "write"];
+
+/// What [`parse`] produces: the tree (when the file's outline parsed) and
+/// every syntax diagnostic.
+#[derive(Debug, Clone)]
+pub struct ParseOutput {
+    pub file: Option<File>,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Keywords of statements that failed to parse (already reported), so
+    /// the checker does not also call them missing.
+    pub failed_keywords: BTreeSet<&'static str>,
+}
+
+impl ParseOutput {
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+}
+
+/// Where a piece of text is being parsed; decides which keywords make sense
+/// and what "the end" is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Context {
+    File,
+    Statement,
+    Limits,
+    Landlock,
+    Cgroup,
+    Io,
+}
+
+impl Context {
+    fn keywords(self) -> &'static [&'static str] {
+        match self {
+            Context::File | Context::Statement => STATEMENT_KEYWORDS,
+            Context::Limits => LIMIT_KEYWORDS,
+            Context::Landlock => LANDLOCK_KEYWORDS,
+            Context::Cgroup => CGROUP_KEYWORDS,
+            Context::Io => IO_KEYWORDS,
+        }
+    }
+
+    fn rule(self) -> Rule {
+        match self {
+            Context::File => Rule::file,
+            Context::Statement => Rule::statement_alone,
+            Context::Limits => Rule::limit_alone,
+            Context::Landlock => Rule::landlock_alone,
+            Context::Cgroup => Rule::cgroup_alone,
+            Context::Io => Rule::io_alone,
+        }
+    }
+
+    fn block_name(self) -> &'static str {
+        match self {
+            Context::File | Context::Statement => "a policy",
+            Context::Limits => "a `limits` block",
+            Context::Landlock => "a `landlock` block",
+            Context::Cgroup => "a `cgroup` block",
+            Context::Io => "an `io` block",
+        }
+    }
+}
+
+/// Parses a whole `.splashpol` source.
+pub fn parse(source: &str) -> ParseOutput {
+    let mut p = Parsing {
+        diagnostics: Vec::new(),
+        failed_keywords: BTreeSet::new(),
+    };
+    let file = match SplashpolParser::parse(Rule::file, source) {
+        Ok(mut pairs) => pairs.next().map(|file| p.file(file)),
+        Err(e) => {
+            p.diagnostics
+                .push(syntax_error(&e, source, 0, Context::File));
+            None
+        }
+    };
+    ParseOutput {
+        file,
+        diagnostics: p.diagnostics,
+        failed_keywords: p.failed_keywords,
+    }
+}
+
+struct Parsing {
+    diagnostics: Vec<Diagnostic>,
+    failed_keywords: BTreeSet<&'static str>,
+}
+
+fn span(pair: &Pair<'_, Rule>) -> Span {
+    Span::of(pair.as_span())
+}
+
+/// Inner pairs without separators.
+fn inner<'i>(pair: Pair<'i, Rule>) -> impl Iterator<Item = Pair<'i, Rule>> {
+    pair.into_inner()
+        .filter(|p| p.as_rule() != Rule::sep && p.as_rule() != Rule::EOI)
+}
+
+fn string(pair: Pair<'_, Rule>) -> Node<String> {
+    // `path` / `selector` wrap a `string`, which wraps `string_inner`.
+    let sp = span(&pair);
+    let mut p = pair;
+    while p.as_rule() != Rule::string_inner {
+        match p.into_inner().next() {
+            Some(next) => p = next,
+            None => return Node::new(String::new(), sp),
+        }
+    }
+    let raw = p.as_str();
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(escaped) = chars.next() {
+                out.push(escaped);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Node::new(out, sp)
+}
+
+fn string_list(pair: Pair<'_, Rule>) -> Node<Vec<Node<String>>> {
+    let sp = span(&pair);
+    Node::new(inner(pair).map(string).collect(), sp)
+}
+
+fn number(pair: Pair<'_, Rule>) -> Node<NumberLit> {
+    Node::new(NumberLit(pair.as_str().to_string()), span(&pair))
+}
+
+fn quantity(pair: Pair<'_, Rule>) -> Node<Quantity> {
+    let sp = span(&pair);
+    let mut it = pair.into_inner();
+    let q = match it.next() {
+        Some(first) if first.as_rule() == Rule::number => Quantity::Value {
+            number: number(first),
+            unit: it
+                .next()
+                .map(|u| Node::new(u.as_str().to_string(), span(&u))),
+        },
+        _ => Quantity::Unlimited,
+    };
+    Node::new(q, sp)
+}
+
+/// Pulls the next inner pair, which the grammar guarantees exists.
+fn next<'i>(it: &mut impl Iterator<Item = Pair<'i, Rule>>) -> Option<Pair<'i, Rule>> {
+    it.next()
+}
+
+impl Parsing {
+    fn file(&mut self, file: Pair<'_, Rule>) -> File {
+        let mut version = None;
+        let mut policy = None;
+        for p in inner(file) {
+            match p.as_rule() {
+                Rule::header => {
+                    version = p
+                        .into_inner()
+                        .find(|p| p.as_rule() == Rule::number)
+                        .map(number);
+                }
+                Rule::policy => policy = Some(self.policy(p)),
+                _ => {}
+            }
+        }
+        File {
+            version,
+            policy: policy.unwrap_or_else(|| Policy {
+                name: Node::new(String::new(), Span::default()),
+                header: Span::default(),
+                statements: Vec::new(),
+            }),
+        }
+    }
+
+    fn policy(&mut self, pair: Pair<'_, Rule>) -> Policy {
+        let mut name = Node::new(String::new(), Span::default());
+        let mut header = span(&pair);
+        let mut statements = Vec::new();
+        for p in pair.into_inner() {
+            match p.as_rule() {
+                Rule::kw_policy => header = span(&p),
+                Rule::string => {
+                    name = string(p);
+                    header = header.join(name.span);
+                }
+                Rule::policy_body => {
+                    for s in inner(p) {
+                        if s.as_rule() == Rule::bad_statement {
+                            self.bad(&s, Context::Statement);
+                        } else if let Some(stmt) = self.statement(s) {
+                            statements.push(stmt);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Policy {
+            name,
+            header,
+            statements,
+        }
+    }
+
+    /// Reports a captured bad statement or entry by reparsing it alone.
+    fn bad(&mut self, pair: &Pair<'_, Rule>, context: Context) {
+        let start = pair.as_span().start();
+        let text = pair.as_str().trim_end();
+        let word_len = text
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .unwrap_or(text.len());
+        let word = &text[..word_len];
+        let keywords = context.keywords();
+        if let Some(&kw) = keywords.iter().find(|k| **k == word) {
+            if context == Context::Statement {
+                self.failed_keywords.insert(kw);
+            }
+            let diagnostic = match SplashpolParser::parse(context.rule(), text) {
+                Err(e) => syntax_error(&e, text, start, context),
+                // The grammar only captures text its rule rejected.
+                Ok(_) => Diagnostic::error(
+                    "splash::parse::syntax",
+                    Span::new(start, start + text.len()),
+                    format!("cannot parse this `{kw}` entry"),
+                ),
+            };
+            self.diagnostics.push(diagnostic);
+            return;
+        }
+        let word_span = Span::new(start, start + word_len.max(1).min(text.len().max(1)));
+        let shown = if word.is_empty() {
+            text.chars().next().map(String::from).unwrap_or_default()
+        } else {
+            word.to_string()
+        };
+        let what = match context {
+            Context::File | Context::Statement => "statement",
+            _ => "entry",
+        };
+        let mut d = Diagnostic::error(
+            "splash::parse::unknown-keyword",
+            word_span,
+            format!("unknown {what} `{shown}` in {}", context.block_name()),
+        )
+        .with_label(format!(
+            "not {} {what} keyword",
+            if what == "entry" { "an" } else { "a" }
+        ));
+        if let Some(s) = suggest(word, keywords.iter().copied()) {
+            d = d.with_help(format!("did you mean `{s}`?"));
+        } else {
+            d = d.with_help(format!(
+                "expected one of {}",
+                keywords
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if context == Context::Statement {
+            // A misspelled required statement should not also be reported missing.
+            if let Some(s) = suggest(word, keywords.iter().copied()) {
+                self.failed_keywords.insert(s);
+            }
+        }
+        self.diagnostics.push(d);
+    }
+
+    fn statement(&mut self, pair: Pair<'_, Rule>) -> Option<Stmt> {
+        let sp = span(&pair);
+        let rule = pair.as_rule();
+        let mut it = pair.into_inner();
+        let kw = next(&mut it)?;
+        let keyword = span(&kw);
+        let kind = match rule {
+            Rule::bubblewrap_stmt => Statement::Bubblewrap {
+                path: string(next(&mut it)?),
+            },
+            Rule::worker_stmt => {
+                let path = string(next(&mut it)?);
+                let args = it
+                    .find(|p| p.as_rule() == Rule::string_list)
+                    .map(string_list);
+                Statement::Worker { path, args }
+            }
+            Rule::runtime_stmt => {
+                let source = string(next(&mut it)?);
+                let _at = next(&mut it)?;
+                let destination = string(next(&mut it)?);
+                Statement::Runtime {
+                    source,
+                    destination,
+                }
+            }
+            Rule::root_stmt => {
+                let id = string(next(&mut it)?);
+                let body = next(&mut it)?;
+                let is_host = body.as_rule() == Rule::root_host;
+                let mut b = body.into_inner();
+                if is_host {
+                    let _host = next(&mut b)?;
+                    let source = string(next(&mut b)?);
+                    let _at = next(&mut b)?;
+                    let destination = string(next(&mut b)?);
+                    let access_pair = next(&mut b)?;
+                    let access_span = span(&access_pair);
+                    let access = match access_pair.into_inner().next().map(|p| p.as_rule()) {
+                        Some(Rule::kw_read_write) => Access::ReadWrite,
+                        _ => Access::ReadOnly,
+                    };
+                    let quota = match b.next() {
+                        Some(q) => {
+                            let qs = span(&q);
+                            let mut qi = q
+                                .into_inner()
+                                .filter(|p| matches!(p.as_rule(), Rule::number | Rule::quantity));
+                            Some(Node::new(
+                                Quota {
+                                    project: number(next(&mut qi)?),
+                                    bytes: quantity(next(&mut qi)?),
+                                    inodes: quantity(next(&mut qi)?),
+                                },
+                                qs,
+                            ))
+                        }
+                        None => None,
+                    };
+                    Statement::Root {
+                        id,
+                        destination,
+                        kind: RootKind::Host {
+                            source,
+                            access: Node::new(access, access_span),
+                            quota,
+                        },
+                    }
+                } else {
+                    let mut b = b.filter(|p| matches!(p.as_rule(), Rule::path | Rule::quantity));
+                    let destination = string(next(&mut b)?);
+                    let size = quantity(next(&mut b)?);
+                    Statement::Root {
+                        id,
+                        destination,
+                        kind: RootKind::Tmpfs { size },
+                    }
+                }
+            }
+            Rule::tmp_stmt => {
+                let setting = next(&mut it)?;
+                if setting.as_rule() == Rule::tmp_off {
+                    Statement::Tmp(Tmp::Off)
+                } else {
+                    let size = setting
+                        .into_inner()
+                        .find(|p| p.as_rule() == Rule::quantity)
+                        .map(quantity);
+                    Statement::Tmp(Tmp::Private { size })
+                }
+            }
+            Rule::writes_stmt => Statement::WritesBounded,
+            Rule::host_writes_stmt => Statement::HostWritesUnbounded,
+            Rule::user_namespaces_stmt => Statement::UserNamespacesNone,
+            Rule::pin_stmt => Statement::Pin {
+                items: it
+                    .map(|p| {
+                        let s = span(&p);
+                        let item = match p.into_inner().next().map(|k| k.as_rule()) {
+                            Some(Rule::kw_executables) => PinItem::Executables,
+                            _ => PinItem::Mounts,
+                        };
+                        Node::new(item, s)
+                    })
+                    .collect(),
+            },
+            Rule::quota_stmt => {
+                let mut q = it.filter(|p| p.as_rule() == Rule::quantity);
+                Statement::QuotaAggregate {
+                    bytes: quantity(next(&mut q)?),
+                    inodes: quantity(next(&mut q)?),
+                }
+            }
+            Rule::tmpfs_stmt => Statement::TmpfsAggregate {
+                size: quantity(it.find(|p| p.as_rule() == Rule::quantity)?),
+            },
+            Rule::active_roots_stmt => Statement::ActiveRoots {
+                max: quantity(it.find(|p| p.as_rule() == Rule::quantity)?),
+            },
+            Rule::seccomp_stmt => {
+                let mode = next(&mut it)?;
+                match mode.as_rule() {
+                    Rule::kw_off => Statement::Seccomp(Seccomp::Off),
+                    Rule::kw_deny_known_escape_surface => {
+                        Statement::Seccomp(Seccomp::DenyKnownEscapeSurface)
+                    }
+                    _ => {
+                        let mut syscalls = Vec::new();
+                        let mut recovered = false;
+                        if let Some(block) = mode
+                            .into_inner()
+                            .find(|p| p.as_rule() == Rule::syscall_block)
+                        {
+                            for s in inner(block) {
+                                if s.as_rule() == Rule::syscall_name {
+                                    syscalls.push(Node::new(s.as_str().to_string(), span(&s)));
+                                } else {
+                                    recovered = true;
+                                    self.diagnostics.push(
+                                        Diagnostic::error(
+                                            "splash::parse::invalid-syscall-name",
+                                            span(&s),
+                                            format!("`{}` is not a syscall name", s.as_str()),
+                                        )
+                                        .with_label("expected a name such as `openat`")
+                                        .with_help(
+                                            "separate names with spaces or newlines; names use \
+                                             letters, digits and `_` only",
+                                        ),
+                                    );
+                                }
+                            }
+                        }
+                        Statement::Seccomp(Seccomp::StrictAllowlist {
+                            syscalls,
+                            recovered,
+                        })
+                    }
+                }
+            }
+            Rule::limits_stmt => {
+                let mut runner = None;
+                let mut required = None;
+                let mut entries = Vec::new();
+                let mut recovered = false;
+                for p in it {
+                    match p.as_rule() {
+                        Rule::path => runner = Some(string(p)),
+                        Rule::kw_required => required = Some(span(&p)),
+                        Rule::limits_block => {
+                            for e in inner(p) {
+                                if e.as_rule() == Rule::bad_entry {
+                                    recovered = true;
+                                    self.bad(&e, Context::Limits);
+                                } else if let Some(entry) = limit_entry(e) {
+                                    entries.push(entry);
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Statement::Limits {
+                    runner,
+                    required,
+                    entries,
+                    recovered,
+                }
+            }
+            Rule::landlock_stmt => {
+                let mut runner = None;
+                let mut allow_exec = Vec::new();
+                let mut recovered = false;
+                for p in it {
+                    match p.as_rule() {
+                        Rule::path => runner = Some(string(p)),
+                        Rule::landlock_block => {
+                            for e in inner(p) {
+                                if e.as_rule() == Rule::bad_entry {
+                                    recovered = true;
+                                    self.bad(&e, Context::Landlock);
+                                } else if let Some(path) =
+                                    e.into_inner().find(|p| p.as_rule() == Rule::path)
+                                {
+                                    allow_exec.push(string(path));
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Statement::Landlock {
+                    runner,
+                    allow_exec,
+                    recovered,
+                }
+            }
+            Rule::runner_stmt => Statement::CombinedRunner {
+                path: string(it.find(|p| p.as_rule() == Rule::path)?),
+            },
+            Rule::cgroup_stmt => {
+                let mut paths = Vec::new();
+                let mut required = None;
+                let mut entries = Vec::new();
+                let mut recovered = false;
+                for p in it {
+                    match p.as_rule() {
+                        Rule::path => paths.push(string(p)),
+                        Rule::kw_required => required = Some(span(&p)),
+                        Rule::cgroup_block => {
+                            for e in inner(p) {
+                                match e.as_rule() {
+                                    Rule::bad_entry => {
+                                        recovered = true;
+                                        self.bad(&e, Context::Cgroup);
+                                    }
+                                    _ => {
+                                        if let Some(entry) = self.cgroup_entry(e) {
+                                            entries.push(entry);
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                let mut paths = paths.into_iter();
+                Statement::Cgroup {
+                    parent: paths.next()?,
+                    runner: paths.next()?,
+                    required,
+                    entries,
+                    recovered,
+                }
+            }
+            Rule::watchdog_stmt => {
+                let mut q = it.filter(|p| p.as_rule() == Rule::quantity);
+                Statement::Watchdog {
+                    session: quantity(next(&mut q)?),
+                    call: q.next().map(quantity),
+                }
+            }
+            Rule::network_broker_stmt => {
+                let mut catalog = None;
+                let mut paths = Vec::new();
+                let mut ids = None;
+                for p in it {
+                    match p.as_rule() {
+                        Rule::catalog => {
+                            let s = span(&p);
+                            let c = match p.into_inner().next().map(|k| k.as_rule()) {
+                                Some(Rule::kw_origin) => Catalog::Origin,
+                                _ => Catalog::Endpoint,
+                            };
+                            catalog = Some(Node::new(c, s));
+                        }
+                        Rule::path => paths.push(string(p)),
+                        Rule::string_list => ids = Some(string_list(p)),
+                        _ => {}
+                    }
+                }
+                let mut paths = paths.into_iter();
+                Statement::NetworkBroker {
+                    catalog: catalog?,
+                    parent: paths.next()?,
+                    destination: paths.next()?,
+                    ids: ids?,
+                }
+            }
+            _ => return None,
+        };
+        Some(Stmt {
+            kind,
+            span: sp,
+            keyword,
+        })
+    }
+
+    fn cgroup_entry(&mut self, pair: Pair<'_, Rule>) -> Option<Node<CgroupEntry>> {
+        let sp = span(&pair);
+        match pair.as_rule() {
+            Rule::cgroup_value => {
+                let mut it = pair.into_inner();
+                let name = next(&mut it)?;
+                let ns = span(&name);
+                let kind = match name.into_inner().next().map(|k| k.as_rule()) {
+                    Some(Rule::kw_cpu) => CgroupKind::Cpu,
+                    Some(Rule::kw_memory) => CgroupKind::Memory,
+                    Some(Rule::kw_swap) => CgroupKind::Swap,
+                    Some(Rule::kw_pids) => CgroupKind::Pids,
+                    _ => CgroupKind::JoinTimeout,
+                };
+                let value = quantity(next(&mut it)?);
+                Some(Node::new(
+                    CgroupEntry::Value {
+                        kind: Node::new(kind, ns),
+                        value,
+                    },
+                    sp,
+                ))
+            }
+            Rule::io_entry => {
+                let mut major = None;
+                let mut minor = None;
+                let mut limits = Vec::new();
+                let mut recovered = false;
+                for p in pair.into_inner() {
+                    match p.as_rule() {
+                        Rule::device => {
+                            let s = span(&p);
+                            let text = p.as_str();
+                            let colon = text.find(':')?;
+                            major = Some(Node::new(
+                                NumberLit(text[..colon].to_string()),
+                                Span::new(s.start, s.start + colon),
+                            ));
+                            minor = Some(Node::new(
+                                NumberLit(text[colon + 1..].to_string()),
+                                Span::new(s.start + colon + 1, s.end),
+                            ));
+                        }
+                        Rule::io_block => {
+                            for e in inner(p) {
+                                if e.as_rule() == Rule::bad_entry {
+                                    recovered = true;
+                                    self.bad(&e, Context::Io);
+                                } else {
+                                    let es = span(&e);
+                                    let mut ei = e.into_inner();
+                                    let dir = next(&mut ei)?;
+                                    let ds = span(&dir);
+                                    let direction =
+                                        match dir.into_inner().next().map(|k| k.as_rule()) {
+                                            Some(Rule::kw_write) => IoDirection::Write,
+                                            _ => IoDirection::Read,
+                                        };
+                                    let value = quantity(next(&mut ei)?);
+                                    limits.push(Node::new(
+                                        IoLimit {
+                                            direction: Node::new(direction, ds),
+                                            value,
+                                        },
+                                        es,
+                                    ));
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Some(Node::new(
+                    CgroupEntry::Io {
+                        major: major?,
+                        minor: minor?,
+                        limits,
+                        recovered,
+                    },
+                    sp,
+                ))
+            }
+            _ => None,
+        }
+    }
+}
+
+fn limit_entry(pair: Pair<'_, Rule>) -> Option<Node<LimitEntry>> {
+    let sp = span(&pair);
+    let mut it = pair.into_inner();
+    let name = next(&mut it)?;
+    let ns = span(&name);
+    let kind = match name.into_inner().next().map(|k| k.as_rule()) {
+        Some(Rule::kw_cpu) => LimitKind::Cpu,
+        Some(Rule::kw_address_space) => LimitKind::AddressSpace,
+        Some(Rule::kw_processes) => LimitKind::Processes,
+        Some(Rule::kw_open_files) => LimitKind::OpenFiles,
+        _ => LimitKind::FileSize,
+    };
+    let value = quantity(next(&mut it)?);
+    Some(Node::new(
+        LimitEntry {
+            kind: Node::new(kind, ns),
+            value,
+        },
+        sp,
+    ))
+}
+
+/// Words for a grammar rule in an "expected ..." list; `None` for rules that
+/// are never worth naming.
+fn describe(rule: Rule) -> Option<String> {
+    let name = format!("{rule:?}");
+    if let Some(kw) = name.strip_prefix("kw_") {
+        return Some(format!("`{}`", kw.replace('_', "-")));
+    }
+    let words = match rule {
+        Rule::path => "a path string",
+        Rule::selector => "a quoted id such as `\"scratch\"`",
+        Rule::string | Rule::string_inner => "a string",
+        Rule::string_list => "a list such as `[\"a\", \"b\"]`",
+        Rule::number => "a number",
+        Rule::quantity => "a value such as `64 MiB`",
+        Rule::unit => "a unit",
+        Rule::sep => "a newline or `;`",
+        Rule::EOI => "the end of the statement",
+        Rule::device => "a device number such as `8:16`",
+        Rule::access => "`read-only` or `read-write`",
+        Rule::pin_item => "`mounts` or `executables`",
+        Rule::catalog => "`endpoint` or `origin`",
+        Rule::limit_name => "a limit such as `cpu`",
+        Rule::cgroup_name => "a cgroup limit such as `memory`",
+        Rule::io_direction => "`read` or `write`",
+        Rule::syscall_name => "a syscall name",
+        Rule::header => "the `splashpol 1` header",
+        Rule::policy => "`policy \"NAME\" {`",
+        Rule::root_host => "`host`",
+        Rule::root_tmpfs => "`tmpfs`",
+        Rule::tmp_off => "`off`",
+        Rule::tmp_private => "`private`",
+        Rule::strict_allowlist => "`strict-allowlist`",
+        Rule::root_quota => "`quota`",
+        Rule::limits_block
+        | Rule::landlock_block
+        | Rule::cgroup_block
+        | Rule::io_block
+        | Rule::syscall_block => "`{`",
+        _ => return None,
+    };
+    Some(words.to_string())
+}
+
+fn join_words(words: &[String]) -> String {
+    match words {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {}", init.join(", "), last),
+    }
+}
+
+/// The token at `pos` for "found ..." and its length in bytes.
+fn token_at(text: &str, pos: usize) -> Option<(&str, usize)> {
+    let rest = text.get(pos..)?;
+    let c = rest.chars().next()?;
+    if c == '\n' || c == '\r' {
+        return Some(("end of line", 0));
+    }
+    let word_len = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '/'))
+        .unwrap_or(rest.len());
+    if word_len > 0 {
+        Some((&rest[..word_len], word_len))
+    } else {
+        Some((&rest[..c.len_utf8()], c.len_utf8()))
+    }
+}
+
+/// Turns a pest error on `text` (which starts at byte `offset` of the file)
+/// into a diagnostic.
+fn syntax_error(
+    e: &pest::error::Error<Rule>,
+    text: &str,
+    offset: usize,
+    context: Context,
+) -> Diagnostic {
+    let pos = match e.location {
+        InputLocation::Pos(p) => p,
+        InputLocation::Span((s, _)) => s,
+    };
+    let mut expected: Vec<String> = Vec::new();
+    let mut keywords: Vec<String> = Vec::new();
+    if let ErrorVariant::ParsingError { positives, .. } = &e.variant {
+        for r in positives {
+            if let Some(d) = describe(*r) {
+                if format!("{r:?}").starts_with("kw_") {
+                    keywords.push(d.trim_matches('`').to_string());
+                }
+                let d = match (*r, context) {
+                    (Rule::EOI, Context::File) => "the end of the file".to_string(),
+                    (Rule::EOI, Context::Statement) => "the end of the statement".to_string(),
+                    (Rule::EOI, _) => "the end of the entry".to_string(),
+                    _ => d,
+                };
+                if !expected.contains(&d) {
+                    expected.push(d);
+                }
+            }
+        }
+    }
+    expected.sort();
+    // Many statement keywords at once read better as one phrase.
+    let statement_keywords = keywords
+        .iter()
+        .filter(|k| STATEMENT_KEYWORDS.contains(&k.as_str()))
+        .count();
+    if statement_keywords > 3 {
+        expected.retain(|w| {
+            !STATEMENT_KEYWORDS.iter().any(|k| *w == format!("`{k}`"))
+                && w != "a string"
+                && w != "a newline or `;`"
+        });
+        expected.insert(0, "a statement".to_string());
+        if context == Context::File {
+            expected.push("`}`".to_string());
+        }
+    }
+    if expected.is_empty() && context == Context::File && pos == 0 {
+        expected.push("the `splashpol 1` header".to_string());
+    }
+    let end = match context {
+        Context::File => "the end of the file",
+        Context::Statement => "the end of the statement",
+        _ => "the end of the entry",
+    };
+    let found = token_at(text, pos);
+    let (found_text, len) = match found {
+        Some((t, len)) if len > 0 => (format!("`{t}`"), len),
+        Some((t, _)) => (t.to_string(), 0),
+        None => (end.to_string(), 0),
+    };
+    let sp = Span::new(offset + pos, offset + pos + len);
+    let message = if expected.is_empty() {
+        format!("unexpected {found_text}")
+    } else {
+        format!("expected {}, found {found_text}", join_words(&expected))
+    };
+    let mut d = Diagnostic::error("splash::parse::syntax", sp, message).with_label(
+        if expected.is_empty() {
+            "not valid here".to_string()
+        } else {
+            format!("expected {}", join_words(&expected))
+        },
+    );
+    if let Some(s) = found.and_then(|(word, _)| suggest(word, keywords.iter().map(String::as_str)))
+    {
+        d = d.with_help(format!("did you mean `{s}`?"));
+    } else if context == Context::File && pos >= text.trim_end().len() && text.contains('{') {
+        d = d.with_help("a closing `}` may be missing");
+    }
+    d
+}
+
+#[cfg(test)]
+mod tests;
