@@ -19,11 +19,11 @@ use std::fmt;
 
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
-use serde_json::Value;
 
 use crate::PROTOCOL_VERSION;
 use crate::bootstrap::SessionKey;
 use crate::message::Message;
+use crate::strict::StrictValue;
 use crate::token::Token;
 
 /// The domain separation string bound into every tag.
@@ -144,9 +144,10 @@ struct RawFrame {
 }
 
 impl<'de> Deserialize<'de> for Frame {
-    /// Accepts only the object form, with an object `message`.
+    /// Accepts only the object form, with an object `message`, and no
+    /// repeated key at any depth.
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(d)?;
+        let StrictValue(value) = StrictValue::deserialize(d)?;
         let Some(obj) = value.as_object() else {
             return Err(de::Error::custom("frame must be a JSON object"));
         };

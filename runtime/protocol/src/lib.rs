@@ -23,6 +23,7 @@ pub mod codec;
 pub mod host;
 pub mod manifest;
 pub mod message;
+mod strict;
 pub mod token;
 pub mod worker;
 

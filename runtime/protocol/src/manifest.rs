@@ -21,6 +21,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::PROTOCOL_VERSION;
+use crate::strict::StrictValue;
 use crate::token::Token;
 
 /// The maximum number of grants in one manifest.
@@ -170,11 +171,13 @@ struct RawGrant {
 impl CapabilityManifest {
     /// Parses and validates a manifest document.
     pub fn from_json(bytes: &[u8]) -> Result<Self, ManifestError> {
-        let value: Value = serde_json::from_slice(bytes)?;
+        let StrictValue(value) = serde_json::from_slice(bytes)?;
         Self::from_value(value)
     }
 
-    /// Validates an already parsed JSON document as a manifest.
+    /// Validates an already parsed JSON document as a manifest. A repeated
+    /// key cannot be seen in a parsed `Value` any more; parse untrusted bytes
+    /// with [`Self::from_json`], which refuses them.
     pub fn from_value(value: Value) -> Result<Self, ManifestError> {
         check_shape(&value)?;
         let raw: RawManifest = serde_json::from_value(value)?;
@@ -300,7 +303,7 @@ impl CapabilityManifest {
 
 impl<'de> Deserialize<'de> for CapabilityManifest {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(d)?;
+        let StrictValue(value) = StrictValue::deserialize(d)?;
         Self::from_value(value).map_err(serde::de::Error::custom)
     }
 }

@@ -203,3 +203,22 @@ fn malformed_tags_do_not_decode() {
     );
     assert!(serde_json::from_str::<Frame>(&array).is_err());
 }
+
+#[test]
+fn repeated_keys_do_not_decode() {
+    let (mut host, _) = pair();
+    let frame = host.seal(invoke(1)).expect("seal");
+    let line = serde_json::to_string(&frame).expect("encode");
+    assert!(serde_json::from_str::<Frame>(&line).is_ok());
+    for (from, to) in [
+        (r#"{"sequence":1,"#, r#"{"sequence":1,"sequence":1,"#),
+        (r#""type":"invoke","#, r#""type":"invoke","type":"invoke","#),
+        (r#""input":{"b""#, r#""input":{"n":1,"b""#),
+        (r#"{"a":2,"#, r#"{"a":2,"a":2,"#),
+    ] {
+        assert!(line.contains(from), "{line}");
+        let tampered = line.replacen(from, to, 1);
+        let e = serde_json::from_str::<Frame>(&tampered).expect_err("repeated key");
+        assert!(e.to_string().contains("duplicate"), "{e}");
+    }
+}

@@ -248,3 +248,22 @@ fn validate_checks_manifests_built_in_code() {
     m.protocol_version = 6;
     assert!(matches!(m.validate(), Err(ManifestError::Version(6))));
 }
+
+#[test]
+fn rejects_repeated_keys_at_every_level() {
+    let docs = [
+        r#"{"protocol_version":5,"protocol_version":5,"session_id":"s","grants":[]}"#,
+        r#"{"protocol_version":5,"session_id":"s","grants":[],"grants":[]}"#,
+        r#"{"protocol_version":5,"session_id":"s","grants":[{"tool":"t","tool":"u","format":"json","max_calls":1,"max_input_bytes":1,"max_output_bytes":1}]}"#,
+        r#"{"protocol_version":5,"session_id":"s","grants":[{"tool":"t","format":"json","max_calls":1,"max_input_bytes":1,"max_output_bytes":1,"resources":[{"kind":"secret","id":"a","id":"b"}]}]}"#,
+    ];
+    for doc in docs {
+        match CapabilityManifest::from_json(doc.as_bytes()) {
+            Err(ManifestError::Decode(e)) => {
+                assert!(e.to_string().contains("duplicate object key"), "{e}")
+            }
+            other => panic!("{doc}: {other:?}"),
+        }
+        assert!(serde_json::from_str::<CapabilityManifest>(doc).is_err());
+    }
+}
