@@ -227,11 +227,9 @@ pub fn compile_rules(rules: &RuleSet) -> Result<Program, CompileError> {
     let ranges = ranges(rules);
     emit_tree(&mut asm, &ranges);
 
-    let insns = asm.assemble().map_err(|_| CompileError::ProgramTooLong {
-        arch,
-        len: usize::MAX,
-        max: BPF_MAXINSNS,
-    })?;
+    let insns = asm
+        .assemble()
+        .map_err(|at| CompileError::JumpOutOfRange { arch, at })?;
     if insns.len() > BPF_MAXINSNS {
         return Err(CompileError::ProgramTooLong {
             arch,

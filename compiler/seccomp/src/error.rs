@@ -29,6 +29,10 @@ pub enum CompileError {
     MissingExecve { arch: Arch },
     #[error("the program for {} needs {len} instructions, more than the kernel's limit of {max}", .arch.name())]
     ProgramTooLong { arch: Arch, len: usize, max: usize },
+    /// The assembler could not encode a jump (an internal error: far
+    /// targets are always routed through `ja`).
+    #[error("the jump at instruction {at} of the program for {} cannot be encoded", .arch.name())]
+    JumpOutOfRange { arch: Arch, at: usize },
     #[error("invalid rule: {0}")]
     InvalidRule(String),
 }
