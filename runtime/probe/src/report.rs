@@ -163,9 +163,21 @@ fn fds() -> Value {
             }
         }
     }
+    // The worker library reads and writes frames through close-on-exec
+    // duplicates of descriptors 0 and 1; name them so a reader can tell them
+    // from inherited descriptors.
+    let stdio: Vec<(u32, Value)> = (0..=2)
+        .filter_map(|fd| out.get(&fd).map(|t| (fd, t.clone())))
+        .collect();
     json!(
-        out.into_iter()
-            .map(|(fd, target)| json!({"fd": fd, "target": target}))
+        out.iter()
+            .map(|(fd, target)| {
+                let same = stdio
+                    .iter()
+                    .find(|(_, t)| *fd > 2 && t == target && target.is_string())
+                    .map(|(s, _)| *s);
+                json!({"fd": fd, "target": target, "duplicate_of_stdio": same})
+            })
             .collect::<Vec<_>>()
     )
 }
