@@ -324,3 +324,23 @@ fn statfs(path: &str) -> Value {
         Err(e) => json!({"path": path, "error": io_error_json(&e)}),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_escapes_are_undone() {
+        assert_eq!(unescape(r"/a\040b\011c\134d"), "/a b\tc\\d");
+        assert_eq!(unescape(r"/plain"), "/plain");
+        assert_eq!(unescape(r"/short\04"), r"/short\04");
+        assert_eq!(unescape(r"/bad\08x"), r"/bad\08x");
+    }
+
+    #[test]
+    fn limits_are_parsed_by_name() {
+        let l = limits();
+        assert!(l["Max open files"]["soft"].is_string(), "{l}");
+        assert_eq!(l["Max cpu time"]["units"], json!("seconds"));
+    }
+}

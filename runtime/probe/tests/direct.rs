@@ -99,6 +99,8 @@ fn report_comes_back_authenticated() {
         "probe.report",
         json!({"statfs": ["/", "/nonexistent-splash"]}),
     );
+    let size = serde_json::to_vec(&r).expect("json").len();
+    eprintln!("probe.report is {size} bytes here");
     assert_eq!(r["pid"], json!(p.child.id()));
     assert_eq!(r["environment"]["SPLASH_PROBE_MARK"], json!("visible"));
     for cap in [
