@@ -80,10 +80,13 @@ fn errno() -> i32 {
 }
 
 /// Make syscall `nr` with `args`; returns the result or a negative errno.
-pub fn raw_syscall(nr: i64, args: [u64; 6]) -> i64 {
-    // SAFETY: the caller chooses the syscall; this crate only uses it with
-    // arguments that are integers or null/invalid pointers the kernel
-    // checks, so no Rust memory is touched.
+/// Private: only the fixed probes below call it, with integer arguments,
+/// null pointers, or pointers to live locals of the right size.
+fn raw_syscall(nr: i64, args: [u64; 6]) -> i64 {
+    // SAFETY: every caller in this module passes integers, null pointers
+    // (which the kernel checks), or pointers to live locals large enough for
+    // what the syscall may write; no caller passes CLONE_VM or other flags
+    // that would share or write this process's memory.
     let r = unsafe {
         libc::syscall(
             nr as libc::c_long,
@@ -99,13 +102,13 @@ pub fn raw_syscall(nr: i64, args: [u64; 6]) -> i64 {
 }
 
 /// Terminate the calling process immediately, without running destructors.
-pub fn exit_now(code: i32) -> ! {
+fn exit_now(code: i32) -> ! {
     // SAFETY: `_exit` is async-signal-safe and never returns.
     unsafe { libc::_exit(code) }
 }
 
 /// Reap child `pid`; returns the raw wait status or a negative errno.
-pub fn wait_pid(pid: i64) -> i64 {
+fn wait_pid(pid: i64) -> i64 {
     let mut status: libc::c_int = 0;
     // SAFETY: `status` is a valid out-pointer for the duration of the call.
     let r = unsafe { libc::waitpid(pid as libc::pid_t, &raw mut status, 0) };
@@ -130,8 +133,8 @@ pub enum ChildOutcome {
 }
 
 /// Fork; in the child install `filter` (if any), run `probe` and report its
-/// result. `probe` must not allocate.
-pub fn fork_probe(filter: Option<&Prepared<'_>>, probe: fn() -> i64) -> io::Result<ChildOutcome> {
+/// result.
+pub fn fork_probe(filter: Option<&Prepared<'_>>, probe: Probe) -> io::Result<ChildOutcome> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: `fds` is a valid array of two ints for pipe2 to fill.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
@@ -163,7 +166,7 @@ pub fn fork_probe(filter: Option<&Prepared<'_>>, probe: fn() -> i64) -> io::Resu
                 exit_now(0);
             }
         }
-        let value = probe();
+        let value = probe.run();
         report(0, value);
         exit_now(0);
     }
@@ -212,8 +215,7 @@ fn close(fd: libc::c_int) {
 /// Time `calls` raw `getppid` calls in a forked child, under `filter` if
 /// given. Returns the elapsed time.
 pub fn time_getppid(filter: Option<&Prepared<'_>>, calls: u32) -> io::Result<Duration> {
-    CALLS.store(calls, std::sync::atomic::Ordering::Relaxed);
-    match fork_probe(filter, getppid_loop)? {
+    match fork_probe(filter, Probe::TimeGetppid { calls })? {
         ChildOutcome::Returned(ns) if ns >= 0 => Ok(Duration::from_nanos(ns as u64)),
         other => Err(io::Error::other(format!(
             "timing child ended with {other:?}"
@@ -221,13 +223,125 @@ pub fn time_getppid(filter: Option<&Prepared<'_>>, calls: u32) -> io::Result<Dur
     }
 }
 
-static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+/// The fixed set of syscall probes a forked child can run. Each makes raw
+/// syscalls only (no allocation, no locks) and returns the result or a
+/// negative errno.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Probe {
+    Getpid,
+    Getppid,
+    /// `mount("none", "/nonexistent-splash-seccomp-test", "tmpfs", 0, NULL)`.
+    MountNonexistent,
+    /// `unshare(flags)`.
+    Unshare {
+        flags: u64,
+    },
+    /// Legacy `clone(flags)` without a new stack, like `fork`: the new
+    /// process exits at once and is reaped; returns 0 on success. Flags that
+    /// would share memory or write through pointers (`CLONE_VM`,
+    /// `CLONE_SETTLS`, `CLONE_*SETTID`, `CLONE_CHILD_CLEARTID`,
+    /// `CLONE_PIDFD`, `CLONE_THREAD`, `CLONE_SIGHAND`) are refused with
+    /// `-EINVAL` before the call.
+    Clone {
+        flags: u64,
+    },
+    /// `clone3(NULL, 0)`.
+    Clone3Null,
+    /// `ioctl(-1, request, buf)` with a 64-byte local buffer: always EBADF
+    /// from the kernel, since the descriptor is looked up first.
+    IoctlBadFd {
+        request: u64,
+    },
+    /// `bpf(0x7fffffff, NULL, 0)`.
+    BpfInvalid,
+    /// `io_uring_setup(0, NULL)`.
+    IoUringSetupNull,
+    /// `personality(0xffffffff)` (a query).
+    PersonalityQuery,
+    /// `keyctl(0x7fff, 0, ...)`.
+    KeyctlInvalid,
+    /// `ptrace(0x7fff, 0, ...)`.
+    PtraceInvalid,
+    /// x86_64 only: `getpid` through the x32 ABI (`0x40000000 | 39`).
+    X32Getpid,
+    /// Time `calls` raw `getppid` calls; returns nanoseconds.
+    TimeGetppid {
+        calls: u32,
+    },
+}
 
-fn getppid_loop() -> i64 {
-    let n = CALLS.load(std::sync::atomic::Ordering::Relaxed);
-    let start = Instant::now();
-    for _ in 0..n {
-        std::hint::black_box(raw_syscall(libc::SYS_getppid, [0; 6]));
+const CLONE_REFUSED: u64 = (libc::CLONE_VM
+    | libc::CLONE_SETTLS
+    | libc::CLONE_PARENT_SETTID
+    | libc::CLONE_CHILD_SETTID
+    | libc::CLONE_CHILD_CLEARTID
+    | libc::CLONE_PIDFD
+    | libc::CLONE_THREAD
+    | libc::CLONE_SIGHAND) as u64;
+
+impl Probe {
+    /// Run the probe in the calling process (the forked child).
+    fn run(self) -> i64 {
+        match self {
+            Probe::Getpid => raw_syscall(libc::SYS_getpid, [0; 6]),
+            Probe::Getppid => raw_syscall(libc::SYS_getppid, [0; 6]),
+            Probe::MountNonexistent => raw_syscall(
+                libc::SYS_mount,
+                [
+                    c"none".as_ptr() as u64,
+                    c"/nonexistent-splash-seccomp-test".as_ptr() as u64,
+                    c"tmpfs".as_ptr() as u64,
+                    0,
+                    0,
+                    0,
+                ],
+            ),
+            Probe::Unshare { flags } => raw_syscall(libc::SYS_unshare, [flags, 0, 0, 0, 0, 0]),
+            Probe::Clone { flags } => {
+                // Only the low 32 bits reach the kernel's flag checks; refuse
+                // dangerous bits in either half to be safe.
+                if flags & (CLONE_REFUSED | (CLONE_REFUSED << 32)) != 0 {
+                    return -i64::from(libc::EINVAL);
+                }
+                let r = raw_syscall(libc::SYS_clone, [flags, 0, 0, 0, 0, 0]);
+                if r == 0 {
+                    exit_now(0);
+                }
+                if r > 0 {
+                    wait_pid(r);
+                    return 0;
+                }
+                r
+            }
+            Probe::Clone3Null => raw_syscall(libc::SYS_clone3, [0; 6]),
+            Probe::IoctlBadFd { request } => {
+                let mut buf = [0u8; 64];
+                raw_syscall(
+                    libc::SYS_ioctl,
+                    [u64::MAX, request, buf.as_mut_ptr() as u64, 0, 0, 0],
+                )
+            }
+            Probe::BpfInvalid => raw_syscall(libc::SYS_bpf, [0x7fff_ffff, 0, 0, 0, 0, 0]),
+            Probe::IoUringSetupNull => raw_syscall(libc::SYS_io_uring_setup, [0; 6]),
+            Probe::PersonalityQuery => {
+                raw_syscall(libc::SYS_personality, [0xffff_ffff, 0, 0, 0, 0, 0])
+            }
+            Probe::KeyctlInvalid => raw_syscall(libc::SYS_keyctl, [0x7fff, 0, 0, 0, 0, 0]),
+            Probe::PtraceInvalid => raw_syscall(libc::SYS_ptrace, [0x7fff, 0, 0, 0, 0, 0]),
+            Probe::X32Getpid => {
+                if cfg!(target_arch = "x86_64") {
+                    raw_syscall(0x4000_0000 | libc::SYS_getpid, [0; 6])
+                } else {
+                    -i64::from(libc::ENOSYS)
+                }
+            }
+            Probe::TimeGetppid { calls } => {
+                let start = Instant::now();
+                for _ in 0..calls {
+                    std::hint::black_box(raw_syscall(libc::SYS_getppid, [0; 6]));
+                }
+                i64::try_from(start.elapsed().as_nanos()).unwrap_or(i64::MAX)
+            }
+        }
     }
-    i64::try_from(start.elapsed().as_nanos()).unwrap_or(i64::MAX)
 }

@@ -6,7 +6,7 @@
 
 mod support;
 
-use splash_seccomp::sys::{ChildOutcome, Prepared, exit_now, fork_probe, raw_syscall, wait_pid};
+use splash_seccomp::sys::{ChildOutcome, Prepared, Probe, fork_probe};
 use splash_seccomp::{Arch, Profile, Program, compile};
 
 const EPERM: i64 = libc::EPERM as i64;
@@ -29,7 +29,7 @@ fn deny_program() -> Option<Program> {
         return None;
     };
     let prepared = Prepared::new(&p).expect("prepared");
-    match fork_probe(Some(&prepared), getpid) {
+    match fork_probe(Some(&prepared), GETPID) {
         Ok(ChildOutcome::Returned(pid)) if pid > 0 => Some(p),
         other => {
             support::require_host(false, &format!("seccomp filter support ({other:?})"));
@@ -38,114 +38,46 @@ fn deny_program() -> Option<Program> {
     }
 }
 
-fn under(p: &Program, probe: fn() -> i64) -> ChildOutcome {
+fn under(p: &Program, probe: Probe) -> ChildOutcome {
     let prepared = Prepared::new(p).expect("prepared");
     fork_probe(Some(&prepared), probe).expect("fork")
 }
 
-fn without(probe: fn() -> i64) -> ChildOutcome {
+fn without(probe: Probe) -> ChildOutcome {
     fork_probe(None, probe).expect("fork")
 }
 
-fn getpid() -> i64 {
-    raw_syscall(libc::SYS_getpid, [0; 6])
-}
-fn getppid() -> i64 {
-    raw_syscall(libc::SYS_getppid, [0; 6])
-}
-fn mount() -> i64 {
-    raw_syscall(
-        libc::SYS_mount,
-        [
-            c"none".as_ptr() as u64,
-            c"/nonexistent-splash-seccomp-test".as_ptr() as u64,
-            c"tmpfs".as_ptr() as u64,
-            0,
-            0,
-            0,
-        ],
-    )
-}
-fn unshare_user() -> i64 {
-    raw_syscall(libc::SYS_unshare, [CLONE_NEWUSER, 0, 0, 0, 0, 0])
-}
-/// Legacy clone without a new stack: the new process continues here as in
-/// fork, exits at once, and is reaped. Returns 0 on success or -errno.
-fn clone_with(flags: u64) -> i64 {
-    let r = raw_syscall(libc::SYS_clone, [flags, 0, 0, 0, 0, 0]);
-    if r == 0 {
-        exit_now(0);
-    }
-    if r > 0 {
-        wait_pid(r);
-        return 0;
-    }
-    r
-}
-fn clone_newuser() -> i64 {
-    clone_with(CLONE_NEWUSER | SIGCHLD)
-}
-fn clone_newuser_high_half() -> i64 {
-    // CLONE_NEWUSER only in the high half, which the kernel ignores.
-    clone_with((CLONE_NEWUSER << 32) | SIGCHLD)
-}
-fn clone_plain() -> i64 {
-    clone_with(SIGCHLD)
-}
-fn clone3_null() -> i64 {
-    raw_syscall(libc::SYS_clone3, [0; 6])
-}
-fn ioctl_tiocsti() -> i64 {
-    let c = b'x';
-    raw_syscall(
-        libc::SYS_ioctl,
-        [u64::MAX, TIOCSTI, &raw const c as u64, 0, 0, 0],
-    )
-}
-fn ioctl_tiocsti_high_bits() -> i64 {
-    let c = b'x';
-    raw_syscall(
-        libc::SYS_ioctl,
-        [
-            u64::MAX,
-            (0xdead_u64 << 32) | TIOCSTI,
-            &raw const c as u64,
-            0,
-            0,
-            0,
-        ],
-    )
-}
-fn ioctl_tiocgwinsz() -> i64 {
-    let mut ws = [0u16; 4];
-    raw_syscall(
-        libc::SYS_ioctl,
-        [u64::MAX, libc::TIOCGWINSZ, ws.as_mut_ptr() as u64, 0, 0, 0],
-    )
-}
-fn bpf() -> i64 {
-    raw_syscall(libc::SYS_bpf, [0x7fff_ffff, 0, 0, 0, 0, 0])
-}
-fn io_uring_setup() -> i64 {
-    raw_syscall(libc::SYS_io_uring_setup, [0, 0, 0, 0, 0, 0])
-}
-fn personality_query() -> i64 {
-    raw_syscall(libc::SYS_personality, [0xffff_ffff, 0, 0, 0, 0, 0])
-}
-fn keyctl() -> i64 {
-    raw_syscall(libc::SYS_keyctl, [0x7fff, 0, 0, 0, 0, 0])
-}
-fn ptrace() -> i64 {
-    raw_syscall(libc::SYS_ptrace, [0x7fff, 0, 0, 0, 0, 0])
-}
-#[cfg(target_arch = "x86_64")]
-fn x32_getpid() -> i64 {
-    raw_syscall(0x4000_0000 | libc::SYS_getpid, [0; 6])
-}
+const GETPID: Probe = Probe::Getpid;
+const GETPPID: Probe = Probe::Getppid;
+const MOUNT: Probe = Probe::MountNonexistent;
+const UNSHARE_USER: Probe = Probe::Unshare {
+    flags: CLONE_NEWUSER,
+};
+const CLONE_NEWUSER_PROBE: Probe = Probe::Clone {
+    flags: CLONE_NEWUSER | SIGCHLD,
+};
+/// CLONE_NEWUSER only in the high half, which the kernel ignores.
+const CLONE_NEWUSER_HIGH_HALF: Probe = Probe::Clone {
+    flags: (CLONE_NEWUSER << 32) | SIGCHLD,
+};
+const CLONE_PLAIN: Probe = Probe::Clone { flags: SIGCHLD };
+const CLONE3: Probe = Probe::Clone3Null;
+const IOCTL_TIOCSTI: Probe = Probe::IoctlBadFd { request: TIOCSTI };
+const IOCTL_TIOCSTI_HIGH_BITS: Probe = Probe::IoctlBadFd {
+    request: (0xdead << 32) | TIOCSTI,
+};
+const IOCTL_TIOCGWINSZ: Probe = Probe::IoctlBadFd {
+    request: libc::TIOCGWINSZ,
+};
+const BPF: Probe = Probe::BpfInvalid;
+const IO_URING_SETUP: Probe = Probe::IoUringSetupNull;
+const PERSONALITY: Probe = Probe::PersonalityQuery;
+const KEYCTL: Probe = Probe::KeyctlInvalid;
+const PTRACE: Probe = Probe::PtraceInvalid;
 
 /// Assert the filtered call returns `-errno` and the unfiltered control does
 /// not.
-fn denied_with(p: &Program, what: &str, probe: fn() -> i64, errno: i64) {
+fn denied_with(p: &Program, what: &str, probe: Probe, errno: i64) {
     let filtered = under(p, probe);
     let control = without(probe);
     assert_eq!(
@@ -163,22 +95,22 @@ fn denied_with(p: &Program, what: &str, probe: fn() -> i64, errno: i64) {
 #[test]
 fn guarded_syscalls_are_denied_and_controls_are_not() {
     let Some(p) = deny_program() else { return };
-    denied_with(&p, "mount", mount, EPERM);
-    denied_with(&p, "unshare(CLONE_NEWUSER)", unshare_user, EPERM);
-    denied_with(&p, "clone(CLONE_NEWUSER)", clone_newuser, EPERM);
-    denied_with(&p, "clone3", clone3_null, ENOSYS);
-    denied_with(&p, "ioctl(TIOCSTI)", ioctl_tiocsti, EPERM);
+    denied_with(&p, "mount", MOUNT, EPERM);
+    denied_with(&p, "unshare(CLONE_NEWUSER)", UNSHARE_USER, EPERM);
+    denied_with(&p, "clone(CLONE_NEWUSER)", CLONE_NEWUSER_PROBE, EPERM);
+    denied_with(&p, "clone3", CLONE3, ENOSYS);
+    denied_with(&p, "ioctl(TIOCSTI)", IOCTL_TIOCSTI, EPERM);
     denied_with(
         &p,
         "ioctl(TIOCSTI with high bits)",
-        ioctl_tiocsti_high_bits,
+        IOCTL_TIOCSTI_HIGH_BITS,
         EPERM,
     );
-    denied_with(&p, "bpf", bpf, EPERM);
-    denied_with(&p, "io_uring_setup", io_uring_setup, EPERM);
-    denied_with(&p, "personality", personality_query, EPERM);
-    denied_with(&p, "keyctl", keyctl, EPERM);
-    denied_with(&p, "ptrace", ptrace, EPERM);
+    denied_with(&p, "bpf", BPF, EPERM);
+    denied_with(&p, "io_uring_setup", IO_URING_SETUP, EPERM);
+    denied_with(&p, "personality", PERSONALITY, EPERM);
+    denied_with(&p, "keyctl", KEYCTL, EPERM);
+    denied_with(&p, "ptrace", PTRACE, EPERM);
 }
 
 #[test]
@@ -187,39 +119,39 @@ fn controls_that_must_succeed_do() {
     // The paired controls above only show "not this errno"; these show the
     // unfiltered calls actually succeed on this host.
     assert_eq!(
-        without(unshare_user),
+        without(UNSHARE_USER),
         ChildOutcome::Returned(0),
         "unshare(CLONE_NEWUSER) as root"
     );
     assert_eq!(
-        without(clone_newuser),
+        without(CLONE_NEWUSER_PROBE),
         ChildOutcome::Returned(0),
         "clone(CLONE_NEWUSER)"
     );
-    assert!(matches!(without(personality_query), ChildOutcome::Returned(r) if r >= 0));
+    assert!(matches!(without(PERSONALITY), ChildOutcome::Returned(r) if r >= 0));
 }
 
 #[test]
 fn ordinary_syscalls_behave_normally_under_the_filter() {
     let Some(p) = deny_program() else { return };
-    assert!(matches!(under(&p, getppid), ChildOutcome::Returned(r) if r > 0));
+    assert!(matches!(under(&p, GETPPID), ChildOutcome::Returned(r) if r > 0));
     assert_eq!(
-        under(&p, clone_plain),
+        under(&p, CLONE_PLAIN),
         ChildOutcome::Returned(0),
         "fork-like clone"
     );
     assert_eq!(
-        under(&p, clone_newuser_high_half),
+        under(&p, CLONE_NEWUSER_HIGH_HALF),
         ChildOutcome::Returned(0),
         "namespace bits in the ignored high half create no namespace and are allowed"
     );
     assert_eq!(
-        under(&p, ioctl_tiocgwinsz),
-        without(ioctl_tiocgwinsz),
+        under(&p, IOCTL_TIOCGWINSZ),
+        without(IOCTL_TIOCGWINSZ),
         "other ioctls"
     );
     assert_eq!(
-        under(&p, ioctl_tiocgwinsz),
+        under(&p, IOCTL_TIOCGWINSZ),
         ChildOutcome::Returned(-(libc::EBADF as i64))
     );
 }
@@ -228,8 +160,8 @@ fn ordinary_syscalls_behave_normally_under_the_filter() {
 #[test]
 fn x32_syscalls_kill_the_process() {
     let Some(p) = deny_program() else { return };
-    assert_eq!(under(&p, x32_getpid), ChildOutcome::Signaled(SIGSYS));
-    let control = without(x32_getpid);
+    assert_eq!(under(&p, Probe::X32Getpid), ChildOutcome::Signaled(SIGSYS));
+    let control = without(Probe::X32Getpid);
     assert!(
         matches!(control, ChildOutcome::Returned(_)),
         "control: {control:?}"
@@ -246,17 +178,17 @@ fn strict_list_kills_unlisted_syscalls() {
     with.push("getppid");
     let with_getppid = program(&Profile::StrictAllowlist(support::names(&with))).expect("compiles");
     assert_eq!(
-        under(&without_getppid, getppid),
+        under(&without_getppid, GETPPID),
         ChildOutcome::Signaled(SIGSYS)
     );
-    assert!(matches!(under(&with_getppid, getppid), ChildOutcome::Returned(r) if r > 0));
+    assert!(matches!(under(&with_getppid, GETPPID), ChildOutcome::Returned(r) if r > 0));
     // Fixed guards still answer before the kill in strict mode.
     assert_eq!(
-        under(&without_getppid, clone3_null),
+        under(&without_getppid, CLONE3),
         ChildOutcome::Returned(-ENOSYS)
     );
     assert_eq!(
-        under(&without_getppid, mount),
+        under(&without_getppid, MOUNT),
         ChildOutcome::Returned(-EPERM)
     );
 }
@@ -266,21 +198,24 @@ fn strict_guards_win_even_when_clone_and_ioctl_are_listed() {
     let Some(_) = deny_program() else { return };
     let list = ["execve", "exit_group", "write", "clone", "wait4", "ioctl"];
     let p = program(&Profile::StrictAllowlist(support::names(&list))).expect("compiles");
-    assert_eq!(under(&p, clone_newuser), ChildOutcome::Returned(-EPERM));
     assert_eq!(
-        under(&p, clone_plain),
+        under(&p, CLONE_NEWUSER_PROBE),
+        ChildOutcome::Returned(-EPERM)
+    );
+    assert_eq!(
+        under(&p, CLONE_PLAIN),
         ChildOutcome::Returned(0),
         "ordinary listed clone"
     );
-    assert_eq!(under(&p, ioctl_tiocsti), ChildOutcome::Returned(-EPERM));
+    assert_eq!(under(&p, IOCTL_TIOCSTI), ChildOutcome::Returned(-EPERM));
     assert_eq!(
-        under(&p, ioctl_tiocgwinsz),
+        under(&p, IOCTL_TIOCGWINSZ),
         ChildOutcome::Returned(-(libc::EBADF as i64))
     );
     // Controls: without the filter the same calls do not fail that way.
-    assert_eq!(without(clone_newuser), ChildOutcome::Returned(0));
+    assert_eq!(without(CLONE_NEWUSER_PROBE), ChildOutcome::Returned(0));
     assert_eq!(
-        without(ioctl_tiocsti),
+        without(IOCTL_TIOCSTI),
         ChildOutcome::Returned(-(libc::EBADF as i64))
     );
 }
@@ -295,6 +230,6 @@ fn a_program_for_another_architecture_kills_on_the_first_syscall() {
         .find(|&a| Some(a) != Arch::host())
         .expect("another architecture");
     let foreign = compile(&Profile::DenyKnownEscapeSurface, other).expect("compiles");
-    assert_eq!(under(&foreign, getpid), ChildOutcome::Signaled(SIGSYS));
-    assert!(matches!(under(&host_program, getpid), ChildOutcome::Returned(r) if r > 0));
+    assert_eq!(under(&foreign, GETPID), ChildOutcome::Signaled(SIGSYS));
+    assert!(matches!(under(&host_program, GETPID), ChildOutcome::Returned(r) if r > 0));
 }
