@@ -760,8 +760,19 @@ fn seccomp_plan(
 /// The cBPF program bytes from `splash-seccomp`. Never fabricated: when the
 /// program cannot be built, lowering fails.
 fn seccomp_program(policy: &SeccompPolicy, arch: Arch) -> Result<Vec<u8>, String> {
-    let _ = (policy, arch);
-    Err("the seccomp compiler is not available in this build".to_string())
+    let profile = match policy {
+        SeccompPolicy::Off => return Ok(Vec::new()),
+        SeccompPolicy::DenyKnownEscapeSurface => splash_seccomp::Profile::DenyKnownEscapeSurface,
+        SeccompPolicy::StrictAllowlist { syscalls } => {
+            splash_seccomp::Profile::StrictAllowlist(syscalls.clone())
+        }
+    };
+    let program = splash_seccomp::compile(&profile, arch).map_err(|e| e.to_string())?;
+    let bytes = program.to_bytes();
+    if bytes.is_empty() {
+        return Err("the seccomp compiler produced an empty program".to_string());
+    }
+    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -966,11 +977,57 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn seccomp_without_compiler_fails_closed() {
+    fn seccomp_delivery() {
         let mut policy = sample();
         policy.seccomp = SeccompPolicy::DenyKnownEscapeSurface;
-        let err = plain(&policy, None).expect_err("no program bytes may be faked");
-        assert!(matches!(err, LowerError::Seccomp { .. }), "{err}");
+        let plan = plain(&policy, None).expect("plan");
+        let s = plan.seccomp.as_ref().expect("seccomp");
+        assert_eq!(s.delivery, SeccompDelivery::Bubblewrap);
+        assert!(!s.program.is_empty() && s.program.len() % 8 == 0);
+        let a = argv(&plan);
+        assert_eq!(a[..3], ["--seccomp", "{fd:seccomp}", "--unshare-all"]);
+        assert!(!a.iter().any(|x| x == "--seccomp-fd"));
+
+        // Strict with the landlock runner: the runner installs it.
+        let syscalls: BTreeSet<String> = ["execve", "read", "write", "exit_group"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        policy.seccomp = SeccompPolicy::StrictAllowlist { syscalls };
+        let plan = plain(&policy, None).expect("plan");
+        assert_eq!(
+            plan.seccomp.as_ref().expect("seccomp").delivery,
+            SeccompDelivery::Runner
+        );
+        let a = argv(&plan);
+        assert_eq!(a[0], "--unshare-all");
+        let at = a
+            .iter()
+            .position(|x| x == "--seccomp-fd")
+            .expect("runner flag");
+        assert_eq!(a[at + 1], "{fd:runner-seccomp}");
+
+        // Strict without an executable runner: bwrap installs it.
+        policy.landlock_runner = None;
+        let plan = plain(&policy, None).expect("plan");
+        assert_eq!(
+            plan.seccomp.as_ref().expect("seccomp").delivery,
+            SeccompDelivery::Bubblewrap
+        );
+        assert!(
+            plan.command
+                .iter()
+                .all(|c| *c != ExecArg::Slot(Slot::RunnerSeccomp))
+        );
+
+        // The compiler's own refusals surface as lowering errors.
+        let syscalls: BTreeSet<String> =
+            ["execve", "clone3"].iter().map(|s| s.to_string()).collect();
+        policy.seccomp = SeccompPolicy::StrictAllowlist { syscalls };
+        assert!(matches!(
+            plain(&policy, None),
+            Err(LowerError::Seccomp { .. })
+        ));
     }
 
     #[test]
