@@ -22,3 +22,7 @@ pub mod diag;
 pub mod parse;
 pub mod span;
 pub mod units;
+pub mod check;
+pub use check::check_source;
+pub use diag::{CheckOutcome, Diagnostic, RenderOptions, Severity};
+pub use span::Span;
