@@ -1,0 +1,2 @@
+" Recognise Splash policy files.
+autocmd BufRead,BufNewFile *.splashpol setfiletype splashpol
