@@ -30,7 +30,9 @@ fn cat_worker() -> Option<(TempDir, std::path::PathBuf)> {
 #[test]
 fn bootstrap_preamble_reaches_the_worker_first_and_lifecycle_reaps() {
     let _serial = runtime_support::serial();
-    let Some((dir, bwrap)) = cat_worker() else { return };
+    let Some((dir, bwrap)) = cat_worker() else {
+        return;
+    };
     let fds_before = open_fds();
     for binding in [
         runtime_support::Binding::Paths,
@@ -43,9 +45,14 @@ fn bootstrap_preamble_reaches_the_worker_first_and_lifecycle_reaps() {
         let boot = bootstrap("s-1");
         let worker = bound.spawn_with_bootstrap(&boot).expect("spawn");
         let (mut lifecycle, mut stdin, mut stdout) = worker.into_lifecycle_parts();
-        assert_eq!(lifecycle.try_status().expect("status"), WorkerStatus::Running);
+        assert_eq!(
+            lifecycle.try_status().expect("status"),
+            WorkerStatus::Running
+        );
         let mut echoed = vec![0u8; 42 + 3];
-        stdout.read_exact(&mut echoed).expect("read echoed preamble");
+        stdout
+            .read_exact(&mut echoed)
+            .expect("read echoed preamble");
         assert_eq!(&echoed[..], &boot.encode()[..], "{binding:?}");
         stdin.write_all(b"more\n").expect("write");
         let mut more = [0u8; 5];
@@ -57,43 +64,70 @@ fn bootstrap_preamble_reaches_the_worker_first_and_lifecycle_reaps() {
         drop(bound);
     }
     assert_eq!(open_fds(), fds_before, "descriptors leaked");
-    assert!(live_children().is_empty(), "children left: {:?}", live_children());
+    assert!(
+        live_children().is_empty(),
+        "children left: {:?}",
+        live_children()
+    );
 }
 
 #[test]
 fn terminate_kills_and_drop_reaps() {
     let _serial = runtime_support::serial();
-    let Some((dir, bwrap)) = cat_worker() else { return };
+    let Some((dir, bwrap)) = cat_worker() else {
+        return;
+    };
     let fds_before = open_fds();
     let mut b = PlanBuilder::new(&bwrap, &dir.abs(), "cat");
     b.binding = runtime_support::Binding::PinnedMountsAndExecutables;
     let bound = BoundCommand::bind(b.build()).expect("bind");
-    let (mut lifecycle, _stdin, _stdout) =
-        bound.spawn_with_bootstrap(&bootstrap("s-1")).expect("spawn").into_lifecycle_parts();
-    assert_eq!(lifecycle.terminate().expect("terminate"), WorkerStatus::Killed(libc::SIGKILL));
-    assert_eq!(lifecycle.try_status().expect("status"), WorkerStatus::Killed(libc::SIGKILL));
+    let (mut lifecycle, _stdin, _stdout) = bound
+        .spawn_with_bootstrap(&bootstrap("s-1"))
+        .expect("spawn")
+        .into_lifecycle_parts();
+    assert_eq!(
+        lifecycle.terminate().expect("terminate"),
+        WorkerStatus::Killed(libc::SIGKILL)
+    );
+    assert_eq!(
+        lifecycle.try_status().expect("status"),
+        WorkerStatus::Killed(libc::SIGKILL)
+    );
 
     // Dropping a running worker kills and reaps it.
-    let worker = bound.spawn_with_bootstrap(&bootstrap("s-1")).expect("spawn");
+    let worker = bound
+        .spawn_with_bootstrap(&bootstrap("s-1"))
+        .expect("spawn");
     drop(worker);
     drop((lifecycle, _stdin, _stdout));
     drop(bound);
     assert_eq!(open_fds(), fds_before, "descriptors leaked");
-    assert!(live_children().is_empty(), "children left: {:?}", live_children());
+    assert!(
+        live_children().is_empty(),
+        "children left: {:?}",
+        live_children()
+    );
 }
 
 #[test]
 fn a_bootstrap_for_another_session_fails_before_launch() {
     let _serial = runtime_support::serial();
-    let Some((dir, bwrap)) = cat_worker() else { return };
-    let bound = BoundCommand::bind(PlanBuilder::new(&bwrap, &dir.abs(), "cat").build()).expect("bind");
-    let err = bound.spawn_with_bootstrap(&bootstrap("s-2")).expect_err("mismatch");
+    let Some((dir, bwrap)) = cat_worker() else {
+        return;
+    };
+    let bound =
+        BoundCommand::bind(PlanBuilder::new(&bwrap, &dir.abs(), "cat").build()).expect("bind");
+    let err = bound
+        .spawn_with_bootstrap(&bootstrap("s-2"))
+        .expect_err("mismatch");
     assert!(matches!(err, SpawnError::SessionMismatch { .. }), "{err}");
     assert!(live_children().is_empty());
 
     let mut b = PlanBuilder::new(&bwrap, &dir.abs(), "cat");
     b.session = None;
     let bound = BoundCommand::bind(b.build()).expect("bind");
-    let err = bound.spawn_with_bootstrap(&bootstrap("s-1")).expect_err("no session");
+    let err = bound
+        .spawn_with_bootstrap(&bootstrap("s-1"))
+        .expect_err("no session");
     assert!(matches!(err, SpawnError::NoSession), "{err}");
 }

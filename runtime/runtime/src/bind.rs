@@ -308,13 +308,13 @@ fn pin_source(pin: &Pin) -> Result<PinnedSource, BindError> {
     })
 }
 
-fn check_path_source(path: &AbsPath, writable: bool) -> Result<PathBuf, BindError> {
+fn check_path_source(path: &AbsPath, directory: bool) -> Result<PathBuf, BindError> {
     let canonical = canonical(path.as_str())?;
     let meta = fs::metadata(&canonical).map_err(|source| BindError::Resolve {
         path: path.to_string(),
         source,
     })?;
-    let ok = if writable {
+    let ok = if directory {
         meta.is_dir()
     } else {
         meta.is_dir() || meta.is_file()
@@ -323,7 +323,7 @@ fn check_path_source(path: &AbsPath, writable: bool) -> Result<PathBuf, BindErro
         return Err(BindError::WrongType {
             path: path.to_string(),
             canonical: canonical.display().to_string(),
-            expected: if writable {
+            expected: if directory {
                 "a directory"
             } else {
                 "a directory or a regular file"
@@ -499,14 +499,18 @@ impl BoundCommand {
             }
         };
 
-        // 3. Path-based mount sources; every pinned source must exist.
+        // 3. Path-based mount sources; every pinned source must exist. A
+        //    file root (an active root's destination) must be a directory;
+        //    a runtime mount may also be a regular file.
+        let root_destinations: BTreeSet<&AbsPath> =
+            plan.active_roots.iter().map(|r| &r.destination).collect();
         for op in &plan.ops {
             match op {
                 BwrapOp::RoBind {
                     source: MountSource::Path(p),
-                    ..
+                    destination,
                 } => {
-                    check_path_source(p, false)?;
+                    check_path_source(p, root_destinations.contains(destination))?;
                 }
                 BwrapOp::Bind {
                     source: MountSource::Path(p),

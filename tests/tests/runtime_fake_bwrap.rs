@@ -1,0 +1,110 @@
+//! An old Bubblewrap that lacks an option the plan needs makes the launch
+//! fail with a clear error, never a weaker retry.
+
+mod runtime_support;
+
+use std::path::Path;
+
+use runtime_support::{Binding, ProbeSession, TempDir, host_with_probe, probe_plan, serial};
+use serde_json::json;
+use splash_runtime::{BindError, BoundCommand};
+
+/// A shell script standing in for an old bwrap: its `--help` omits
+/// `missing` and a launch using it fails like an unknown option would;
+/// everything else is forwarded to the real bwrap. With `hide_in_help =
+/// false` the help lists the option, so only the launch can tell.
+fn fake_bwrap(dir: &Path, real: &Path, missing: &str, hide_in_help: bool) -> std::path::PathBuf {
+    let path = dir.join("bwrap");
+    let help = if hide_in_help {
+        format!("{} --help | grep -v -e '^ *{missing} '", real.display())
+    } else {
+        format!("{} --help", real.display())
+    };
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = --help ]; then {help}; exit 0; fi\nfor a in \"$@\"; do\n  if [ \"$a\" = {missing} ]; then echo \"bwrap: Unknown option {missing}\" >&2; exit 1; fi\ndone\nexec {} \"$@\"\n",
+        real.display()
+    );
+    std::fs::write(&path, script).expect("fake bwrap");
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    path
+}
+
+#[test]
+fn a_bwrap_without_bind_fd_or_disable_userns_fails_at_bind() {
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    for missing in ["--ro-bind-fd", "--disable-userns"] {
+        let dir = TempDir::new("fake-bwrap");
+        let fake = fake_bwrap(dir.path(), &bwrap, missing, true);
+        let mut b = probe_plan(&fake, &probe_dir);
+        b.binding = Binding::PinnedMounts;
+        b.disable_userns = true;
+        let err = BoundCommand::bind(b.build()).expect_err("old bwrap");
+        assert!(
+            matches!(&err, BindError::UnsupportedOption { option, .. } if option == missing),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .contains(&format!("does not support `{missing}`")),
+            "{err}"
+        );
+
+        // Control: the same fake that lists the option binds.
+        let listed = fake_bwrap(dir.path(), &bwrap, "--no-such-option", true);
+        let mut b = probe_plan(&listed, &probe_dir);
+        b.binding = Binding::PinnedMounts;
+        b.disable_userns = true;
+        BoundCommand::bind(b.build()).expect("a bwrap with every option binds");
+    }
+}
+
+#[test]
+fn a_bwrap_that_rejects_an_option_at_launch_is_a_launch_failure_with_its_status() {
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let dir = TempDir::new("fake-bwrap-launch");
+    let fake = fake_bwrap(dir.path(), &bwrap, "--ro-bind-fd", false);
+    let mut b = probe_plan(&fake, &probe_dir);
+    b.binding = Binding::PinnedMounts;
+    let bound = BoundCommand::bind(b.build()).expect("help lists every option");
+    let outcome =
+        ProbeSession::start(&bound, None).and_then(|mut p| p.call("probe.report", json!({})));
+    let err = outcome.expect_err("launch must fail");
+    // Depending on timing the failure shows while the preamble is written
+    // (a closed pipe) or when the first reply is awaited; both report
+    // Bubblewrap's own exit status.
+    assert!(
+        err.contains("bubblewrap ended with exit status 1 before the session started")
+            || err.contains("failed to write the bootstrap preamble to the worker; bubblewrap was stopped and reaped, ending with exit status 1"),
+        "{err}"
+    );
+    assert!(runtime_support::live_children().is_empty());
+}
+
+#[test]
+fn a_pinned_bwrap_that_cannot_be_executed_through_its_descriptor_fails_closed() {
+    // A script cannot run through a close-on-exec `/proc/self/fd/N`: the
+    // pinned launch fails instead of falling back to the path.
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let dir = TempDir::new("fake-bwrap-pinned");
+    let fake = fake_bwrap(dir.path(), &bwrap, "--no-such-option", true);
+    let mut b = probe_plan(&fake, &probe_dir);
+    b.binding = Binding::PinnedMountsAndExecutables;
+    let err = BoundCommand::bind(b.build()).expect_err("script through /proc/self/fd");
+    assert!(
+        matches!(
+            err,
+            BindError::BubblewrapQuery { .. } | BindError::BubblewrapHelp { .. }
+        ),
+        "{err}"
+    );
+}

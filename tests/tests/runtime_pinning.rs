@@ -1,0 +1,237 @@
+//! Descriptor pinning with the real bwrap: what was retained at bind is what
+//! the worker gets, whatever happens to the paths afterwards. Each test has
+//! a control showing that without pinning the replacement is seen.
+
+mod runtime_support;
+
+use runtime_support::{
+    Binding, ProbeSession, TempDir, host_with_probe, live_children, p, probe_plan, serial,
+};
+use serde_json::json;
+use splash_runtime::{BoundCommand, WorkerStatus};
+
+/// Replaces directory `dir` by a fresh one holding `marker` = `content`.
+fn replace_dir(dir: &std::path::Path, content: &str) {
+    let old = dir.with_extension("old");
+    std::fs::rename(dir, &old).expect("move the original away");
+    std::fs::create_dir(dir).expect("create the replacement");
+    std::fs::write(dir.join("marker"), content).expect("replacement marker");
+}
+
+fn marker_seen(probe: &mut ProbeSession) -> String {
+    let out = probe
+        .call(
+            "probe.exec",
+            json!({"argv": ["/usr/bin/cat", "/workspace/root/marker"]}),
+        )
+        .expect("exec cat");
+    out["stdout"]
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| out.to_string())
+}
+
+#[test]
+fn a_pinned_source_directory_replaced_after_bind_is_not_seen() {
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    for (binding, expected) in [
+        (Binding::PinnedMounts, "original"),
+        (Binding::Paths, "replacement"),
+    ] {
+        let parent = TempDir::new("pin-src");
+        let root = parent.path().join("root");
+        std::fs::create_dir(&root).expect("root");
+        std::fs::write(root.join("marker"), "original").expect("marker");
+        let mut b = probe_plan(&bwrap, &probe_dir);
+        b.binding = binding;
+        b.roots.push((
+            p(root.to_str().expect("utf-8")),
+            p("/workspace/root"),
+            false,
+        ));
+        let bound = BoundCommand::bind(b.build()).expect("bind");
+        replace_dir(&root, "replacement");
+        let mut probe = ProbeSession::start(&bound, None).expect("start");
+        assert_eq!(marker_seen(&mut probe), expected, "{binding:?}");
+        assert_eq!(probe.close(), WorkerStatus::Exited(0));
+    }
+}
+
+fn replace_file_with_script(path: &std::path::Path, unlink_original: bool) {
+    if unlink_original {
+        std::fs::remove_file(path).expect("remove worker");
+    } else {
+        std::fs::rename(path, path.with_extension("old")).expect("move worker away");
+    }
+    std::fs::write(path, "#!/bin/sh\nexit 42\n").expect("replacement");
+    std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+}
+
+#[test]
+fn a_pinned_worker_executable_replaced_after_bind_still_runs() {
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    for (binding, unlink) in [
+        (Binding::PinnedMountsAndExecutables, false),
+        (Binding::PinnedMountsAndExecutables, true),
+        (Binding::PinnedMounts, false),
+    ] {
+        let dir = TempDir::new("pin-exe");
+        std::fs::copy(
+            probe_dir.path().join("splash-probe"),
+            dir.path().join("splash-probe"),
+        )
+        .expect("copy");
+        let mut b = runtime_support::PlanBuilder::new(&bwrap, &dir.abs(), "splash-probe");
+        b.binding = binding;
+        let bound = BoundCommand::bind(b.build()).expect("bind");
+        // Put a different executable at the worker path.
+        replace_file_with_script(&dir.path().join("splash-probe"), unlink);
+        let mut probe = ProbeSession::start(&bound, None).expect("spawn");
+        let outcome = probe.call("probe.report", json!({}));
+        match (binding, unlink) {
+            (Binding::PinnedMountsAndExecutables, false) => {
+                assert!(outcome.expect("the pinned worker runs")["pid"].is_u64());
+                assert_eq!(probe.close(), WorkerStatus::Exited(0));
+            }
+            (Binding::PinnedMountsAndExecutables, true) => {
+                // Bubblewrap 0.8 resolves `--ro-bind-fd` through
+                // `/proc/self/fd/N`, which fails for an unlinked file: the
+                // launch fails closed (bwrap exits 1), the replacement (42)
+                // never runs.
+                let err = outcome.expect_err("unlinked pin");
+                assert!(err.contains("exit status 1 "), "{err}");
+            }
+            _ => {
+                // Control: only the directory is pinned, so the replaced
+                // file inside it is what runs.
+                let err = outcome.expect_err("replacement ran");
+                assert!(err.contains("exit status 42"), "{err}");
+            }
+        }
+    }
+    assert!(live_children().is_empty());
+}
+
+#[test]
+fn the_pinned_bubblewrap_is_the_one_that_runs() {
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    for binding in [Binding::PinnedMountsAndExecutables, Binding::PinnedMounts] {
+        let dir = TempDir::new("pin-bwrap");
+        let copy = dir.path().join("bwrap");
+        std::fs::copy(&bwrap, &copy).expect("copy bwrap");
+        let mut b = probe_plan(&copy, &probe_dir);
+        b.binding = binding;
+        let bound = BoundCommand::bind(b.build()).expect("bind");
+        // Replace the bwrap path with a different executable that leaves a
+        // mark and fails.
+        let mark = dir.path().join("impostor-ran");
+        std::fs::remove_file(&copy).expect("remove bwrap copy");
+        std::fs::write(
+            &copy,
+            format!("#!/bin/sh\ntouch {}\nexit 3\n", mark.display()),
+        )
+        .expect("impostor");
+        std::fs::set_permissions(&copy, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        let started = ProbeSession::start(&bound, None);
+        match binding {
+            Binding::PinnedMountsAndExecutables => {
+                let mut probe = started.expect("start");
+                assert!(probe.report()["pid"].is_u64());
+                assert_eq!(probe.close(), WorkerStatus::Exited(0));
+                assert!(!mark.exists(), "the replacement bwrap ran");
+            }
+            _ => {
+                // Control: launched by path, the replacement runs.
+                if let Ok(mut probe) = started {
+                    let err = probe
+                        .call("probe.report", json!({}))
+                        .expect_err("impostor ran");
+                    assert!(err.contains("exit status 3"), "{err}");
+                }
+                assert!(mark.exists(), "control: the replacement did not run");
+            }
+        }
+    }
+}
+
+#[test]
+fn bind_fails_closed_on_bad_sources() {
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let dir = TempDir::new("bad-src");
+    let file = dir.path().join("file");
+    std::fs::write(&file, "x").expect("file");
+    let link_to_root = dir.path().join("to-root");
+    std::os::unix::fs::symlink("/", &link_to_root).expect("symlink");
+    let worker_link_dir = TempDir::new("worker-link");
+    std::os::unix::fs::symlink(
+        probe_dir.path().join("splash-probe"),
+        worker_link_dir.path().join("splash-probe"),
+    )
+    .expect("worker symlink");
+
+    let cases = [
+        (
+            "missing",
+            p("/nonexistent/splash/source"),
+            "failed to resolve source `/nonexistent/splash/source`",
+        ),
+        (
+            "wrong type",
+            p(file.to_str().expect("utf-8")),
+            "is a regular file; expected a directory",
+        ),
+        (
+            "resolves to root",
+            p(link_to_root.to_str().expect("utf-8")),
+            "resolves to `/`",
+        ),
+    ];
+    for binding in [Binding::Paths, Binding::PinnedMounts] {
+        for (name, source, message) in &cases {
+            let mut b = probe_plan(&bwrap, &probe_dir);
+            b.binding = binding;
+            b.roots.push((source.clone(), p("/w"), false));
+            let err = BoundCommand::bind(b.build()).expect_err(name).to_string();
+            assert!(err.contains(message), "{binding:?} {name}: {err}");
+        }
+    }
+    // A symlinked worker is refused.
+    let mut b = runtime_support::PlanBuilder::new(&bwrap, &worker_link_dir.abs(), "splash-probe");
+    b.binding = Binding::PinnedMountsAndExecutables;
+    let err = BoundCommand::bind(b.build())
+        .expect_err("symlinked worker")
+        .to_string();
+    assert!(err.contains("is a symbolic link"), "{err}");
+    // A worker outside every read-only runtime mount is refused.
+    let mut b = probe_plan(&bwrap, &probe_dir);
+    b.runtime.retain(|(_, dest)| dest.as_str() != "/opt/worker");
+    b.roots.push((probe_dir.abs(), p("/opt/worker"), true));
+    let err = BoundCommand::bind(b.build())
+        .expect_err("worker in a writable root")
+        .to_string();
+    assert!(
+        err.contains("not reached through a read-only runtime mount"),
+        "{err}"
+    );
+    // A non-executable bwrap is refused.
+    let mut b = probe_plan(&file, &probe_dir);
+    b.binding = Binding::Paths;
+    let err = BoundCommand::bind(b.build())
+        .expect_err("bwrap not executable")
+        .to_string();
+    assert!(err.contains("expected an executable regular file"), "{err}");
+}
