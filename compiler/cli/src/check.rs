@@ -1,7 +1,109 @@
-//! `splashc check`.
+//! `splashc check FILE... [--format json]`.
+//!
+//! Checks every file and reports every diagnostic. Exit status: 0 when no
+//! file has an error (warnings allowed), 1 when any file has an error, 2 when
+//! a file cannot be read. Human output goes to stderr through miette (colour
+//! only on a terminal); JSON goes to stdout as one document.
+
+use std::io::{IsTerminal, Write};
+
+use serde_json::json;
+use splashpol::RenderOptions;
+use splashpol::span::line_col;
+
+use crate::Format;
 
 pub fn run(args: &crate::CheckArgs) -> u8 {
-    let _ = args;
-    eprintln!("splashc check: not available yet");
-    2
+    let mut any_errors = false;
+    let mut io_failure = false;
+    let mut reports = Vec::new();
+    let color = std::io::stderr().is_terminal();
+    for path in &args.policies {
+        let name = path.display().to_string();
+        let source = match std::fs::read(path) {
+            Ok(bytes) => match String::from_utf8(bytes) {
+                Ok(s) => s,
+                Err(e) => {
+                    io_failure = true;
+                    report_io(
+                        args.format,
+                        &mut reports,
+                        &name,
+                        &format!("not valid UTF-8: {e}"),
+                    );
+                    continue;
+                }
+            },
+            Err(e) => {
+                io_failure = true;
+                report_io(args.format, &mut reports, &name, &e.to_string());
+                continue;
+            }
+        };
+        let outcome = splashpol::check_source(&name, &source);
+        any_errors |= outcome.has_errors();
+        match args.format {
+            Format::Human => {
+                let options = RenderOptions {
+                    color,
+                    ..RenderOptions::default()
+                };
+                let mut text = outcome.render_human_with(&name, &source, options);
+                let errors = outcome.errors().count();
+                let warnings = outcome.warnings().count();
+                text.push_str(&if errors == 0 && warnings == 0 {
+                    format!("{name}: ok\n")
+                } else {
+                    format!(
+                        "{name}: {} and {}\n",
+                        plural(errors, "error"),
+                        plural(warnings, "warning")
+                    )
+                });
+                let _ = std::io::stderr().write_all(text.as_bytes());
+            }
+            Format::Json => {
+                let mut value = outcome.to_json();
+                if let Some(list) = value.get_mut("diagnostics").and_then(|d| d.as_array_mut()) {
+                    for d in list {
+                        let start = d["span"]["start"].as_u64().unwrap_or(0);
+                        let (line, column) =
+                            line_col(&source, usize::try_from(start).unwrap_or(usize::MAX));
+                        d["line"] = json!(line);
+                        d["column"] = json!(column);
+                    }
+                }
+                value["file"] = json!(name);
+                reports.push(value);
+            }
+        }
+    }
+    if args.format == Format::Json {
+        let doc = json!({ "files": reports });
+        let mut out = std::io::stdout().lock();
+        let _ = serde_json::to_writer_pretty(&mut out, &doc);
+        let _ = writeln!(out);
+    }
+    if io_failure {
+        2
+    } else if any_errors {
+        1
+    } else {
+        0
+    }
+}
+
+fn report_io(format: Format, reports: &mut Vec<serde_json::Value>, name: &str, error: &str) {
+    match format {
+        Format::Human => eprintln!("error: cannot read `{name}`: {error}"),
+        Format::Json => reports.push(json!({ "file": name, "ok": false, "io_error": error })),
+    }
+}
+
+fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
 }
