@@ -7,7 +7,7 @@
 //! [`LaunchPlan::bwrap_arguments`], so there is exactly one argv builder.
 
 use serde::{Deserialize, Serialize};
-use splash_seccomp::Arch;
+pub use splash_seccomp::Arch;
 
 use crate::model::{
     AggregateQuota, BrokerCatalog, CgroupPolicy, HostPath, ProjectQuota, SandboxPath, SelectorId,

@@ -1,0 +1,349 @@
+//! Real launches of the argv that `lower` + `bwrap_arguments` emit in path
+//! mode (no descriptor pinning): the installed Bubblewrap starts a small
+//! shell worker from a runtime mount, the worker reports what it sees from
+//! inside, and the report is compared with the policy.
+//!
+//! Every "denied"/"absent" observation has a control in the same file that
+//! shows the same probe succeeding when the layer is not there.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, ResourceKind, Token};
+use splash_tests::{bwrap_path, require_host};
+use splashpol::activate::activate;
+use splashpol::lower::lower;
+use splashpol::model::{
+    AbsPath, Access, FileRoot, FileRootKind, Policy, PrivateTmp, RuntimeMount, SeccompPolicy,
+};
+use splashpol::plan::{Arch, LaunchPlan};
+
+const WORKER: &str = r#"#!/bin/sh
+# /etc is not mounted, so only tools reached without /etc/alternatives work
+echo "cwd=$(pwd)"
+printf 'env='; tr '\0' ' ' < /proc/$$/environ; echo
+grep -E '^Cap(Inh|Prm|Eff|Bnd|Amb):' /proc/self/status | tr -d '\t' | sed 's/:/=/'
+for d in /workspace/ro /workspace/rw /workspace/scratch /workspace/hidden; do
+  if [ -d "$d" ]; then
+    if touch "$d/.probe" 2>/dev/null; then echo "root:$d=rw"; else echo "root:$d=ro"; fi
+  else
+    echo "root:$d=absent"
+  fi
+done
+echo "tmp=$(stat -f -c '%b %S' /tmp)"
+echo "scratch=$(stat -f -c '%b %S' /workspace/scratch 2>/dev/null)"
+if unshare -U true 2>/dev/null; then echo userns=allowed; else echo userns=denied; fi
+if touch /probe-rootfs 2>/dev/null; then echo rootfs=rw; else echo rootfs=ro; fi
+echo "proc=$(grep '^[^ ]* /proc ' /proc/self/mounts | cut -d' ' -f4 | cut -d, -f1)"
+echo "hello=$(cat /workspace/ro/hello.txt 2>/dev/null)"
+cut -d' ' -f5 /proc/self/mountinfo | sed 's/^/mount=/'
+echo "args=$*"
+"#;
+
+/// Temporary host directories for one launch, removed on drop.
+struct Fixture {
+    base: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let base = std::env::temp_dir().join(format!(
+            "splash-plan-launch-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        for d in ["rt/bin", "ro", "rw", "hidden"] {
+            std::fs::create_dir_all(base.join(d)).expect("create fixture dir");
+        }
+        std::fs::write(base.join("ro/hello.txt"), "hello-from-host").expect("write");
+        let worker = base.join("rt/bin/worker");
+        std::fs::write(&worker, WORKER).expect("write worker");
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&worker, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        Fixture { base }
+    }
+
+    fn path(&self, rel: &str) -> AbsPath {
+        AbsPath::new(self.base.join(rel).to_string_lossy().into_owned()).expect("abs path")
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.base);
+    }
+}
+
+fn p(s: &str) -> AbsPath {
+    AbsPath::new(s).expect("path")
+}
+
+fn id(s: &str) -> Token {
+    Token::new(s).expect("token")
+}
+
+fn host_root(fx: &Fixture, name: &str, dest: &str, access: Access) -> FileRoot {
+    FileRoot {
+        id: id(name),
+        destination: p(dest),
+        kind: FileRootKind::Host {
+            source: fx.path(name),
+            access,
+            quota: None,
+        },
+    }
+}
+
+/// A path-mode policy: system directories and the fixture runtime as
+/// read-only runtime mounts, four registered roots.
+fn policy(fx: &Fixture, bwrap: &Path) -> Policy {
+    let mut runtime_mounts = vec![RuntimeMount {
+        source: fx.path("rt"),
+        destination: p("/opt/splash"),
+    }];
+    for sys in ["/usr", "/bin", "/lib", "/lib64"] {
+        if Path::new(sys).exists() {
+            runtime_mounts.push(RuntimeMount {
+                source: p(sys),
+                destination: p(sys),
+            });
+        }
+    }
+    Policy {
+        name: "plan-launch".into(),
+        bubblewrap: AbsPath::new(bwrap.to_string_lossy().into_owned()).expect("bwrap path"),
+        worker: p("/opt/splash/bin/worker"),
+        worker_args: vec!["--json-lines".into(), "two words".into()],
+        runtime_mounts,
+        file_roots: vec![
+            host_root(fx, "ro", "/workspace/ro", Access::ReadOnly),
+            host_root(fx, "rw", "/workspace/rw", Access::ReadWrite),
+            FileRoot {
+                id: id("scratch"),
+                destination: p("/workspace/scratch"),
+                kind: FileRootKind::Ephemeral {
+                    size_bytes: 1 << 20,
+                },
+            },
+            host_root(fx, "hidden", "/workspace/hidden", Access::ReadOnly),
+        ],
+        tmp: PrivateTmp::Bounded {
+            size_bytes: 2 << 20,
+        },
+        bounded_writes: false,
+        no_further_user_namespaces: true,
+        pin_mounts: false,
+        pin_executables: false,
+        allow_unbounded_host_writes: true,
+        aggregate_quota: None,
+        aggregate_ephemeral_max_bytes: Some(3 << 20),
+        max_active_file_roots: 64,
+        seccomp: SeccompPolicy::Off,
+        limit_runner: None,
+        require_limit_runner: false,
+        landlock_runner: None,
+        combined_runner: None,
+        cgroup: None,
+        require_cgroup_v2: false,
+        watchdog: None,
+        network_broker: None,
+    }
+}
+
+fn manifest(roots: &[&str]) -> CapabilityManifest {
+    let mut grant = Grant {
+        tool: id("tool.call"),
+        format: GrantFormat::Json,
+        max_calls: 1,
+        max_input_bytes: 16384,
+        max_output_bytes: 65536,
+        max_compensations: 0,
+        resources: Default::default(),
+    };
+    grant.resources = roots
+        .iter()
+        .map(|r| Resource {
+            kind: ResourceKind::FileRoot,
+            id: id(r),
+        })
+        .collect();
+    CapabilityManifest {
+        protocol_version: 5,
+        session_id: id("s-1"),
+        grants: vec![grant],
+    }
+}
+
+fn plan_for(policy: &Policy, roots: &[&str]) -> LaunchPlan {
+    let activation = activate(policy, Some(&manifest(roots))).expect("activate");
+    let arch = Arch::host().expect("supported host arch");
+    lower(policy, &activation, arch, "test").expect("lower")
+}
+
+/// Run the plan with the real bwrap; the worker's report as key → values.
+fn launch(plan: &LaunchPlan) -> BTreeMap<String, Vec<String>> {
+    let mut no_slots = |slot| panic!("path mode plan has a descriptor slot {slot:?}");
+    let program = plan.bwrap_program(&mut no_slots);
+    let args = plan.bwrap_arguments(&mut no_slots);
+    let out = Command::new(&program)
+        .args(&args)
+        .output()
+        .expect("spawn bwrap");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bwrap failed: {:?}\nargv: {args:?}\nstdout: {stdout}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut report: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in stdout.lines() {
+        if let Some((k, v)) = line.split_once('=') {
+            report.entry(k.to_string()).or_default().push(v.to_string());
+        }
+    }
+    report
+}
+
+fn one<'a>(report: &'a BTreeMap<String, Vec<String>>, key: &str) -> &'a str {
+    match report.get(key).map(Vec::as_slice) {
+        Some([v]) => v,
+        other => panic!("report key `{key}`: {other:?}"),
+    }
+}
+
+fn bwrap() -> Option<PathBuf> {
+    let found = bwrap_path();
+    if require_host(found.is_some(), "bubblewrap (`bwrap`)") {
+        found
+    } else {
+        None
+    }
+}
+
+fn tmpfs_bytes(stat: &str) -> u64 {
+    let mut it = stat
+        .split_whitespace()
+        .map(|n| n.parse::<u64>().expect("number"));
+    let (blocks, size) = (it.next().expect("blocks"), it.next().expect("size"));
+    blocks * size
+}
+
+#[test]
+fn selected_roots_are_mounted_as_the_policy_says_and_nothing_else() {
+    let Some(bwrap) = bwrap() else { return };
+    let fx = Fixture::new();
+    let policy = policy(&fx, &bwrap);
+    let plan = plan_for(&policy, &["ro", "rw", "scratch"]);
+
+    // The unselected root appears nowhere in the launch object.
+    let argv = plan.bwrap_arguments(&mut |_| unreachable!());
+    let hidden = fx.path("hidden").to_string();
+    assert!(
+        !argv
+            .iter()
+            .any(|a| a.contains(&hidden) || a.contains("/workspace/hidden"))
+    );
+
+    let r = launch(&plan);
+    assert_eq!(one(&r, "root:/workspace/ro"), "ro");
+    assert_eq!(one(&r, "root:/workspace/rw"), "rw");
+    assert_eq!(one(&r, "root:/workspace/scratch"), "rw");
+    assert_eq!(one(&r, "root:/workspace/hidden"), "absent");
+    assert_eq!(one(&r, "hello"), "hello-from-host");
+    // The write landed in the host directory behind the read-write root.
+    assert!(fx.base.join("rw/.probe").exists());
+    assert!(!fx.base.join("ro/.probe").exists());
+
+    // Sizes of the bounded tmpfs mounts.
+    assert_eq!(tmpfs_bytes(one(&r, "tmp")), 2 << 20);
+    assert_eq!(tmpfs_bytes(one(&r, "scratch")), 1 << 20);
+
+    // Process state: no capabilities, empty environment (bwrap itself sets
+    // only `PWD` after `--chdir`), cwd `/`, the fixed arguments.
+    for cap in ["CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"] {
+        assert_eq!(one(&r, cap), "0000000000000000", "{cap}");
+    }
+    assert_eq!(one(&r, "env").trim(), "PWD=/");
+    assert_eq!(one(&r, "cwd"), "/");
+    assert_eq!(one(&r, "args"), "--json-lines two words");
+    assert_eq!(one(&r, "userns"), "denied");
+    assert_eq!(
+        one(&r, "rootfs"),
+        "rw",
+        "no bounded-writes remount in this policy"
+    );
+
+    // Mount points under /workspace: exactly the selected roots.
+    let mounts: BTreeSet<&str> = r["mount"]
+        .iter()
+        .map(String::as_str)
+        .filter(|m| m.starts_with("/workspace"))
+        .collect();
+    assert_eq!(
+        mounts,
+        ["/workspace/ro", "/workspace/rw", "/workspace/scratch"]
+            .into_iter()
+            .collect()
+    );
+}
+
+#[test]
+fn control_the_same_root_is_visible_when_selected() {
+    let Some(bwrap) = bwrap() else { return };
+    let fx = Fixture::new();
+    let policy = policy(&fx, &bwrap);
+    let r = launch(&plan_for(&policy, &["hidden"]));
+    assert_eq!(one(&r, "root:/workspace/hidden"), "ro");
+    assert_eq!(one(&r, "root:/workspace/ro"), "absent");
+}
+
+#[test]
+fn control_user_namespaces_are_available_without_the_lockdown() {
+    let Some(bwrap) = bwrap() else { return };
+    let fx = Fixture::new();
+    let mut policy = policy(&fx, &bwrap);
+    policy.no_further_user_namespaces = false;
+    let plan = plan_for(&policy, &["ro"]);
+    assert!(
+        !plan
+            .bwrap_arguments(&mut |_| unreachable!())
+            .iter()
+            .any(|a| a == "--disable-userns")
+    );
+    let r = launch(&plan);
+    assert_eq!(one(&r, "userns"), "allowed");
+}
+
+#[test]
+fn bounded_writes_remount_the_root_proc_and_dev_read_only() {
+    let Some(bwrap) = bwrap() else { return };
+    let fx = Fixture::new();
+    let mut policy = policy(&fx, &bwrap);
+    policy.bounded_writes = true;
+    policy.allow_unbounded_host_writes = false;
+    let r = launch(&plan_for(&policy, &["ro", "scratch"]));
+    assert_eq!(one(&r, "rootfs"), "ro");
+    assert_eq!(one(&r, "proc"), "ro");
+    // Selected submounts keep their own access.
+    assert_eq!(one(&r, "root:/workspace/scratch"), "rw");
+    assert_eq!(one(&r, "root:/workspace/ro"), "ro");
+}
+
+#[test]
+fn refused_plans_never_reach_bwrap() {
+    // Pure: no host needed. A read-write root under bounded writes is
+    // refused by lowering even though activation accepts the selector.
+    let fx = Fixture::new();
+    let mut policy = policy(&fx, Path::new("/usr/bin/bwrap"));
+    policy.bounded_writes = true;
+    let activation = activate(&policy, Some(&manifest(&["rw"]))).expect("activate");
+    assert!(lower(&policy, &activation, Arch::X86_64, "test").is_err());
+    // The aggregate ephemeral bound: /tmp (2 MiB) + scratch (1 MiB) fits 3 MiB,
+    // one byte less does not.
+    policy.aggregate_ephemeral_max_bytes = Some((3 << 20) - 1);
+    assert!(activate(&policy, Some(&manifest(&["scratch"]))).is_err());
+}
