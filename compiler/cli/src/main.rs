@@ -88,6 +88,12 @@ pub struct RunArgs {
     /// registered root is generated for a fresh session.
     #[arg(long)]
     pub manifest: Option<PathBuf>,
+    /// Tool to call (default `probe.report`, the bundled probe's report).
+    #[arg(long)]
+    pub invoke: Option<String>,
+    /// JSON input of the call (default `{}`).
+    #[arg(long, requires = "invoke")]
+    pub input: Option<String>,
 }
 
 fn main() -> ExitCode {
