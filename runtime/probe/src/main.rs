@@ -11,8 +11,8 @@
 //! | `probe.write` | `{"path", "bytes", "remove"?}` | bytes written and the errno that stopped the write |
 //! | `probe.exec` | `{"argv"}` | exit status or signal, or the errno of the failed exec |
 //! | `probe.try` | `{"op"}` | success or the failing step and errno of one escape attempt |
-//! | `probe.spin` | `{"seconds"}` | a busy loop |
-//! | `probe.sleep` | `{"ms"}` | a sleep |
+//! | `probe.spin` | `{"seconds"}` | a busy loop (cancellable) |
+//! | `probe.sleep` | `{"ms"}` | a sleep (cancellable) |
 //! | `probe.echo` | `{"input"}` | `input` |
 //!
 //! It works the same outside any sandbox, for control runs. Nothing but
@@ -30,20 +30,29 @@ mod tools;
 use std::process::ExitCode;
 
 use serde_json::Value;
-use splash_protocol::{CapabilityManifest, Token, Worker};
+use splash_protocol::{CancelSignal, CapabilityManifest, Token, ToolFailure, Worker};
 
-fn dispatch(tool: &Token, input: Value, _: &CapabilityManifest) -> Result<Value, String> {
-    match tool.as_str() {
+/// The tools that stop early when the host cancels them.
+const CANCELLABLE: [&str; 2] = ["probe.spin", "probe.sleep"];
+
+fn dispatch(
+    tool: &Token,
+    input: Value,
+    _: &CapabilityManifest,
+    cancel: &CancelSignal,
+) -> Result<Value, ToolFailure> {
+    let result = match tool.as_str() {
         "probe.report" => report::report(&input),
         "probe.path" => tools::path(&input),
         "probe.write" => tools::write(&input),
         "probe.exec" => tools::exec(&input),
         "probe.try" => tools::try_op(&input),
-        "probe.spin" => tools::spin(&input),
-        "probe.sleep" => tools::sleep(&input),
+        "probe.spin" => return tools::spin(&input, cancel),
+        "probe.sleep" => return tools::sleep(&input, cancel),
         "probe.echo" => tools::echo(&input),
         other => Err(format!("the probe has no tool `{other}`")),
-    }
+    };
+    result.map_err(ToolFailure::Error)
 }
 
 fn main() -> ExitCode {
@@ -58,7 +67,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match worker.serve(dispatch) {
+    match worker.serve_cancellable(&CANCELLABLE, dispatch) {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("splash-probe: session failed: {e}");

@@ -4,9 +4,11 @@
 //! namespaces, mounts, chroot, setns, ptrace) run in a forked child that
 //! reports the failing step and errno over a pipe and exits; the probe
 //! itself stays exactly as it was, so later probes see the same process.
-//! The probe is single-threaded, so the forked child is a full copy with no
-//! lock held by another thread; the child only makes raw system calls and
-//! never allocates.
+//! The forked child holds only the forking thread (so `unshare` of a user
+//! namespace is allowed there) and, because another thread of the probe may
+//! hold a lock at the time of the fork, it only makes async-signal-safe raw
+//! system calls on memory prepared before the fork, never allocates, and
+//! leaves through `_exit`.
 
 use std::ffi::{CStr, CString};
 use std::io::{self, Read};
@@ -174,9 +176,9 @@ pub fn in_child(op: &ChildOp) -> io::Result<ChildOutcome> {
         idx("chroot"),
         idx("ptrace"),
     );
-    // SAFETY: the probe is single-threaded; the child below only makes
-    // async-signal-safe raw system calls on memory prepared before the fork
-    // and leaves through `_exit`.
+    // SAFETY: the child below only makes async-signal-safe raw system calls
+    // on memory prepared before the fork and leaves through `_exit`, so no
+    // lock another thread held at the fork is ever touched.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(io::Error::last_os_error());
@@ -301,9 +303,9 @@ fn wait(pid: libc::pid_t) -> io::Result<ChildOutcome> {
 /// the kernel allowed the new mount namespace.
 pub fn clone_newns() -> io::Result<ChildOutcome> {
     let flags = libc::c_long::from(libc::CLONE_NEWNS | libc::SIGCHLD);
-    // SAFETY: with a null stack the raw clone behaves like fork; the probe is
-    // single-threaded and the child only calls `_exit`. The remaining
-    // arguments are zero on every architecture's argument order.
+    // SAFETY: with a null stack the raw clone behaves like fork, and the
+    // child only calls `_exit`. The remaining arguments are zero on every
+    // architecture's argument order.
     let pid = unsafe { libc::syscall(libc::SYS_clone, flags, 0, 0, 0, 0) };
     if pid < 0 {
         return Ok(ChildOutcome::Reported(Err(("clone", errno()))));

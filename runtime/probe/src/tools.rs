@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+use splash_protocol::{CancelSignal, ToolFailure};
 
 use crate::errno::{self, io_error_json};
 use crate::sys::{self, ChildOp, ChildOutcome};
@@ -339,28 +340,45 @@ fn describe(op: &str, outcome: ChildOutcome) -> Value {
     }
 }
 
-/// `probe.spin {seconds}`: a busy loop for that long of wall time.
-pub fn spin(input: &Value) -> Result<Value, String> {
+/// `probe.spin {seconds}`: a busy loop for that long of wall time; stops
+/// early when cancelled.
+pub fn spin(input: &Value, cancel: &CancelSignal) -> Result<Value, ToolFailure> {
     let seconds = u64_field(input, "seconds")?;
     let start = Instant::now();
     let limit = Duration::from_secs(seconds);
     let mut x: u64 = 0;
     while start.elapsed() < limit {
+        if cancel.is_cancelled() {
+            return Err(ToolFailure::Cancelled);
+        }
         for _ in 0..10_000 {
             x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
         }
     }
-    Ok(
-        json!({"seconds": seconds, "elapsed_ms": start.elapsed().as_millis() as u64, "state": x & 0xff}),
-    )
+    Ok(json!({"seconds": seconds, "elapsed_ms": millis(start), "state": x & 0xff}))
 }
 
-/// `probe.sleep {ms}`.
-pub fn sleep(input: &Value) -> Result<Value, String> {
+/// `probe.sleep {ms}`: sleeps in steps of at most 5 ms; stops early when
+/// cancelled.
+pub fn sleep(input: &Value, cancel: &CancelSignal) -> Result<Value, ToolFailure> {
     let ms = u64_field(input, "ms")?;
     let start = Instant::now();
-    std::thread::sleep(Duration::from_millis(ms));
-    Ok(json!({"ms": ms, "elapsed_ms": start.elapsed().as_millis() as u64}))
+    let limit = Duration::from_millis(ms);
+    loop {
+        if cancel.is_cancelled() {
+            return Err(ToolFailure::Cancelled);
+        }
+        let left = limit.saturating_sub(start.elapsed());
+        if left.is_zero() {
+            break;
+        }
+        std::thread::sleep(left.min(Duration::from_millis(5)));
+    }
+    Ok(json!({"ms": ms, "elapsed_ms": millis(start)}))
+}
+
+fn millis(start: Instant) -> u64 {
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// `probe.echo {input}`: returns `input` unchanged.

@@ -336,3 +336,41 @@ fn under_bubblewrap_the_same_escapes_are_refused() {
     assert_eq!(w["error"]["name"], json!("EROFS"), "{w}");
     p.finish();
 }
+
+#[test]
+fn sleep_and_spin_stop_when_cancelled() {
+    use splash_protocol::CallEvent;
+    let mut p = Probe::start(&[]);
+    let host = p.host.as_mut().expect("open");
+    for (tool, input) in [
+        ("probe.sleep", json!({"ms": 20_000})),
+        ("probe.spin", json!({"seconds": 20})),
+    ] {
+        let started = std::time::Instant::now();
+        let id = host.start(tool, input).expect("start");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        host.cancel(&id).expect("cancel");
+        assert_eq!(
+            host.next_event().expect("event"),
+            CallEvent::Cancelled { request_id: id }
+        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    }
+    // Other tools cannot be cancelled: the answer is `unsupported`, then the
+    // result.
+    let id = host
+        .start("probe.exec", json!({"argv": ["/bin/sleep", "0.2"]}))
+        .expect("start");
+    host.cancel(&id).expect("cancel");
+    assert_eq!(
+        host.next_event().expect("event"),
+        CallEvent::Unsupported {
+            request_id: id.clone()
+        }
+    );
+    assert!(matches!(
+        host.next_event().expect("event"),
+        CallEvent::Finished { request_id, output: Ok(_) } if request_id == id
+    ));
+    p.finish();
+}

@@ -222,56 +222,55 @@ fn compute_tag(
     Ok(AuthTag(*blake3::keyed_hash(key.expose(), &data).as_bytes()))
 }
 
-/// One end's authentication state: the key, the session id, its role and
-/// the next sequence number in each direction.
-pub struct SessionAuthenticator {
+/// The sending half of one end: seals this role's frames with its own
+/// sequence.
+pub struct FrameSealer {
     session_id: Token,
     key: SessionKey,
     role: SessionRole,
     /// `None` once `u64::MAX` has been used.
-    next_send: Option<u64>,
-    next_recv: Option<u64>,
+    next: Option<u64>,
 }
 
-impl fmt::Debug for SessionAuthenticator {
+/// The receiving half of one end: opens the peer's frames in sequence.
+pub struct FrameOpener {
+    session_id: Token,
+    key: SessionKey,
+    role: SessionRole,
+    /// `None` once `u64::MAX` has been accepted.
+    next: Option<u64>,
+}
+
+impl fmt::Debug for FrameSealer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SessionAuthenticator")
+        f.debug_struct("FrameSealer")
             .field("session_id", &self.session_id)
             .field("key", &self.key)
             .field("role", &self.role)
-            .field("next_send", &self.next_send)
-            .field("next_recv", &self.next_recv)
+            .field("next", &self.next)
             .finish()
     }
 }
 
-impl SessionAuthenticator {
-    pub fn new(session_id: Token, key: SessionKey, role: SessionRole) -> Self {
-        Self {
-            session_id,
-            key,
-            role,
-            next_send: Some(1),
-            next_recv: Some(1),
-        }
+impl fmt::Debug for FrameOpener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FrameOpener")
+            .field("session_id", &self.session_id)
+            .field("key", &self.key)
+            .field("role", &self.role)
+            .field("next", &self.next)
+            .finish()
     }
+}
 
-    pub fn session_id(&self) -> &Token {
-        &self.session_id
+impl FrameSealer {
+    /// The sequence the next sealed frame will carry (`None`: exhausted).
+    pub fn next_sequence(&self) -> Option<u64> {
+        self.next
     }
 
     pub fn role(&self) -> SessionRole {
         self.role
-    }
-
-    /// The sequence the next sealed frame will carry (`None`: exhausted).
-    pub fn next_send_sequence(&self) -> Option<u64> {
-        self.next_send
-    }
-
-    /// The sequence the next accepted frame must carry (`None`: exhausted).
-    pub fn next_receive_sequence(&self) -> Option<u64> {
-        self.next_recv
     }
 
     /// Seals `message` as this role's next frame.
@@ -282,20 +281,32 @@ impl SessionAuthenticator {
                 kind: message.kind(),
             });
         }
-        let Some(sequence) = self.next_send else {
+        let Some(sequence) = self.next else {
             return Err(AuthError::SequenceExhausted("send"));
         };
         let auth_tag = compute_tag(&self.key, self.role, sequence, &self.session_id, &message)?;
-        self.next_send = sequence.checked_add(1);
+        self.next = sequence.checked_add(1);
         Ok(Frame {
             sequence,
             message,
             auth_tag,
         })
     }
+}
 
-    /// Verifies a frame from the peer and returns its message. On any error
-    /// the state is unchanged.
+impl FrameOpener {
+    /// The sequence the next accepted frame must carry (`None`: exhausted).
+    pub fn next_sequence(&self) -> Option<u64> {
+        self.next
+    }
+
+    pub fn role(&self) -> SessionRole {
+        self.role
+    }
+
+    /// Verifies a frame from the peer and returns its message: the tag
+    /// first (constant time, peer role), then the sequence, then the
+    /// direction. On any error the state is unchanged.
     pub fn open(&mut self, frame: Frame) -> Result<Message, AuthError> {
         let peer = self.role.peer();
         let expected = compute_tag(
@@ -308,7 +319,7 @@ impl SessionAuthenticator {
         if !expected.ct_eq(&frame.auth_tag) {
             return Err(AuthError::BadTag);
         }
-        let Some(next) = self.next_recv else {
+        let Some(next) = self.next else {
             return Err(AuthError::SequenceExhausted("receive"));
         };
         if frame.sequence != next {
@@ -323,15 +334,77 @@ impl SessionAuthenticator {
                 kind: frame.message.kind(),
             });
         }
-        self.next_recv = next.checked_add(1);
+        self.next = next.checked_add(1);
         Ok(frame.message)
+    }
+}
+
+/// One end's authentication state: the key, the session id, its role and
+/// the next sequence number in each direction. [`Self::split`] separates
+/// the two directions for a transport with one reader and one writer owner.
+#[derive(Debug)]
+pub struct SessionAuthenticator {
+    sealer: FrameSealer,
+    opener: FrameOpener,
+}
+
+impl SessionAuthenticator {
+    pub fn new(session_id: Token, key: SessionKey, role: SessionRole) -> Self {
+        Self {
+            opener: FrameOpener {
+                session_id: session_id.clone(),
+                key: key.clone(),
+                role,
+                next: Some(1),
+            },
+            sealer: FrameSealer {
+                session_id,
+                key,
+                role,
+                next: Some(1),
+            },
+        }
+    }
+
+    pub fn session_id(&self) -> &Token {
+        &self.sealer.session_id
+    }
+
+    pub fn role(&self) -> SessionRole {
+        self.sealer.role
+    }
+
+    /// The sequence the next sealed frame will carry (`None`: exhausted).
+    pub fn next_send_sequence(&self) -> Option<u64> {
+        self.sealer.next
+    }
+
+    /// The sequence the next accepted frame must carry (`None`: exhausted).
+    pub fn next_receive_sequence(&self) -> Option<u64> {
+        self.opener.next
+    }
+
+    /// Seals `message` as this role's next frame.
+    pub fn seal(&mut self, message: Message) -> Result<Frame, AuthError> {
+        self.sealer.seal(message)
+    }
+
+    /// Verifies a frame from the peer and returns its message. On any error
+    /// the state is unchanged.
+    pub fn open(&mut self, frame: Frame) -> Result<Message, AuthError> {
+        self.opener.open(frame)
+    }
+
+    /// The two directions, each with its own copy of the key.
+    pub fn split(self) -> (FrameSealer, FrameOpener) {
+        (self.sealer, self.opener)
     }
 
     /// Test hook: moves both counters, to exercise exhaustion.
     #[cfg(test)]
     pub(crate) fn set_sequences(&mut self, next_send: Option<u64>, next_recv: Option<u64>) {
-        self.next_send = next_send;
-        self.next_recv = next_recv;
+        self.sealer.next = next_send;
+        self.opener.next = next_recv;
     }
 }
 

@@ -5,10 +5,12 @@
 //! need another request pattern can use it directly.
 
 use std::io::{BufRead, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde_json::Value;
 
-use crate::auth::{AuthError, Frame, SessionAuthenticator};
+use crate::auth::{AuthError, Frame, FrameOpener, FrameSealer, SessionAuthenticator};
 use crate::bootstrap::BootstrapError;
 use crate::canonical;
 use crate::codec::{CodecError, JsonLineReader, JsonLineWriter};
@@ -60,6 +62,16 @@ pub enum SessionError {
     NotText { tool: String, what: &'static str },
     #[error("tool `{tool}` failed: {message}")]
     Tool { tool: String, message: String },
+    #[error("a tool thread panicked")]
+    ToolPanicked,
+    #[error("call `{0}` is still in flight; collect its answer first")]
+    Busy(String),
+    #[error("no call is in flight")]
+    Idle,
+    #[error("the session was closed with call `{0}` in flight; its effect is indeterminate")]
+    Abandoned(String),
+    #[error("request `{0}` is not a call in flight that can still be cancelled")]
+    NotCancellable(String),
 }
 
 impl SessionError {
@@ -69,6 +81,9 @@ impl SessionError {
         !matches!(
             self,
             Self::NotGranted(_)
+                | Self::Busy(_)
+                | Self::Idle
+                | Self::NotCancellable(_)
                 | Self::CallLimit { .. }
                 | Self::TooLarge { what: "input", .. }
                 | Self::NotText { what: "input", .. }
@@ -111,61 +126,56 @@ pub(crate) fn check_payload(
     Ok(())
 }
 
-/// The codec pair and the authenticator of one end.
-#[derive(Debug)]
-pub struct FrameChannel<R, W> {
-    reader: JsonLineReader<R>,
-    writer: JsonLineWriter<W>,
-    auth: SessionAuthenticator,
-    poisoned: bool,
+/// A poison flag shared by the two halves of one channel: an error on
+/// either side stops both.
+#[derive(Debug, Clone, Default)]
+struct Poison(Arc<AtomicBool>);
+
+impl Poison {
+    fn set(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    fn is_set(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
 }
 
-impl<R: BufRead, W: Write> FrameChannel<R, W> {
-    pub fn new(reader: R, writer: W, auth: SessionAuthenticator) -> Self {
-        Self {
-            reader: JsonLineReader::new(reader),
-            writer: JsonLineWriter::new(writer),
-            auth,
-            poisoned: false,
-        }
-    }
+/// The receiving half: the JSON-line reader and the frame opener.
+#[derive(Debug)]
+pub struct FrameReceiver<R> {
+    reader: JsonLineReader<R>,
+    opener: FrameOpener,
+    poison: Poison,
+}
 
+/// The sending half: the JSON-line writer and the frame sealer.
+#[derive(Debug)]
+pub struct FrameSender<W> {
+    writer: JsonLineWriter<W>,
+    sealer: FrameSealer,
+    poison: Poison,
+}
+
+impl<R: BufRead> FrameReceiver<R> {
     pub fn is_poisoned(&self) -> bool {
-        self.poisoned
+        self.poison.is_set()
     }
 
-    /// Marks the channel unusable.
+    /// Marks both halves unusable.
     pub fn poison(&mut self) {
-        self.poisoned = true;
+        self.poison.set();
         self.reader.poison();
-        self.writer.poison();
     }
 
-    pub fn authenticator(&self) -> &SessionAuthenticator {
-        &self.auth
-    }
-
-    /// Seals and writes one message.
-    pub fn send(&mut self, message: Message) -> Result<(), SessionError> {
-        if self.poisoned {
-            return Err(SessionError::Poisoned);
-        }
-        let result = self.send_inner(message);
-        if result.is_err() {
-            self.poison();
-        }
-        result
-    }
-
-    fn send_inner(&mut self, message: Message) -> Result<(), SessionError> {
-        let frame = self.auth.seal(message)?;
-        self.writer.write(&frame)?;
-        Ok(())
+    /// The sequence the next accepted frame must carry.
+    pub fn next_sequence(&self) -> Option<u64> {
+        self.opener.next_sequence()
     }
 
     /// Reads and opens one frame; `Ok(None)` at a clean end of input.
     pub fn recv(&mut self) -> Result<Option<Message>, SessionError> {
-        if self.poisoned {
+        if self.poison.is_set() {
             return Err(SessionError::Poisoned);
         }
         let result = self.recv_inner();
@@ -179,7 +189,7 @@ impl<R: BufRead, W: Write> FrameChannel<R, W> {
         let Some(frame) = self.reader.read::<Frame>()? else {
             return Ok(None);
         };
-        Ok(Some(self.auth.open(frame)?))
+        Ok(Some(self.opener.open(frame)?))
     }
 
     /// Reads one frame and requires it; end of input is an error.
@@ -192,9 +202,116 @@ impl<R: BufRead, W: Write> FrameChannel<R, W> {
             }
         }
     }
+}
+
+impl<W: Write> FrameSender<W> {
+    pub fn is_poisoned(&self) -> bool {
+        self.poison.is_set()
+    }
+
+    /// Marks both halves unusable.
+    pub fn poison(&mut self) {
+        self.poison.set();
+        self.writer.poison();
+    }
+
+    /// The sequence the next sealed frame will carry.
+    pub fn next_sequence(&self) -> Option<u64> {
+        self.sealer.next_sequence()
+    }
+
+    /// Seals and writes one message.
+    pub fn send(&mut self, message: Message) -> Result<(), SessionError> {
+        if self.poison.is_set() {
+            return Err(SessionError::Poisoned);
+        }
+        let result = self.send_inner(message);
+        if result.is_err() {
+            self.poison();
+        }
+        result
+    }
+
+    fn send_inner(&mut self, message: Message) -> Result<(), SessionError> {
+        let frame = self.sealer.seal(message)?;
+        self.writer.write(&frame)?;
+        Ok(())
+    }
 
     /// Gives the writer back (dropping it closes the peer's input).
     pub fn into_writer(self) -> W {
         self.writer.into_inner()
+    }
+}
+
+/// The codec pair and the authenticator of one end, poisoned as a whole.
+#[derive(Debug)]
+pub struct FrameChannel<R, W> {
+    rx: FrameReceiver<R>,
+    tx: FrameSender<W>,
+}
+
+impl<R: BufRead, W: Write> FrameChannel<R, W> {
+    pub fn new(reader: R, writer: W, auth: SessionAuthenticator) -> Self {
+        let (sealer, opener) = auth.split();
+        let poison = Poison::default();
+        Self {
+            rx: FrameReceiver {
+                reader: JsonLineReader::new(reader),
+                opener,
+                poison: poison.clone(),
+            },
+            tx: FrameSender {
+                writer: JsonLineWriter::new(writer),
+                sealer,
+                poison,
+            },
+        }
+    }
+
+    pub fn is_poisoned(&self) -> bool {
+        self.rx.is_poisoned()
+    }
+
+    /// Marks the channel unusable.
+    pub fn poison(&mut self) {
+        self.rx.poison();
+        self.tx.poison();
+    }
+
+    /// The sequence the next sealed frame will carry.
+    pub fn next_send_sequence(&self) -> Option<u64> {
+        self.tx.next_sequence()
+    }
+
+    /// The sequence the next accepted frame must carry.
+    pub fn next_receive_sequence(&self) -> Option<u64> {
+        self.rx.next_sequence()
+    }
+
+    /// Seals and writes one message.
+    pub fn send(&mut self, message: Message) -> Result<(), SessionError> {
+        self.tx.send(message)
+    }
+
+    /// Reads and opens one frame; `Ok(None)` at a clean end of input.
+    pub fn recv(&mut self) -> Result<Option<Message>, SessionError> {
+        self.rx.recv()
+    }
+
+    /// Reads one frame and requires it; end of input is an error.
+    pub fn recv_expected(&mut self, expected: &'static str) -> Result<Message, SessionError> {
+        self.rx.recv_expected(expected)
+    }
+
+    /// The two halves, for one reader owner and one writer owner (they
+    /// still share one poison flag).
+    pub fn split(self) -> (FrameReceiver<R>, FrameSender<W>) {
+        (self.rx, self.tx)
+    }
+
+    /// Gives the writer back (dropping it closes the peer's input).
+    pub fn into_writer(self) -> W {
+        self.tx.into_writer()
     }
 }

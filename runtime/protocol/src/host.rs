@@ -16,7 +16,8 @@ use crate::auth::{SessionAuthenticator, SessionRole};
 use crate::bootstrap::SessionKey;
 use crate::channel::{FrameChannel, SessionError, check_payload};
 use crate::manifest::CapabilityManifest;
-use crate::message::{Message, Outcome};
+use crate::manifest::GrantFormat;
+use crate::message::{CancelDisposition, Message, Outcome};
 use crate::token::Token;
 
 /// An open, authenticated host session.
@@ -26,6 +27,36 @@ pub struct HostSession<R, W> {
     manifest: CapabilityManifest,
     calls: BTreeMap<Token, u32>,
     next_request: u64,
+    pending: Option<Pending>,
+}
+
+/// The call in flight and what has been answered about it.
+#[derive(Debug)]
+struct Pending {
+    request_id: Token,
+    tool: Token,
+    format: GrantFormat,
+    max_output: u32,
+    cancel_sent: bool,
+    cancel_answered: bool,
+    result_received: bool,
+}
+
+/// One answer about the call in flight.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallEvent {
+    /// The call's result (a tool error is `Err`).
+    Finished {
+        request_id: Token,
+        output: Result<Value, String>,
+    },
+    /// The worker acknowledged the cancel: the effect stopped and no result
+    /// follows.
+    Cancelled { request_id: Token },
+    /// The cancel came after the result, which was reported first.
+    TooLate { request_id: Token },
+    /// The call cannot be cancelled; its result still follows.
+    Unsupported { request_id: Token },
 }
 
 impl<R: Read, W: Write> HostSession<R, W> {
@@ -48,6 +79,7 @@ impl<R: Read, W: Write> HostSession<R, W> {
             manifest,
             calls: BTreeMap::new(),
             next_request: 1,
+            pending: None,
         })
     }
 
@@ -64,8 +96,33 @@ impl<R: Read, W: Write> HostSession<R, W> {
     /// A tool's error result is returned as [`SessionError::Tool`] and
     /// leaves the session usable.
     pub fn invoke(&mut self, tool: &str, input: Value) -> Result<Value, SessionError> {
+        let request_id = self.start(tool, input)?;
+        match self.next_event()? {
+            CallEvent::Finished {
+                request_id: done,
+                output,
+            } if done == request_id => output.map_err(|message| SessionError::Tool {
+                tool: tool.to_owned(),
+                message,
+            }),
+            // `next_event` only reports events for the pending call, and no
+            // cancel was sent, so only `Finished` can arrive.
+            _ => Err(self.violation(SessionError::Unexpected {
+                expected: "result",
+                got: "cancellation_result",
+            })),
+        }
+    }
+
+    /// Sends one `invoke` and returns its request id without waiting; one
+    /// call may be in flight at a time. Collect the answer with
+    /// [`Self::next_event`]; [`Self::cancel`] may be sent in between.
+    pub fn start(&mut self, tool: &str, input: Value) -> Result<Token, SessionError> {
         if self.channel.is_poisoned() {
             return Err(SessionError::Poisoned);
+        }
+        if let Some(p) = &self.pending {
+            return Err(SessionError::Busy(p.request_id.to_string()));
         }
         let Some(grant) = self.manifest.grant(tool) else {
             return Err(SessionError::NotGranted(tool.to_owned()));
@@ -92,41 +149,133 @@ impl<R: Read, W: Write> HostSession<R, W> {
             tool: tool.clone(),
             input,
         })?;
-        let reply = self.channel.recv_expected("result")?;
-        let (got_id, outcome) = match reply {
+        self.pending = Some(Pending {
+            request_id: request_id.clone(),
+            tool,
+            format,
+            max_output: max_out,
+            cancel_sent: false,
+            cancel_answered: false,
+            result_received: false,
+        });
+        Ok(request_id)
+    }
+
+    /// Asks the worker to cancel the call in flight. The answer arrives
+    /// through [`Self::next_event`].
+    pub fn cancel(&mut self, request_id: &Token) -> Result<(), SessionError> {
+        if self.channel.is_poisoned() {
+            return Err(SessionError::Poisoned);
+        }
+        match &mut self.pending {
+            Some(p) if &p.request_id == request_id && !p.cancel_sent && !p.result_received => {
+                p.cancel_sent = true;
+            }
+            _ => return Err(SessionError::NotCancellable(request_id.to_string())),
+        }
+        self.channel.send(Message::Cancel {
+            request_id: request_id.clone(),
+        })
+    }
+
+    /// Whether a call is in flight (started and not yet fully answered).
+    pub fn call_in_flight(&self) -> Option<&Token> {
+        self.pending.as_ref().map(|p| &p.request_id)
+    }
+
+    /// Reads the next answer about the call in flight.
+    ///
+    /// The worker's answers are checked against what was asked: a result
+    /// only for the call in flight and only once; `acknowledged` only after
+    /// a cancel and before any result (and then no result may follow);
+    /// `too_late` only after a cancel and after the result; `unsupported`
+    /// only after a cancel and before the result (which still follows).
+    /// Anything else poisons the session.
+    pub fn next_event(&mut self) -> Result<CallEvent, SessionError> {
+        if self.channel.is_poisoned() {
+            return Err(SessionError::Poisoned);
+        }
+        let Some(pending) = self.pending.as_ref() else {
+            return Err(SessionError::Idle);
+        };
+        let expected = if pending.cancel_sent && !pending.cancel_answered {
+            "result or cancellation_result"
+        } else {
+            "result"
+        };
+        let reply = self.channel.recv_expected(expected)?;
+        let Some(p) = self.pending.as_mut() else {
+            return Err(SessionError::Idle);
+        };
+        match reply {
             Message::Result {
                 request_id,
                 outcome,
-            } => (request_id, outcome),
-            other => {
-                return Err(self.violation(SessionError::Unexpected {
-                    expected: "result",
-                    got: other.kind(),
-                }));
-            }
-        };
-        if got_id != request_id {
-            return Err(self.violation(SessionError::RequestMismatch {
-                expected: request_id.to_string(),
-                got: got_id.to_string(),
-            }));
-        }
-        match outcome {
-            Outcome::Ok(output) => {
-                if let Err(e) = check_payload(&tool, format, "output", &output, max_out) {
-                    return Err(self.violation(e));
+            } if request_id == p.request_id && !p.result_received => {
+                let output = match outcome {
+                    Outcome::Ok(output) => {
+                        if let Err(e) =
+                            check_payload(&p.tool, p.format, "output", &output, p.max_output)
+                        {
+                            return Err(self.violation(e));
+                        }
+                        Ok(output)
+                    }
+                    Outcome::Error(message) => Err(message),
+                };
+                p.result_received = true;
+                if !p.cancel_sent || p.cancel_answered {
+                    self.pending = None;
                 }
-                Ok(output)
+                Ok(CallEvent::Finished { request_id, output })
             }
-            Outcome::Error(message) => Err(SessionError::Tool {
-                tool: tool.to_string(),
-                message,
-            }),
+            Message::CancellationResult {
+                request_id,
+                disposition,
+            } if request_id == p.request_id && p.cancel_sent && !p.cancel_answered => {
+                match (disposition, p.result_received) {
+                    (CancelDisposition::Acknowledged, false) => {
+                        self.pending = None;
+                        Ok(CallEvent::Cancelled { request_id })
+                    }
+                    (CancelDisposition::TooLate, true) => {
+                        self.pending = None;
+                        Ok(CallEvent::TooLate { request_id })
+                    }
+                    (CancelDisposition::Unsupported, false) => {
+                        p.cancel_answered = true;
+                        Ok(CallEvent::Unsupported { request_id })
+                    }
+                    _ => Err(self.violation(SessionError::Unexpected {
+                        expected,
+                        got: "cancellation_result",
+                    })),
+                }
+            }
+            Message::Result { request_id, .. } | Message::CancellationResult { request_id, .. }
+                if request_id != p.request_id =>
+            {
+                let expected_id = p.request_id.to_string();
+                Err(self.violation(SessionError::RequestMismatch {
+                    expected: expected_id,
+                    got: request_id.to_string(),
+                }))
+            }
+            other => Err(self.violation(SessionError::Unexpected {
+                expected,
+                got: other.kind(),
+            })),
         }
     }
 
-    /// Sends `close_session` and closes the worker's stdin.
+    /// Sends `close_session` and closes the worker's stdin. With a call
+    /// still in flight nothing is sent: both pipes are closed, the call is
+    /// abandoned and [`SessionError::Abandoned`] says so (its effect is
+    /// indeterminate).
     pub fn close(mut self) -> Result<(), SessionError> {
+        if let Some(p) = &self.pending {
+            return Err(SessionError::Abandoned(p.request_id.to_string()));
+        }
         self.channel.send(Message::CloseSession {})?;
         drop(self.channel.into_writer());
         Ok(())

@@ -33,17 +33,20 @@ pub mod worker;
 )]
 mod sys;
 
-pub use auth::{AUTH_DOMAIN, AuthError, AuthTag, Frame, SessionAuthenticator, SessionRole};
+pub use auth::{
+    AUTH_DOMAIN, AuthError, AuthTag, Frame, FrameOpener, FrameSealer, SessionAuthenticator,
+    SessionRole,
+};
 pub use bootstrap::{
     BootstrapError, EncodedBootstrap, PrivatePipeWorkerBootstrap, SessionKey, SessionKeyError,
 };
-pub use channel::{FrameChannel, SessionError};
+pub use channel::{FrameChannel, FrameReceiver, FrameSender, SessionError};
 pub use codec::{CodecError, JsonLineReader, JsonLineWriter, MAX_LINE_BYTES};
-pub use host::HostSession;
+pub use host::{CallEvent, HostSession};
 pub use manifest::{CapabilityManifest, Grant, GrantFormat, ManifestError, Resource, ResourceKind};
 pub use message::{CancelDisposition, Message, OperationState, Outcome};
 pub use token::{Token, TokenError};
-pub use worker::{ServeEnd, Worker};
+pub use worker::{CancelSignal, ServeEnd, ToolFailure, Worker};
 
 /// The only protocol version this crate speaks.
 pub const PROTOCOL_VERSION: u16 = 5;
