@@ -1,0 +1,116 @@
+//! `splashc run` end to end: a policy file naming a temporary copy of the
+//! probe, launched under the real bwrap.
+
+mod runtime_support;
+
+use std::process::Command;
+
+use runtime_support::{TempDir, bin_dir, host_with_probe, serial};
+use serde_json::Value;
+
+fn policy(probe_dir: &TempDir) -> String {
+    let dir = probe_dir.path().display();
+    format!(
+        r#"splashpol 1
+
+policy "cli-test" {{
+  bubblewrap "/usr/bin/bwrap"
+  worker "/opt/probe/splash-probe"
+  runtime "{dir}" at "/opt/probe"
+  runtime "/usr" at "/usr"
+  runtime "/lib" at "/lib"
+  runtime "/lib64" at "/lib64"
+
+  root "scratch" tmpfs at "/workspace/scratch" size 8 MiB
+  root "unused" tmpfs at "/workspace/unused" size 8 MiB
+
+  tmp private size 16 MiB
+  writes bounded
+  user-namespaces none
+  pin mounts, executables
+  seccomp deny-known-escape-surface
+}}
+"#
+    )
+}
+
+fn splashc() -> Option<std::path::PathBuf> {
+    let path = bin_dir().join("splashc");
+    splash_tests::require_host(
+        path.is_file(),
+        "the splashc binary (run `cargo build --workspace --bins` first)",
+    )
+    .then_some(path)
+}
+
+#[test]
+fn run_launches_the_probe_and_prints_its_authenticated_report() {
+    let _serial = serial();
+    let Some((_bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let Some(splashc) = splashc() else { return };
+    let work = TempDir::new("cli");
+    let policy_path = work.path().join("policy.splashpol");
+    std::fs::write(&policy_path, policy(&probe_dir)).expect("policy");
+
+    // Without a manifest: a generated session activating every root.
+    let out = Command::new(&splashc)
+        .arg("run")
+        .arg(&policy_path)
+        .output()
+        .expect("run splashc");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("no manifest given; generated session `run-"),
+        "{stderr}"
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["capabilities"]["effective"], "0000000000000000");
+    assert_eq!(report["seccomp"], 2);
+    let mounts = report["mounts"].to_string();
+    assert!(
+        mounts.contains("/workspace/unused"),
+        "generated manifest activates every root"
+    );
+
+    // With a manifest selecting one root and granting `probe.path`.
+    let manifest = serde_json::json!({
+        "protocol_version": 5,
+        "session_id": "cli-1",
+        "grants": [{
+            "tool": "probe.path", "format": "json", "max_calls": 1,
+            "max_input_bytes": 1024, "max_output_bytes": 65536,
+            "resources": [{"kind": "file_root", "id": "scratch"}]
+        }]
+    });
+    let manifest_path = work.path().join("manifest.json");
+    std::fs::write(&manifest_path, manifest.to_string()).expect("manifest");
+    for (path, exists) in [("/workspace/scratch", true), ("/workspace/unused", false)] {
+        let out = Command::new(&splashc)
+            .arg("run")
+            .arg(&policy_path)
+            .arg("--manifest")
+            .arg(&manifest_path)
+            .args(["--invoke", "probe.path", "--input"])
+            .arg(serde_json::json!({"path": path}).to_string())
+            .output()
+            .expect("run splashc");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        let seen: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(seen["exists"], exists, "{path}: {seen}");
+    }
+
+    // A tool the manifest does not grant is refused before launch.
+    let out = Command::new(&splashc)
+        .arg("run")
+        .arg(&policy_path)
+        .arg("--manifest")
+        .arg(&manifest_path)
+        .output()
+        .expect("run splashc");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not grant `probe.report`"));
+}
