@@ -1,0 +1,438 @@
+//! The golden corpus of `.splashpol` files (`tests/corpus/`).
+//!
+//! Every case is pinned twice:
+//!
+//! 1. structurally: its leading comment lines list every diagnostic it must
+//!    produce, one per line, as `# expect: CODE @ L:C-L:C` for an error and
+//!    `# warning: CODE @ L:C-L:C` for a warning (one-based line and character
+//!    column of the span's start and of its exclusive end). The multiset of
+//!    (severity, code, span) must match exactly;
+//! 2. by the rendered human diagnostics, stored next to the input as
+//!    `NAME.expected`. A missing or different `.expected` file is a failure;
+//!    `SPLASH_BLESS=1` (re)writes them instead.
+//!
+//! `invalid/` cases must fail the check with at least one expected error;
+//! `valid/` cases and every `policies/*.splashpol` must check without errors.
+//! Every diagnostic code of `docs/diagnostics.md` must be exercised by some
+//! case, unless it is listed in [`NOT_STATICALLY_REACHABLE`].
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use splash_tests::workspace_root;
+use splashpol::span::line_col;
+use splashpol::{CheckOutcome, Severity, check_source};
+
+/// Environment variable that makes the test write `.expected` files.
+const BLESS_VAR: &str = "SPLASH_BLESS";
+
+/// The brief's floor for the invalid corpus.
+const MIN_INVALID_CASES: usize = 80;
+
+/// Codes in `docs/diagnostics.md` that no source text can trigger through
+/// `check_source`, with the reason.
+const NOT_STATICALLY_REACHABLE: &[(&str, &str)] = &[];
+
+fn corpus_dir() -> PathBuf {
+    workspace_root().join("tests/corpus")
+}
+
+fn blessing() -> bool {
+    std::env::var(BLESS_VAR).as_deref() == Ok("1")
+}
+
+/// One expected (or produced) diagnostic: severity, code, start and end.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Expectation {
+    severity: &'static str,
+    code: String,
+    start: (usize, usize),
+    end: (usize, usize),
+}
+
+impl std::fmt::Display for Expectation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keyword = if self.severity == "error" {
+            "expect"
+        } else {
+            "warning"
+        };
+        write!(
+            f,
+            "# {keyword}: {} @ {}:{}-{}:{}",
+            self.code, self.start.0, self.start.1, self.end.0, self.end.1
+        )
+    }
+}
+
+fn parse_position(text: &str) -> Option<(usize, usize)> {
+    let (line, column) = text.trim().split_once(':')?;
+    Some((line.parse().ok()?, column.parse().ok()?))
+}
+
+fn parse_expectation(severity: &'static str, rest: &str) -> Result<Expectation, String> {
+    let (code, span) = rest
+        .split_once('@')
+        .ok_or_else(|| format!("expected `CODE @ L:C-L:C`, found `{rest}`"))?;
+    let (start, end) = span
+        .trim()
+        .split_once('-')
+        .ok_or_else(|| format!("span `{}` is not `L:C-L:C`", span.trim()))?;
+    let start = parse_position(start).ok_or_else(|| format!("bad position `{start}`"))?;
+    let end = parse_position(end).ok_or_else(|| format!("bad position `{end}`"))?;
+    Ok(Expectation {
+        severity,
+        code: code.trim().to_string(),
+        start,
+        end,
+    })
+}
+
+/// The expectations written in the file's leading comment block.
+fn declared(source: &str) -> Result<Vec<Expectation>, String> {
+    let mut out = Vec::new();
+    for line in source.lines() {
+        let Some(comment) = line.strip_prefix('#') else {
+            break;
+        };
+        let comment = comment.trim();
+        if let Some(rest) = comment.strip_prefix("expect:") {
+            out.push(parse_expectation("error", rest)?);
+        } else if let Some(rest) = comment.strip_prefix("warning:") {
+            out.push(parse_expectation("warning", rest)?);
+        } else if comment.starts_with("expect") {
+            return Err(format!("malformed expectation line `{line}`"));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+fn produced(source: &str, outcome: &CheckOutcome) -> Vec<Expectation> {
+    let mut out = produced_in_order(source, outcome);
+    out.sort();
+    out
+}
+
+/// The produced diagnostics in the checker's order.
+fn produced_in_order(source: &str, outcome: &CheckOutcome) -> Vec<Expectation> {
+    outcome
+        .diagnostics
+        .iter()
+        .map(|d| Expectation {
+            severity: match d.severity {
+                Severity::Error => "error",
+                Severity::Warning => "warning",
+            },
+            code: d.code.to_string(),
+            start: line_col(source, d.span.start),
+            end: line_col(source, d.span.end),
+        })
+        .collect()
+}
+
+fn cases(kind: &str) -> Vec<PathBuf> {
+    let dir = corpus_dir().join(kind);
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .collect();
+    files.sort();
+    files
+}
+
+fn display_name(path: &Path) -> String {
+    path.strip_prefix(corpus_dir())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// Checks the snapshot of `rendered` against `NAME.expected`; returns a
+/// failure message, or writes the file when blessing.
+fn check_snapshot(input: &Path, rendered: &str) -> Option<String> {
+    let expected_path = input.with_extension("expected");
+    if blessing() {
+        let current = fs::read_to_string(&expected_path).ok();
+        if current.as_deref() != Some(rendered) {
+            fs::write(&expected_path, rendered)
+                .unwrap_or_else(|e| panic!("cannot write {}: {e}", expected_path.display()));
+            eprintln!("blessed {}", display_name(&expected_path));
+        }
+        return None;
+    }
+    match fs::read_to_string(&expected_path) {
+        Err(_) => Some(format!(
+            "{}: no rendered snapshot {} (run with {BLESS_VAR}=1 to create it, then review it)",
+            display_name(input),
+            display_name(&expected_path)
+        )),
+        Ok(expected) if expected != rendered => Some(format!(
+            "{}: rendered diagnostics differ from {} (run with {BLESS_VAR}=1 to update, then review the diff)\n--- expected\n{expected}\n--- actual\n{rendered}",
+            display_name(input),
+            display_name(&expected_path)
+        )),
+        Ok(_) => None,
+    }
+}
+
+/// Runs every case of one kind; returns failures and the codes seen.
+fn run_kind(kind: &str, must_fail: bool) -> (usize, Vec<String>, BTreeSet<String>) {
+    let mut failures = Vec::new();
+    let mut codes = BTreeSet::new();
+    let mut count = 0;
+    let files = cases(kind);
+    let inputs: BTreeSet<PathBuf> = files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "splashpol"))
+        .cloned()
+        .collect();
+    for path in &files {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("splashpol") => {}
+            Some("expected") => {
+                if !inputs.contains(&path.with_extension("splashpol")) {
+                    failures.push(format!("{}: snapshot without an input", display_name(path)));
+                }
+                continue;
+            }
+            _ => {
+                failures.push(format!(
+                    "{}: unexpected file in the corpus",
+                    display_name(path)
+                ));
+                continue;
+            }
+        }
+        count += 1;
+        let name = display_name(path);
+        let source = fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {name}: {e}"));
+        let outcome = check_source(&name, &source);
+        let expected = match declared(&source) {
+            Ok(e) => e,
+            Err(e) => {
+                failures.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        let actual = produced(&source, &outcome);
+        for e in &actual {
+            codes.insert(e.code.clone());
+        }
+        if must_fail {
+            if !expected.iter().any(|e| e.severity == "error") {
+                failures.push(format!(
+                    "{name}: an invalid case must declare at least one `# expect:` error"
+                ));
+            }
+            if outcome.policy.is_some() || !outcome.has_errors() {
+                failures.push(format!("{name}: checked clean but must fail"));
+            }
+        } else if outcome.has_errors() || outcome.policy.is_none() {
+            failures.push(format!("{name}: a valid case failed the check"));
+        }
+        if expected != actual {
+            let lines = |v: &[Expectation]| {
+                v.iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            };
+            failures.push(format!(
+                "{name}: diagnostics differ from the declared ones\n--- declared\n{}\n--- produced\n{}",
+                lines(&expected),
+                lines(&actual)
+            ));
+        }
+        // The machine-readable form agrees with the list.
+        let json = outcome.to_json();
+        let errors = actual.iter().filter(|e| e.severity == "error").count();
+        if json["errors"] != errors || json["ok"] != !outcome.has_errors() {
+            failures.push(format!("{name}: JSON summary disagrees: {json}"));
+        }
+        let rendered = outcome.render_human(&name, &source);
+        if must_fail || !outcome.diagnostics.is_empty() || path.with_extension("expected").exists()
+        {
+            if let Some(f) = check_snapshot(path, &rendered) {
+                failures.push(f);
+            }
+        }
+    }
+    (count, failures, codes)
+}
+
+fn report(failures: &[String]) {
+    assert!(
+        failures.is_empty(),
+        "{} corpus failure(s):\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn invalid_corpus_matches_declared_and_rendered_diagnostics() {
+    let (count, failures, _) = run_kind("invalid", true);
+    report(&failures);
+    assert!(
+        count >= MIN_INVALID_CASES,
+        "only {count} invalid cases; the corpus keeps at least {MIN_INVALID_CASES}"
+    );
+}
+
+#[test]
+fn valid_corpus_checks_clean() {
+    let (count, failures, _) = run_kind("valid", false);
+    report(&failures);
+    assert!(count >= 5, "only {count} valid cases");
+}
+
+#[test]
+fn every_shipped_policy_checks_clean() {
+    let dir = workspace_root().join("policies");
+    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "splashpol"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no policies in {}", dir.display());
+    let mut failures = Vec::new();
+    for path in &files {
+        let source = fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        let name = format!(
+            "policies/{}",
+            path.file_name().unwrap_or_default().to_string_lossy()
+        );
+        let outcome = check_source(&name, &source);
+        if outcome.has_errors() || outcome.policy.is_none() {
+            failures.push(format!("{name}:\n{}", outcome.render_human(&name, &source)));
+        }
+    }
+    report(&failures);
+}
+
+/// Every `splash::<phase>::<name>` code mentioned in `text`.
+fn codes_in(text: &str) -> BTreeSet<String> {
+    let mut codes = BTreeSet::new();
+    for (i, _) in text.match_indices("splash::") {
+        let code: String = text[i..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, ':' | '-' | '_'))
+            .collect();
+        let code = code.trim_end_matches([':', '-']).to_string();
+        if code.matches("::").count() == 2 {
+            codes.insert(code);
+        }
+    }
+    codes
+}
+
+/// The stable codes listed in `docs/diagnostics.md`.
+fn documented_codes() -> BTreeSet<String> {
+    let path = workspace_root().join("docs/diagnostics.md");
+    let text =
+        fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    codes_in(&text)
+}
+
+/// The codes the checker's sources can emit (string literals outside
+/// `#[cfg(test)]` code and `tests.rs` files).
+fn emitted_codes() -> BTreeSet<String> {
+    fn walk(dir: &Path, out: &mut BTreeSet<String>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs")
+                && path.file_name().is_some_and(|n| n != "tests.rs")
+            {
+                let text = fs::read_to_string(&path).unwrap_or_default();
+                let text = text.split("#[cfg(test)]").next().unwrap_or_default();
+                for code in codes_in(text) {
+                    if text.contains(&format!("\"{code}\"")) {
+                        out.insert(code);
+                    }
+                }
+            }
+        }
+    }
+    let mut codes = BTreeSet::new();
+    walk(&workspace_root().join("compiler/splashpol/src"), &mut codes);
+    codes
+}
+
+#[test]
+fn every_documented_code_is_exercised_by_the_corpus() {
+    let documented = documented_codes();
+    assert!(
+        !documented.is_empty(),
+        "no codes found in docs/diagnostics.md"
+    );
+    let emitted = emitted_codes();
+    let undocumented_emitted: Vec<&String> = emitted.difference(&documented).collect();
+    assert!(
+        undocumented_emitted.is_empty(),
+        "the checker emits codes that docs/diagnostics.md does not list: {undocumented_emitted:?}"
+    );
+    let mut seen = BTreeSet::new();
+    for kind in ["invalid", "valid"] {
+        for path in cases(kind) {
+            if path.extension().is_some_and(|e| e == "splashpol") {
+                let source = fs::read_to_string(&path).unwrap_or_default();
+                for e in declared(&source).unwrap_or_default() {
+                    seen.insert(e.code);
+                }
+            }
+        }
+    }
+    let exempt: BTreeSet<String> = NOT_STATICALLY_REACHABLE
+        .iter()
+        .map(|(c, _)| (*c).to_string())
+        .collect();
+    let missing: Vec<&String> = documented
+        .iter()
+        .filter(|c| !seen.contains(*c) && !exempt.contains(*c))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "documented codes with no corpus case: {missing:?}"
+    );
+    let undocumented: Vec<&String> = seen.iter().filter(|c| !documented.contains(*c)).collect();
+    assert!(
+        undocumented.is_empty(),
+        "corpus expects codes that docs/diagnostics.md does not list: {undocumented:?}"
+    );
+}
+
+/// Prints what the checker says about each corpus case whose name contains
+/// `$SPLASH_CORPUS_SHOW` (all when unset), in the `# expect:` format followed
+/// by the message: a starting point when writing a new case.
+/// `cargo test -p splash-tests --test corpus -- --ignored --nocapture show`
+#[test]
+#[ignore = "a writing aid, not a check"]
+fn show() {
+    let filter = std::env::var("SPLASH_CORPUS_SHOW").unwrap_or_default();
+    for kind in ["invalid", "valid"] {
+        for path in cases(kind) {
+            let name = display_name(&path);
+            if !path.extension().is_some_and(|e| e == "splashpol") || !name.contains(&filter) {
+                continue;
+            }
+            let source = fs::read_to_string(&path).unwrap_or_default();
+            let outcome = check_source(&name, &source);
+            println!("== {name}");
+            for (e, d) in produced_in_order(&source, &outcome)
+                .iter()
+                .zip(&outcome.diagnostics)
+            {
+                println!("{e}\t{}", d.message);
+            }
+        }
+    }
+}
