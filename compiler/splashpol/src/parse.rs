@@ -290,7 +290,14 @@ impl Parsing {
             self.diagnostics.push(diagnostic);
             return;
         }
-        let word_span = Span::new(start, start + word_len.max(1).min(text.len().max(1)));
+        // An empty word (the statement starts with `{`, `é`, ...) is shown as
+        // its first character, whole: a span must not split a character.
+        let shown_len = if word_len == 0 {
+            text.chars().next().map_or(0, char::len_utf8)
+        } else {
+            word_len
+        };
+        let word_span = Span::new(start, start + shown_len);
         let shown = if word.is_empty() {
             text.chars().next().map(String::from).unwrap_or_default()
         } else {
