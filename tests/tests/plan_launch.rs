@@ -14,11 +14,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, ResourceKind, Token};
 use splash_tests::{bwrap_path, require_host};
 use splashpol::activate::activate;
+use splashpol::emit::shell_quote;
 use splashpol::lower::lower;
 use splashpol::model::{
     AbsPath, Access, FileRoot, FileRootKind, Policy, PrivateTmp, RuntimeMount, SeccompPolicy,
 };
-use splashpol::plan::{Arch, LaunchPlan};
+use splashpol::plan::{Arch, LaunchPlan, PinSlot, Slot};
 
 const WORKER: &str = r#"#!/bin/sh
 # /etc is not mounted, so only tools reached without /etc/alternatives work
@@ -39,6 +40,7 @@ if touch /probe-rootfs 2>/dev/null; then echo rootfs=rw; else echo rootfs=ro; fi
 echo "proc=$(grep '^[^ ]* /proc ' /proc/self/mounts | cut -d' ' -f4 | cut -d, -f1)"
 echo "hello=$(cat /workspace/ro/hello.txt 2>/dev/null)"
 cut -d' ' -f5 /proc/self/mountinfo | sed 's/^/mount=/'
+echo "seccomp=$(grep '^Seccomp:' /proc/self/status | tr -dc 0-9)"
 echo "args=$*"
 "#;
 
@@ -346,4 +348,81 @@ fn refused_plans_never_reach_bwrap() {
     // one byte less does not.
     policy.aggregate_ephemeral_max_bytes = Some((3 << 20) - 1);
     assert!(activate(&policy, Some(&manifest(&["scratch"]))).is_err());
+}
+
+#[test]
+fn pinned_plan_launches_through_descriptors() {
+    // Descriptor mode, rendered with descriptors a shell opens: every mount
+    // source, bwrap itself and the worker overlay come from descriptors, and
+    // bwrap installs the seccomp program from its descriptor.
+    let Some(bwrap) = bwrap() else { return };
+    let bash = Path::new("/bin/bash");
+    if !require_host(bash.exists(), "bash (for descriptors above 9)") {
+        return;
+    }
+    let fx = Fixture::new();
+    let mut policy = policy(&fx, &bwrap);
+    policy.pin_mounts = true;
+    policy.pin_executables = true;
+    policy.seccomp = SeccompPolicy::DenyKnownEscapeSurface;
+    let plan = plan_for(&policy, &["ro", "scratch"]);
+    let seccomp = plan.seccomp.as_ref().expect("seccomp plan");
+    let program = fx.base.join("filter.bpf");
+    std::fs::write(&program, &seccomp.program).expect("write filter");
+
+    const FIRST_PIN_FD: u16 = 10;
+    let mut render = |slot| match slot {
+        Slot::Pin(PinSlot(n)) => (FIRST_PIN_FD + n).to_string(),
+        Slot::BwrapSeccomp => "9".to_string(),
+        Slot::RunnerSeccomp => panic!("no runner in this plan"),
+    };
+    let mut line = vec![plan.bwrap_program(&mut render)];
+    line.extend(plan.bwrap_arguments(&mut render));
+    assert!(
+        line[0].starts_with("/proc/self/fd/"),
+        "bwrap runs from its descriptor"
+    );
+
+    // One `exec N<path` per descriptor: bash drops all but the first of
+    // several multi-digit redirections given to one `exec`.
+    let mut script = format!("exec 9<{};", shell_quote(&program.to_string_lossy()));
+    for (i, pin) in plan.pins.iter().enumerate() {
+        script.push_str(&format!(
+            " exec {}<{};",
+            usize::from(FIRST_PIN_FD) + i,
+            shell_quote(pin.host_path.as_str())
+        ));
+    }
+    script.push_str(" exec");
+    for arg in &line {
+        script.push(' ');
+        script.push_str(&shell_quote(arg));
+    }
+    let out = Command::new(bash)
+        .arg("-c")
+        .arg(&script)
+        .output()
+        .expect("spawn bash");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "pinned launch failed: {:?}\nscript: {script}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut r: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for l in stdout.lines() {
+        if let Some((k, v)) = l.split_once('=') {
+            r.entry(k.to_string()).or_default().push(v.to_string());
+        }
+    }
+    assert_eq!(one(&r, "hello"), "hello-from-host");
+    assert_eq!(one(&r, "root:/workspace/ro"), "ro");
+    assert_eq!(one(&r, "root:/workspace/scratch"), "rw");
+    assert_eq!(one(&r, "root:/workspace/hidden"), "absent");
+    assert_eq!(one(&r, "seccomp"), "2", "a seccomp filter is installed");
+    assert!(
+        r["mount"].iter().any(|m| m == "/opt/splash/bin/worker"),
+        "worker overlay mounted"
+    );
 }

@@ -1,7 +1,39 @@
-//! `splashc compile`.
+//! `splashc compile POLICY -o FILE`: check a `.splashpol` file and write a
+//! versioned compiled-policy artifact (`splashpol::artifact`), which a Rust
+//! host loads without the front end and activates with a manifest.
 
-pub fn run(args: &crate::CompileArgs) -> u8 {
-    let _ = args;
-    eprintln!("splashc compile: not available yet");
-    2
+use crate::CompileArgs;
+use crate::emit::{policy_from_bytes, read};
+
+pub fn run(args: &CompileArgs) -> u8 {
+    let source = match read(&args.policy, "policy") {
+        Ok(s) => s,
+        Err(code) => return code,
+    };
+    if splashpol::artifact::looks_like_artifact(&source) {
+        eprintln!(
+            "splashc compile: `{}` is already a compiled artifact; compile `.splashpol` source",
+            args.policy.display()
+        );
+        return 2;
+    }
+    let loaded = match policy_from_bytes(&args.policy, source.clone()) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let bytes = match splashpol::artifact::write(&loaded.policy, &source) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("splashc compile: {e}");
+            return 1;
+        }
+    };
+    if let Err(e) = std::fs::write(&args.output, bytes) {
+        eprintln!(
+            "splashc compile: cannot write `{}`: {e}",
+            args.output.display()
+        );
+        return 2;
+    }
+    0
 }

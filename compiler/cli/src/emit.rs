@@ -1,7 +1,186 @@
-//! `splashc emit`.
+//! `splashc emit POLICY [--manifest FILE] [--argv [--null] | --format json | --bpf [--listing]] [--arch A]`.
+//!
+//! - `--argv` (the default): the Bubblewrap command line, program first, one
+//!   shell-quoted argument per line, or NUL-terminated with `--null`;
+//!   descriptors appear as placeholders (`docs/launch-plan.md`).
+//! - `--format json`: the whole launch plan as JSON.
+//! - `--bpf [--listing]`: the seccomp program (raw bytes, or a listing).
+//!
+//! `POLICY` is `.splashpol` source or a compiled artifact (`splashc
+//! compile`). Without `--manifest` every registered root is active; the
+//! output says so (a note on stderr for argv, a field in JSON).
 
-pub fn run(args: &crate::EmitArgs) -> u8 {
-    let _ = args;
-    eprintln!("splashc emit: not available yet");
-    2
+use std::io::Write;
+use std::path::Path;
+
+use splash_protocol::CapabilityManifest;
+use splash_seccomp::Arch;
+use splashpol::model::Policy;
+use splashpol::plan::LaunchPlan;
+use splashpol::{activate, artifact, emit, lower};
+
+use crate::{EmitArgs, Format};
+
+/// A policy loaded from source or from an artifact.
+pub struct Loaded {
+    pub policy: Policy,
+    /// BLAKE3 hex digest of the `.splashpol` source.
+    pub source_digest: String,
+}
+
+/// Read a file; an I/O error is reported and becomes exit status 2.
+pub fn read(path: &Path, what: &str) -> Result<Vec<u8>, u8> {
+    std::fs::read(path).map_err(|e| {
+        eprintln!("splashc: cannot read {what} `{}`: {e}", path.display());
+        2
+    })
+}
+
+/// Load a policy from `.splashpol` source (checked, diagnostics on stderr) or
+/// from a compiled artifact (re-validated). Errors are reported; the `Err`
+/// value is the exit status.
+pub fn load_policy(path: &Path) -> Result<Loaded, u8> {
+    let bytes = read(path, "policy")?;
+    policy_from_bytes(path, bytes)
+}
+
+/// [`load_policy`] for bytes already read from `path`.
+pub fn policy_from_bytes(path: &Path, bytes: Vec<u8>) -> Result<Loaded, u8> {
+    if artifact::looks_like_artifact(&bytes) {
+        return match artifact::load(&bytes) {
+            Ok(a) => Ok(Loaded {
+                policy: a.policy,
+                source_digest: a.source_digest,
+            }),
+            Err(e) => {
+                eprintln!("splashc: `{}`: {e}", path.display());
+                Err(1)
+            }
+        };
+    }
+    let Ok(source) = String::from_utf8(bytes) else {
+        eprintln!("splashc: policy `{}` is not UTF-8", path.display());
+        return Err(1);
+    };
+    let name = path.display().to_string();
+    let outcome = splashpol::check_source(&name, &source);
+    if !outcome.diagnostics.is_empty() {
+        eprint!("{}", outcome.render_human(&name, &source));
+    }
+    match outcome.policy {
+        Some(policy) if !outcome.has_errors() => Ok(Loaded {
+            policy,
+            source_digest: artifact::digest(source.as_bytes()),
+        }),
+        _ => Err(1),
+    }
+}
+
+/// Load and validate a manifest; errors are reported, `Err` is the status.
+pub fn load_manifest(path: &Path) -> Result<CapabilityManifest, u8> {
+    let bytes = read(path, "manifest")?;
+    CapabilityManifest::from_json(&bytes).map_err(|e| {
+        eprintln!("splashc: manifest `{}`: {e}", path.display());
+        1
+    })
+}
+
+/// The architecture named by `--arch`, or this host's; a bad name is a
+/// usage error (status 2).
+pub fn arch(flag: Option<&str>) -> Result<Arch, u8> {
+    crate::bpf::arch_from_flag(flag).map_err(|e| {
+        eprintln!("splashc: {e}");
+        2
+    })
+}
+
+/// Load, activate and lower: the plan `emit` and `run` display or launch.
+pub fn plan(policy_path: &Path, manifest: Option<&Path>, arch: Arch) -> Result<LaunchPlan, u8> {
+    let loaded = load_policy(policy_path)?;
+    let manifest = manifest.map(load_manifest).transpose()?;
+    let activation = activate::activate(&loaded.policy, manifest.as_ref()).map_err(|e| {
+        eprintln!("splashc: activation failed: {e}");
+        1
+    })?;
+    lower::lower(&loaded.policy, &activation, arch, &loaded.source_digest).map_err(|e| {
+        eprintln!("splashc: cannot lower the policy: {e}");
+        1
+    })
+}
+
+pub fn run(args: &EmitArgs) -> u8 {
+    match emit_main(args) {
+        Ok(()) => 0,
+        Err(code) => code,
+    }
+}
+
+fn emit_main(args: &EmitArgs) -> Result<(), u8> {
+    if args.argv && args.format == Format::Json {
+        eprintln!("splashc emit: `--argv` and `--format json` are exclusive");
+        return Err(2);
+    }
+    let arch = arch(args.arch.as_deref())?;
+
+    if args.bpf {
+        let loaded = load_policy(&args.policy)?;
+        let program = match crate::bpf::program_for(&loaded.policy.seccomp, arch) {
+            Ok(Some(p)) => p,
+            Ok(None) => {
+                eprintln!("splashc emit: the policy selects no seccomp profile");
+                return Err(1);
+            }
+            Err(e) => {
+                eprintln!("splashc emit: cannot compile the seccomp program: {e}");
+                return Err(1);
+            }
+        };
+        return match crate::bpf::run_bpf(&program, args.listing) {
+            0 => Ok(()),
+            code => Err(code),
+        };
+    }
+
+    let plan = plan(&args.policy, args.manifest.as_deref(), arch)?;
+    let mut out = std::io::stdout().lock();
+    let written = if args.format == Format::Json {
+        serde_json::to_string_pretty(&plan)
+            .map_err(std::io::Error::other)
+            .and_then(|json| writeln!(out, "{json}"))
+    } else {
+        if plan.all_registered_roots_active {
+            eprintln!("note: no manifest given; every registered file root is active");
+        }
+        let line = plan.display_command_line();
+        if args.null {
+            line.iter().try_for_each(|a| {
+                out.write_all(a.as_bytes())
+                    .and_then(|()| out.write_all(b"\0"))
+            })
+        } else {
+            out.write_all(render_shell(&line).as_bytes())
+        }
+    };
+    written.and_then(|()| out.flush()).map_err(|e| {
+        eprintln!("splashc emit: cannot write the output: {e}");
+        2
+    })
+}
+
+/// Shell-quoted, a new line (with a ` \` continuation) before each option,
+/// so the text is both readable and a valid shell command.
+fn render_shell(line: &[String]) -> String {
+    let mut text = String::new();
+    for (i, arg) in line.iter().enumerate() {
+        if i > 0 {
+            text.push_str(if arg.starts_with("--") {
+                " \\\n  "
+            } else {
+                " "
+            });
+        }
+        text.push_str(&emit::shell_quote(arg));
+    }
+    text.push('\n');
+    text
 }

@@ -257,14 +257,17 @@ fn check_destinations(policy: &Policy) -> Result<(), InvariantError> {
 /// a read-only runtime mount.
 fn check_executables(policy: &Policy) -> Result<(), InvariantError> {
     let mut named: Vec<(&'static str, &SandboxPath)> = vec![("the worker", &policy.worker)];
-    if let Some(l) = &policy.limit_runner {
-        named.push(("the limit runner", &l.path));
-    }
-    if let Some(l) = &policy.landlock_runner {
-        named.push(("the landlock runner", &l.path));
-    }
     if let Some(c) = &policy.combined_runner {
+        // One-hop mode: only the combined runner executes; the `limits` and
+        // `landlock` blocks contribute their settings, not their paths.
         named.push(("the combined runner", c));
+    } else {
+        if let Some(l) = &policy.limit_runner {
+            named.push(("the limit runner", &l.path));
+        }
+        if let Some(l) = &policy.landlock_runner {
+            named.push(("the landlock runner", &l.path));
+        }
     }
     for (i, (what, path)) in named.iter().enumerate() {
         if let Some((other, _)) = named[..i].iter().find(|(_, p)| p == path) {
@@ -983,7 +986,7 @@ pub(crate) mod tests {
         let plan = plain(&policy, None).expect("plan");
         let s = plan.seccomp.as_ref().expect("seccomp");
         assert_eq!(s.delivery, SeccompDelivery::Bubblewrap);
-        assert!(!s.program.is_empty() && s.program.len() % 8 == 0);
+        assert!(!s.program.is_empty() && s.program.len().is_multiple_of(8));
         let a = argv(&plan);
         assert_eq!(a[..3], ["--seccomp", "{fd:seccomp}", "--unshare-all"]);
         assert!(!a.iter().any(|x| x == "--seccomp-fd"));
