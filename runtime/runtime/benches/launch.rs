@@ -1,0 +1,245 @@
+//! Launch latency: time from spawn to the worker's first authenticated
+//! response, for a minimal policy and for the hardened demo policy, against
+//! raw Bubblewrap starting the same worker with an equivalent hand-written
+//! minimal argument list (the minimal policy's operations, written by hand
+//! with path binds and launched with `std::process::Command`), all measured in the same run (interleaved, so
+//! drift in the machine's load affects every variant alike).
+//!
+//! Run: `cargo build --release -p splash-probe && cargo bench -p splash-runtime --bench launch`.
+//! Without `--bench` (as under `cargo test`) one round runs as a smoke test.
+//! The probe is found next to this binary's profile directory or through
+//! `SPLASH_PROBE`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use splash_protocol::{
+    CapabilityManifest, Grant, GrantFormat, HostSession, PrivatePipeWorkerBootstrap, SessionKey,
+    Token,
+};
+use splash_runtime::BoundCommand;
+
+const BWRAP: &str = "/usr/bin/bwrap";
+
+fn find_probe() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("SPLASH_PROBE") {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let target = exe.parent()?.parent()?.parent()?;
+    ["release", "debug"]
+        .iter()
+        .map(|profile| target.join(profile).join("splash-probe"))
+        .find(|p| p.is_file())
+}
+
+fn manifest() -> CapabilityManifest {
+    let mut grant = Grant::new(Token::new("probe.echo").expect("token"), GrantFormat::Json);
+    grant.max_calls = 4;
+    CapabilityManifest {
+        protocol_version: 5,
+        session_id: Token::new("bench-1").expect("token"),
+        grants: vec![grant],
+    }
+}
+
+fn policy_text(probe_dir: &Path, hardened: bool) -> String {
+    let dir = probe_dir.display();
+    let controls = if hardened {
+        r#"
+  root "scratch" tmpfs at "/workspace/scratch" size 8 MiB
+  tmp private size 16 MiB
+  writes bounded
+  user-namespaces none
+  pin mounts, executables
+  seccomp deny-known-escape-surface
+"#
+    } else {
+        ""
+    };
+    format!(
+        r#"splashpol 1
+policy "bench" {{
+  bubblewrap "{BWRAP}"
+  worker "/opt/probe/splash-probe"
+  runtime "{dir}" at "/opt/probe"
+  runtime "/usr" at "/usr"
+  runtime "/lib" at "/lib"
+  runtime "/lib64" at "/lib64"
+{controls}}}
+"#
+    )
+}
+
+fn bind(probe_dir: &Path, hardened: bool) -> BoundCommand {
+    let text = policy_text(probe_dir, hardened);
+    let outcome = splashpol::check_source("bench.splashpol", &text);
+    let policy = match outcome.policy {
+        Some(p) if !outcome.has_errors() => p,
+        _ => panic!(
+            "bench policy: {}",
+            outcome.render_human("bench.splashpol", &text)
+        ),
+    };
+    let activation = splashpol::activate::activate(&policy, Some(&manifest())).expect("activate");
+    let arch = splashpol::plan::Arch::host().expect("supported architecture");
+    let plan = splashpol::lower::lower(&policy, &activation, arch, "bench").expect("lower");
+    BoundCommand::bind(plan).expect("bind")
+}
+
+/// One call through an open session; returns the elapsed time since `start`.
+fn first_response<R: std::io::Read, W: std::io::Write>(
+    key: SessionKey,
+    stdin: W,
+    stdout: R,
+    start: Instant,
+) -> Duration {
+    let mut session = HostSession::open(manifest(), key, stdin, stdout).expect("open session");
+    session
+        .invoke("probe.echo", json!({"input": 1}))
+        .expect("first response");
+    let elapsed = start.elapsed();
+    session.close().expect("close");
+    elapsed
+}
+
+fn runtime_launch(bound: &BoundCommand) -> Duration {
+    let key = SessionKey::generate().expect("key");
+    let boot = PrivatePipeWorkerBootstrap::new(Token::new("bench-1").expect("token"), key.clone());
+    let start = Instant::now();
+    let worker = bound.spawn_with_bootstrap(&boot).expect("spawn");
+    let (mut lifecycle, stdin, stdout) = worker.into_lifecycle_parts();
+    let elapsed = first_response(key, stdin, stdout, start);
+    lifecycle.wait().expect("reap");
+    elapsed
+}
+
+fn raw_launch(probe_dir: &Path) -> Duration {
+    let key = SessionKey::generate().expect("key");
+    let boot = PrivatePipeWorkerBootstrap::new(Token::new("bench-1").expect("token"), key.clone());
+    let start = Instant::now();
+    let mut child = Command::new(BWRAP)
+        .args([
+            "--unshare-all",
+            "--cap-drop",
+            "ALL",
+            "--clearenv",
+            "--new-session",
+        ])
+        .args([
+            "--die-with-parent",
+            "--chdir",
+            "/",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+        ])
+        .arg("--ro-bind")
+        .arg(probe_dir)
+        .args([
+            "/opt/probe",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+            "--ro-bind",
+            "/lib",
+            "/lib",
+        ])
+        .args([
+            "--ro-bind",
+            "/lib64",
+            "/lib64",
+            "--",
+            "/opt/probe/splash-probe",
+        ])
+        .env_clear()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn raw bwrap");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    boot.write_to(&mut stdin).expect("bootstrap");
+    let elapsed = first_response(key, stdin, stdout, start);
+    child.wait().expect("reap");
+    elapsed
+}
+
+struct Stats {
+    name: &'static str,
+    samples: Vec<Duration>,
+}
+
+impl Stats {
+    fn quantile(&self, q: f64) -> Duration {
+        let mut s = self.samples.clone();
+        s.sort();
+        let i = ((s.len() as f64 - 1.0) * q).round() as usize;
+        s[i]
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn main() {
+    let measuring = std::env::args().any(|a| a == "--bench");
+    if !Path::new(BWRAP).is_file() {
+        eprintln!("SKIP: bubblewrap is not installed at {BWRAP}");
+        return;
+    }
+    let Some(probe) = find_probe() else {
+        eprintln!("SKIP: splash-probe not built (cargo build --release -p splash-probe)");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("splash-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("bench dir");
+    std::fs::copy(&probe, dir.join("splash-probe")).expect("copy probe");
+    let dir = dir.canonicalize().expect("canonical bench dir");
+
+    let minimal = bind(&dir, false);
+    let hardened = bind(&dir, true);
+    let (warmup, rounds) = if measuring { (5, 60) } else { (0, 1) };
+    let mut raw = Stats {
+        name: "raw bwrap, hand-written minimal argv",
+        samples: Vec::new(),
+    };
+    let mut min = Stats {
+        name: "splash runtime, minimal policy",
+        samples: Vec::new(),
+    };
+    let mut hard = Stats {
+        name: "splash runtime, hardened demo policy",
+        samples: Vec::new(),
+    };
+    for round in 0..warmup + rounds {
+        let r = raw_launch(&dir);
+        let m = runtime_launch(&minimal);
+        let h = runtime_launch(&hardened);
+        if round >= warmup {
+            raw.samples.push(r);
+            min.samples.push(m);
+            hard.samples.push(h);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let base = raw.quantile(0.5);
+    println!("spawn → first authenticated response ({rounds} rounds, interleaved)");
+    println!("| variant | median ms | p90 ms | ratio to raw (median) |");
+    println!("|---|---:|---:|---:|");
+    for s in [&raw, &min, &hard] {
+        println!(
+            "| {} | {:.2} | {:.2} | {:.2}x |",
+            s.name,
+            ms(s.quantile(0.5)),
+            ms(s.quantile(0.9)),
+            s.quantile(0.5).as_secs_f64() / base.as_secs_f64()
+        );
+    }
+}
