@@ -102,7 +102,11 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
             eprintln!(
                 "note: no manifest given; generated session `{}` granting `{tool}` and activating every registered file root ({})",
                 m.session_id,
-                if roots.is_empty() { "none".to_owned() } else { roots.join(", ") }
+                if roots.is_empty() {
+                    "none".to_owned()
+                } else {
+                    roots.join(", ")
+                }
             );
             m
         }
@@ -118,10 +122,11 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
         1
     })?;
     let arch = arch(None)?;
-    let plan = lower::lower(&loaded.policy, &activation, arch, &loaded.source_digest).map_err(|e| {
-        eprintln!("splashc run: cannot lower the policy: {e}");
-        1
-    })?;
+    let plan =
+        lower::lower(&loaded.policy, &activation, arch, &loaded.source_digest).map_err(|e| {
+            eprintln!("splashc run: cannot lower the policy: {e}");
+            1
+        })?;
 
     // Bind, spawn, session.
     let bound = BoundCommand::bind(plan).map_err(|e| {
@@ -136,7 +141,11 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
             splash_runtime::BubblewrapLaunch::Path => "by path",
             splash_runtime::BubblewrapLaunch::Pinned(_) => "through its pinned descriptor",
         },
-        bound.plan().seccomp.as_ref().map_or("off", |s| s.profile.as_str()),
+        bound
+            .plan()
+            .seccomp
+            .as_ref()
+            .map_or("off", |s| s.profile.as_str()),
     );
     let key = SessionKey::generate().map_err(|e| {
         eprintln!("splashc run: {e}");
@@ -155,7 +164,11 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
         manifest.session_id
     );
     let mut session = HostSession::open(manifest, key, stdin, stdout).map_err(|e| {
-        eprintln!("splashc run: cannot open the session: {}; {}", chain(&e), lifecycle.startup_failure());
+        eprintln!(
+            "splashc run: cannot open the session: {}; {}",
+            chain(&e),
+            lifecycle.startup_failure()
+        );
         LAUNCH_FAILED
     })?;
     let response = match session.invoke(tool.as_str(), input) {
@@ -179,10 +192,12 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
         2
     })?;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}").and_then(|()| out.flush()).map_err(|e| {
-        eprintln!("splashc run: cannot write the output: {e}");
-        2
-    })?;
+    writeln!(out, "{text}")
+        .and_then(|()| out.flush())
+        .map_err(|e| {
+            eprintln!("splashc run: cannot write the output: {e}");
+            2
+        })?;
 
     session.close().map_err(|e| {
         eprintln!("splashc run: cannot close the session: {}", chain(&e));
