@@ -15,13 +15,21 @@ pub struct File {
 }
 
 /// `policy "name" { ... }`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Policy {
     pub name: Node<String>,
     /// Span of `policy "name"`, where missing-statement errors point.
     pub header: Span,
     pub statements: Vec<Stmt>,
 }
+
+impl PartialEq for Policy {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.statements == other.statements
+    }
+}
+
+impl Eq for Policy {}
 
 /// One statement with the span of the whole statement and of its keyword.
 #[derive(Debug, Clone)]
@@ -99,7 +107,7 @@ pub enum Statement {
     /// `limits [runner PATH] [required] { ... }`
     Limits {
         runner: Option<Node<String>>,
-        required: Option<Span>,
+        required: Option<Node<()>>,
         entries: Vec<Node<LimitEntry>>,
         /// Some entry failed to parse (already reported).
         recovered: bool,
@@ -116,7 +124,7 @@ pub enum Statement {
     Cgroup {
         parent: Node<String>,
         runner: Node<String>,
-        required: Option<Span>,
+        required: Option<Node<()>>,
         entries: Vec<Node<CgroupEntry>>,
         recovered: bool,
     },
@@ -162,6 +170,10 @@ impl Statement {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a handful of AST nodes per policy; boxing buys nothing"
+)]
 pub enum RootKind {
     Host {
         source: Node<String>,

@@ -204,7 +204,7 @@ impl Checker {
         match units::scalar(q, dim, what) {
             Ok(v) => Some(v),
             Err(d) => {
-                self.push(d);
+                self.push(*d);
                 None
             }
         }
@@ -493,7 +493,7 @@ impl Checker {
                     span: stmt.span,
                     keyword: stmt.keyword,
                     runner,
-                    required: *required,
+                    required: required.as_ref().map(|r| r.span),
                     limits,
                 });
             }
@@ -547,19 +547,19 @@ impl Checker {
                         q.span,
                     )
                 });
-                if let (Some(s), Some((Some(k), ks))) = (s, k) {
-                    if k > s {
-                        self.push(
-                            Diagnostic::warning(
-                                code("splash::check::call-deadline-exceeds-session"),
-                                ks,
-                                "the `call` deadline is longer than the `session` deadline",
-                            )
-                            .with_label("can never fire before the session deadline")
-                            .with_related(session.span, "session deadline")
-                            .with_help("make the call deadline shorter than the session deadline"),
-                        );
-                    }
+                if let (Some(s), Some((Some(k), ks))) = (s, k)
+                    && k > s
+                {
+                    self.push(
+                        Diagnostic::warning(
+                            code("splash::check::call-deadline-exceeds-session"),
+                            ks,
+                            "the `call` deadline is longer than the `session` deadline",
+                        )
+                        .with_label("can never fire before the session deadline")
+                        .with_related(session.span, "session deadline")
+                        .with_help("make the call deadline shorter than the session deadline"),
+                    );
                 }
                 if let Some(session_deadline_ms) = s {
                     let call_deadline_ms = match k {
@@ -764,7 +764,7 @@ impl Checker {
                 }
             }
             Err(d) => {
-                self.push(d);
+                self.push(*d);
                 None
             }
         };
@@ -1128,7 +1128,7 @@ impl Checker {
     }
 
     fn device_number(&mut self, n: &Node<ast::NumberLit>) -> Option<u32> {
-        let v = units::integer(n).map_err(|d| self.push(d)).ok()?;
+        let v = units::integer(n).map_err(|d| self.push(*d)).ok()?;
         match u32::try_from(v) {
             Ok(v) => Some(v),
             Err(_) => {
@@ -1167,7 +1167,7 @@ impl Checker {
             };
             match units::quantity(&e.node.value, Dimension::Rate, &format!("`{dir_kw}`")) {
                 Err(d) => {
-                    self.push(d);
+                    self.push(*d);
                     ok = false;
                 }
                 Ok(Value::Rate(r)) => {
@@ -1244,16 +1244,16 @@ impl Checker {
             }
         }
         let mut tmp_span = None;
-        if let (Some(t), Some((mode, span))) = (&tmp, &c.tmp) {
-            if *mode != PrivateTmp::Off {
-                tmp_span = Some(*span);
-                dests.push(Dest {
-                    path: t,
-                    span: None,
-                    what: "the private `/tmp`".to_string(),
-                    order: 0,
-                });
-            }
+        if let (Some(t), Some((mode, span))) = (&tmp, &c.tmp)
+            && *mode != PrivateTmp::Off
+        {
+            tmp_span = Some(*span);
+            dests.push(Dest {
+                path: t,
+                span: None,
+                what: "the private `/tmp`".to_string(),
+                order: 0,
+            });
         }
         for (i, (m, span)) in c.runtime.iter().enumerate() {
             dests.push(Dest {
@@ -1310,10 +1310,10 @@ impl Checker {
                     match outer.span {
                         Some(s) => d = d.with_related(s, outer.what.clone()),
                         None => {
-                            if outer.path.as_str() == "/tmp" {
-                                if let Some(t) = tmp_span {
-                                    d = d.with_related(t, "private `/tmp` enabled here");
-                                }
+                            if outer.path.as_str() == "/tmp"
+                                && let Some(t) = tmp_span
+                            {
+                                d = d.with_related(t, "private `/tmp` enabled here");
                             }
                         }
                     }
@@ -1700,18 +1700,18 @@ impl Checker {
                 );
             }
         }
-        if let Some((0, span)) = c.active_roots {
-            if !c.roots.is_empty() {
-                self.push(
-                    Diagnostic::warning(
-                        code("splash::check::no-active-roots"),
-                        span,
-                        "`active-roots max 0` but roots are registered",
-                    )
-                    .with_label("no root can ever be activated")
-                    .with_help("raise the bound, or remove the unused roots"),
-                );
-            }
+        if let Some((0, span)) = c.active_roots
+            && !c.roots.is_empty()
+        {
+            self.push(
+                Diagnostic::warning(
+                    code("splash::check::no-active-roots"),
+                    span,
+                    "`active-roots max 0` but roots are registered",
+                )
+                .with_label("no root can ever be activated")
+                .with_help("raise the bound, or remove the unused roots"),
+            );
         }
     }
 
@@ -1752,18 +1752,18 @@ impl Checker {
                 );
             }
         }
-        if let Some((_, _, kw)) = &c.broker {
-            if c.pin_mounts.is_none() {
-                self.push(
-                    Diagnostic::error(
-                        code("splash::check::broker-requires-pinned-mounts"),
-                        *kw,
-                        "`network-broker` requires `pin mounts`",
-                    )
-                    .with_label("broker directory would be mounted by path")
-                    .with_help("add `pin mounts`"),
-                );
-            }
+        if let Some((_, _, kw)) = &c.broker
+            && c.pin_mounts.is_none()
+        {
+            self.push(
+                Diagnostic::error(
+                    code("splash::check::broker-requires-pinned-mounts"),
+                    *kw,
+                    "`network-broker` requires `pin mounts`",
+                )
+                .with_label("broker directory would be mounted by path")
+                .with_help("add `pin mounts`"),
+            );
         }
     }
 

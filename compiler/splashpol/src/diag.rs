@@ -304,7 +304,13 @@ pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
     let lower = word.to_ascii_lowercase();
     let mut best: Option<(usize, &'a str)> = None;
     for c in candidates {
-        let d = edit_distance(&lower, &c.to_ascii_lowercase());
+        let c_lower = c.to_ascii_lowercase();
+        // A truncated keyword (`deny-known-escape`) is a plausible slip too.
+        let d = if lower.len() >= 4 && c_lower.starts_with(&lower) {
+            limit
+        } else {
+            edit_distance(&lower, &c_lower)
+        };
         if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
             best = Some((d, c));
         }

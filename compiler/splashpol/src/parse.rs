@@ -190,15 +190,18 @@ fn number(pair: Pair<'_, Rule>) -> Node<NumberLit> {
 }
 
 fn quantity(pair: Pair<'_, Rule>) -> Node<Quantity> {
-    let sp = span(&pair);
+    let mut sp = span(&pair);
     let mut it = pair.into_inner();
     let q = match it.next() {
-        Some(first) if first.as_rule() == Rule::number => Quantity::Value {
-            number: number(first),
-            unit: it
+        Some(first) if first.as_rule() == Rule::number => {
+            let number = number(first);
+            let unit = it
                 .next()
-                .map(|u| Node::new(u.as_str().to_string(), span(&u))),
-        },
+                .map(|u| Node::new(u.as_str().to_string(), span(&u)));
+            // The span ends at the last token, not at trailing blanks.
+            sp.end = unit.as_ref().map_or(number.span.end, |u| u.span.end);
+            Quantity::Value { number, unit }
+        }
         _ => Quantity::Unlimited,
     };
     Node::new(q, sp)
@@ -505,7 +508,7 @@ impl Parsing {
                 for p in it {
                     match p.as_rule() {
                         Rule::path => runner = Some(string(p)),
-                        Rule::kw_required => required = Some(span(&p)),
+                        Rule::kw_required => required = Some(Node::new((), span(&p))),
                         Rule::limits_block => {
                             for e in inner(p) {
                                 if e.as_rule() == Rule::bad_entry {
@@ -565,7 +568,7 @@ impl Parsing {
                 for p in it {
                     match p.as_rule() {
                         Rule::path => paths.push(string(p)),
-                        Rule::kw_required => required = Some(span(&p)),
+                        Rule::kw_required => required = Some(Node::new((), span(&p))),
                         Rule::cgroup_block => {
                             for e in inner(p) {
                                 match e.as_rule() {
@@ -788,6 +791,104 @@ fn describe(rule: Rule) -> Option<String> {
     Some(words.to_string())
 }
 
+/// Keywords a rule can start with, for "did you mean".
+fn rule_keywords(rule: Rule) -> Vec<&'static str> {
+    match rule {
+        Rule::access => vec!["read-only", "read-write"],
+        Rule::catalog => vec!["endpoint", "origin"],
+        Rule::pin_item => vec!["mounts", "executables"],
+        Rule::limit_name => LIMIT_KEYWORDS.to_vec(),
+        Rule::cgroup_name => CGROUP_KEYWORDS.to_vec(),
+        Rule::io_direction => IO_KEYWORDS.to_vec(),
+        Rule::root_host => vec!["host"],
+        Rule::root_tmpfs => vec!["tmpfs"],
+        Rule::tmp_off => vec!["off"],
+        Rule::tmp_private => vec!["private"],
+        Rule::strict_allowlist => vec!["strict-allowlist"],
+        Rule::root_quota => vec!["quota"],
+        _ => {
+            let name = format!("{rule:?}");
+            match name.strip_prefix("kw_") {
+                // Keyword rule names are the keyword with `-` spelled `_`;
+                // find the static spelling in the known lists.
+                Some(kw) => KEYWORD_SPELLINGS
+                    .iter()
+                    .copied()
+                    .filter(|k| k.replace('-', "_") == kw)
+                    .collect(),
+                None => Vec::new(),
+            }
+        }
+    }
+}
+
+/// Every keyword of the language (for [`rule_keywords`] and editor syntax files).
+pub const KEYWORD_SPELLINGS: &[&str] = &[
+    "splashpol",
+    "policy",
+    "bubblewrap",
+    "worker",
+    "args",
+    "runtime",
+    "at",
+    "root",
+    "host",
+    "tmpfs",
+    "size",
+    "read-only",
+    "read-write",
+    "quota",
+    "project",
+    "bytes",
+    "inodes",
+    "tmp",
+    "off",
+    "private",
+    "writes",
+    "bounded",
+    "host-writes",
+    "unbounded",
+    "user-namespaces",
+    "none",
+    "pin",
+    "mounts",
+    "executables",
+    "aggregate",
+    "active-roots",
+    "max",
+    "seccomp",
+    "deny-known-escape-surface",
+    "strict-allowlist",
+    "limits",
+    "runner",
+    "required",
+    "cpu",
+    "address-space",
+    "processes",
+    "open-files",
+    "file-size",
+    "landlock",
+    "allow-exec",
+    "combined",
+    "cgroup",
+    "parent",
+    "memory",
+    "swap",
+    "pids",
+    "io",
+    "read",
+    "write",
+    "join-timeout",
+    "watchdog",
+    "session",
+    "call",
+    "network-broker",
+    "endpoint",
+    "origin",
+    "ids",
+    "unlimited",
+];
+
 fn join_words(words: &[String]) -> String {
     match words {
         [] => String::new(),
@@ -802,6 +903,12 @@ fn token_at(text: &str, pos: usize) -> Option<(&str, usize)> {
     let c = rest.chars().next()?;
     if c == '\n' || c == '\r' {
         return Some(("end of line", 0));
+    }
+    if c == '"' {
+        // A whole string literal on this line.
+        let line = rest.split('\n').next().unwrap_or(rest);
+        let len = line[1..].find('"').map_or(line.len(), |i| i + 2);
+        return Some((&rest[..len], len));
     }
     let word_len = rest
         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '/'))
@@ -829,10 +936,8 @@ fn syntax_error(
     let mut keywords: Vec<String> = Vec::new();
     if let ErrorVariant::ParsingError { positives, .. } = &e.variant {
         for r in positives {
+            keywords.extend(rule_keywords(*r).iter().map(|k| (*k).to_string()));
             if let Some(d) = describe(*r) {
-                if format!("{r:?}").starts_with("kw_") {
-                    keywords.push(d.trim_matches('`').to_string());
-                }
                 let d = match (*r, context) {
                     (Rule::EOI, Context::File) => "the end of the file".to_string(),
                     (Rule::EOI, Context::Statement) => "the end of the statement".to_string(),

@@ -140,11 +140,15 @@ pub fn suggest_unit(word: &str) -> Option<&'static str> {
         .or_else(|| suggest(word, UNITS.iter().map(|(w, _)| *w)))
 }
 
+fn err<T>(d: Diagnostic) -> Result<T, Box<Diagnostic>> {
+    Err(Box::new(d))
+}
+
 /// An integer literal (no unit). Rejects fractions and overflow.
-pub fn integer(lit: &Node<NumberLit>) -> Result<u64, Diagnostic> {
+pub fn integer(lit: &Node<NumberLit>) -> Result<u64, Box<Diagnostic>> {
     let text = &lit.node.0;
     if text.contains('.') {
-        return Err(Diagnostic::error(
+        return err(Diagnostic::error(
             "splash::check::fractional-number",
             lit.span,
             format!("fractional number `{text}`"),
@@ -156,14 +160,16 @@ pub fn integer(lit: &Node<NumberLit>) -> Result<u64, Diagnostic> {
     digits.parse::<u64>().map_err(|_| overflow(lit.span, text))
 }
 
-fn overflow(span: Span, text: &str) -> Diagnostic {
-    Diagnostic::error(
-        "splash::check::number-overflow",
-        span,
-        format!("`{text}` is too large"),
+fn overflow(span: Span, text: &str) -> Box<Diagnostic> {
+    Box::new(
+        Diagnostic::error(
+            "splash::check::number-overflow",
+            span,
+            format!("`{text}` is too large"),
+        )
+        .with_label("does not fit in 64 bits")
+        .with_help("values must be below 2^64 - 1 (18446744073709551615)"),
     )
-    .with_label("does not fit in 64 bits")
-    .with_help("values must be below 2^64 - 1 (18446744073709551615)")
 }
 
 /// A rate: bytes per second, or operations per second.
@@ -186,10 +192,10 @@ pub enum Value {
 ///
 /// The value `2^64 - 1` is the kernel's "infinity" for most limits and is
 /// rejected like `unlimited`.
-pub fn quantity(q: &Node<Quantity>, dim: Dimension, what: &str) -> Result<Value, Diagnostic> {
+pub fn quantity(q: &Node<Quantity>, dim: Dimension, what: &str) -> Result<Value, Box<Diagnostic>> {
     let (number, unit) = match &q.node {
         Quantity::Unlimited => {
-            return Err(Diagnostic::error(
+            return err(Diagnostic::error(
                 "splash::check::infinite-limit",
                 q.span,
                 format!("infinite limit for {what}"),
@@ -206,7 +212,7 @@ pub fn quantity(q: &Node<Quantity>, dim: Dimension, what: &str) -> Result<Value,
     let value = match (dim, unit) {
         (Dimension::Count, None) => Value::Scalar(n),
         (Dimension::Count, Some(u)) => {
-            return Err(Diagnostic::error(
+            return err(Diagnostic::error(
                 "splash::check::unexpected-unit",
                 u.span,
                 format!("{what} is a plain count and takes no unit"),
@@ -218,7 +224,7 @@ pub fn quantity(q: &Node<Quantity>, dim: Dimension, what: &str) -> Result<Value,
             )));
         }
         (_, None) => {
-            return Err(Diagnostic::error(
+            return err(Diagnostic::error(
                 "splash::check::missing-unit",
                 number.span,
                 format!("{what} needs a unit"),
@@ -240,10 +246,10 @@ pub fn quantity(q: &Node<Quantity>, dim: Dimension, what: &str) -> Result<Value,
                 if let Some(s) = suggest_unit(&u.node) {
                     d = d.with_help(format!("did you mean `{s}`?"));
                 }
-                return Err(d);
+                return Err(Box::new(d));
             };
             if unit.dimension() != dim {
-                return Err(Diagnostic::error(
+                return err(Diagnostic::error(
                     "splash::check::wrong-unit",
                     u.span,
                     format!("{what} expects {}, not `{}`", dim.describe(), u.node),
@@ -268,7 +274,7 @@ pub fn quantity(q: &Node<Quantity>, dim: Dimension, what: &str) -> Result<Value,
         Value::Scalar(v) | Value::Rate(Rate::BytesPerSecond(v) | Rate::Iops(v)) => v,
     };
     if raw == u64::MAX {
-        return Err(Diagnostic::error(
+        return err(Diagnostic::error(
             "splash::check::infinite-limit",
             q.span,
             format!("infinite limit for {what}"),
@@ -284,7 +290,7 @@ fn q_text(number: &Node<NumberLit>, unit: &Node<String>) -> String {
 }
 
 /// Like [`quantity`] for a scalar dimension (bytes, duration, count).
-pub fn scalar(q: &Node<Quantity>, dim: Dimension, what: &str) -> Result<u64, Diagnostic> {
+pub fn scalar(q: &Node<Quantity>, dim: Dimension, what: &str) -> Result<u64, Box<Diagnostic>> {
     match quantity(q, dim, what)? {
         Value::Scalar(v) => Ok(v),
         // A rate is only produced for `Dimension::Rate`.

@@ -1,25 +1,990 @@
+//! One valid and one invalid case per check, asserting the code and the
+//! exact text under the primary span.
+
 use super::*;
+use crate::diag::Severity;
+
+const BASE: &str = "  bubblewrap \"/usr/bin/bwrap\"\n  worker \"/opt/splash/bin/worker\"\n  runtime \"/opt/splash/runtime\" at \"/opt/splash\"\n";
+
+fn policy(extra: &str) -> String {
+    format!("splashpol 1\npolicy \"t\" {{\n{BASE}{extra}\n}}\n")
+}
+
+#[track_caller]
+fn clean(src: &str) -> model::Policy {
+    let out = check_source("t", src);
+    assert!(out.diagnostics.is_empty(), "{}", out.render_human("t", src));
+    out.policy.expect("policy")
+}
+
+/// Asserts that a diagnostic with `code` sits exactly on `needle` (the first
+/// occurrence at or after `from`, when `needle` appears more than once).
+#[track_caller]
+fn expect_at(src: &str, code: &str, needle: &str, nth: usize) -> Diagnostic {
+    let out = check_source("t", src);
+    let start = src
+        .match_indices(needle)
+        .nth(nth)
+        .map(|(i, _)| i)
+        .expect("needle in source");
+    let want = Span::new(start, start + needle.len());
+    let found = out
+        .diagnostics
+        .iter()
+        .find(|d| d.code == code && d.span == want)
+        .cloned();
+    match found {
+        Some(d) => {
+            if d.is_error() {
+                assert!(out.policy.is_none(), "errors must withhold the policy");
+            }
+            d
+        }
+        None => panic!(
+            "no `{code}` at {want:?} (`{needle}`); got:\n{}",
+            out.render_human("t", src)
+        ),
+    }
+}
+
+#[track_caller]
+fn expect(src: &str, code: &str, needle: &str) -> Diagnostic {
+    expect_at(src, code, needle, 0)
+}
+
+// ------------------------------------------------------------------ header
 
 #[test]
-fn smoke() {
-    let src = "splashpol 1\npolicy \"p\" {\n  bubblewrap \"/usr/bin/bwrap\"\n  worker \"/opt/splash/bin/worker\"\n  runtime \"/opt/splash/runtime\" at \"/opt/splash\"\n}\n";
-    let out = check_source("p", src);
-    assert!(out.diagnostics.is_empty(), "{:#?}", out.diagnostics);
-    assert!(out.policy.is_some());
+fn version_header() {
+    clean(&policy(""));
+    let src = policy("").replacen("splashpol 1\n", "", 1);
+    let d = check_source("t", &src).diagnostics;
+    assert_eq!(d.len(), 1);
+    assert_eq!(
+        (d[0].code, d[0].span),
+        ("splash::parse::missing-version", Span::new(0, 0))
+    );
+    let src = policy("").replacen("splashpol 1", "splashpol 2", 1);
+    expect(&src, "splash::parse::unsupported-version", "2");
 }
 
 #[test]
-fn show_policies() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies");
-    let mut names: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    names.sort();
-    for p in names {
-        let src = std::fs::read_to_string(&p).unwrap();
-        let out = check_source("x", &src);
-        eprintln!("== {} policy={}", p.display(), out.policy.is_some());
-        eprint!("{}", out.render_human(&p.display().to_string(), &src));
+fn missing_required_statements_point_at_the_header() {
+    let src =
+        "splashpol 1\npolicy \"t\" {\n  runtime \"/opt/splash/runtime\" at \"/opt/splash\"\n}\n";
+    let d = expect(src, "splash::check::missing-statement", "policy \"t\"");
+    assert!(d.message.contains("bubblewrap"));
+    let out = check_source("t", src);
+    assert_eq!(
+        out.errors()
+            .filter(|d| d.code == "splash::check::missing-statement")
+            .count(),
+        2
+    );
+}
+
+#[test]
+fn a_misspelled_required_statement_is_not_also_missing() {
+    let src = policy("").replace("  worker", "  wroker");
+    let out = check_source("t", &src);
+    let codes: Vec<_> = out.diagnostics.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["splash::parse::unknown-keyword"]);
+}
+
+#[test]
+fn duplicate_statement_points_at_both() {
+    clean(&policy("tmp off"));
+    let src = policy("tmp off\n  writes bounded\n  tmp private size 1 MiB\n  user-namespaces none");
+    let d = expect_at(&src, "splash::check::duplicate-statement", "tmp", 1);
+    let first = src.find("tmp off").unwrap();
+    assert_eq!(d.related[0].0, Span::new(first, first + 3));
+    let src = policy("seccomp off\n  seccomp strict-allowlist { execve }");
+    expect_at(&src, "splash::check::duplicate-statement", "seccomp", 1);
+}
+
+// ------------------------------------------------------------------ paths and ids
+
+#[test]
+fn invalid_paths() {
+    for bad in ["relative/x", "/", "/a/../b", "/a/", "/a//b", "/a/./b", ""] {
+        let src = policy(&format!("root \"r\" host \"{bad}\" at \"/w\" read-only"));
+        expect(&src, "splash::check::invalid-path", &format!("\"{bad}\""));
     }
+}
+
+#[test]
+fn invalid_selector_ids() {
+    clean(&policy(
+        "root \"a.b_c-9\" host \"/srv/x\" at \"/w\" read-only",
+    ));
+    let src = policy("root \"Project\" host \"/srv/x\" at \"/w\" read-only");
+    expect(&src, "splash::check::invalid-selector-id", "\"Project\"");
+}
+
+#[test]
+fn duplicate_root_ids_share_one_namespace() {
+    let src = policy(
+        "root \"x\" host \"/srv/x\" at \"/w/a\" read-only\n  root \"x\" tmpfs at \"/w/b\" size 1 MiB",
+    );
+    let d = expect_at(&src, "splash::check::duplicate-root-id", "\"x\"", 1);
+    assert_eq!(d.related.len(), 1);
+}
+
+// ------------------------------------------------------------------ mount layout
+
+#[test]
+fn overlapping_mounts() {
+    clean(&policy(
+        "root \"a\" host \"/srv/a\" at \"/w/a\" read-only\n  root \"b\" tmpfs at \"/w/ab\" size 1 MiB",
+    ));
+    let src = policy(
+        "root \"a\" host \"/srv/a\" at \"/w\" read-only\n  root \"b\" tmpfs at \"/w/b\" size 1 MiB",
+    );
+    let d = expect(&src, "splash::check::overlapping-mount", "\"/w/b\"");
+    assert_eq!(d.related.len(), 1);
+    // Equal destinations: the later one is reported.
+    let src = policy(
+        "root \"a\" host \"/srv/a\" at \"/w\" read-only\n  root \"b\" tmpfs at \"/w\" size 1 MiB",
+    );
+    expect_at(&src, "splash::check::overlapping-mount", "\"/w\"", 1);
+    // Runtime mounts may not overlap each other.
+    let src = policy("runtime \"/opt/other\" at \"/opt/splash/lib\"");
+    expect(
+        &src,
+        "splash::check::overlapping-mount",
+        "\"/opt/splash/lib\"",
+    );
+    // A root inside a runtime mount.
+    let src = policy("root \"a\" tmpfs at \"/opt/splash/tmp\" size 1 MiB");
+    expect(
+        &src,
+        "splash::check::overlapping-mount",
+        "\"/opt/splash/tmp\"",
+    );
+}
+
+#[test]
+fn reserved_destinations() {
+    for d in ["/proc", "/proc/x", "/dev/shm"] {
+        let src = policy(&format!("root \"a\" tmpfs at \"{d}\" size 1 MiB"));
+        expect(
+            &src,
+            "splash::check::overlapping-mount",
+            &format!("\"{d}\""),
+        );
+    }
+    // `/tmp` is only reserved when the private /tmp is on.
+    clean(&policy("root \"a\" tmpfs at \"/tmp/x\" size 1 MiB"));
+    let src = policy("tmp private size 1 MiB\n  root \"a\" tmpfs at \"/tmp/x\" size 1 MiB");
+    let d = expect(&src, "splash::check::overlapping-mount", "\"/tmp/x\"");
+    assert_eq!(d.related.len(), 1, "points at the tmp statement");
+}
+
+#[test]
+fn broker_destination_takes_part_in_the_layout() {
+    let src = policy(
+        "pin mounts\n  root \"a\" tmpfs at \"/run/x\" size 1 MiB\n  network-broker origin parent \"/run/user/1\" at \"/run/x/net\" ids [\"o\"]",
+    );
+    expect(&src, "splash::check::overlapping-mount", "\"/run/x/net\"");
+}
+
+#[test]
+fn many_roots_are_checked_without_pairwise_work() {
+    let mut extra = String::new();
+    for i in 0..256 {
+        extra.push_str(&format!(
+            "  root \"r{i}\" tmpfs at \"/w/r{i}\" size 1 MiB\n"
+        ));
+    }
+    extra.push_str("  active-roots max 256\n");
+    clean(&policy(&extra));
+    extra.push_str("  root \"inner\" tmpfs at \"/w/r17/inner\" size 1 MiB\n");
+    let out = check_source("t", &policy(&extra));
+    let overlaps: Vec<_> = out.errors().collect();
+    assert_eq!(overlaps.len(), 1, "{overlaps:#?}");
+    assert_eq!(overlaps[0].code, "splash::check::overlapping-mount");
+}
+
+// ------------------------------------------------------------------ executables and runners
+
+#[test]
+fn executables_must_be_in_runtime_mounts() {
+    let src = "splashpol 1\npolicy \"t\" {\n  bubblewrap \"/usr/bin/bwrap\"\n  worker \"/w/bin/worker\"\n  root \"w\" tmpfs at \"/w\" size 1 MiB\n}\n";
+    let d = expect(
+        src,
+        "splash::check::executable-outside-runtime",
+        "\"/w/bin/worker\"",
+    );
+    assert!(d.label.unwrap().contains("root `w`"));
+    let src =
+        policy("landlock runner \"/opt/splash/bin/ll\" {\n allow-exec \"/usr/lib/ld.so\"\n }");
+    expect(
+        &src,
+        "splash::check::executable-outside-runtime",
+        "\"/usr/lib/ld.so\"",
+    );
+    let src = policy("limits runner \"/usr/bin/lr\" { cpu 1 s }");
+    expect(
+        &src,
+        "splash::check::executable-outside-runtime",
+        "\"/usr/bin/lr\"",
+    );
+    let src = policy("runner combined \"/usr/bin/one\"\n  limits { cpu 1 s }");
+    expect(
+        &src,
+        "splash::check::executable-outside-runtime",
+        "\"/usr/bin/one\"",
+    );
+}
+
+#[test]
+fn runner_paths_are_distinct() {
+    let src = policy("limits runner \"/opt/splash/bin/worker\" { cpu 1 s }");
+    expect_at(
+        &src,
+        "splash::check::runner-path-conflict",
+        "\"/opt/splash/bin/worker\"",
+        1,
+    );
+    let src = policy(
+        "limits runner \"/opt/splash/bin/r\" { cpu 1 s }\n  landlock runner \"/opt/splash/bin/r\"",
+    );
+    expect_at(
+        &src,
+        "splash::check::runner-path-conflict",
+        "\"/opt/splash/bin/r\"",
+        1,
+    );
+}
+
+#[test]
+fn runner_wiring() {
+    // Separate runners.
+    let p = clean(&policy(
+        "limits runner \"/opt/splash/bin/lr\" required { cpu 1 s }\n  landlock runner \"/opt/splash/bin/ll\"",
+    ));
+    assert!(p.require_limit_runner);
+    assert_eq!(p.limit_runner.unwrap().path.as_str(), "/opt/splash/bin/lr");
+    assert!(p.combined_runner.is_none());
+    // Limits without any runner.
+    let src = policy("limits required { cpu 1 s }");
+    expect(&src, "splash::check::missing-runner", "limits required");
+    let src = policy("landlock { allow-exec \"/opt/splash/lib/ld.so\" }");
+    expect(&src, "splash::check::missing-runner", "landlock");
+    // Combined runner: blocks without their own runner.
+    let p = clean(&policy(
+        "runner combined \"/opt/splash/bin/one\"\n  limits { cpu 1 s }\n  landlock",
+    ));
+    assert_eq!(
+        p.combined_runner.as_ref().unwrap().as_str(),
+        "/opt/splash/bin/one"
+    );
+    assert_eq!(p.limit_runner.unwrap().path.as_str(), "/opt/splash/bin/one");
+    assert_eq!(
+        p.landlock_runner.unwrap().path.as_str(),
+        "/opt/splash/bin/one"
+    );
+    let src = policy(
+        "runner combined \"/opt/splash/bin/one\"\n  limits runner \"/opt/splash/bin/lr\" { cpu 1 s }",
+    );
+    expect(
+        &src,
+        "splash::check::runner-conflict",
+        "\"/opt/splash/bin/lr\"",
+    );
+    let src = policy("runner combined \"/opt/splash/bin/one\"");
+    let d = expect(
+        &src,
+        "splash::check::idle-combined-runner",
+        "\"/opt/splash/bin/one\"",
+    );
+    assert_eq!(d.severity, Severity::Warning);
+}
+
+// ------------------------------------------------------------------ limits
+
+#[test]
+fn limits_values() {
+    let p = clean(&policy(
+        "limits runner \"/opt/splash/bin/lr\" {\n cpu 2 min; address-space 1 GiB; processes 64; open-files 1_024; file-size 16 MiB\n }",
+    ));
+    let l = p.limit_runner.unwrap().limits;
+    assert_eq!(l.cpu_seconds, Some(120));
+    assert_eq!(l.address_space_bytes, Some(1 << 30));
+    assert_eq!(l.process_count, Some(64));
+    assert_eq!(l.open_files, Some(1024));
+    assert_eq!(l.file_size_bytes, Some(16 << 20));
+    let lim = |body: &str| {
+        policy(&format!(
+            "limits runner \"/opt/splash/bin/lr\" {{ {body} }}"
+        ))
+    };
+    expect(&lim(""), "splash::check::empty-limits", "limits");
+    expect(&lim("cpu 0 s"), "splash::check::zero-value", "0 s");
+    expect(
+        &lim("processes unlimited"),
+        "splash::check::infinite-limit",
+        "unlimited",
+    );
+    expect(
+        &lim("open-files 18446744073709551615"),
+        "splash::check::infinite-limit",
+        "18446744073709551615",
+    );
+    expect(
+        &lim("cpu 1500 ms"),
+        "splash::check::inexact-duration",
+        "1500 ms",
+    );
+    expect(&lim("cpu 30"), "splash::check::missing-unit", "30");
+    expect(&lim("file-size 16 MB"), "splash::check::unknown-unit", "MB");
+    expect(&lim("cpu 30 MiB"), "splash::check::wrong-unit", "MiB");
+    expect(
+        &lim("processes 64 files"),
+        "splash::check::unexpected-unit",
+        "files",
+    );
+    expect(
+        &lim("address-space 1.5 GiB"),
+        "splash::check::fractional-number",
+        "1.5",
+    );
+    expect_at(
+        &lim("cpu 1 s; cpu 2 s"),
+        "splash::check::duplicate-entry",
+        "cpu",
+        1,
+    );
+}
+
+// ------------------------------------------------------------------ landlock
+
+#[test]
+fn landlock_targets() {
+    let p = clean(&policy(
+        "landlock runner \"/opt/splash/bin/ll\" { allow-exec \"/opt/splash/lib/ld.so\" }",
+    ));
+    assert_eq!(p.landlock_runner.unwrap().allow_exec.len(), 1);
+    let src = policy(
+        "landlock runner \"/opt/splash/bin/ll\" {\n allow-exec \"/opt/splash/a\"\n allow-exec \"/opt/splash/a\"\n }",
+    );
+    expect_at(
+        &src,
+        "splash::check::duplicate-landlock-target",
+        "\"/opt/splash/a\"",
+        1,
+    );
+    let src =
+        policy("landlock runner \"/opt/splash/bin/ll\" { allow-exec \"/opt/splash/bin/worker\" }");
+    let d = expect_at(
+        &src,
+        "splash::check::redundant-landlock-target",
+        "\"/opt/splash/bin/worker\"",
+        1,
+    );
+    assert_eq!(d.severity, Severity::Warning);
+    let mut many = String::from("landlock runner \"/opt/splash/bin/ll\" {\n");
+    for i in 0..33 {
+        many.push_str(&format!("  allow-exec \"/opt/splash/x{i}\"\n"));
+    }
+    many.push('}');
+    expect(
+        &policy(&many),
+        "splash::check::too-many-landlock-targets",
+        "\"/opt/splash/x32\"",
+    );
+}
+
+// ------------------------------------------------------------------ storage
+
+const QUOTA_OK: &str =
+    "pin mounts\n  user-namespaces none\n  quota aggregate bytes 256 MiB inodes 16384\n";
+
+#[test]
+fn quota_roots() {
+    let p = clean(&policy(&format!(
+        "{QUOTA_OK}  root \"o\" host \"/srv/o\" at \"/w/o\" read-write quota project 42 bytes 256 MiB inodes 16384"
+    )));
+    match &p.file_roots[0].kind {
+        FileRootKind::Host { quota: Some(q), .. } => {
+            assert_eq!(
+                (q.project_id, q.max_bytes, q.max_inodes),
+                (42, 256 << 20, 16384)
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    let src = policy(&format!(
+        "{QUOTA_OK}  root \"o\" host \"/srv/o\" at \"/w/o\" read-only quota project 42 bytes 1 MiB inodes 1"
+    ));
+    expect(
+        &src,
+        "splash::check::quota-on-read-only",
+        "quota project 42 bytes 1 MiB inodes 1",
+    );
+    let src = policy(&format!(
+        "{QUOTA_OK}  root \"o\" host \"/srv/o\" at \"/w/o\" read-write quota project 0 bytes 1 MiB inodes 1"
+    ));
+    expect(&src, "splash::check::zero-project-id", "0");
+    let src = policy(&format!(
+        "{QUOTA_OK}  root \"o\" host \"/srv/o\" at \"/w/o\" read-write quota project 4294967296 bytes 1 MiB inodes 1"
+    ));
+    expect(&src, "splash::check::number-overflow", "4294967296");
+    let src = policy(&format!(
+        "{QUOTA_OK}  root \"o\" host \"/srv/o\" at \"/w/o\" read-write quota project 1 bytes 0 B inodes 1"
+    ));
+    expect(&src, "splash::check::zero-value", "0 B");
+}
+
+#[test]
+fn quota_roots_need_pinning_namespaces_and_aggregate() {
+    let root =
+        "root \"o\" host \"/srv/o\" at \"/w/o\" read-write quota project 42 bytes 1 MiB inodes 1";
+    let q = "quota project 42 bytes 1 MiB inodes 1";
+    let out = check_source("t", &policy(root));
+    let codes: Vec<_> = out.diagnostics.iter().map(|d| d.code).collect();
+    assert_eq!(
+        codes,
+        [
+            "splash::check::quota-requires-aggregate",
+            "splash::check::quota-requires-no-user-namespaces",
+            "splash::check::quota-requires-pinned-mounts",
+        ]
+    );
+    expect(
+        &policy(root),
+        "splash::check::quota-requires-pinned-mounts",
+        q,
+    );
+}
+
+#[test]
+fn aggregate_quota_counts_each_project_once() {
+    let two_views = format!(
+        "{QUOTA_OK}  root \"a\" host \"/srv/o\" at \"/w/a\" read-write quota project 42 bytes 256 MiB inodes 16384\n  \
+         root \"b\" host \"/srv/o/b\" at \"/w/b\" read-write quota project 42 bytes 256 MiB inodes 16384"
+    );
+    clean(&policy(&two_views));
+    let two_projects = two_views.replacen("project 42", "project 43", 1);
+    let d = expect(
+        &policy(&two_projects),
+        "splash::check::aggregate-quota-exceeded",
+        "quota aggregate bytes 256 MiB inodes 16384",
+    );
+    assert!(d.message.contains("536870912 bytes"), "{}", d.message);
+    let differing = two_views.replacen("project 42 bytes 256 MiB", "project 42 bytes 128 MiB", 1);
+    let d = expect_at(
+        &policy(&differing),
+        "splash::check::inconsistent-project-quota",
+        "quota project 42 bytes 256 MiB inodes 16384",
+        0,
+    );
+    assert_eq!(d.severity, Severity::Warning);
+}
+
+#[test]
+fn read_write_roots_without_quota() {
+    let rw = "root \"o\" host \"/srv/o\" at \"/w/o\" read-write";
+    expect(
+        &policy(rw),
+        "splash::check::unverified-write-root",
+        "read-write",
+    );
+    // The escape hatch accepts it...
+    let p = clean(&policy(&format!("{rw}\n  host-writes unbounded")));
+    assert!(p.allow_unbounded_host_writes);
+    // ...but not under an aggregate quota...
+    let src = policy(&format!(
+        "{rw}\n  host-writes unbounded\n  quota aggregate bytes 1 MiB inodes 1"
+    ));
+    expect(
+        &src,
+        "splash::check::unverified-root-with-aggregate",
+        "read-write",
+    );
+    // ...and not under bounded writes, which also makes the hatch moot.
+    let src = policy(&format!(
+        "{rw}\n  host-writes unbounded\n  writes bounded\n  user-namespaces none"
+    ));
+    expect(
+        &src,
+        "splash::check::bounded-writes-unverified-root",
+        "read-write",
+    );
+    let d = expect(
+        &src,
+        "splash::check::escape-hatch-overridden",
+        "host-writes unbounded",
+    );
+    assert_eq!(d.severity, Severity::Warning);
+    let d = expect(
+        &policy("host-writes unbounded"),
+        "splash::check::unused-escape-hatch",
+        "host-writes unbounded",
+    );
+    assert_eq!(d.severity, Severity::Warning);
+}
+
+// ------------------------------------------------------------------ hardening
+
+#[test]
+fn pinning() {
+    let p = clean(&policy("pin mounts, executables"));
+    assert!(p.pin_mounts && p.pin_executables);
+    expect(
+        &policy("pin executables"),
+        "splash::check::pin-executables-without-mounts",
+        "executables",
+    );
+    expect_at(
+        &policy("pin mounts, mounts"),
+        "splash::check::duplicate-entry",
+        "mounts",
+        1,
+    );
+}
+
+#[test]
+fn bounded_writes() {
+    let p = clean(&policy(
+        "writes bounded\n  user-namespaces none\n  tmp private size 1 MiB",
+    ));
+    assert!(p.bounded_writes && p.no_further_user_namespaces);
+    expect(
+        &policy("writes bounded"),
+        "splash::check::bounded-writes-requires-no-user-namespaces",
+        "writes bounded",
+    );
+    let src = policy("writes bounded\n  user-namespaces none\n  tmp private");
+    expect(
+        &src,
+        "splash::check::bounded-writes-unbounded-tmp",
+        "tmp private",
+    );
+}
+
+#[test]
+fn tmpfs_sizes() {
+    let p = clean(&policy("tmp private size 64 MiB"));
+    assert_eq!(
+        p.tmp,
+        PrivateTmp::Bounded {
+            size_bytes: 64 << 20
+        }
+    );
+    assert_eq!(clean(&policy("tmp private")).tmp, PrivateTmp::Unbounded);
+    assert_eq!(clean(&policy("")).tmp, PrivateTmp::Off);
+    expect(
+        &policy("tmp private size 0 B"),
+        "splash::check::tmpfs-size-out-of-range",
+        "0 B",
+    );
+    let src = policy("root \"s\" tmpfs at \"/w\" size 8388608 TiB");
+    expect(
+        &src,
+        "splash::check::tmpfs-size-out-of-range",
+        "8388608 TiB",
+    );
+    clean(&policy(
+        "root \"s\" tmpfs at \"/w\" size 9223372036854775807 B",
+    ));
+}
+
+#[test]
+fn aggregate_tmpfs() {
+    let p = clean(&policy(
+        "root \"a\" tmpfs at \"/w/a\" size 32 MiB\n  tmp private size 64 MiB\n  tmpfs aggregate 96 MiB",
+    ));
+    assert_eq!(p.aggregate_ephemeral_max_bytes, Some(96 << 20));
+    let src = policy(
+        "root \"a\" tmpfs at \"/w/a\" size 33 MiB\n  tmp private size 64 MiB\n  tmpfs aggregate 96 MiB",
+    );
+    expect(
+        &src,
+        "splash::check::aggregate-tmpfs-exceeded",
+        "tmpfs aggregate 96 MiB",
+    );
+    let src = policy("tmp private\n  tmpfs aggregate 96 MiB");
+    expect(
+        &src,
+        "splash::check::aggregate-tmpfs-unbounded-tmp",
+        "tmp private",
+    );
+}
+
+#[test]
+fn active_roots() {
+    assert_eq!(clean(&policy("")).max_active_file_roots, 64);
+    assert_eq!(
+        clean(&policy("active-roots max 256")).max_active_file_roots,
+        256
+    );
+    expect(
+        &policy("active-roots max 257"),
+        "splash::check::active-roots-too-large",
+        "257",
+    );
+    clean(&policy("active-roots max 0"));
+    let src = policy("active-roots max 0\n  root \"a\" tmpfs at \"/w\" size 1 MiB");
+    let d = expect(&src, "splash::check::no-active-roots", "0");
+    assert_eq!(d.severity, Severity::Warning);
+}
+
+// ------------------------------------------------------------------ seccomp
+
+fn strict(list: &str) -> String {
+    policy(&format!("seccomp strict-allowlist {{ {list} }}"))
+}
+
+#[test]
+fn strict_allowlists() {
+    let p = clean(&strict("read write execve exit_group"));
+    match p.seccomp {
+        SeccompPolicy::StrictAllowlist { syscalls } => {
+            assert_eq!(
+                syscalls.into_iter().collect::<Vec<_>>(),
+                ["execve", "exit_group", "read", "write"]
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    expect(&strict(""), "splash::check::empty-allowlist", "seccomp");
+    expect(
+        &strict("read write"),
+        "splash::check::allowlist-missing-execve",
+        "seccomp",
+    );
+    let d = expect_at(
+        &strict("execve read read"),
+        "splash::check::duplicate-syscall",
+        "read",
+        1,
+    );
+    assert_eq!(d.related.len(), 1);
+    expect(
+        &strict("execve clone3"),
+        "splash::check::allowlist-clone3",
+        "clone3",
+    );
+    expect(
+        &strict("execve mount"),
+        "splash::check::allowlist-denied-syscall",
+        "mount",
+    );
+    let d = expect(
+        &strict("execve opnat"),
+        "splash::check::unknown-syscall",
+        "opnat",
+    );
+    assert_eq!(d.help.as_deref(), Some("did you mean `openat`?"));
+    let d = expect(
+        &strict("execve arch_prctl"),
+        "splash::check::syscall-missing-on-arch",
+        "arch_prctl",
+    );
+    assert_eq!(d.severity, Severity::Warning);
+    let mut long = String::from("execve");
+    for i in 0..512 {
+        long.push_str(&format!(" s{i}"));
+    }
+    expect(&strict(&long), "splash::check::allowlist-too-long", "s511");
+}
+
+// ------------------------------------------------------------------ cgroup
+
+#[test]
+fn cgroup_policy() {
+    let p = clean(&policy(
+        "cgroup parent \"/sys/fs/cgroup/w\" runner \"/usr/libexec/cg\" required {\n cpu 50 ms; memory 512 MiB; swap 0 B; pids 64\n io 8:16 { read 2 MiB/s; write 120 iops; write 0 B/s }\n io 8:0 { read 0 iops }\n }",
+    ));
+    assert!(p.require_cgroup_v2);
+    let cg = p.cgroup.unwrap();
+    assert_eq!(cg.join_timeout_ms, 5000);
+    assert_eq!(cg.limits.cpu_quota_micros, Some(50_000));
+    assert_eq!(cg.limits.memory_swap_max_bytes, Some(0));
+    assert_eq!(
+        cg.limits.io_max,
+        [
+            IoMax {
+                major: 8,
+                minor: 0,
+                rbps: None,
+                wbps: None,
+                riops: Some(0),
+                wiops: None
+            },
+            IoMax {
+                major: 8,
+                minor: 16,
+                rbps: Some(2 << 20),
+                wbps: Some(0),
+                riops: None,
+                wiops: Some(120)
+            },
+        ]
+    );
+    let cg = |body: &str| {
+        policy(&format!(
+            "cgroup parent \"/sys/fs/cgroup/w\" runner \"/usr/libexec/cg\" {{ {body} }}"
+        ))
+    };
+    assert!(!clean(&cg("pids 1")).require_cgroup_v2);
+    assert_eq!(
+        clean(&cg("pids 1; join-timeout 2 s"))
+            .cgroup
+            .unwrap()
+            .join_timeout_ms,
+        2000
+    );
+    expect(&cg(""), "splash::check::cgroup-without-limit", "cgroup");
+    expect(
+        &cg("join-timeout 5 s"),
+        "splash::check::cgroup-without-limit",
+        "cgroup",
+    );
+    expect(
+        &cg("pids 1; join-timeout 0 s"),
+        "splash::check::zero-value",
+        "0 s",
+    );
+    expect(&cg("cpu 0 ms"), "splash::check::zero-value", "0 ms");
+    expect(&cg("memory 0 B"), "splash::check::zero-value", "0 B");
+    expect(&cg("io 8:16 { }"), "splash::check::empty-io", "8:16");
+    expect_at(
+        &cg("io 8:16 { read 1 iops }\n io 8:16 { write 1 iops }"),
+        "splash::check::duplicate-io-device",
+        "8:16",
+        1,
+    );
+    expect(
+        &cg("io 8:16 { read 1 iops; read 2 iops }"),
+        "splash::check::duplicate-entry",
+        "read 2 iops",
+    );
+    expect(
+        &cg("io 8:4294967296 { read 1 iops }"),
+        "splash::check::number-overflow",
+        "4294967296",
+    );
+    expect(
+        &cg("io 8:1 { read 1 MiB }"),
+        "splash::check::wrong-unit",
+        "MiB",
+    );
+    expect(
+        &cg("memory unlimited"),
+        "splash::check::infinite-limit",
+        "unlimited",
+    );
+}
+
+// ------------------------------------------------------------------ watchdog
+
+#[test]
+fn watchdog() {
+    let p = clean(&policy("watchdog session 5 min call 30 s"));
+    assert_eq!(
+        p.watchdog,
+        Some(Watchdog {
+            session_deadline_ms: 300_000,
+            call_deadline_ms: Some(30_000)
+        })
+    );
+    expect(
+        &policy("watchdog session 0 s"),
+        "splash::check::zero-value",
+        "0 s",
+    );
+    let d = expect(
+        &policy("watchdog session 1 s call 2 s"),
+        "splash::check::call-deadline-exceeds-session",
+        "2 s",
+    );
+    assert_eq!(d.severity, Severity::Warning);
+}
+
+// ------------------------------------------------------------------ network broker
+
+#[test]
+fn network_broker() {
+    let b = "network-broker origin parent \"/run/user/1\" at \"/run/splash/net\" ids";
+    let p = clean(&policy(&format!("pin mounts\n  {b} [\"b\", \"a\"]")));
+    let nb = p.network_broker.unwrap();
+    assert_eq!(nb.catalog, BrokerCatalog::Origin);
+    assert_eq!(
+        nb.ids.iter().map(|t| t.as_str()).collect::<Vec<_>>(),
+        ["a", "b"]
+    );
+    expect(
+        &policy(&format!("{b} [\"a\"]")),
+        "splash::check::broker-requires-pinned-mounts",
+        "network-broker",
+    );
+    expect(
+        &policy(&format!("pin mounts\n  {b} []")),
+        "splash::check::empty-list",
+        "[]",
+    );
+    expect_at(
+        &policy(&format!("pin mounts\n  {b} [\"a\", \"a\"]")),
+        "splash::check::duplicate-entry",
+        "\"a\"",
+        1,
+    );
+    expect(
+        &policy(&format!("pin mounts\n  {b} [\"A\"]")),
+        "splash::check::invalid-selector-id",
+        "\"A\"",
+    );
+}
+
+#[test]
+fn worker_arguments() {
+    let p = clean(&policy("").replace(
+        "worker \"/opt/splash/bin/worker\"",
+        "worker \"/opt/splash/bin/worker\" args [\"--a\", \"b \\\"q\\\"\"]",
+    ));
+    assert_eq!(p.worker_args, ["--a", "b \"q\""]);
+    let src = policy("").replace(
+        "worker \"/opt/splash/bin/worker\"",
+        "worker \"/opt/splash/bin/worker\" args []",
+    );
+    expect(&src, "splash::check::empty-list", "[]");
+}
+
+// ------------------------------------------------------------------ whole files
+
+#[test]
+fn every_error_is_reported_in_one_run() {
+    let src = policy(
+        "tmp private size 64 MB\n  wrtes bounded\n  root \"X\" tmpfs at \"/proc\" size 1 MiB\n  limits runner \"/opt/splash/bin/lr\" { cpu 30; cpux 1 }\n  seccomp strict-allowlist { read }",
+    );
+    let out = check_source("t", &src);
+    let codes: BTreeSet<_> = out.errors().map(|d| d.code).collect();
+    for c in [
+        "splash::check::unknown-unit",
+        "splash::parse::unknown-keyword",
+        "splash::check::invalid-selector-id",
+        "splash::check::missing-unit",
+        "splash::check::allowlist-missing-execve",
+    ] {
+        assert!(codes.contains(c), "{c} missing from {codes:?}");
+    }
+    assert!(out.policy.is_none());
+    let json = out.to_json();
+    assert_eq!(json["ok"], false);
+    assert_eq!(json["errors"].as_u64(), Some(out.errors().count() as u64));
+}
+
+#[test]
+fn diagnostics_are_sorted_by_position() {
+    let src = policy("tmp private size 0 B\n  active-roots max 999");
+    let out = check_source("t", &src);
+    let starts: Vec<_> = out.diagnostics.iter().map(|d| d.span.start).collect();
+    let mut sorted = starts.clone();
+    sorted.sort();
+    assert_eq!(starts, sorted);
+}
+
+#[test]
+fn every_example_policy_checks_clean() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .expect("policies dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "splashpol"))
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 7, "{paths:?}");
+    for path in paths {
+        let src = std::fs::read_to_string(&path).expect("read policy");
+        let out = check_source(&path.display().to_string(), &src);
+        // Strict allowlists for x86_64 may name x86_64-only calls.
+        let unexpected: Vec<_> = out
+            .diagnostics
+            .iter()
+            .filter(|d| d.code != "splash::check::syscall-missing-on-arch")
+            .collect();
+        assert!(
+            unexpected.is_empty(),
+            "{}",
+            out.render_human(&path.display().to_string(), &src)
+        );
+        assert!(out.policy.is_some(), "{}", path.display());
+    }
+}
+
+#[test]
+fn the_hardened_example_maps_to_the_model() {
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../policies/agent-worker.splashpol"
+    ))
+    .expect("read");
+    let p = clean(&src);
+    let path = |s: &str| AbsPath::new(s).expect("path");
+    let expected = model::Policy {
+        name: "agent-worker".into(),
+        bubblewrap: path("/usr/bin/bwrap"),
+        worker: path("/opt/splash/bin/worker"),
+        worker_args: vec!["--json-lines".into()],
+        runtime_mounts: vec![RuntimeMount {
+            source: path("/opt/splash/runtime"),
+            destination: path("/opt/splash"),
+        }],
+        file_roots: vec![
+            FileRoot {
+                id: SelectorId::new("project-read").expect("id"),
+                destination: path("/workspace/project"),
+                kind: FileRootKind::Host {
+                    source: path("/srv/splash/project"),
+                    access: Access::ReadOnly,
+                    quota: None,
+                },
+            },
+            FileRoot {
+                id: SelectorId::new("scratch").expect("id"),
+                destination: path("/workspace/scratch"),
+                kind: FileRootKind::Ephemeral {
+                    size_bytes: 32 << 20,
+                },
+            },
+        ],
+        tmp: PrivateTmp::Bounded {
+            size_bytes: 64 << 20,
+        },
+        bounded_writes: true,
+        no_further_user_namespaces: true,
+        pin_mounts: true,
+        pin_executables: true,
+        allow_unbounded_host_writes: false,
+        aggregate_quota: None,
+        aggregate_ephemeral_max_bytes: None,
+        max_active_file_roots: 64,
+        seccomp: SeccompPolicy::DenyKnownEscapeSurface,
+        limit_runner: Some(LimitRunner {
+            path: path("/opt/splash/bin/splash-limit-runner"),
+            limits: ResourceLimits {
+                cpu_seconds: Some(30),
+                address_space_bytes: Some(512 << 20),
+                process_count: None,
+                open_files: Some(64),
+                file_size_bytes: Some(16 << 20),
+            },
+        }),
+        require_limit_runner: true,
+        landlock_runner: Some(LandlockRunner {
+            path: path("/opt/splash/bin/splash-landlock-runner"),
+            allow_exec: vec![
+                path("/opt/splash/lib/ld-linux-aarch64.so.1"),
+                path("/opt/splash/bin/reviewed-interpreter"),
+            ],
+        }),
+        combined_runner: None,
+        cgroup: None,
+        require_cgroup_v2: false,
+        watchdog: None,
+        network_broker: None,
+    };
+    assert_eq!(p, expected);
 }
