@@ -81,14 +81,45 @@ fn terminate_kills_and_drop_reaps() {
     let mut b = PlanBuilder::new(&bwrap, &dir.abs(), "cat");
     b.binding = runtime_support::Binding::PinnedMountsAndExecutables;
     let bound = BoundCommand::bind(b.build()).expect("bind");
-    let (mut lifecycle, _stdin, _stdout) = bound
+    let (mut lifecycle, _stdin, mut stdout) = bound
         .spawn_with_bootstrap(&bootstrap("s-1"))
         .expect("spawn")
         .into_lifecycle_parts();
+    // Once the preamble comes back, the worker runs.
+    let mut echoed = [0u8; 45];
+    stdout.read_exact(&mut echoed).expect("worker running");
+    // The sandboxed processes (bwrap's pid-namespace init and the worker)
+    // die with bwrap. A dead process may linger as a zombie until the
+    // host's init reaps it; it no longer runs.
+    let children = |pid: &str| -> Vec<String> {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+            .unwrap_or_default()
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut inner = children(&lifecycle.pid().to_string());
+    assert!(!inner.is_empty(), "bwrap has no child");
+    let grandchildren: Vec<String> = inner.iter().flat_map(|p| children(p)).collect();
+    inner.extend(grandchildren);
+    let running = |pid: &String| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit(") ").next().and_then(|rest| rest.chars().next()))
+            .is_some_and(|state| state != 'Z' && state != 'X')
+    };
     assert_eq!(
         lifecycle.terminate().expect("terminate"),
         WorkerStatus::Killed(libc::SIGKILL)
     );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while inner.iter().any(running) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sandboxed processes outlived bwrap: {inner:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert_eq!(
         lifecycle.try_status().expect("status"),
         WorkerStatus::Killed(libc::SIGKILL)
@@ -99,7 +130,7 @@ fn terminate_kills_and_drop_reaps() {
         .spawn_with_bootstrap(&bootstrap("s-1"))
         .expect("spawn");
     drop(worker);
-    drop((lifecycle, _stdin, _stdout));
+    drop((lifecycle, _stdin, stdout));
     drop(bound);
     assert_eq!(open_fds(), fds_before, "descriptors leaked");
     assert!(
