@@ -163,3 +163,32 @@ fn every_single_byte_change_of_a_frame_is_refused() {
     }
     assert!(checked > 500);
 }
+
+/// Found by the property tests: without exact float parsing, a received
+/// `943314908.9315741` re-serializes as `943314908.931574`, and a genuine
+/// frame fails authentication.
+#[test]
+fn floats_survive_the_wire_exactly() {
+    let key = SessionKey::from_bytes([0x11; 32]).expect("key");
+    let mut host = SessionAuthenticator::new(tok("s-1"), key.clone(), SessionRole::Host);
+    let mut worker = SessionAuthenticator::new(tok("s-1"), key, SessionRole::Worker);
+    for v in [
+        943314908.9315741,
+        0.1,
+        1e300,
+        -2.5e-308,
+        5e-324,
+        123456789.12345679,
+    ] {
+        let frame = host
+            .seal(Message::Invoke {
+                request_id: tok("r-1"),
+                tool: tok("t"),
+                input: json!({"": v}),
+            })
+            .expect("seal");
+        let line = serde_json::to_string(&frame).expect("encode");
+        let decoded: Frame = serde_json::from_str(&line).expect("decode");
+        assert_eq!(worker.open(decoded).expect("authentic {v}"), frame.message);
+    }
+}
