@@ -51,6 +51,8 @@ pub enum SessionError {
     NotGranted(String),
     #[error("tool `{tool}` has used all {max} calls its grant allows")]
     CallLimit { tool: String, max: u32 },
+    #[error("tool `{tool}` has used all {max} compensations its grant allows")]
+    CompensationLimit { tool: String, max: u32 },
     #[error("{what} of tool `{tool}` is {size} bytes; the grant allows {max}")]
     TooLarge {
         tool: String,
@@ -85,6 +87,7 @@ impl SessionError {
                 | Self::Idle
                 | Self::NotCancellable(_)
                 | Self::CallLimit { .. }
+                | Self::CompensationLimit { .. }
                 | Self::TooLarge { what: "input", .. }
                 | Self::NotText { what: "input", .. }
                 | Self::Tool { .. }

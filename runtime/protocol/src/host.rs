@@ -17,7 +17,7 @@ use crate::bootstrap::SessionKey;
 use crate::channel::{FrameChannel, SessionError, check_payload};
 use crate::manifest::CapabilityManifest;
 use crate::manifest::GrantFormat;
-use crate::message::{CancelDisposition, Message, Outcome};
+use crate::message::{CancelDisposition, Message, OperationState, Outcome};
 use crate::token::Token;
 
 /// An open, authenticated host session.
@@ -26,6 +26,7 @@ pub struct HostSession<R, W> {
     channel: FrameChannel<BufReader<R>, W>,
     manifest: CapabilityManifest,
     calls: BTreeMap<Token, u32>,
+    compensations: BTreeMap<Token, u32>,
     next_request: u64,
     pending: Option<Pending>,
 }
@@ -78,6 +79,7 @@ impl<R: Read, W: Write> HostSession<R, W> {
             channel,
             manifest,
             calls: BTreeMap::new(),
+            compensations: BTreeMap::new(),
             next_request: 1,
             pending: None,
         })
@@ -118,32 +120,9 @@ impl<R: Read, W: Write> HostSession<R, W> {
     /// call may be in flight at a time. Collect the answer with
     /// [`Self::next_event`]; [`Self::cancel`] may be sent in between.
     pub fn start(&mut self, tool: &str, input: Value) -> Result<Token, SessionError> {
-        if self.channel.is_poisoned() {
-            return Err(SessionError::Poisoned);
-        }
-        if let Some(p) = &self.pending {
-            return Err(SessionError::Busy(p.request_id.to_string()));
-        }
-        let Some(grant) = self.manifest.grant(tool) else {
-            return Err(SessionError::NotGranted(tool.to_owned()));
-        };
-        let tool = grant.tool.clone();
-        let (format, max_calls, max_in, max_out) = (
-            grant.format,
-            grant.max_calls,
-            grant.max_input_bytes,
-            grant.max_output_bytes,
-        );
-        let used = self.calls.get(&tool).copied().unwrap_or(0);
-        if used >= max_calls {
-            return Err(SessionError::CallLimit {
-                tool: tool.to_string(),
-                max: max_calls,
-            });
-        }
-        check_payload(&tool, format, "input", &input, max_in)?;
+        self.idle()?;
+        let (tool, format, max_out) = self.admit(tool, &input)?;
         let request_id = self.next_request_id()?;
-        self.calls.insert(tool.clone(), used + 1);
         self.channel.send(Message::Invoke {
             request_id: request_id.clone(),
             tool: tool.clone(),
@@ -266,6 +245,170 @@ impl<R: Read, W: Write> HostSession<R, W> {
                 got: other.kind(),
             })),
         }
+    }
+
+    /// Checks a call of `tool` with `input` against the manifest and counts
+    /// it. Nothing is sent; a refusal does not poison the session.
+    fn admit(
+        &mut self,
+        tool: &str,
+        input: &Value,
+    ) -> Result<(Token, GrantFormat, u32), SessionError> {
+        let Some(grant) = self.manifest.grant(tool) else {
+            return Err(SessionError::NotGranted(tool.to_owned()));
+        };
+        let tool = grant.tool.clone();
+        let (format, max_calls, max_in, max_out) = (
+            grant.format,
+            grant.max_calls,
+            grant.max_input_bytes,
+            grant.max_output_bytes,
+        );
+        let used = self.calls.get(&tool).copied().unwrap_or(0);
+        if used >= max_calls {
+            return Err(SessionError::CallLimit {
+                tool: tool.to_string(),
+                max: max_calls,
+            });
+        }
+        check_payload(&tool, format, "input", input, max_in)?;
+        self.calls.insert(tool.clone(), used + 1);
+        Ok((tool, format, max_out))
+    }
+
+    fn idle(&self) -> Result<(), SessionError> {
+        if self.channel.is_poisoned() {
+            return Err(SessionError::Poisoned);
+        }
+        match &self.pending {
+            Some(p) => Err(SessionError::Busy(p.request_id.to_string())),
+            None => Ok(()),
+        }
+    }
+
+    /// Dispatches one durable operation of a granted tool (counted against
+    /// its `max_calls`, like `invoke`) and waits for its outcome.
+    pub fn dispatch(
+        &mut self,
+        tool: &str,
+        operation_id: &Token,
+        input: Value,
+    ) -> Result<Value, SessionError> {
+        self.idle()?;
+        let (tool, format, max_out) = self.admit(tool, &input)?;
+        self.channel.send(Message::DispatchOperation {
+            operation_id: operation_id.clone(),
+            tool: tool.clone(),
+            input,
+        })?;
+        match self.channel.recv_expected("operation_result")? {
+            Message::OperationResult {
+                operation_id: got,
+                outcome,
+            } if &got == operation_id => self.outcome(&tool, format, max_out, outcome),
+            other => Err(self.mismatch("operation_result", operation_id, other)),
+        }
+    }
+
+    /// Asks the worker to compensate one operation of a granted tool; at
+    /// most the grant's `max_compensations` per session.
+    pub fn compensate(&mut self, tool: &str, operation_id: &Token) -> Result<Value, SessionError> {
+        self.idle()?;
+        let Some(grant) = self.manifest.grant(tool) else {
+            return Err(SessionError::NotGranted(tool.to_owned()));
+        };
+        let (tool, format, max, max_out) = (
+            grant.tool.clone(),
+            grant.format,
+            grant.max_compensations,
+            grant.max_output_bytes,
+        );
+        let used = self.compensations.get(&tool).copied().unwrap_or(0);
+        if used >= max {
+            return Err(SessionError::CompensationLimit {
+                tool: tool.to_string(),
+                max,
+            });
+        }
+        self.compensations.insert(tool.clone(), used + 1);
+        self.channel.send(Message::CompensateOperation {
+            operation_id: operation_id.clone(),
+            tool: tool.clone(),
+        })?;
+        match self.channel.recv_expected("compensation_result")? {
+            Message::CompensationResult {
+                operation_id: got,
+                outcome,
+            } if &got == operation_id => self.outcome(&tool, format, max_out, outcome),
+            other => Err(self.mismatch("compensation_result", operation_id, other)),
+        }
+    }
+
+    /// Asks the worker what became of one operation of a granted tool (in a
+    /// fresh session, after the session that dispatched it was stopped).
+    pub fn reconcile(
+        &mut self,
+        tool: &str,
+        operation_id: &Token,
+    ) -> Result<OperationState, SessionError> {
+        self.idle()?;
+        let Some(grant) = self.manifest.grant(tool) else {
+            return Err(SessionError::NotGranted(tool.to_owned()));
+        };
+        let tool = grant.tool.clone();
+        self.channel.send(Message::ReconcileOperation {
+            operation_id: operation_id.clone(),
+            tool,
+        })?;
+        match self.channel.recv_expected("reconciled_operation")? {
+            Message::ReconciledOperation {
+                operation_id: got,
+                state,
+            } if &got == operation_id => Ok(state),
+            other => Err(self.mismatch("reconciled_operation", operation_id, other)),
+        }
+    }
+
+    /// Checks an outcome's value against the grant; a tool error does not
+    /// poison, an oversized or mistyped value does.
+    fn outcome(
+        &mut self,
+        tool: &Token,
+        format: GrantFormat,
+        max_out: u32,
+        outcome: Outcome,
+    ) -> Result<Value, SessionError> {
+        match outcome {
+            Outcome::Ok(output) => match check_payload(tool, format, "output", &output, max_out) {
+                Ok(()) => Ok(output),
+                Err(e) => Err(self.violation(e)),
+            },
+            Outcome::Error(message) => Err(SessionError::Tool {
+                tool: tool.to_string(),
+                message,
+            }),
+        }
+    }
+
+    /// The error for a reply of the wrong type or for another operation.
+    fn mismatch(&mut self, expected: &'static str, id: &Token, got: Message) -> SessionError {
+        let e = match &got {
+            Message::OperationResult { operation_id, .. }
+            | Message::CompensationResult { operation_id, .. }
+            | Message::ReconciledOperation { operation_id, .. }
+                if got.kind() == expected =>
+            {
+                SessionError::RequestMismatch {
+                    expected: id.to_string(),
+                    got: operation_id.to_string(),
+                }
+            }
+            _ => SessionError::Unexpected {
+                expected,
+                got: got.kind(),
+            },
+        };
+        self.violation(e)
     }
 
     /// Sends `close_session` and closes the worker's stdin. With a call

@@ -41,16 +41,17 @@ pub enum Message {
         operation_id: Token,
         outcome: Outcome,
     },
-    /// Host → worker: undo the effect of a dispatched operation.
-    CompensateOperation { operation_id: Token },
+    /// Host → worker: undo the effect of a dispatched operation of `tool`
+    /// (bounded by the grant's `max_compensations`).
+    CompensateOperation { operation_id: Token, tool: Token },
     /// Worker → host: the outcome of one `compensate_operation`.
     CompensationResult {
         operation_id: Token,
         outcome: Outcome,
     },
     /// Host → worker (in a fresh session): report the state of an
-    /// operation dispatched in an earlier, stopped session.
-    ReconcileOperation { operation_id: Token },
+    /// operation of `tool` dispatched in an earlier, stopped session.
+    ReconcileOperation { operation_id: Token, tool: Token },
     /// Worker → host: the observed state of one operation.
     ReconciledOperation {
         operation_id: Token,

@@ -17,8 +17,9 @@
 //! and within `max_input_bytes`. An output over `max_output_bytes` or of the
 //! wrong format is replaced by an error result. Durable operations are not
 //! supported by this library: `dispatch_operation` and
-//! `compensate_operation` get an error outcome and `reconcile_operation`
-//! gets state `unknown`. A synchronous worker has always answered a request
+//! `compensate_operation` get an error outcome (after the grant checks:
+//! the tool must be granted and a compensation within `max_compensations`)
+//! and `reconcile_operation` gets state `unknown`. A synchronous worker has always answered a request
 //! before it reads the next frame, so `cancel` gets `too_late` for a request
 //! it answered and `unsupported` otherwise.
 
@@ -54,6 +55,7 @@ pub struct Worker<R, W> {
     channel: FrameChannel<BufReader<R>, W>,
     manifest: CapabilityManifest,
     calls: BTreeMap<Token, u32>,
+    compensations: BTreeMap<Token, u32>,
     answered: BTreeSet<Token>,
 }
 
@@ -105,6 +107,7 @@ impl<R: Read, W: Write> Worker<R, W> {
             channel,
             manifest,
             calls: BTreeMap::new(),
+            compensations: BTreeMap::new(),
             answered: BTreeSet::new(),
         })
     }
@@ -148,7 +151,7 @@ impl<R: Read, W: Write> Worker<R, W> {
                     }
                 }
                 Message::CloseSession {} => return Ok(ServeEnd::Closed),
-                other => match durable_reply(other) {
+                other => match durable_reply(&self.manifest, &mut self.compensations, other) {
                     Ok(reply) => reply,
                     Err(e) => {
                         self.channel.poison();
@@ -301,6 +304,7 @@ impl<R: Read + Send, W: Write + Send> Worker<R, W> {
             channel,
             manifest,
             mut calls,
+            mut compensations,
             answered,
         } = self;
         let (mut rx, tx) = channel.split();
@@ -396,7 +400,7 @@ impl<R: Read + Send, W: Write + Send> Worker<R, W> {
                         }
                     }
                     Message::CloseSession {} => break Ok(ServeEnd::Closed),
-                    other => match durable_reply(other) {
+                    other => match durable_reply(manifest, &mut compensations, other) {
                         Ok(reply) => lock(shared).tx.send(reply),
                         Err(e) => {
                             rx.poison();
@@ -459,19 +463,48 @@ fn finish<W: Write>(
     Ok(())
 }
 
-/// The answer of a worker without a journal to the durable requests; any
-/// other message here is a protocol error.
-fn durable_reply(message: Message) -> Result<Message, SessionError> {
+/// The answer of a worker without a journal to the durable requests, after
+/// the same grant checks a journaling worker would make; any other message
+/// here is a protocol error.
+fn durable_reply(
+    manifest: &CapabilityManifest,
+    compensations: &mut BTreeMap<Token, u32>,
+    message: Message,
+) -> Result<Message, SessionError> {
+    let not_granted = |tool: &Token| SessionError::NotGranted(tool.to_string()).to_string();
     Ok(match message {
-        Message::DispatchOperation { operation_id, .. } => Message::OperationResult {
+        Message::DispatchOperation {
+            operation_id, tool, ..
+        } => Message::OperationResult {
             operation_id,
-            outcome: Outcome::Error("durable operations are not supported by this worker".into()),
+            outcome: Outcome::Error(match manifest.grant(tool.as_str()) {
+                None => not_granted(&tool),
+                Some(_) => "durable operations are not supported by this worker".into(),
+            }),
         },
-        Message::CompensateOperation { operation_id } => Message::CompensationResult {
-            operation_id,
-            outcome: Outcome::Error("compensation is not supported by this worker".into()),
-        },
-        Message::ReconcileOperation { operation_id } => Message::ReconciledOperation {
+        Message::CompensateOperation { operation_id, tool } => {
+            let error = match manifest.grant(tool.as_str()) {
+                None => not_granted(&tool),
+                Some(g) => {
+                    let used = compensations.entry(tool.clone()).or_insert(0);
+                    if *used >= g.max_compensations {
+                        SessionError::CompensationLimit {
+                            tool: tool.to_string(),
+                            max: g.max_compensations,
+                        }
+                        .to_string()
+                    } else {
+                        *used += 1;
+                        "compensation is not supported by this worker".into()
+                    }
+                }
+            };
+            Message::CompensationResult {
+                operation_id,
+                outcome: Outcome::Error(error),
+            }
+        }
+        Message::ReconcileOperation { operation_id, .. } => Message::ReconciledOperation {
             operation_id,
             state: OperationState::Unknown,
         },

@@ -61,8 +61,9 @@ fn every_message_has_a_fixed_wire_shape() {
         (
             Message::CompensateOperation {
                 operation_id: tok("op-1"),
+                tool: tok("t.x"),
             },
-            r#"{"type":"compensate_operation","operation_id":"op-1"}"#,
+            r#"{"type":"compensate_operation","operation_id":"op-1","tool":"t.x"}"#,
         ),
         (
             Message::CompensationResult {
@@ -74,8 +75,9 @@ fn every_message_has_a_fixed_wire_shape() {
         (
             Message::ReconcileOperation {
                 operation_id: tok("op-1"),
+                tool: tok("t.x"),
             },
-            r#"{"type":"reconcile_operation","operation_id":"op-1"}"#,
+            r#"{"type":"reconcile_operation","operation_id":"op-1","tool":"t.x"}"#,
         ),
         (
             Message::ReconciledOperation {

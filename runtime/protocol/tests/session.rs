@@ -20,7 +20,7 @@ fn manifest(session: &str) -> CapabilityManifest {
             "protocol_version": 5,
             "session_id": session,
             "grants": [
-                {"tool": "demo.echo", "format": "json", "max_calls": 3, "max_input_bytes": 64, "max_output_bytes": 64},
+                {"tool": "demo.echo", "format": "json", "max_calls": 3, "max_input_bytes": 64, "max_output_bytes": 64, "max_compensations": 1},
                 {"tool": "demo.fail", "format": "json", "max_calls": 5, "max_input_bytes": 64, "max_output_bytes": 64},
                 {"tool": "demo.big", "format": "json", "max_calls": 5, "max_input_bytes": 64, "max_output_bytes": 8},
                 {"tool": "demo.text", "format": "text", "max_calls": 5, "max_input_bytes": 5, "max_output_bytes": 64}
@@ -123,17 +123,6 @@ fn host_and_worker_round_trip() {
         host.invoke("demo.echo", json!(4)),
         Err(SessionError::CallLimit { max: 3, .. })
     ));
-    // A durable request is answered honestly by a worker without a journal.
-    assert_eq!(
-        host.request(Message::ReconcileOperation {
-            operation_id: tok("op-1")
-        })
-        .expect("reply"),
-        Message::ReconciledOperation {
-            operation_id: tok("op-1"),
-            state: splash_protocol::OperationState::Unknown
-        }
-    );
     assert_eq!(
         host.request(Message::Cancel {
             request_id: tok("r-1")
@@ -451,4 +440,72 @@ fn a_misbehaving_worker_poisons_the_host() {
         host.invoke("demo.echo", json!(1)),
         Err(SessionError::Poisoned)
     ));
+}
+
+#[test]
+fn durable_requests_are_checked_and_answered_honestly() {
+    let (mut host, worker) = start("s-1", SessionKey::generate().expect("rng"));
+    let op = tok("op-1");
+    // A worker without a journal cannot tell what happened.
+    assert_eq!(
+        host.reconcile("demo.echo", &op).expect("reconcile"),
+        splash_protocol::OperationState::Unknown
+    );
+    match host.dispatch("demo.echo", &op, json!({})) {
+        Err(e @ SessionError::Tool { .. }) => {
+            assert!(e.to_string().contains("not supported"), "{e}");
+            assert!(!e.poisons_session());
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        host.compensate("demo.echo", &op),
+        Err(SessionError::Tool { .. })
+    ));
+    // `max_compensations` is enforced before anything is sent.
+    assert!(matches!(
+        host.compensate("demo.echo", &op),
+        Err(SessionError::CompensationLimit { max: 1, .. })
+    ));
+    assert!(matches!(
+        host.compensate("demo.fail", &op),
+        Err(SessionError::CompensationLimit { max: 0, .. })
+    ));
+    assert!(matches!(
+        host.reconcile("demo.none", &op),
+        Err(SessionError::NotGranted(_))
+    ));
+    assert!(!host.is_poisoned());
+    host.close().expect("close");
+    assert_eq!(
+        worker.join().expect("thread").expect("serve"),
+        ServeEnd::Closed
+    );
+}
+
+#[test]
+fn the_worker_checks_durable_grants_itself() {
+    let (mut host, worker) = raw_host("s-1");
+    for (tool, expected) in [
+        ("demo.fail", "has used all 0 compensations"),
+        ("demo.secret", "is not granted"),
+    ] {
+        host.send(Message::CompensateOperation {
+            operation_id: tok("op-1"),
+            tool: tok(tool),
+        })
+        .expect("send");
+        match host.recv().expect("reply") {
+            Some(Message::CompensationResult {
+                outcome: Outcome::Error(e),
+                ..
+            }) => assert!(e.contains(expected), "{e}"),
+            other => panic!("{other:?}"),
+        }
+    }
+    host.send(Message::CloseSession {}).expect("close");
+    assert_eq!(
+        worker.join().expect("thread").expect("serve"),
+        ServeEnd::Closed
+    );
 }
