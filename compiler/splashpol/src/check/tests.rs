@@ -988,3 +988,30 @@ fn the_hardened_example_maps_to_the_model() {
     };
     assert_eq!(p, expected);
 }
+
+#[test]
+fn every_code_is_documented_and_every_documented_code_exists() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/src/");
+    let mut in_code = BTreeSet::new();
+    for file in ["check.rs", "parse.rs", "units.rs"] {
+        let text = std::fs::read_to_string(format!("{root}{file}")).expect("source");
+        for piece in text.split('"').skip(1).step_by(2) {
+            if piece.starts_with("splash::parse::") || piece.starts_with("splash::check::") {
+                in_code.insert(piece.to_string());
+            }
+        }
+    }
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/diagnostics.md"
+    ))
+    .expect("docs/diagnostics.md");
+    let documented: BTreeSet<String> = doc
+        .lines()
+        .filter_map(|l| l.strip_prefix("### `"))
+        .filter_map(|l| l.split('`').next())
+        .map(str::to_string)
+        .collect();
+    assert!(in_code.len() > 50, "{in_code:?}");
+    assert_eq!(in_code, documented);
+}

@@ -605,3 +605,26 @@ fn bad_block_statements_skip_their_whole_block() {
     assert_eq!(out.diagnostics.len(), 1, "{:#?}", out.diagnostics);
     assert_eq!(out.file.expect("file").policy.statements.len(), 1);
 }
+
+#[test]
+fn the_keyword_list_matches_the_grammar_and_the_reference() {
+    let grammar = include_str!("../../../../grammar/splashpol.pest");
+    let mut from_grammar: Vec<String> = grammar
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("kw_"))
+        .filter_map(|l| l.split('"').nth(1))
+        .map(str::to_string)
+        .collect();
+    from_grammar.sort();
+    let mut listed: Vec<String> = KEYWORD_SPELLINGS.iter().map(|k| k.to_string()).collect();
+    listed.sort();
+    assert_eq!(from_grammar, listed);
+    let doc = include_str!("../../../../docs/language.md");
+    let section = doc.split("## Keywords").nth(1).expect("keywords section");
+    for k in KEYWORD_SPELLINGS {
+        assert!(
+            section.contains(&format!("`{k}`")),
+            "`{k}` missing from docs/language.md"
+        );
+    }
+}
