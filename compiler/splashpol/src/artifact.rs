@@ -123,3 +123,85 @@ pub fn load(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
 pub fn looks_like_artifact(bytes: &[u8]) -> bool {
     bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lower::tests::sample;
+
+    /// Re-seal an edited artifact with a correct digest, as an attacker with
+    /// write access to the file could.
+    fn reseal(mut artifact: Artifact) -> Vec<u8> {
+        artifact.policy_digest = policy_digest(&artifact.policy).expect("digest");
+        serde_json::to_vec(&artifact).expect("json")
+    }
+
+    #[test]
+    fn round_trip() {
+        let bytes = write(&sample(), b"source").expect("write");
+        let loaded = load(&bytes).expect("load");
+        assert_eq!(loaded.policy, sample());
+        assert_eq!(loaded.source_digest, digest(b"source"));
+        assert!(looks_like_artifact(&bytes));
+        assert!(!looks_like_artifact(b"splashpol 1\n"));
+    }
+
+    #[test]
+    fn version_tag_and_digest_are_checked() {
+        let good: Artifact =
+            serde_json::from_slice(&write(&sample(), b"s").expect("write")).expect("json");
+        let mut a = good.clone();
+        a.version = 2;
+        assert!(matches!(
+            load(&serde_json::to_vec(&a).expect("json")),
+            Err(ArtifactError::Version(2))
+        ));
+        let mut a = good.clone();
+        a.format = "other".into();
+        assert!(matches!(
+            load(&serde_json::to_vec(&a).expect("json")),
+            Err(ArtifactError::Format(_))
+        ));
+        let mut a = good.clone();
+        a.policy.name = "edited".into();
+        assert!(matches!(
+            load(&serde_json::to_vec(&a).expect("json")),
+            Err(ArtifactError::Digest { .. })
+        ));
+        let mut a = good;
+        a.source_digest = "xyz".into();
+        assert!(matches!(
+            load(&serde_json::to_vec(&a).expect("json")),
+            Err(ArtifactError::SourceDigest(_))
+        ));
+    }
+
+    #[test]
+    fn resealed_weaker_policies_are_refused() {
+        let good: Artifact =
+            serde_json::from_slice(&write(&sample(), b"s").expect("write")).expect("json");
+        // Pinned executables without pinned mounts.
+        let mut a = good.clone();
+        a.policy.pin_mounts = false;
+        assert!(matches!(load(&reseal(a)), Err(ArtifactError::Invariant(_))));
+        // Bounded writes without the user-namespace lockdown.
+        let mut a = good.clone();
+        a.policy.no_further_user_namespaces = false;
+        assert!(matches!(load(&reseal(a)), Err(ArtifactError::Invariant(_))));
+        // A mount over the worker's runtime.
+        let mut a = good;
+        a.policy.file_roots[0].destination = crate::lower::tests::p("/opt/splash/bin");
+        assert!(matches!(load(&reseal(a)), Err(ArtifactError::Invariant(_))));
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected() {
+        let bytes = write(&sample(), b"s").expect("write");
+        let mut v: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
+        v["policy"]["share_net"] = serde_json::Value::Bool(true);
+        assert!(matches!(
+            load(&serde_json::to_vec(&v).expect("json")),
+            Err(ArtifactError::Decode(_))
+        ));
+    }
+}
