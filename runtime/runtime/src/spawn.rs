@@ -69,7 +69,7 @@ pub enum SpawnError {
         source: io::Error,
     },
     #[error(
-        "failed to write the bootstrap preamble to the worker; bubblewrap was killed and reaped ({status})"
+        "failed to write the bootstrap preamble to the worker; bubblewrap was stopped and reaped, ending with {status}"
     )]
     Bootstrap {
         status: String,
