@@ -128,6 +128,14 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
             1
         })?;
 
+    if let Some(w) = &plan.watchdog {
+        eprintln!(
+            "splashc run: the policy sets a watchdog ({} ms per session), which `splashc run` does not enforce; refusing to launch without it",
+            w.session_deadline_ms
+        );
+        return Err(LAUNCH_FAILED);
+    }
+
     // Bind, spawn, session.
     let bound = BoundCommand::bind(plan).map_err(|e| {
         eprintln!("splashc run: bind failed: {}", chain(&e));

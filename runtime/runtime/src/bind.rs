@@ -3,6 +3,8 @@
 //! Nothing is launched here except Bubblewrap's own `--help`, which tells
 //! which options the installed build understands. The steps, in order:
 //!
+//! 0. a plan with cgroup limits or `require_cgroup_v2` needs a
+//!    [`LaunchPreparation`] that provides the cgroup; otherwise bind fails;
 //! 1. the Bubblewrap program: canonicalized, a regular file with an execute
 //!    bit; in executable-pinned mode the canonical file is opened and retained
 //!    as one of the pins;
@@ -141,6 +143,12 @@ pub trait LaunchPreparation: std::fmt::Debug + Send + Sync {
     fn prepare(&mut self, command: &BoundCommand) -> io::Result<()>;
     /// Adjusts one launch (e.g. wraps the program); called by spawn.
     fn wrap(&self, spec: &mut LaunchSpec) -> io::Result<()>;
+    /// True when this step places the launch in the plan's cgroup-v2
+    /// boundary. A plan with cgroup limits (or `require_cgroup_v2`) binds
+    /// only when some step does.
+    fn provides_cgroup(&self) -> bool {
+        false
+    }
 }
 
 /// Options of [`BoundCommand::bind_with`].
@@ -460,6 +468,15 @@ impl BoundCommand {
 
     /// Binds `plan`; see the module documentation for the steps.
     pub fn bind_with(plan: LaunchPlan, options: BindOptions) -> Result<Self, BindError> {
+        // 0. Controls this runtime must not silently drop.
+        if (plan.cgroup.is_some() || plan.require_cgroup_v2)
+            && !options.preparations.iter().any(|p| p.provides_cgroup())
+        {
+            return Err(BindError::Unsupported {
+                what: "the cgroup-v2 boundary this plan requires (no cgroup preparation step is configured)".into(),
+            });
+        }
+
         // 1. Bubblewrap.
         let bwrap_str = plan.bwrap.as_str().to_owned();
         reject_symlink(&bwrap_str)?;
