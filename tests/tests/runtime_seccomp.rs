@@ -65,3 +65,109 @@ fn deny_known_escape_surface_gives_eperm_for_unshare_and_leaves_no_descriptor() 
         probe.close();
     }
 }
+
+/// The probe's syscalls for `probe.echo` and `probe.try` on x86_64 (the
+/// policy is lowered for the host architecture; names that do not exist
+/// elsewhere only produce check warnings).
+const STRICT_LIST: &str = "
+    execve arch_prctl set_tid_address set_robust_list rseq prlimit64 exit exit_group
+    brk mmap munmap mprotect mremap madvise
+    read write readv writev pread64 pwrite64 openat close lseek fstat newfstatat statx
+    fcntl ioctl dup3 pipe2 getdents64 getcwd readlinkat unlinkat mkdirat ftruncate fsync
+    rt_sigaction rt_sigprocmask rt_sigreturn sigaltstack clock_gettime clock_nanosleep
+    nanosleep futex sched_yield sched_getaffinity getpid gettid tgkill getrandom
+    poll access faccessat faccessat2 wait4 clone statfs fstatfs uname
+    getuid geteuid getgid getegid getppid prctl
+    ppoll epoll_create1 epoll_ctl epoll_pwait eventfd2
+";
+
+fn lowered(text: &str) -> splashpol::plan::LaunchPlan {
+    let outcome = splashpol::check_source("test.splashpol", text);
+    let policy = match outcome.policy {
+        Some(p) if !outcome.has_errors() => p,
+        _ => panic!("{}", outcome.render_human("test.splashpol", text)),
+    };
+    let manifest = runtime_support::probe_manifest("s-1");
+    let activation = splashpol::activate::activate(&policy, Some(&manifest)).expect("activate");
+    splashpol::lower::lower(&policy, &activation, Arch::host().expect("arch"), "test")
+        .expect("lower")
+}
+
+#[test]
+fn strict_allowlist_through_the_landlock_runner_handoff_kills_an_unlisted_syscall() {
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let runner = runtime_support::bin_dir().join("splash-landlock-runner");
+    if !splash_tests::require_host(runner.is_file(), "the splash-landlock-runner binary") {
+        return;
+    }
+    let loader = ["/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1"]
+        .iter()
+        .find_map(|l| std::fs::canonicalize(l).ok());
+    if !splash_tests::require_host(loader.is_some(), "a known glibc loader path") {
+        return;
+    }
+    let loader = loader.expect("checked").display().to_string();
+    std::fs::copy(&runner, probe_dir.path().join("splash-landlock-runner")).expect("copy runner");
+    for strict in [true, false] {
+        let seccomp = if strict {
+            format!("seccomp strict-allowlist {{\n{STRICT_LIST}\n  }}")
+        } else {
+            String::new()
+        };
+        let text = format!(
+            r#"splashpol 1
+policy "runner-handoff" {{
+  bubblewrap "{bwrap}"
+  worker "/opt/probe/splash-probe"
+  runtime "{dir}" at "/opt/probe"
+  runtime "/usr" at "/usr"
+  runtime "/lib" at "/lib"
+  runtime "/lib64" at "/lib64"
+  tmp private size 16 MiB
+  writes bounded
+  user-namespaces none
+  pin mounts, executables
+  {seccomp}
+  landlock runner "/opt/probe/splash-landlock-runner" {{
+    allow-exec "{loader}"
+  }}
+}}
+"#,
+            bwrap = bwrap.display(),
+            dir = probe_dir.path().display(),
+        );
+        let plan = lowered(&text);
+        if strict {
+            assert_eq!(
+                plan.seccomp.as_ref().map(|s| &s.delivery),
+                Some(&SeccompDelivery::Runner)
+            );
+        }
+        let bound = BoundCommand::bind(plan).expect("bind");
+        let mut probe = ProbeSession::start(&bound, None).expect("start");
+        let echo = probe
+            .call("probe.echo", json!({"input": "hi"}))
+            .expect("echo under the filter");
+        assert_eq!(echo, json!("hi"));
+        let attempt = unshare(&mut probe);
+        let chroot = probe
+            .call("probe.try", json!({"op": "chroot"}))
+            .expect("probe.try");
+        if strict {
+            // The strict profile's fixed guards answer `unshare` with EPERM;
+            // `chroot` is neither guarded nor listed: the attempt's process
+            // is killed.
+            assert_eq!(attempt["error"]["name"], json!("EPERM"), "{attempt:#}");
+            assert_eq!(chroot["stage"], json!("killed"), "{chroot:#}");
+            assert_eq!(chroot["signal"], json!(libc::SIGSYS), "{chroot:#}");
+        } else {
+            // Control: without the filter neither attempt is stopped that way.
+            assert_ne!(attempt["error"]["name"], json!("EPERM"), "{attempt:#}");
+            assert_ne!(chroot["stage"], json!("killed"), "{chroot:#}");
+        }
+        probe.close();
+    }
+}
