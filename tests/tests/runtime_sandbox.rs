@@ -189,3 +189,70 @@ fn control_the_same_probe_outside_the_sandbox_sees_the_host() {
         assert_ne!(report["network_interfaces"]["proc_net_dev"], json!(["lo"]));
     }
 }
+
+#[test]
+fn a_root_the_manifest_does_not_select_is_not_mounted() {
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let selected = TempDir::new("sel");
+    let unselected = TempDir::new("unsel");
+    std::fs::write(selected.path().join("marker"), b"1").expect("marker");
+    std::fs::write(unselected.path().join("marker"), b"2").expect("marker");
+    let text = format!(
+        r#"splashpol 1
+policy "selection" {{
+  bubblewrap "{bwrap}"
+  worker "/opt/probe/splash-probe"
+  runtime "{dir}" at "/opt/probe"
+  runtime "/usr" at "/usr"
+  runtime "/lib" at "/lib"
+  runtime "/lib64" at "/lib64"
+  root "selected" host "{sel}" at "/workspace/selected" read-only
+  root "unselected" host "{unsel}" at "/workspace/unselected" read-only
+  pin mounts
+}}
+"#,
+        bwrap = bwrap.display(),
+        dir = probe_dir.path().display(),
+        sel = selected.path().display(),
+        unsel = unselected.path().display(),
+    );
+    for select_both in [false, true] {
+        let mut manifest = runtime_support::probe_manifest("s-1");
+        let ids: &[&str] = if select_both {
+            &["selected", "unselected"]
+        } else {
+            &["selected"]
+        };
+        for id in ids {
+            manifest.grants[0]
+                .resources
+                .insert(splash_protocol::Resource::new(
+                    splash_protocol::ResourceKind::FileRoot,
+                    splash_protocol::Token::new(*id).expect("token"),
+                ));
+        }
+        let bound = BoundCommand::bind(runtime_support::lowered(&text, &manifest)).expect("bind");
+        let mut probe = ProbeSession::start(&bound, None).expect("start");
+        let seen = probe
+            .call("probe.path", json!({"path": "/workspace/selected/marker"}))
+            .expect("path");
+        assert_eq!(seen["exists"], json!(true), "{seen:#}");
+        // Control: selected, the same root is there.
+        let other = probe
+            .call(
+                "probe.path",
+                json!({"path": "/workspace/unselected/marker"}),
+            )
+            .expect("path");
+        assert_eq!(other["exists"], json!(select_both), "{other:#}");
+        let host_path = unselected.path().join("marker").display().to_string();
+        let by_host_path = probe
+            .call("probe.path", json!({"path": host_path}))
+            .expect("path");
+        assert_eq!(by_host_path["exists"], json!(false), "{by_host_path:#}");
+        probe.close();
+    }
+}

@@ -81,18 +81,6 @@ const STRICT_LIST: &str = "
     ppoll epoll_create1 epoll_ctl epoll_pwait eventfd2
 ";
 
-fn lowered(text: &str) -> splashpol::plan::LaunchPlan {
-    let outcome = splashpol::check_source("test.splashpol", text);
-    let policy = match outcome.policy {
-        Some(p) if !outcome.has_errors() => p,
-        _ => panic!("{}", outcome.render_human("test.splashpol", text)),
-    };
-    let manifest = runtime_support::probe_manifest("s-1");
-    let activation = splashpol::activate::activate(&policy, Some(&manifest)).expect("activate");
-    splashpol::lower::lower(&policy, &activation, Arch::host().expect("arch"), "test")
-        .expect("lower")
-}
-
 #[test]
 fn strict_allowlist_through_the_landlock_runner_handoff_kills_an_unlisted_syscall() {
     let _serial = serial();
@@ -139,7 +127,7 @@ policy "runner-handoff" {{
             bwrap = bwrap.display(),
             dir = probe_dir.path().display(),
         );
-        let plan = lowered(&text);
+        let plan = runtime_support::lowered(&text, &runtime_support::probe_manifest("s-1"));
         if strict {
             assert_eq!(
                 plan.seccomp.as_ref().map(|s| &s.delivery),

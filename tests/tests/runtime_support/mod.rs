@@ -403,3 +403,15 @@ pub fn errno_name(v: &Value) -> Option<&str> {
         .and_then(|e| e.get("name"))
         .and_then(Value::as_str)
 }
+
+/// Checks, activates with `manifest` and lowers policy text for this host.
+pub fn lowered(text: &str, manifest: &CapabilityManifest) -> LaunchPlan {
+    let outcome = splashpol::check_source("test.splashpol", text);
+    let policy = match outcome.policy {
+        Some(p) if !outcome.has_errors() => p,
+        _ => panic!("{}", outcome.render_human("test.splashpol", text)),
+    };
+    let activation = splashpol::activate::activate(&policy, Some(manifest)).expect("activate");
+    splashpol::lower::lower(&policy, &activation, Arch::host().expect("arch"), "test")
+        .expect("lower")
+}
