@@ -426,3 +426,107 @@ fn pinned_plan_launches_through_descriptors() {
         "worker overlay mounted"
     );
 }
+
+/// The runner binaries next to this test's directory (`cargo build --bins`).
+fn runner_binaries() -> Option<(PathBuf, PathBuf)> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?.parent()?;
+    let landlock = dir.join("splash-landlock-runner");
+    let limit = dir.join("splash-limit-runner");
+    (landlock.is_file() && limit.is_file()).then_some((landlock, limit))
+}
+
+/// Shell builtins only: under Landlock the worker may not execute anything.
+const CHAIN_WORKER: &str = r#"#!/bin/sh
+while read -r line; do echo "limit=$line"; done < /proc/self/limits
+if /usr/bin/true 2>/dev/null; then echo exec=allowed; else echo exec=denied; fi
+echo "args=$*"
+"#;
+
+fn chain_policy(fx: &Fixture, bwrap: &Path, landlock: bool) -> Option<Policy> {
+    let (landlock_bin, limit_bin) = runner_binaries()?;
+    for (src, name) in [
+        (&landlock_bin, "splash-landlock-runner"),
+        (&limit_bin, "splash-limit-runner"),
+    ] {
+        std::fs::copy(src, fx.base.join("rt/bin").join(name)).expect("copy runner");
+    }
+    std::fs::write(fx.base.join("rt/bin/worker"), CHAIN_WORKER).expect("write worker");
+    let mut policy = policy(fx, bwrap);
+    policy.limit_runner = Some(splashpol::model::LimitRunner {
+        path: p("/opt/splash/bin/splash-limit-runner"),
+        limits: splashpol::model::ResourceLimits {
+            cpu_seconds: Some(30),
+            address_space_bytes: None,
+            process_count: None,
+            open_files: Some(64),
+            file_size_bytes: Some(16 << 20),
+        },
+    });
+    if landlock {
+        // The dynamically linked runner needs its resolved loader, the
+        // script worker its interpreter.
+        let loader = std::fs::canonicalize("/lib64/ld-linux-x86-64.so.2").ok()?;
+        let shell = std::fs::canonicalize("/bin/sh").ok()?;
+        policy.landlock_runner = Some(splashpol::model::LandlockRunner {
+            path: p("/opt/splash/bin/splash-landlock-runner"),
+            allow_exec: vec![
+                AbsPath::new(loader.to_string_lossy().into_owned()).ok()?,
+                AbsPath::new(shell.to_string_lossy().into_owned()).ok()?,
+            ],
+        });
+    }
+    Some(policy)
+}
+
+#[test]
+fn runner_chain_applies_limits_and_the_executable_allowlist() {
+    let Some(bwrap) = bwrap() else { return };
+    let fx = Fixture::new();
+    let have = runner_binaries().is_some() && Path::new("/lib64/ld-linux-x86-64.so.2").exists();
+    if !require_host(
+        have,
+        "runner binaries (`cargo build --bins`) and an x86-64 glibc loader",
+    ) {
+        return;
+    }
+    let Some(policy) = chain_policy(&fx, &bwrap, true) else {
+        panic!("chain policy");
+    };
+    let plan = plan_for(&policy, &["ro"]);
+    let argv = plan.bwrap_arguments(&mut |_| unreachable!());
+    let cmd = &argv[argv.iter().position(|a| a == "--").expect("--") + 1..];
+    assert_eq!(cmd[0], "/opt/splash/bin/splash-landlock-runner");
+    let r = launch(&plan);
+    let limits = r.get("limit").expect("limits reported");
+    let has = |name: &str, value: &str| {
+        limits.iter().any(|l| {
+            l.starts_with(name)
+                && l[name.len()..]
+                    .split_whitespace()
+                    .take(2)
+                    .all(|v| v == value)
+        })
+    };
+    assert!(has("Max open files", "64"), "{limits:?}");
+    assert!(has("Max cpu time", "30"), "{limits:?}");
+    assert!(has("Max file size", "16777216"), "{limits:?}");
+    assert!(has("Max core file size", "0"), "{limits:?}");
+    assert_eq!(
+        one(&r, "exec"),
+        "denied",
+        "Landlock forbids executing anything else"
+    );
+    assert_eq!(one(&r, "args"), "--json-lines two words");
+
+    // Control: the same chain without the Landlock runner can execute.
+    let fx = Fixture::new();
+    let policy = chain_policy(&fx, &bwrap, false).expect("chain policy");
+    let r = launch(&plan_for(&policy, &["ro"]));
+    assert_eq!(one(&r, "exec"), "allowed");
+    assert!(
+        r["limit"]
+            .iter()
+            .any(|l| l.starts_with("Max open files") && l.contains(" 64 "))
+    );
+}
