@@ -468,7 +468,20 @@ impl BoundCommand {
 
     /// Binds `plan`; see the module documentation for the steps.
     pub fn bind_with(plan: LaunchPlan, options: BindOptions) -> Result<Self, BindError> {
-        // 0. Controls this runtime must not silently drop.
+        // 0. A plan this runtime understands, and controls it must not
+        //    silently drop.
+        if plan.format != splashpol::lower::PLAN_FORMAT {
+            return Err(BindError::Plan(format!(
+                "launch-plan format {} is not the supported format {}",
+                plan.format,
+                splashpol::lower::PLAN_FORMAT
+            )));
+        }
+        if plan.stdio != splashpol::plan::Stdio::default() || !plan.environment.is_empty() {
+            return Err(BindError::Unsupported {
+                what: "worker standard streams other than a stdin pipe, a stdout pipe and stderr on `/dev/null`, or a worker environment".into(),
+            });
+        }
         if (plan.cgroup.is_some() || plan.require_cgroup_v2)
             && !options.preparations.iter().any(|p| p.provides_cgroup())
         {
