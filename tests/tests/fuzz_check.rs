@@ -391,3 +391,29 @@ fn mutations_keep_sources_valid_utf8_and_change_them() {
         "mutations rarely change their input ({changed})"
     );
 }
+
+/// Deep nesting is bounded by the parser's stack guard, not by the thread's
+/// stack: it is an error, never a crash.
+#[test]
+fn deeply_nested_input_is_an_error_not_a_stack_overflow() {
+    for (open, close) in [("{", "}"), ("[", "]"), ("{ \"", "\" }")] {
+        for depth in [1_000usize, 100_000] {
+            let body = format!("{}{}", open.repeat(depth), close.repeat(depth));
+            for source in [
+                format!("splashpol 1\npolicy \"deep\" {{\n  root {body}\n}}\n"),
+                format!("splashpol 1\npolicy \"deep\" {{\n  limits {{ {body} }}\n}}\n"),
+                format!("splashpol 1\npolicy \"deep\" {{\n  worker \"/w\" args {body}\n}}\n"),
+                body.clone(),
+            ] {
+                let outcome = check_source("deep.splashpol", &source);
+                assert!(
+                    outcome.has_errors(),
+                    "nesting depth {depth} of `{open}` was accepted"
+                );
+                for d in &outcome.diagnostics {
+                    assert!(span_ok(&source, d.span).is_ok(), "{}: bad span", d.code);
+                }
+            }
+        }
+    }
+}
