@@ -5,7 +5,7 @@
 //! with path binds and launched with `std::process::Command`), all measured in the same run (interleaved, so
 //! drift in the machine's load affects every variant alike).
 //!
-//! Run: `cargo build --release -p splash-probe && cargo bench -p splash-runtime --bench launch`.
+//! Run: `cargo build --release -p splash-probe -p splash-runners && cargo bench -p splash-runtime --bench launch`.
 //! Without `--bench` (as under `cargo test`) one round runs as a smoke test.
 //! The probe is found next to this binary's profile directory or through
 //! `SPLASH_PROBE`.
@@ -45,19 +45,45 @@ fn manifest() -> CapabilityManifest {
     }
 }
 
-fn policy_text(probe_dir: &Path, hardened: bool) -> String {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Variant {
+    Minimal,
+    /// The demo policy's controls.
+    Hardened,
+    /// The specification's first example: the hardened controls plus the
+    /// limit runner and the Landlock runner before the worker.
+    HardenedWithRunners,
+}
+
+fn policy_text(probe_dir: &Path, variant: Variant) -> String {
     let dir = probe_dir.display();
-    let controls = if hardened {
-        r#"
+    let hardened = r#"
   root "scratch" tmpfs at "/workspace/scratch" size 8 MiB
   tmp private size 16 MiB
   writes bounded
   user-namespaces none
   pin mounts, executables
   seccomp deny-known-escape-surface
-"#
-    } else {
-        ""
+"#;
+    let controls = match variant {
+        Variant::Minimal => String::new(),
+        Variant::Hardened => hardened.to_owned(),
+        Variant::HardenedWithRunners => {
+            let loader = std::fs::canonicalize("/lib64/ld-linux-x86-64.so.2")
+                .or_else(|_| std::fs::canonicalize("/lib/ld-linux-aarch64.so.1"))
+                .expect("a known glibc loader");
+            format!(
+                r#"{hardened}
+  limits runner "/opt/probe/splash-limit-runner" required {{
+    cpu 30 s; address-space 4 GiB; open-files 64; file-size 16 MiB
+  }}
+  landlock runner "/opt/probe/splash-landlock-runner" {{
+    allow-exec "{}"
+  }}
+"#,
+                loader.display()
+            )
+        }
     };
     format!(
         r#"splashpol 1
@@ -73,8 +99,8 @@ policy "bench" {{
     )
 }
 
-fn bind(probe_dir: &Path, hardened: bool) -> BoundCommand {
-    let text = policy_text(probe_dir, hardened);
+fn bind(probe_dir: &Path, variant: Variant) -> BoundCommand {
+    let text = policy_text(probe_dir, variant);
     let outcome = splashpol::check_source("bench.splashpol", &text);
     let policy = match outcome.policy {
         Some(p) if !outcome.has_errors() => p,
@@ -202,8 +228,24 @@ fn main() {
     std::fs::copy(&probe, dir.join("splash-probe")).expect("copy probe");
     let dir = dir.canonicalize().expect("canonical bench dir");
 
-    let minimal = bind(&dir, false);
-    let hardened = bind(&dir, true);
+    // The runners, when built next to the probe, add the specification's
+    // full example as a fourth variant.
+    let runners = ["splash-limit-runner", "splash-landlock-runner"]
+        .iter()
+        .map(|name| probe.with_file_name(name))
+        .collect::<Vec<_>>();
+    let with_runners = runners.iter().all(|r| r.is_file());
+    if with_runners {
+        for r in &runners {
+            std::fs::copy(r, dir.join(r.file_name().expect("runner name"))).expect("copy runner");
+        }
+    } else {
+        eprintln!("note: runners not built next to the probe; the runner variant is left out");
+    }
+
+    let minimal = bind(&dir, Variant::Minimal);
+    let hardened = bind(&dir, Variant::Hardened);
+    let full = with_runners.then(|| bind(&dir, Variant::HardenedWithRunners));
     let (warmup, rounds) = if measuring { (5, 60) } else { (0, 1) };
     let mut raw = Stats {
         name: "raw bwrap, hand-written minimal argv",
@@ -217,14 +259,20 @@ fn main() {
         name: "splash runtime, hardened demo policy",
         samples: Vec::new(),
     };
+    let mut run = Stats {
+        name: "splash runtime, hardened + limit and landlock runners",
+        samples: Vec::new(),
+    };
     for round in 0..warmup + rounds {
         let r = raw_launch(&dir);
         let m = runtime_launch(&minimal);
         let h = runtime_launch(&hardened);
+        let f = full.as_ref().map(runtime_launch);
         if round >= warmup {
             raw.samples.push(r);
             min.samples.push(m);
             hard.samples.push(h);
+            run.samples.extend(f);
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -233,7 +281,10 @@ fn main() {
     println!("spawn → first authenticated response ({rounds} rounds, interleaved)");
     println!("| variant | median ms | p90 ms | ratio to raw (median) |");
     println!("|---|---:|---:|---:|");
-    for s in [&raw, &min, &hard] {
+    for s in [&raw, &min, &hard, &run] {
+        if s.samples.is_empty() {
+            continue;
+        }
         println!(
             "| {} | {:.2} | {:.2} | {:.2}x |",
             s.name,
