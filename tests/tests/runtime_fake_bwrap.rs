@@ -31,17 +31,20 @@ fn fake_bwrap(dir: &Path, real: &Path, missing: &str, hide_in_help: bool) -> std
 }
 
 #[test]
-fn a_bwrap_without_bind_fd_or_disable_userns_fails_at_bind() {
+fn a_bwrap_without_bind_fd_ro_bind_fd_or_disable_userns_fails_at_bind() {
     let _serial = serial();
     let Some((bwrap, probe_dir)) = host_with_probe() else {
         return;
     };
-    for missing in ["--ro-bind-fd", "--disable-userns"] {
+    let root = TempDir::new("fake-bwrap-root");
+    for missing in ["--bind-fd", "--ro-bind-fd", "--disable-userns"] {
         let dir = TempDir::new("fake-bwrap");
         let fake = fake_bwrap(dir.path(), &bwrap, missing, true);
         let mut b = probe_plan(&fake, &probe_dir);
         b.binding = Binding::PinnedMounts;
         b.disable_userns = true;
+        b.roots
+            .push((root.abs(), runtime_support::p("/workspace/output"), true));
         let err = BoundCommand::bind(b.build()).expect_err("old bwrap");
         assert!(
             matches!(&err, BindError::UnsupportedOption { option, .. } if option == missing),
@@ -58,6 +61,8 @@ fn a_bwrap_without_bind_fd_or_disable_userns_fails_at_bind() {
         let mut b = probe_plan(&listed, &probe_dir);
         b.binding = Binding::PinnedMounts;
         b.disable_userns = true;
+        b.roots
+            .push((root.abs(), runtime_support::p("/workspace/output"), true));
         BoundCommand::bind(b.build()).expect("a bwrap with every option binds");
     }
 }
