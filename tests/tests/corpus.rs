@@ -252,11 +252,11 @@ fn run_kind(kind: &str, must_fail: bool) -> (usize, Vec<String>, BTreeSet<String
             failures.push(format!("{name}: JSON summary disagrees: {json}"));
         }
         let rendered = outcome.render_human(&name, &source);
-        if must_fail || !outcome.diagnostics.is_empty() || path.with_extension("expected").exists()
-        {
-            if let Some(f) = check_snapshot(path, &rendered) {
-                failures.push(f);
-            }
+        let wants_snapshot = must_fail
+            || !outcome.diagnostics.is_empty()
+            || path.with_extension("expected").exists();
+        if wants_snapshot && let Some(f) = check_snapshot(path, &rendered) {
+            failures.push(f);
         }
     }
     (count, failures, codes)
@@ -421,7 +421,7 @@ fn show() {
     for kind in ["invalid", "valid"] {
         for path in cases(kind) {
             let name = display_name(&path);
-            if !path.extension().is_some_and(|e| e == "splashpol") || !name.contains(&filter) {
+            if path.extension().is_none_or(|e| e != "splashpol") || !name.contains(&filter) {
                 continue;
             }
             let source = fs::read_to_string(&path).unwrap_or_default();

@@ -39,10 +39,10 @@ fn read_dir_sources(dir: &Path, out: &mut Vec<String>) {
     let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).collect();
     paths.sort();
     for path in paths {
-        if path.extension().is_some_and(|e| e == "splashpol") {
-            if let Ok(text) = fs::read_to_string(&path) {
-                out.push(text);
-            }
+        if path.extension().is_some_and(|e| e == "splashpol")
+            && let Ok(text) = fs::read_to_string(&path)
+        {
+            out.push(text);
         }
     }
 }
