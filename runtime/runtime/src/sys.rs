@@ -30,9 +30,12 @@ fn cstring(path: &Path) -> io::Result<CString> {
 }
 
 /// Opens `path` with `O_PATH | O_NOFOLLOW | O_CLOEXEC` through `openat2(2)`
-/// with `RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`: no component of the
-/// path may be a symbolic link, so a canonical path that was swapped for a
-/// link after canonicalization fails with `ELOOP` instead of being followed.
+/// with `RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`: no directory component
+/// of the path may be a symbolic link (`ELOOP`), and a link as the last
+/// component is not followed (with `O_PATH | O_NOFOLLOW` the descriptor then
+/// refers to the link itself, which the caller's `fstat` type check refuses).
+/// A canonical path that was swapped for a link after canonicalization is
+/// therefore never followed.
 /// There is no fallback to `openat(2)`: a kernel without `openat2` fails.
 pub fn open_path_no_symlinks(path: &Path) -> io::Result<OwnedFd> {
     let c_path = cstring(path)?;
@@ -220,5 +223,43 @@ pub fn install_child_descriptor_hook(command: &mut Command, inherit: Vec<RawFd>)
     // builds `io::Error` values from errno without allocating.
     unsafe {
         command.pre_exec(hook);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+
+    #[test]
+    fn sealed_memfd_reads_from_the_start_and_refuses_changes() {
+        let fd = sealed_memfd("splash-test", b"program").expect("memfd");
+        let mut file = File::from(fd);
+        let mut text = String::new();
+        file.read_to_string(&mut text).expect("read");
+        assert_eq!(text, "program");
+        let err = file.write_all(b"x").expect_err("sealed against writes");
+        assert_eq!(err.raw_os_error(), Some(libc::EPERM));
+        let err = file.set_len(0).expect_err("sealed against shrinking");
+        assert_eq!(err.raw_os_error(), Some(libc::EPERM));
+    }
+
+    #[test]
+    fn pinning_refuses_any_symbolic_link_component() {
+        let dir = std::env::temp_dir().join(format!("splash-sys-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("real")).expect("dir");
+        std::os::unix::fs::symlink(dir.join("real"), dir.join("link")).expect("link");
+        let dir = dir.canonicalize().expect("canonical");
+        assert!(open_path_no_symlinks(&dir.join("real")).is_ok());
+        // A link as the last component is not followed: the descriptor
+        // refers to the link itself, and bind's type check refuses it.
+        let leaf = File::from(open_path_no_symlinks(&dir.join("link")).expect("leaf link"));
+        assert!(leaf.metadata().expect("fstat").file_type().is_symlink());
+        std::fs::create_dir(dir.join("real/sub")).expect("sub");
+        let err = open_path_no_symlinks(&dir.join("link/sub")).expect_err("inner link");
+        assert_eq!(err.raw_os_error(), Some(libc::ELOOP));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
