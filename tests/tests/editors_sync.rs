@@ -106,6 +106,8 @@ fn grammar_keywords() -> BTreeSet<String> {
     keywords
 }
 
+/// Every word the grammar can match literally is a keyword rule (or only a
+/// prefix of keywords used to dispatch).
 #[test]
 fn every_word_literal_in_the_grammar_is_a_keyword_rule() {
     let keywords = grammar_keywords();
@@ -114,7 +116,12 @@ fn every_word_literal_in_the_grammar_is_a_keyword_rule() {
         .into_iter()
         .filter(|l| is_word(l))
         .collect();
-    let outside: Vec<&String> = words.difference(&keywords).collect();
+    // A literal that is only the start of keywords (a dispatch lookahead such
+    // as `&"r"`) is not a word of its own.
+    let outside: Vec<&String> = words
+        .difference(&keywords)
+        .filter(|w| !keywords.iter().any(|k| k.starts_with(w.as_str())))
+        .collect();
     assert!(
         outside.is_empty(),
         "word literals outside `kw_*` rules (editors would miss them): {outside:?}"
@@ -508,4 +515,155 @@ fn vim_really_highlights_keywords_and_nothing_else() {
     assert_eq!(last[size_at], "splashpolNumber");
     let unit_at = lines[n + 2].find("MiB").unwrap_or_default();
     assert_eq!(last[unit_at], "", "units are not highlighted");
+}
+
+fn node_available() -> bool {
+    Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A small TextMate tokenizer (the subset the grammar uses: `match` rules,
+/// `begin`/`end` regions with inner `match` rules, `include` of repository
+/// entries): at each position the leftmost match of the top-level patterns
+/// wins, ties going to the earlier pattern. JavaScript regular expressions
+/// agree with Oniguruma on every construct the grammar uses (classes,
+/// alternation, lookahead and lookbehind).
+const TEXTMATE_TOKENIZER: &str = r#"
+const fs = require('fs');
+const [grammarPath, inputPath] = process.argv.slice(2);
+const g = JSON.parse(fs.readFileSync(grammarPath, 'utf8'));
+const resolve = (p) => p.include ? resolve(g.repository[p.include.slice(1)]) : p;
+const rx = (s) => new RegExp(s, 'gu');
+const rules = g.patterns.map(resolve).map((r) => ({
+  name: r.name,
+  match: r.match && rx(r.match),
+  begin: r.begin && rx(r.begin),
+  end: r.end && rx(r.end),
+}));
+const out = [];
+for (const line of fs.readFileSync(inputPath, 'utf8').split('\n')) {
+  const chars = Array.from(line);
+  // Scopes per UTF-16 index, then mapped to characters.
+  const scope = new Array(line.length).fill('');
+  let pos = 0;
+  while (pos < line.length) {
+    let best = null;
+    for (const r of rules) {
+      const re = r.match || r.begin;
+      re.lastIndex = pos;
+      const m = re.exec(line);
+      if (m && (best === null || m.index < best.m.index)) best = { r, m };
+    }
+    if (best === null) break;
+    const { r, m } = best;
+    let end = m.index + m[0].length;
+    if (r.begin) {
+      r.end.lastIndex = end;
+      const e = r.end.exec(line);
+      end = e ? e.index + e[0].length : line.length;
+    }
+    for (let i = m.index; i < end; i++) scope[i] = r.name;
+    pos = end > pos ? end : pos + 1;
+  }
+  const perChar = [];
+  let i = 0;
+  for (const c of chars) { perChar.push(scope[i]); i += c.length; }
+  out.push(perChar);
+}
+process.stdout.write(JSON.stringify(out));
+"#;
+
+/// Tokenizes `lines` with the TextMate grammar; returns the scope of every
+/// character.
+fn textmate_scopes(lines: &[String]) -> Vec<Vec<String>> {
+    let dir = std::env::temp_dir().join(format!("splash-textmate-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let script = dir.join("tokenize.js");
+    let input = dir.join("sample.splashpol");
+    fs::write(&script, TEXTMATE_TOKENIZER).unwrap_or_else(|e| panic!("{e}"));
+    fs::write(&input, lines.join("\n")).unwrap_or_else(|e| panic!("{e}"));
+    let grammar = workspace_root().join("editors/vscode/syntaxes/splashpol.tmLanguage.json");
+    let output = Command::new("node")
+        .arg(&script)
+        .arg(&grammar)
+        .arg(&input)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run node: {e}"));
+    let _ = fs::remove_dir_all(&dir);
+    assert!(
+        output.status.success(),
+        "tokenizer failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("tokenizer output: {e}"))
+}
+
+#[test]
+fn textmate_really_highlights_keywords_and_nothing_else() {
+    if !require_host(
+        node_available(),
+        "`node` (to run the TextMate grammar's patterns)",
+    ) {
+        return;
+    }
+    let keywords = grammar_keywords();
+    let others = non_keywords(&keywords);
+    let mut lines: Vec<String> = keywords.iter().cloned().collect();
+    lines.extend(others.iter().cloned());
+    lines.push("\"policy read-only\"".to_string());
+    lines.push("# policy read-only".to_string());
+    lines.push("root \"x\" tmpfs at \"/x\" size 32 MiB".to_string());
+    lines.push("io 8:16 { read 2 MiB/s }".to_string());
+    let scopes = textmate_scopes(&lines);
+    assert_eq!(
+        scopes.len(),
+        lines.len(),
+        "tokenizer returned a different line count"
+    );
+    const KEYWORD: &str = "keyword.other.splashpol";
+    for (i, k) in keywords.iter().enumerate() {
+        assert!(
+            scopes[i].iter().all(|s| s == KEYWORD),
+            "keyword `{k}` is not highlighted as a whole: {:?}",
+            scopes[i]
+        );
+    }
+    for (j, w) in others.iter().enumerate() {
+        let s = &scopes[keywords.len() + j];
+        assert!(
+            !s.iter().any(|s| s == KEYWORD),
+            "non-keyword `{w}` is highlighted as a keyword: {s:?}"
+        );
+    }
+    let n = keywords.len() + others.len();
+    assert!(
+        scopes[n]
+            .iter()
+            .all(|s| s == "string.quoted.double.splashpol"),
+        "{:?}",
+        scopes[n]
+    );
+    assert!(
+        scopes[n + 1]
+            .iter()
+            .all(|s| s == "comment.line.number-sign.splashpol"),
+        "{:?}",
+        scopes[n + 1]
+    );
+    let line = &lines[n + 2];
+    let at = |needle: &str| line.find(needle).unwrap_or_default();
+    assert_eq!(scopes[n + 2][0], KEYWORD);
+    assert_eq!(scopes[n + 2][at("32")], "constant.numeric.splashpol");
+    assert_eq!(scopes[n + 2][at("MiB")], "", "units are not highlighted");
+    let line = &lines[n + 3];
+    let device = line.find("8:16").unwrap_or_default();
+    assert!(
+        scopes[n + 3][device..device + 4]
+            .iter()
+            .all(|s| s == "constant.numeric.device.splashpol"),
+        "{:?}",
+        scopes[n + 3]
+    );
 }
