@@ -94,7 +94,7 @@ pub struct LaunchSpec {
     /// Made inheritable in the child only.
     inherit: Vec<OwnedFd>,
     /// Kept open (close-on-exec) until the exec, e.g. the pinned Bubblewrap.
-    _keep_open: Vec<OwnedFd>,
+    keep_open: Vec<OwnedFd>,
 }
 
 impl LaunchSpec {
@@ -112,13 +112,19 @@ impl LaunchSpec {
     }
 
     /// Prefixes the launch with `program prefix_args...`: the old program
-    /// becomes the first argument after `prefix_args`.
+    /// becomes the first argument after `prefix_args`. A descriptor the old
+    /// program is reached through (`/proc/self/fd/N` of the pinned
+    /// Bubblewrap) becomes inherited, because the wrapper, not this process,
+    /// executes it. The wrapper must keep that descriptor open until its exec
+    /// and mark it close-on-exec first, as Splash's own launch does, so that
+    /// Bubblewrap and the worker never inherit it.
     pub fn wrap(&mut self, program: PathBuf, prefix_args: Vec<String>, inherit: Vec<OwnedFd>) {
         let old = std::mem::replace(&mut self.program, program);
         let mut args = prefix_args;
         args.push(old.display().to_string());
         args.append(&mut self.args);
         self.args = args;
+        self.inherit.append(&mut self.keep_open);
         self.inherit.extend(inherit);
     }
 
@@ -235,7 +241,7 @@ impl BoundCommand {
             shown: self.plan.bwrap.to_string(),
             args,
             inherit,
-            _keep_open: keep_open,
+            keep_open,
         })
     }
 
