@@ -114,3 +114,35 @@ fn run_launches_the_probe_and_prints_its_authenticated_report() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not grant `probe.report`"));
 }
+
+#[test]
+fn run_works_with_the_host_side_as_an_unprivileged_user() {
+    let _serial = serial();
+    let Some((_bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let Some(splashc) = splashc() else { return };
+    let setpriv = std::path::Path::new("/usr/bin/setpriv");
+    if !splash_tests::require_host(setpriv.is_file(), "setpriv") {
+        return;
+    }
+    // Everything the unprivileged user needs lives in world-readable copies.
+    let work = TempDir::new("cli-unpriv");
+    let own_splashc = work.path().join("splashc");
+    std::fs::copy(&splashc, &own_splashc).expect("copy splashc");
+    let policy_path = work.path().join("policy.splashpol");
+    std::fs::write(&policy_path, policy(&probe_dir)).expect("policy");
+    let out = Command::new(setpriv)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&own_splashc)
+        .arg("run")
+        .arg(&policy_path)
+        .output()
+        .expect("run splashc through setpriv");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["ids"]["euid"], 65534, "{report}");
+    assert_eq!(report["capabilities"]["effective"], "0000000000000000");
+    assert_eq!(report["seccomp"], 2);
+}
