@@ -313,7 +313,10 @@ impl Parsing {
         let mut d = Diagnostic::error(
             "splash::parse::unknown-keyword",
             word_span,
-            format!("unknown {what} `{shown}` in {}", context.block_name()),
+            match context {
+                Context::File | Context::Statement => format!("unknown statement `{shown}`"),
+                _ => format!("unknown entry `{shown}` in {}", context.block_name()),
+            },
         )
         .with_label(format!(
             "not {} {what} keyword",
