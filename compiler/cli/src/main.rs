@@ -15,7 +15,11 @@ mod emit;
 mod run;
 
 #[derive(Debug, Parser)]
-#[command(name = "splashc", version, about = "Policy compiler and launcher for Bubblewrap sandboxes")]
+#[command(
+    name = "splashc",
+    version,
+    about = "Policy compiler and launcher for Bubblewrap sandboxes"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -47,7 +47,10 @@ impl AbsPath {
         if s == "/" {
             return Err(PathError::Root(s));
         }
-        if s[1..].split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+        if s[1..]
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..")
+        {
             return Err(PathError::NotNormalized(s));
         }
         Ok(Self(s))
@@ -248,7 +251,9 @@ pub enum SeccompPolicy {
     DenyKnownEscapeSurface,
     /// Syscalls by name, deduplicated and sorted; resolved per architecture by
     /// `splash-seccomp`.
-    StrictAllowlist { syscalls: BTreeSet<String> },
+    StrictAllowlist {
+        syscalls: BTreeSet<String>,
+    },
 }
 
 /// The five rlimits. `None` means not selected; selected values are finite
