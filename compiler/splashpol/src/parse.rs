@@ -313,10 +313,7 @@ impl Parsing {
         let mut d = Diagnostic::error(
             "splash::parse::unknown-keyword",
             word_span,
-            match context {
-                Context::File | Context::Statement => format!("unknown statement `{shown}`"),
-                _ => format!("unknown entry `{shown}` in {}", context.block_name()),
-            },
+            format!("unknown {what} `{shown}` in {}", context.block_name()),
         )
         .with_label(format!(
             "not {} {what} keyword",
@@ -959,7 +956,14 @@ fn syntax_error(
         .iter()
         .filter(|k| STATEMENT_KEYWORDS.contains(&k.as_str()))
         .count();
-    if statement_keywords > 3 {
+    // Statements are found by first-letter lookaheads, which pest does not
+    // report; where a statement could start, pest reports what the recovery
+    // rule tried (a string) next to a separator.
+    let at_statement = statement_keywords > 3
+        || matches!(&e.variant, ErrorVariant::ParsingError { positives, .. }
+            if positives.contains(&Rule::bad_statement)
+                || positives.contains(&Rule::string) && positives.contains(&Rule::sep));
+    if at_statement {
         expected.retain(|w| {
             !STATEMENT_KEYWORDS.iter().any(|k| *w == format!("`{k}`"))
                 && w != "a string"
