@@ -151,6 +151,10 @@ fn emit_main(args: &EmitArgs) -> Result<(), u8> {
         if plan.all_registered_roots_active {
             eprintln!("note: no manifest given; every registered file root is active");
         }
+        eprintln!(
+            "note: this command line needs bubblewrap {} or later",
+            emit::minimum_bwrap_version(&plan)
+        );
         let line = plan.display_command_line();
         if args.null {
             line.iter().try_for_each(|a| {

@@ -172,6 +172,57 @@ pub fn activate(
     })
 }
 
+/// Re-check an [`Activation`] against `policy` (lowering calls this, since an
+/// `Activation` can be built by hand): the root bound, distinct registered
+/// roots, the broker ids, and the aggregate tmpfs and quota bounds.
+pub fn recheck(policy: &Policy, activation: &Activation) -> Result<(), ActivationError> {
+    let distinct: BTreeSet<&SelectorId> = activation.roots.iter().collect();
+    if activation.roots.len() > usize::from(policy.max_active_file_roots) {
+        return Err(ActivationError::TooManyActiveRoots {
+            count: activation.roots.len(),
+            max: policy.max_active_file_roots,
+        });
+    }
+    for id in &activation.roots {
+        if distinct.len() != activation.roots.len()
+            || !policy.file_roots.iter().any(|r| &r.id == id)
+        {
+            return Err(ActivationError::UnknownFileRoot { id: id.clone() });
+        }
+    }
+    match (&policy.network_broker, activation.broker_active) {
+        (Some(broker), true) if broker.ids == activation.network_origins => {}
+        (None, false) if activation.network_origins.is_empty() => {}
+        (Some(broker), _) => {
+            return Err(ActivationError::BrokerMismatch {
+                not_in_broker: activation
+                    .network_origins
+                    .difference(&broker.ids)
+                    .cloned()
+                    .collect(),
+                not_in_manifest: broker
+                    .ids
+                    .difference(&activation.network_origins)
+                    .cloned()
+                    .collect(),
+            });
+        }
+        (None, _) => {
+            let id = activation.network_origins.iter().next().cloned();
+            return Err(match id {
+                Some(id) => ActivationError::NetworkOriginWithoutBroker { id },
+                None => ActivationError::BrokerMismatch {
+                    not_in_broker: vec![],
+                    not_in_manifest: vec![],
+                },
+            });
+        }
+    }
+    ephemeral_total(policy, &activation.roots)?;
+    quota_totals(policy, &activation.roots)?;
+    Ok(())
+}
+
 type Selection = (
     Option<SelectorId>,
     BTreeSet<SelectorId>,

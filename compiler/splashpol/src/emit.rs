@@ -328,3 +328,20 @@ pub fn options_used(plan: &LaunchPlan) -> Vec<EmittedOption> {
         .copied()
         .collect()
 }
+
+/// The oldest Bubblewrap release that accepts every option `plan` uses.
+pub fn minimum_bwrap_version(plan: &LaunchPlan) -> &'static str {
+    let parse = |v: &str| -> (u32, u32, u32) {
+        let mut it = v.split('.').map(|n| n.parse::<u32>().unwrap_or(0));
+        (
+            it.next().unwrap_or(0),
+            it.next().unwrap_or(0),
+            it.next().unwrap_or(0),
+        )
+    };
+    options_used(plan)
+        .into_iter()
+        .map(|o| o.since)
+        .max_by_key(|v| parse(v))
+        .unwrap_or("0.1.0")
+}

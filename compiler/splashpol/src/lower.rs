@@ -111,6 +111,8 @@ pub enum LowerError {
     ForeignActivation(SelectorId),
     #[error("the activation mounts a network broker this policy does not configure")]
     ForeignBroker,
+    #[error("the activation does not fit this policy: {0}")]
+    Activation(#[from] crate::activate::ActivationError),
     #[error("the plan needs {0} descriptor pins; at most 65535 are possible")]
     TooManyPins(usize),
     #[error("cannot build the {profile} seccomp program for {arch}: {reason}")]
@@ -398,7 +400,8 @@ pub fn lower(
 ) -> Result<LaunchPlan, LowerError> {
     check_invariants(policy)?;
 
-    // Resolve the activation against this policy, in policy order.
+    // Resolve the activation against this policy, in policy order, and
+    // re-check its bounds (an `Activation` can be built by hand).
     for id in &activation.roots {
         if !policy.file_roots.iter().any(|r| &r.id == id) {
             return Err(LowerError::ForeignActivation(id.clone()));
@@ -407,6 +410,7 @@ pub fn lower(
     if activation.broker_active && policy.network_broker.is_none() {
         return Err(LowerError::ForeignBroker);
     }
+    crate::activate::recheck(policy, activation)?;
     let active: Vec<&FileRoot> = policy
         .file_roots
         .iter()
@@ -933,6 +937,7 @@ pub(crate) mod tests {
         );
         assert_eq!(plan.pins[1].kind, PinKind::FileOrDirectory);
         assert_eq!(plan.pins[2].kind, PinKind::Directory);
+        assert_eq!(crate::emit::minimum_bwrap_version(&plan), "0.8.0");
     }
 
     #[test]
@@ -973,6 +978,12 @@ pub(crate) mod tests {
         );
         assert!(!a.iter().any(|x| x.contains("{fd:")));
         assert!(plan.pins.is_empty());
+        assert_eq!(crate::emit::minimum_bwrap_version(&plan), "0.8.0");
+        let mut policy = policy.clone();
+        policy.no_further_user_namespaces = false;
+        policy.bounded_writes = false;
+        let plan = plain(&policy, None).expect("plan");
+        assert_eq!(crate::emit::minimum_bwrap_version(&plan), "0.7.0", "--size");
         assert_eq!(
             plan.bwrap_program(&mut |_| unreachable!()),
             "/usr/bin/bwrap"
@@ -1196,6 +1207,44 @@ pub(crate) mod tests {
         assert_eq!(
             plan.pins[usize::from(slot.0)].kind,
             PinKind::BrokerDirectory
+        );
+    }
+
+    #[test]
+    fn hand_made_activations_are_rechecked() {
+        let mut policy = sample();
+        policy.aggregate_ephemeral_max_bytes = Some(64 << 20);
+        let mut a = activate(&policy, Some(&manifest(&[]))).expect("activation");
+        a.roots.push(id("scratch"));
+        let err = lower(&policy, &a, Arch::X86_64, "00").expect_err("bound");
+        assert!(
+            matches!(
+                err,
+                LowerError::Activation(ActivationError::EphemeralBoundExceeded { .. })
+            ),
+            "{err}"
+        );
+        policy.max_active_file_roots = 0;
+        let err = lower(&policy, &a, Arch::X86_64, "00").expect_err("max");
+        assert!(
+            matches!(
+                err,
+                LowerError::Activation(ActivationError::TooManyActiveRoots { .. })
+            ),
+            "{err}"
+        );
+        let policy = sample();
+        let mut a = activate(&policy, None).expect("activation");
+        a.roots.push(id("scratch"));
+        assert!(
+            lower(&policy, &a, Arch::X86_64, "00").is_err(),
+            "duplicate root"
+        );
+        a.roots.pop();
+        a.network_origins.insert(id("api"));
+        assert!(
+            lower(&policy, &a, Arch::X86_64, "00").is_err(),
+            "origins without a broker"
         );
     }
 
