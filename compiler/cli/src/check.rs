@@ -107,3 +107,75 @@ fn plural(n: usize, word: &str) -> String {
         format!("{n} {word}s")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::CheckArgs;
+
+    fn policies() -> Vec<PathBuf> {
+        let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies"));
+        let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .expect("policies")
+            .map(|e| e.expect("entry").path())
+            .filter(|p| p.extension().is_some_and(|e| e == "splashpol"))
+            .collect();
+        v.sort();
+        v
+    }
+
+    fn temp(name: &str, text: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("splashc-check-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let p = dir.join(name);
+        std::fs::write(&p, text).expect("write");
+        p
+    }
+
+    #[test]
+    fn clean_policies_exit_zero_even_with_warnings() {
+        for format in [Format::Human, Format::Json] {
+            let args = CheckArgs {
+                policies: policies(),
+                format,
+            };
+            assert_eq!(run(&args), 0);
+        }
+    }
+
+    #[test]
+    fn errors_exit_one_and_unreadable_files_exit_two() {
+        let bad = temp(
+            "bad.splashpol",
+            "splashpol 1\npolicy \"x\" {\n  wroker \"/a\"\n}\n",
+        );
+        let mut files = policies();
+        files.push(bad.clone());
+        assert_eq!(
+            run(&CheckArgs {
+                policies: files,
+                format: Format::Human
+            }),
+            1
+        );
+        let missing = bad.with_file_name("does-not-exist.splashpol");
+        assert_eq!(
+            run(&CheckArgs {
+                policies: vec![bad.clone(), missing],
+                format: Format::Json
+            }),
+            2
+        );
+        let not_utf8 = temp("latin1.splashpol", "");
+        std::fs::write(&not_utf8, b"splashpol 1\n\xff").expect("write");
+        assert_eq!(
+            run(&CheckArgs {
+                policies: vec![not_utf8],
+                format: Format::Human
+            }),
+            2
+        );
+    }
+}

@@ -164,6 +164,11 @@ pub struct Policy {
     pub landlock_runner: Option<LandlockRunner>,
     /// One-hop mode: one fixed runner applies rlimits, Landlock and the strict
     /// filter in a single exec instead of the separate runners.
+    ///
+    /// When set, the checker still fills `limit_runner` and `landlock_runner`
+    /// (from the `limits { ... }` and `landlock { ... }` blocks, which name no
+    /// runner of their own) with this same path: they carry the settings,
+    /// and only this runner is executed.
     pub combined_runner: Option<SandboxPath>,
     /// The cgroup-v2 policy, if configured.
     pub cgroup: Option<CgroupPolicy>,
