@@ -1286,6 +1286,44 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn every_emitted_option_is_in_the_version_table() {
+        use crate::emit::EMITTED_OPTIONS;
+        let mut seen = BTreeSet::new();
+        for pinned in [false, true] {
+            let mut policy = sample();
+            policy.pin_mounts = pinned;
+            policy.pin_executables = pinned;
+            policy.seccomp = SeccompPolicy::DenyKnownEscapeSurface;
+            policy.bounded_writes = false;
+            policy.allow_unbounded_host_writes = true;
+            policy.file_roots.push(FileRoot {
+                id: id("out"),
+                destination: p("/workspace/out"),
+                kind: FileRootKind::Host {
+                    source: p("/srv/out"),
+                    access: Access::ReadWrite,
+                    quota: None,
+                },
+            });
+            for bounded in [false, true] {
+                if bounded {
+                    policy.file_roots.pop();
+                    policy.bounded_writes = true;
+                }
+                let plan = plain(&policy, None).expect("plan");
+                let a = argv(&plan);
+                let end = a.iter().position(|x| x == "--").expect("--");
+                seen.extend(a[..end].iter().filter(|x| x.starts_with("--")).cloned());
+            }
+        }
+        let table: BTreeSet<String> = EMITTED_OPTIONS
+            .iter()
+            .map(|o| o.option.to_string())
+            .collect();
+        assert_eq!(seen, table, "emitted options vs EMITTED_OPTIONS");
+    }
+
+    #[test]
     fn quoting() {
         assert_eq!(shell_quote("/opt/x"), "/opt/x");
         assert_eq!(shell_quote(""), "''");
