@@ -1,8 +1,11 @@
 //! Launch latency: time from spawn to the worker's first authenticated
-//! response, for a minimal policy and for the hardened demo policy, against
-//! raw Bubblewrap starting the same worker with an equivalent hand-written
-//! minimal argument list (the minimal policy's operations, written by hand
-//! with path binds and launched with `std::process::Command`), all measured in the same run (interleaved, so
+//! response, for a minimal policy, for the hardened demo policy and, when the
+//! runners are built, for the hardened policy with the two separate runners
+//! (Landlock runner → limit runner) and with the one-hop combined runner
+//! (same limits, same allowlist), against raw Bubblewrap starting the same
+//! worker with an equivalent hand-written minimal argument list (the minimal
+//! policy's operations, written by hand with path binds and launched with
+//! `std::process::Command`), all measured in the same run (interleaved, so
 //! drift in the machine's load affects every variant alike).
 //!
 //! Run: `cargo build --release -p splash-probe -p splash-runners && cargo bench -p splash-runtime --bench launch`.
@@ -53,6 +56,39 @@ enum Variant {
     /// The specification's first example: the hardened controls plus the
     /// limit runner and the Landlock runner before the worker.
     HardenedWithRunners,
+    /// The same controls, limits and allowlist through the one-hop
+    /// combined runner.
+    HardenedOneHop,
+}
+
+/// The runner binaries each runner variant copies next to the probe.
+fn runner_binaries(variant: Variant) -> &'static [&'static str] {
+    match variant {
+        Variant::Minimal | Variant::Hardened => &[],
+        Variant::HardenedWithRunners => &["splash-limit-runner", "splash-landlock-runner"],
+        Variant::HardenedOneHop => &["splash-runner"],
+    }
+}
+
+/// The limits and the Landlock allowlist shared by both runner variants;
+/// `limit_runner` and `landlock_runner` are the `runner PATH` clauses, empty
+/// in one-hop mode.
+fn runner_controls(limit_runner: &str, landlock_runner: &str) -> String {
+    // A dynamically linked worker needs its resolved ELF loader listed.
+    let loader = std::fs::canonicalize("/lib64/ld-linux-x86-64.so.2")
+        .or_else(|_| std::fs::canonicalize("/lib/ld-linux-aarch64.so.1"))
+        .expect("a known glibc loader");
+    format!(
+        r#"
+  limits {limit_runner}required {{
+    cpu 30 s; address-space 4 GiB; open-files 64; file-size 16 MiB
+  }}
+  landlock {landlock_runner}{{
+    allow-exec "{}"
+  }}
+"#,
+        loader.display()
+    )
 }
 
 fn policy_text(probe_dir: &Path, variant: Variant) -> String {
@@ -68,22 +104,17 @@ fn policy_text(probe_dir: &Path, variant: Variant) -> String {
     let controls = match variant {
         Variant::Minimal => String::new(),
         Variant::Hardened => hardened.to_owned(),
-        Variant::HardenedWithRunners => {
-            let loader = std::fs::canonicalize("/lib64/ld-linux-x86-64.so.2")
-                .or_else(|_| std::fs::canonicalize("/lib/ld-linux-aarch64.so.1"))
-                .expect("a known glibc loader");
-            format!(
-                r#"{hardened}
-  limits runner "/opt/probe/splash-limit-runner" required {{
-    cpu 30 s; address-space 4 GiB; open-files 64; file-size 16 MiB
-  }}
-  landlock runner "/opt/probe/splash-landlock-runner" {{
-    allow-exec "{}"
-  }}
-"#,
-                loader.display()
+        Variant::HardenedWithRunners => format!(
+            "{hardened}{}",
+            runner_controls(
+                r#"runner "/opt/probe/splash-limit-runner" "#,
+                r#"runner "/opt/probe/splash-landlock-runner" "#,
             )
-        }
+        ),
+        Variant::HardenedOneHop => format!(
+            "{hardened}\n  runner combined \"/opt/probe/splash-runner\"{}",
+            runner_controls("", "")
+        ),
     };
     format!(
         r#"splashpol 1
@@ -229,23 +260,25 @@ fn main() {
     let dir = dir.canonicalize().expect("canonical bench dir");
 
     // The runners, when built next to the probe, add the specification's
-    // full example as a fourth variant.
-    let runners = ["splash-limit-runner", "splash-landlock-runner"]
-        .iter()
-        .map(|name| probe.with_file_name(name))
-        .collect::<Vec<_>>();
-    let with_runners = runners.iter().all(|r| r.is_file());
-    if with_runners {
-        for r in &runners {
-            std::fs::copy(r, dir.join(r.file_name().expect("runner name"))).expect("copy runner");
+    // full example, once with the two separate runners and once with the
+    // one-hop combined runner.
+    let runner_variant = |variant: Variant| {
+        let names = runner_binaries(variant);
+        let built = names.iter().all(|n| probe.with_file_name(n).is_file());
+        if !built {
+            eprintln!("note: {names:?} not built next to the probe; {variant:?} is left out");
+            return None;
         }
-    } else {
-        eprintln!("note: runners not built next to the probe; the runner variant is left out");
-    }
+        for n in names {
+            std::fs::copy(probe.with_file_name(n), dir.join(n)).expect("copy runner");
+        }
+        Some(bind(&dir, variant))
+    };
 
     let minimal = bind(&dir, Variant::Minimal);
     let hardened = bind(&dir, Variant::Hardened);
-    let full = with_runners.then(|| bind(&dir, Variant::HardenedWithRunners));
+    let two_hop = runner_variant(Variant::HardenedWithRunners);
+    let one_hop = runner_variant(Variant::HardenedOneHop);
     let (warmup, rounds) = if measuring { (5, 60) } else { (0, 1) };
     let mut raw = Stats {
         name: "raw bwrap, hand-written minimal argv",
@@ -259,20 +292,26 @@ fn main() {
         name: "splash runtime, hardened demo policy",
         samples: Vec::new(),
     };
-    let mut run = Stats {
+    let mut two = Stats {
         name: "splash runtime, hardened + limit and landlock runners",
+        samples: Vec::new(),
+    };
+    let mut one = Stats {
+        name: "splash runtime, hardened + one-hop combined runner",
         samples: Vec::new(),
     };
     for round in 0..warmup + rounds {
         let r = raw_launch(&dir);
         let m = runtime_launch(&minimal);
         let h = runtime_launch(&hardened);
-        let f = full.as_ref().map(runtime_launch);
+        let t = two_hop.as_ref().map(runtime_launch);
+        let o = one_hop.as_ref().map(runtime_launch);
         if round >= warmup {
             raw.samples.push(r);
             min.samples.push(m);
             hard.samples.push(h);
-            run.samples.extend(f);
+            two.samples.extend(t);
+            one.samples.extend(o);
         }
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -281,7 +320,7 @@ fn main() {
     println!("spawn → first authenticated response ({rounds} rounds, interleaved)");
     println!("| variant | median ms | p90 ms | ratio to raw (median) |");
     println!("|---|---:|---:|---:|");
-    for s in [&raw, &min, &hard, &run] {
+    for s in [&raw, &min, &hard, &two, &one] {
         if s.samples.is_empty() {
             continue;
         }
