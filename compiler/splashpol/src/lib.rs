@@ -23,6 +23,7 @@ pub mod parse;
 pub mod span;
 pub mod units;
 pub mod check;
+
 pub use check::check_source;
 pub use diag::{CheckOutcome, Diagnostic, RenderOptions, Severity};
 pub use span::Span;
