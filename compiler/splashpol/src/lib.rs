@@ -13,16 +13,16 @@
 
 pub mod activate;
 pub mod artifact;
+pub mod ast;
+pub mod check;
+pub mod diag;
 pub mod emit;
 pub mod lower;
 pub mod model;
-pub mod plan;
-pub mod ast;
-pub mod diag;
 pub mod parse;
+pub mod plan;
 pub mod span;
 pub mod units;
-pub mod check;
 
 pub use check::check_source;
 pub use diag::{CheckOutcome, Diagnostic, RenderOptions, Severity};
