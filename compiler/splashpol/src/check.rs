@@ -828,12 +828,12 @@ impl Checker {
                 continue;
             }
             first.insert(name, s.span);
-            let missing: Vec<&str> = Arch::ALL
-                .iter()
-                .filter(|&&a| splash_seccomp::syscall_number(a, name).is_none())
-                .map(|a| a.name())
-                .collect();
-            if missing.len() == Arch::ALL.len() {
+            // Architectures without this syscall (no allocation on the common path).
+            let mut missing = [false; Arch::ALL.len()];
+            for (slot, &arch) in missing.iter_mut().zip(Arch::ALL.iter()) {
+                *slot = splash_seccomp::syscall_number(arch, name).is_none();
+            }
+            if missing.iter().all(|&m| m) {
                 let mut d = Diagnostic::error(
                     code("splash::check::unknown-syscall"),
                     s.span,
@@ -879,7 +879,13 @@ impl Checker {
                 }
                 None => {}
             }
-            if !missing.is_empty() {
+            if missing.iter().any(|&m| m) {
+                let missing: Vec<&str> = Arch::ALL
+                    .iter()
+                    .zip(missing)
+                    .filter(|&(_, m)| m)
+                    .map(|(a, _)| a.name())
+                    .collect();
                 self.push(
                     Diagnostic::warning(
                         code("splash::check::syscall-missing-on-arch"),
