@@ -4,18 +4,34 @@
 //! name lookup is a binary search. Numbers are the native 64-bit ABI numbers
 //! (`seccomp_data.nr`) for that architecture.
 
+use std::sync::LazyLock;
+
 use crate::Arch;
 
 mod aarch64;
+mod generic;
 mod riscv64;
 mod x86_64;
+
+type Table = Vec<(&'static str, u32)>;
+
+/// The generic table merged with one architecture's extra entries, sorted by
+/// name.
+fn merged(extra: &[(&'static str, u32)]) -> Table {
+    let mut t: Table = generic::GENERIC.iter().chain(extra).copied().collect();
+    t.sort_unstable_by_key(|&(name, _)| name);
+    t
+}
+
+static AARCH64: LazyLock<Table> = LazyLock::new(|| merged(aarch64::EXTRA));
+static RISCV64: LazyLock<Table> = LazyLock::new(|| merged(riscv64::EXTRA));
 
 /// The table for `arch`.
 pub(crate) fn table(arch: Arch) -> &'static [(&'static str, u32)] {
     match arch {
         Arch::X86_64 => x86_64::TABLE,
-        Arch::Aarch64 => aarch64::TABLE,
-        Arch::Riscv64 => riscv64::TABLE,
+        Arch::Aarch64 => &AARCH64,
+        Arch::Riscv64 => &RISCV64,
     }
 }
 
