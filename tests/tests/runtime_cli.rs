@@ -5,33 +5,21 @@ mod runtime_support;
 
 use std::process::Command;
 
-use runtime_support::{TempDir, bin_dir, host_with_probe, serial};
+use runtime_support::{Binding, TempDir, bin_dir, host_with_probe, probe_policy, serial};
 use serde_json::Value;
 
+/// The probe under the hardened controls, with two tmpfs roots. `splashc
+/// run` checks, activates and lowers it itself.
 fn policy(probe_dir: &TempDir) -> String {
-    let dir = probe_dir.path().display();
-    format!(
-        r#"splashpol 1
-
-policy "cli-test" {{
-  bubblewrap "/usr/bin/bwrap"
-  worker "/opt/probe/splash-probe"
-  runtime "{dir}" at "/opt/probe"
-  runtime "/usr" at "/usr"
-  runtime "/lib" at "/lib"
-  runtime "/lib64" at "/lib64"
-
-  root "scratch" tmpfs at "/workspace/scratch" size 8 MiB
-  root "unused" tmpfs at "/workspace/unused" size 8 MiB
-
-  tmp private size 16 MiB
-  writes bounded
-  user-namespaces none
-  pin mounts, executables
-  seccomp deny-known-escape-surface
-}}
-"#
-    )
+    let mut policy = probe_policy(std::path::Path::new("/usr/bin/bwrap"), probe_dir);
+    policy.tmpfs_root("scratch", "/workspace/scratch", "8 MiB");
+    policy.tmpfs_root("unused", "/workspace/unused", "8 MiB");
+    policy.tmp = Some("private size 16 MiB".into());
+    policy.bounded_writes = true;
+    policy.no_user_namespaces = true;
+    policy.binding = Binding::PinnedMountsAndExecutables;
+    policy.seccomp = Some("deny-known-escape-surface".into());
+    policy.render()
 }
 
 fn splashc() -> Option<std::path::PathBuf> {

@@ -5,7 +5,7 @@ mod runtime_support;
 
 use std::path::Path;
 
-use runtime_support::{Binding, ProbeSession, TempDir, host_with_probe, probe_plan, serial};
+use runtime_support::{Binding, ProbeSession, TempDir, host_with_probe, probe_policy, serial};
 use serde_json::json;
 use splash_runtime::{BindError, BoundCommand};
 
@@ -40,12 +40,12 @@ fn a_bwrap_without_bind_fd_ro_bind_fd_or_disable_userns_fails_at_bind() {
     for missing in ["--bind-fd", "--ro-bind-fd", "--disable-userns"] {
         let dir = TempDir::new("fake-bwrap");
         let fake = fake_bwrap(dir.path(), &bwrap, missing, true);
-        let mut b = probe_plan(&fake, &probe_dir);
-        b.binding = Binding::PinnedMounts;
-        b.disable_userns = true;
-        b.roots
-            .push((root.abs(), runtime_support::p("/workspace/output"), true));
-        let err = BoundCommand::bind(b.build()).expect_err("old bwrap");
+        let mut policy = probe_policy(&fake, &probe_dir);
+        policy.binding = Binding::PinnedMounts;
+        policy.no_user_namespaces = true;
+        policy.unbounded_host_writes = true;
+        policy.host_root("output", root.path(), "/workspace/output", true);
+        let err = BoundCommand::bind(policy.plan()).expect_err("old bwrap");
         assert!(
             matches!(&err, BindError::UnsupportedOption { option, .. } if option == missing),
             "{err}"
@@ -58,12 +58,12 @@ fn a_bwrap_without_bind_fd_ro_bind_fd_or_disable_userns_fails_at_bind() {
 
         // Control: the same fake that lists the option binds.
         let listed = fake_bwrap(dir.path(), &bwrap, "--no-such-option", true);
-        let mut b = probe_plan(&listed, &probe_dir);
-        b.binding = Binding::PinnedMounts;
-        b.disable_userns = true;
-        b.roots
-            .push((root.abs(), runtime_support::p("/workspace/output"), true));
-        BoundCommand::bind(b.build()).expect("a bwrap with every option binds");
+        let mut policy = probe_policy(&listed, &probe_dir);
+        policy.binding = Binding::PinnedMounts;
+        policy.no_user_namespaces = true;
+        policy.unbounded_host_writes = true;
+        policy.host_root("output", root.path(), "/workspace/output", true);
+        BoundCommand::bind(policy.plan()).expect("a bwrap with every option binds");
     }
 }
 
@@ -75,9 +75,9 @@ fn a_bwrap_that_rejects_an_option_at_launch_is_a_launch_failure_with_its_status(
     };
     let dir = TempDir::new("fake-bwrap-launch");
     let fake = fake_bwrap(dir.path(), &bwrap, "--ro-bind-fd", false);
-    let mut b = probe_plan(&fake, &probe_dir);
-    b.binding = Binding::PinnedMounts;
-    let bound = BoundCommand::bind(b.build()).expect("help lists every option");
+    let mut policy = probe_policy(&fake, &probe_dir);
+    policy.binding = Binding::PinnedMounts;
+    let bound = BoundCommand::bind(policy.plan()).expect("help lists every option");
     let outcome =
         ProbeSession::start(&bound, None).and_then(|mut p| p.call("probe.report", json!({})));
     let err = outcome.expect_err("launch must fail");
@@ -102,9 +102,9 @@ fn a_pinned_bwrap_that_cannot_be_executed_through_its_descriptor_fails_closed() 
     };
     let dir = TempDir::new("fake-bwrap-pinned");
     let fake = fake_bwrap(dir.path(), &bwrap, "--no-such-option", true);
-    let mut b = probe_plan(&fake, &probe_dir);
-    b.binding = Binding::PinnedMountsAndExecutables;
-    let err = BoundCommand::bind(b.build()).expect_err("script through /proc/self/fd");
+    let mut policy = probe_policy(&fake, &probe_dir);
+    policy.binding = Binding::PinnedMountsAndExecutables;
+    let err = BoundCommand::bind(policy.plan()).expect_err("script through /proc/self/fd");
     assert!(
         matches!(
             err,

@@ -1,11 +1,12 @@
 //! Spawn and lifecycle with the real bwrap, using `cat` as a stand-in worker
-//! that echoes its stdin (so the bootstrap preamble comes straight back).
+//! that echoes its stdin (so the bootstrap preamble comes straight back):
+//! a policy whose worker is a copy of `cat` in a runtime-mounted directory.
 
 mod runtime_support;
 
 use std::io::{Read, Write};
 
-use runtime_support::{PlanBuilder, TempDir, live_children, open_fds};
+use runtime_support::{TempDir, TestPolicy, live_children, lowered_with, open_fds};
 use splash_protocol::{PrivatePipeWorkerBootstrap, SessionKey, Token};
 use splash_runtime::{BoundCommand, SpawnError, WorkerStatus};
 
@@ -39,9 +40,9 @@ fn bootstrap_preamble_reaches_the_worker_first_and_lifecycle_reaps() {
         runtime_support::Binding::PinnedMounts,
         runtime_support::Binding::PinnedMountsAndExecutables,
     ] {
-        let mut b = PlanBuilder::new(&bwrap, &dir.abs(), "cat");
-        b.binding = binding;
-        let bound = BoundCommand::bind(b.build()).expect("bind");
+        let mut policy = TestPolicy::new(&bwrap, dir.path(), "cat");
+        policy.binding = binding;
+        let bound = BoundCommand::bind(policy.plan()).expect("bind");
         let boot = bootstrap("s-1");
         let worker = bound.spawn_with_bootstrap(&boot).expect("spawn");
         let (mut lifecycle, mut stdin, mut stdout) = worker.into_lifecycle_parts();
@@ -78,9 +79,9 @@ fn terminate_kills_and_drop_reaps() {
         return;
     };
     let fds_before = open_fds();
-    let mut b = PlanBuilder::new(&bwrap, &dir.abs(), "cat");
-    b.binding = runtime_support::Binding::PinnedMountsAndExecutables;
-    let bound = BoundCommand::bind(b.build()).expect("bind");
+    let mut policy = TestPolicy::new(&bwrap, dir.path(), "cat");
+    policy.binding = runtime_support::Binding::PinnedMountsAndExecutables;
+    let bound = BoundCommand::bind(policy.plan()).expect("bind");
     let (mut lifecycle, _stdin, mut stdout) = bound
         .spawn_with_bootstrap(&bootstrap("s-1"))
         .expect("spawn")
@@ -146,17 +147,16 @@ fn a_bootstrap_for_another_session_fails_before_launch() {
     let Some((dir, bwrap)) = cat_worker() else {
         return;
     };
-    let bound =
-        BoundCommand::bind(PlanBuilder::new(&bwrap, &dir.abs(), "cat").build()).expect("bind");
+    let policy = TestPolicy::new(&bwrap, dir.path(), "cat");
+    let bound = BoundCommand::bind(policy.plan()).expect("bind");
     let err = bound
         .spawn_with_bootstrap(&bootstrap("s-2"))
         .expect_err("mismatch");
     assert!(matches!(err, SpawnError::SessionMismatch { .. }), "{err}");
     assert!(live_children().is_empty());
 
-    let mut b = PlanBuilder::new(&bwrap, &dir.abs(), "cat");
-    b.session = None;
-    let bound = BoundCommand::bind(b.build()).expect("bind");
+    // Activated without a manifest: every registered root, no session.
+    let bound = BoundCommand::bind(lowered_with(&policy.render(), None)).expect("bind");
     let err = bound
         .spawn_with_bootstrap(&bootstrap("s-1"))
         .expect_err("no session");

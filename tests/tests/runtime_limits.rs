@@ -4,9 +4,10 @@
 
 mod runtime_support;
 
-use runtime_support::{Binding, ProbeSession, errno_name, host_with_probe, p, probe_plan, serial};
+use runtime_support::{Binding, ProbeSession, errno_name, host_with_probe, probe_policy, serial};
 use serde_json::{Value, json};
 use splash_runtime::BoundCommand;
+use splashpol::plan::BwrapOp;
 
 const MIB: u64 = 1024 * 1024;
 
@@ -25,12 +26,28 @@ fn bounded_tmpfs_roots_and_tmp_return_enospc_at_their_size() {
     let Some((bwrap, probe_dir)) = host_with_probe() else {
         return;
     };
-    let mut b = probe_plan(&bwrap, &probe_dir);
-    b.binding = Binding::PinnedMounts;
-    b.tmpfs.push((p("/workspace/scratch"), Some(4 * MIB)));
-    b.tmpfs.push((p("/tmp"), Some(2 * MIB)));
-    b.tmpfs.push((p("/workspace/unbounded"), None));
-    let bound = BoundCommand::bind(b.build()).expect("bind");
+    let mut policy = probe_policy(&bwrap, &probe_dir);
+    policy.binding = Binding::PinnedMounts;
+    policy.tmpfs_root("scratch", "/workspace/scratch", "4 MiB");
+    policy.tmp = Some("private size 2 MiB".into());
+    policy.tmpfs_root("unbounded", "/workspace/unbounded", "1 MiB");
+    let mut plan = policy.plan();
+    // A policy cannot register an unbounded tmpfs root: the control root's
+    // bound is lifted in the lowered plan, so only the bound differs.
+    let mut lifted = 0;
+    for op in &mut plan.ops {
+        if let BwrapOp::Tmpfs {
+            destination,
+            size_bytes,
+        } = op
+            && destination.as_str() == "/workspace/unbounded"
+        {
+            *size_bytes = None;
+            lifted += 1;
+        }
+    }
+    assert_eq!(lifted, 1, "{:?}", plan.ops);
+    let bound = BoundCommand::bind(plan).expect("bind");
     let mut probe = ProbeSession::start(&bound, None).expect("start");
     for (dir, size) in [("/workspace/scratch", 4 * MIB), ("/tmp", 2 * MIB)] {
         // Control: below the bound the same write succeeds.
@@ -58,11 +75,14 @@ fn bounded_writes_make_everything_outside_writable_roots_read_only() {
         return;
     };
     for bounded in [true, false] {
-        let mut b = probe_plan(&bwrap, &probe_dir);
-        b.binding = Binding::PinnedMounts;
-        b.tmpfs.push((p("/workspace/scratch"), Some(4 * MIB)));
-        b.bounded_writes = bounded;
-        let bound = BoundCommand::bind(b.build()).expect("bind");
+        let mut policy = probe_policy(&bwrap, &probe_dir);
+        policy.binding = Binding::PinnedMounts;
+        policy.tmpfs_root("scratch", "/workspace/scratch", "4 MiB");
+        // `writes bounded` requires `user-namespaces none`; the control
+        // keeps it, so only the bounded writes differ.
+        policy.no_user_namespaces = true;
+        policy.bounded_writes = bounded;
+        let bound = BoundCommand::bind(policy.plan()).expect("bind");
         let mut probe = ProbeSession::start(&bound, None).expect("start");
         let root = write(&mut probe, "/outside-roots", 4096);
         let scratch = write(&mut probe, "/workspace/scratch/inside", 4096);

@@ -5,10 +5,12 @@
 mod runtime_support;
 
 use runtime_support::{
-    Binding, ProbeSession, TempDir, host_with_probe, live_children, p, probe_plan, serial,
+    Binding, ProbeSession, TempDir, TestPolicy, host_with_probe, live_children, probe_policy,
+    serial,
 };
 use serde_json::json;
 use splash_runtime::{BoundCommand, WorkerStatus};
+use splashpol::plan::BwrapOp;
 
 /// Replaces directory `dir` by a fresh one holding `marker` = `content`.
 fn replace_dir(dir: &std::path::Path, content: &str) {
@@ -45,14 +47,10 @@ fn a_pinned_source_directory_replaced_after_bind_is_not_seen() {
         let root = parent.path().join("root");
         std::fs::create_dir(&root).expect("root");
         std::fs::write(root.join("marker"), "original").expect("marker");
-        let mut b = probe_plan(&bwrap, &probe_dir);
-        b.binding = binding;
-        b.roots.push((
-            p(root.to_str().expect("utf-8")),
-            p("/workspace/root"),
-            false,
-        ));
-        let bound = BoundCommand::bind(b.build()).expect("bind");
+        let mut policy = probe_policy(&bwrap, &probe_dir);
+        policy.binding = binding;
+        policy.host_root("root", &root, "/workspace/root", false);
+        let bound = BoundCommand::bind(policy.plan()).expect("bind");
         replace_dir(&root, "replacement");
         let mut probe = ProbeSession::start(&bound, None).expect("start");
         assert_eq!(marker_seen(&mut probe), expected, "{binding:?}");
@@ -88,9 +86,9 @@ fn a_pinned_worker_executable_replaced_after_bind_still_runs() {
             dir.path().join("splash-probe"),
         )
         .expect("copy");
-        let mut b = runtime_support::PlanBuilder::new(&bwrap, &dir.abs(), "splash-probe");
-        b.binding = binding;
-        let bound = BoundCommand::bind(b.build()).expect("bind");
+        let mut policy = TestPolicy::new(&bwrap, dir.path(), "splash-probe");
+        policy.binding = binding;
+        let bound = BoundCommand::bind(policy.plan()).expect("bind");
         // Put a different executable at the worker path.
         replace_file_with_script(&dir.path().join("splash-probe"), unlink);
         let started = ProbeSession::start(&bound, None);
@@ -137,9 +135,9 @@ fn the_pinned_bubblewrap_is_the_one_that_runs() {
         let dir = TempDir::new("pin-bwrap");
         let copy = dir.path().join("bwrap");
         std::fs::copy(&bwrap, &copy).expect("copy bwrap");
-        let mut b = probe_plan(&copy, &probe_dir);
-        b.binding = binding;
-        let bound = BoundCommand::bind(b.build()).expect("bind");
+        let mut policy = probe_policy(&copy, &probe_dir);
+        policy.binding = binding;
+        let bound = BoundCommand::bind(policy.plan()).expect("bind");
         // Replace the bwrap path with a different executable that leaves a
         // mark and fails.
         let mark = dir.path().join("impostor-ran");
@@ -194,41 +192,56 @@ fn bind_fails_closed_on_bad_sources() {
     let cases = [
         (
             "missing",
-            p("/nonexistent/splash/source"),
+            std::path::PathBuf::from("/nonexistent/splash/source"),
             "failed to resolve source `/nonexistent/splash/source`",
         ),
         (
             "wrong type",
-            p(file.to_str().expect("utf-8")),
+            file.clone(),
             "is a regular file; expected a directory",
         ),
-        (
-            "resolves to root",
-            p(link_to_root.to_str().expect("utf-8")),
-            "resolves to `/`",
-        ),
+        ("resolves to root", link_to_root, "resolves to `/`"),
     ];
     for binding in [Binding::Paths, Binding::PinnedMounts] {
         for (name, source, message) in &cases {
-            let mut b = probe_plan(&bwrap, &probe_dir);
-            b.binding = binding;
-            b.roots.push((source.clone(), p("/w"), false));
-            let err = BoundCommand::bind(b.build()).expect_err(name).to_string();
+            let mut policy = probe_policy(&bwrap, &probe_dir);
+            policy.binding = binding;
+            policy.host_root("root", source, "/w", false);
+            let err = BoundCommand::bind(policy.plan())
+                .expect_err(name)
+                .to_string();
             assert!(err.contains(message), "{binding:?} {name}: {err}");
         }
     }
     // A symlinked worker is refused.
-    let mut b = runtime_support::PlanBuilder::new(&bwrap, &worker_link_dir.abs(), "splash-probe");
-    b.binding = Binding::PinnedMountsAndExecutables;
-    let err = BoundCommand::bind(b.build())
+    let mut policy = TestPolicy::new(&bwrap, worker_link_dir.path(), "splash-probe");
+    policy.binding = Binding::PinnedMountsAndExecutables;
+    let err = BoundCommand::bind(policy.plan())
         .expect_err("symlinked worker")
         .to_string();
     assert!(err.contains("is a symbolic link"), "{err}");
-    // A worker outside every read-only runtime mount is refused.
-    let mut b = probe_plan(&bwrap, &probe_dir);
-    b.runtime.retain(|(_, dest)| dest.as_str() != "/opt/worker");
-    b.roots.push((probe_dir.abs(), p("/opt/worker"), true));
-    let err = BoundCommand::bind(b.build())
+    // A worker outside every read-only runtime mount is refused. The checker
+    // never lets a policy place its worker in a writable mount, so the
+    // lowered plan's read-only mount of the worker directory is turned into
+    // a writable bind.
+    let mut plan = probe_policy(&bwrap, &probe_dir).plan();
+    let mut turned = 0;
+    for op in &mut plan.ops {
+        if let BwrapOp::RoBind {
+            source,
+            destination,
+        } = op
+            && destination.as_str() == runtime_support::WORKER_DIR
+        {
+            *op = BwrapOp::Bind {
+                source: source.clone(),
+                destination: destination.clone(),
+            };
+            turned += 1;
+        }
+    }
+    assert_eq!(turned, 1, "{:?}", plan.ops);
+    let err = BoundCommand::bind(plan)
         .expect_err("worker in a writable root")
         .to_string();
     assert!(
@@ -236,9 +249,9 @@ fn bind_fails_closed_on_bad_sources() {
         "{err}"
     );
     // A non-executable bwrap is refused.
-    let mut b = probe_plan(&file, &probe_dir);
-    b.binding = Binding::Paths;
-    let err = BoundCommand::bind(b.build())
+    let mut policy = probe_policy(&file, &probe_dir);
+    policy.binding = Binding::Paths;
+    let err = BoundCommand::bind(policy.plan())
         .expect_err("bwrap not executable")
         .to_string();
     assert!(err.contains("expected an executable regular file"), "{err}");

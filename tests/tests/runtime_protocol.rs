@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{ChildStdin, ChildStdout};
 use std::sync::{Arc, Mutex};
 
-use runtime_support::{Binding, host_with_probe, probe_manifest, probe_plan, serial};
+use runtime_support::{Binding, host_with_probe, probe_manifest, probe_policy, serial};
 use serde_json::json;
 use splash_protocol::{HostSession, PrivatePipeWorkerBootstrap, SessionError, SessionKey};
 use splash_runtime::BoundCommand;
@@ -149,9 +149,9 @@ fn tampered_replayed_reflected_and_oversized_frames_are_rejected() {
     let Some((bwrap, probe_dir)) = host_with_probe() else {
         return;
     };
-    let mut b = probe_plan(&bwrap, &probe_dir);
-    b.binding = Binding::PinnedMountsAndExecutables;
-    let bound = BoundCommand::bind(b.build()).expect("bind");
+    let mut policy = probe_policy(&bwrap, &probe_dir);
+    policy.binding = Binding::PinnedMountsAndExecutables;
+    let bound = BoundCommand::bind(policy.plan()).expect("bind");
 
     let (control, poisoned) = run_case(&bound, Mode::Untouched);
     assert!(control.is_ok(), "control: {control:?}");

@@ -7,11 +7,11 @@ mod runtime_support;
 use std::io;
 use std::os::fd::BorrowedFd;
 
-use runtime_support::{Binding, TempDir, host_with_probe, p, probe_plan, serial};
+use runtime_support::{Binding, TempDir, host_with_probe, probe_policy, serial};
 use splash_runtime::quota::{DirectoryProject, ProjectUsage};
 use splash_runtime::{BindError, BindOptions, BoundCommand, QuotaInspector};
 use splashpol::model::{AggregateQuota, ProjectQuota};
-use splashpol::plan::{LaunchPlan, PinRole, QuotaCheck};
+use splashpol::plan::{LaunchPlan, PinRole};
 
 const QUOTA: ProjectQuota = ProjectQuota {
     project_id: 42,
@@ -41,24 +41,35 @@ impl QuotaInspector for Provisioned {
 }
 
 fn quota_plan(bwrap: &std::path::Path, probe_dir: &TempDir, root: &TempDir) -> LaunchPlan {
-    let mut b = probe_plan(bwrap, probe_dir);
-    b.binding = Binding::PinnedMounts;
-    b.disable_userns = true;
-    b.roots.push((root.abs(), p("/workspace/output"), true));
-    let mut plan = b.build();
-    let slot = plan
-        .pins
-        .iter()
-        .position(|pin| matches!(pin.role, PinRole::FileRoot(_)))
-        .expect("file-root pin");
-    plan.quota_checks.push(QuotaCheck {
-        slot: splashpol::plan::PinSlot(u16::try_from(slot).expect("slot")),
-        quota: QUOTA,
-    });
-    plan.aggregate_quota = Some(AggregateQuota {
-        max_bytes: 64 << 20,
-        max_inodes: 1000,
-    });
+    let mut policy = probe_policy(bwrap, probe_dir);
+    policy.binding = Binding::PinnedMounts;
+    policy.no_user_namespaces = true;
+    policy.host_root_with(
+        "output",
+        root.path(),
+        "/workspace/output",
+        "read-write quota project 42 bytes 64 MiB inodes 1000",
+    );
+    policy
+        .extra
+        .push("quota aggregate bytes 64 MiB inodes 1000".into());
+    let plan = policy.plan();
+    // The lowered plan verifies `QUOTA` on the root's pin under the
+    // aggregate bound.
+    assert_eq!(plan.quota_checks.len(), 1, "{:?}", plan.quota_checks);
+    let check = &plan.quota_checks[0];
+    assert_eq!(check.quota, QUOTA);
+    assert!(matches!(
+        plan.pins[usize::from(check.slot.0)].role,
+        PinRole::FileRoot(_)
+    ));
+    assert_eq!(
+        plan.aggregate_quota,
+        Some(AggregateQuota {
+            max_bytes: 64 << 20,
+            max_inodes: 1000,
+        })
+    );
     plan
 }
 
@@ -85,6 +96,9 @@ fn bind_fails_closed_without_kernel_project_quotas() {
     )
     .expect("provisioned quota binds");
     assert_eq!(bound.verified_quotas().len(), 1);
+    // The checker refuses a policy whose root ceiling exceeds its aggregate,
+    // so the smaller aggregate is set on the lowered plan: the runtime
+    // repeats the check against the verified hard limits.
     let mut plan = quota_plan(&bwrap, &probe_dir, &root);
     plan.aggregate_quota = Some(AggregateQuota {
         max_bytes: 16 << 20,

@@ -7,7 +7,7 @@ mod runtime_support;
 
 use std::io::Read;
 
-use runtime_support::{Binding, ProbeSession, TempDir, host_with_probe, probe_plan, serial};
+use runtime_support::{Binding, ProbeSession, TempDir, host_with_probe, probe_policy, serial};
 use serde_json::{Value, json};
 use splash_runtime::BoundCommand;
 
@@ -38,15 +38,11 @@ fn hardened_worker_sees_only_what_the_plan_grants() {
     let unselected = TempDir::new("unselected");
     std::fs::write(unselected.path().join("marker"), b"unselected").expect("marker");
 
-    let mut b = probe_plan(&bwrap, &probe_dir);
-    b.binding = Binding::PinnedMountsAndExecutables;
-    b.disable_userns = true;
-    b.roots.push((
-        selected.abs(),
-        runtime_support::p("/workspace/selected"),
-        false,
-    ));
-    let bound = BoundCommand::bind(b.build()).expect("bind");
+    let mut policy = probe_policy(&bwrap, &probe_dir);
+    policy.binding = Binding::PinnedMountsAndExecutables;
+    policy.no_user_namespaces = true;
+    policy.host_root("selected", selected.path(), "/workspace/selected", false);
+    let bound = BoundCommand::bind(policy.plan()).expect("bind");
     let key = random_key();
     let mut probe = ProbeSession::start(&bound, Some(key)).expect("start");
     let report = probe.report();
@@ -200,40 +196,23 @@ fn a_root_the_manifest_does_not_select_is_not_mounted() {
     let unselected = TempDir::new("unsel");
     std::fs::write(selected.path().join("marker"), b"1").expect("marker");
     std::fs::write(unselected.path().join("marker"), b"2").expect("marker");
-    let text = format!(
-        r#"splashpol 1
-policy "selection" {{
-  bubblewrap "{bwrap}"
-  worker "/opt/probe/splash-probe"
-  runtime "{dir}" at "/opt/probe"
-  runtime "/usr" at "/usr"
-  runtime "/lib" at "/lib"
-  runtime "/lib64" at "/lib64"
-  root "selected" host "{sel}" at "/workspace/selected" read-only
-  root "unselected" host "{unsel}" at "/workspace/unselected" read-only
-  pin mounts
-}}
-"#,
-        bwrap = bwrap.display(),
-        dir = probe_dir.path().display(),
-        sel = selected.path().display(),
-        unsel = unselected.path().display(),
+    let mut policy = probe_policy(&bwrap, &probe_dir);
+    policy.binding = Binding::PinnedMounts;
+    policy.host_root("selected", selected.path(), "/workspace/selected", false);
+    policy.host_root(
+        "unselected",
+        unselected.path(),
+        "/workspace/unselected",
+        false,
     );
+    let text = policy.render();
     for select_both in [false, true] {
-        let mut manifest = runtime_support::probe_manifest("s-1");
         let ids: &[&str] = if select_both {
             &["selected", "unselected"]
         } else {
             &["selected"]
         };
-        for id in ids {
-            manifest.grants[0]
-                .resources
-                .insert(splash_protocol::Resource::new(
-                    splash_protocol::ResourceKind::FileRoot,
-                    splash_protocol::Token::new(*id).expect("token"),
-                ));
-        }
+        let manifest = runtime_support::manifest_selecting(ids);
         let bound = BoundCommand::bind(runtime_support::lowered(&text, &manifest)).expect("bind");
         let mut probe = ProbeSession::start(&bound, None).expect("start");
         let seen = probe

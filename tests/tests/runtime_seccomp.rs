@@ -3,23 +3,10 @@
 
 mod runtime_support;
 
-use runtime_support::{Binding, ProbeSession, host_with_probe, probe_plan, serial};
+use runtime_support::{Binding, ProbeSession, host_with_probe, probe_policy, serial};
 use serde_json::{Value, json};
 use splash_runtime::BoundCommand;
-use splash_seccomp::{Arch, Profile};
-use splashpol::plan::{SeccompDelivery, SeccompPlan};
-
-fn deny_known_escape_surface() -> SeccompPlan {
-    let arch = Arch::host().expect("supported arch");
-    let program =
-        splash_seccomp::compile(&Profile::DenyKnownEscapeSurface, arch).expect("compile filter");
-    SeccompPlan {
-        delivery: SeccompDelivery::Bubblewrap,
-        arch,
-        profile: "deny-known-escape-surface".into(),
-        program: program.to_bytes(),
-    }
-}
+use splashpol::plan::SeccompDelivery;
 
 fn unshare(probe: &mut ProbeSession) -> Value {
     probe
@@ -34,12 +21,17 @@ fn deny_known_escape_surface_gives_eperm_for_unshare_and_leaves_no_descriptor() 
         return;
     };
     for filtered in [true, false] {
-        let mut b = probe_plan(&bwrap, &probe_dir);
-        b.binding = Binding::PinnedMountsAndExecutables;
+        let mut policy = probe_policy(&bwrap, &probe_dir);
+        policy.binding = Binding::PinnedMountsAndExecutables;
         if filtered {
-            b.seccomp = Some(deny_known_escape_surface());
+            policy.seccomp = Some("deny-known-escape-surface".into());
         }
-        let bound = BoundCommand::bind(b.build()).expect("bind");
+        let plan = policy.plan();
+        assert_eq!(
+            plan.seccomp.as_ref().map(|s| &s.delivery),
+            filtered.then_some(&SeccompDelivery::Bubblewrap)
+        );
+        let bound = BoundCommand::bind(plan).expect("bind");
         let mut probe = ProbeSession::start(&bound, None).expect("start");
         let report = probe.report();
         let attempt = unshare(&mut probe);
@@ -100,34 +92,19 @@ fn strict_allowlist_through_the_landlock_runner_handoff_kills_an_unlisted_syscal
     let loader = loader.expect("checked").display().to_string();
     std::fs::copy(&runner, probe_dir.path().join("splash-landlock-runner")).expect("copy runner");
     for strict in [true, false] {
-        let seccomp = if strict {
-            format!("seccomp strict-allowlist {{\n{STRICT_LIST}\n  }}")
-        } else {
-            String::new()
-        };
-        let text = format!(
-            r#"splashpol 1
-policy "runner-handoff" {{
-  bubblewrap "{bwrap}"
-  worker "/opt/probe/splash-probe"
-  runtime "{dir}" at "/opt/probe"
-  runtime "/usr" at "/usr"
-  runtime "/lib" at "/lib"
-  runtime "/lib64" at "/lib64"
-  tmp private size 16 MiB
-  writes bounded
-  user-namespaces none
-  pin mounts, executables
-  {seccomp}
-  landlock runner "/opt/probe/splash-landlock-runner" {{
-    allow-exec "{loader}"
-  }}
-}}
-"#,
-            bwrap = bwrap.display(),
-            dir = probe_dir.path().display(),
-        );
-        let plan = runtime_support::lowered(&text, &runtime_support::probe_manifest("s-1"));
+        let mut policy = probe_policy(&bwrap, &probe_dir);
+        policy.binding = Binding::PinnedMountsAndExecutables;
+        policy.tmp = Some("private size 16 MiB".into());
+        policy.bounded_writes = true;
+        policy.no_user_namespaces = true;
+        if strict {
+            policy.seccomp = Some(format!("strict-allowlist {{\n{STRICT_LIST}\n  }}"));
+        }
+        policy.extra.push(format!(
+            "landlock runner \"{}/splash-landlock-runner\" {{\n    allow-exec \"{loader}\"\n  }}",
+            runtime_support::WORKER_DIR
+        ));
+        let plan = policy.plan();
         if strict {
             assert_eq!(
                 plan.seccomp.as_ref().map(|s| &s.delivery),

@@ -3,7 +3,7 @@
 
 mod runtime_support;
 
-use runtime_support::{host_with_probe, probe_plan, serial};
+use runtime_support::{host_with_probe, probe_policy, serial};
 use splash_runtime::{BindError, BoundCommand};
 
 #[test]
@@ -12,12 +12,17 @@ fn a_required_cgroup_without_a_preparation_step_fails_to_bind() {
     let Some((bwrap, probe_dir)) = host_with_probe() else {
         return;
     };
-    let mut plan = probe_plan(&bwrap, &probe_dir).build();
-    plan.require_cgroup_v2 = true;
+    let mut policy = probe_policy(&bwrap, &probe_dir);
+    policy.extra.push(
+        r#"cgroup parent "/sys/fs/cgroup/splash" runner "/usr/libexec/splash/cgroup-runner" required { pids 64 }"#
+            .into(),
+    );
+    let plan = policy.plan();
+    assert!(plan.require_cgroup_v2 && plan.cgroup.is_some());
     let err = BoundCommand::bind(plan).expect_err("cgroup required");
     assert!(matches!(err, BindError::Unsupported { .. }), "{err}");
     assert!(err.to_string().contains("cgroup-v2 boundary"), "{err}");
 
-    // Control: the same plan without the requirement binds.
-    BoundCommand::bind(probe_plan(&bwrap, &probe_dir).build()).expect("binds");
+    // Control: the same policy without the cgroup block binds.
+    BoundCommand::bind(probe_policy(&bwrap, &probe_dir).plan()).expect("binds");
 }

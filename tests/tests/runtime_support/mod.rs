@@ -1,14 +1,13 @@
-//! Shared pieces of the real-bwrap runtime tests: hand-built launch plans,
-//! locating the probe binary, descriptor and child accounting.
+//! Shared pieces of the real-bwrap runtime tests: test policies written as
+//! `.splashpol` text and lowered through the real pipeline (check, activate,
+//! lower), locating the probe binary, descriptor and child accounting.
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
 use std::path::{Path, PathBuf};
 
 use splash_seccomp::Arch;
 use splashpol::model::AbsPath;
-use splashpol::plan::{
-    BwrapOp, ExecArg, LaunchPlan, MountPoint, MountSource, Pin, PinKind, PinRole, PinSlot, Stdio,
-};
+use splashpol::plan::LaunchPlan;
 
 pub fn p(s: &str) -> AbsPath {
     AbsPath::new(s).expect("test path")
@@ -51,10 +50,6 @@ impl TempDir {
     pub fn path(&self) -> &Path {
         &self.0
     }
-
-    pub fn abs(&self) -> AbsPath {
-        p(self.0.to_str().expect("utf-8 temp path"))
-    }
 }
 
 impl Drop for TempDir {
@@ -63,15 +58,19 @@ impl Drop for TempDir {
     }
 }
 
-/// Pinning choices of a hand-built plan.
+/// The `pin` statement of a test policy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Binding {
+    /// No `pin` statement: every source is mounted by path.
     Paths,
+    /// `pin mounts`.
     PinnedMounts,
+    /// `pin mounts, executables`.
     PinnedMountsAndExecutables,
 }
 
-/// The system library mounts every dynamically linked worker needs.
+/// The system library directories every dynamically linked worker needs,
+/// as read-only runtime mounts at the same place.
 pub fn system_mounts() -> Vec<AbsPath> {
     ["/usr", "/lib", "/lib64", "/bin"]
         .iter()
@@ -80,186 +79,180 @@ pub fn system_mounts() -> Vec<AbsPath> {
         .collect()
 }
 
-/// A plan builder mirroring what `lower` produces, for tests that need
-/// precise control over one layer at a time.
-pub struct PlanBuilder {
-    pub bwrap: AbsPath,
+/// Where the worker's directory is mounted inside the sandbox.
+pub const WORKER_DIR: &str = "/opt/worker";
+
+/// A `.splashpol` policy for one worker, rendered as text and lowered
+/// through the real pipeline (check, activate, lower). Each field is one
+/// statement (or its absence); `roots` registers file roots, every one of
+/// which the activation manifest of [`TestPolicy::plan`] selects.
+#[derive(Debug, Clone)]
+pub struct TestPolicy {
+    /// `bubblewrap`.
+    pub bwrap: PathBuf,
+    /// The host directory holding the worker, a runtime mount at
+    /// [`WORKER_DIR`].
+    pub worker_dir: PathBuf,
+    /// The worker's file name inside `worker_dir`.
+    pub worker_name: String,
+    /// `pin ...`.
     pub binding: Binding,
-    /// (host dir, sandbox dir) runtime mounts, read-only.
-    pub runtime: Vec<(AbsPath, AbsPath)>,
-    /// (host dir, sandbox dir, writable) host file roots.
-    pub roots: Vec<(AbsPath, AbsPath, bool)>,
-    pub tmpfs: Vec<(AbsPath, Option<u64>)>,
-    pub worker: AbsPath,
-    pub worker_host: Option<AbsPath>,
-    pub args: Vec<String>,
-    pub disable_userns: bool,
+    /// `(id, statement)` of each `root`, in policy order.
+    pub roots: Vec<(String, String)>,
+    /// The `tmp` statement's value (`private size 2 MiB`), if any.
+    pub tmp: Option<String>,
+    /// `writes bounded`.
     pub bounded_writes: bool,
-    pub seccomp: Option<splashpol::plan::SeccompPlan>,
-    pub session: Option<String>,
+    /// `host-writes unbounded`.
+    pub unbounded_host_writes: bool,
+    /// `user-namespaces none`.
+    pub no_user_namespaces: bool,
+    /// The `seccomp` statement's value (`deny-known-escape-surface`), if any.
+    pub seccomp: Option<String>,
+    /// Further statements (runners, `cgroup`, `quota aggregate`), verbatim.
+    pub extra: Vec<String>,
 }
 
-impl PlanBuilder {
-    pub fn new(bwrap: &Path, worker_host_dir: &AbsPath, worker_name: &str) -> Self {
-        let worker = p(&format!("/opt/worker/{worker_name}"));
-        let worker_host = p(&format!("{worker_host_dir}/{worker_name}"));
-        let mut runtime: Vec<(AbsPath, AbsPath)> = system_mounts()
-            .into_iter()
-            .map(|d| (d.clone(), d))
-            .collect();
-        runtime.push((worker_host_dir.clone(), p("/opt/worker")));
+fn text(path: &Path) -> String {
+    let s = path.to_str().expect("utf-8 test path");
+    assert!(
+        !s.contains(['"', '\\']),
+        "test path `{s}` needs escaping in a policy string"
+    );
+    s.to_owned()
+}
+
+impl TestPolicy {
+    /// `worker_dir/worker_name` as the worker, with nothing else selected.
+    pub fn new(bwrap: &Path, worker_dir: &Path, worker_name: &str) -> Self {
         Self {
-            bwrap: p(bwrap.to_str().expect("utf-8 bwrap path")),
+            bwrap: bwrap.to_path_buf(),
+            worker_dir: worker_dir.to_path_buf(),
+            worker_name: worker_name.to_owned(),
             binding: Binding::Paths,
-            runtime,
             roots: Vec::new(),
-            tmpfs: Vec::new(),
-            worker,
-            worker_host: Some(worker_host),
-            args: Vec::new(),
-            disable_userns: false,
+            tmp: None,
             bounded_writes: false,
+            unbounded_host_writes: false,
+            no_user_namespaces: false,
             seccomp: None,
-            session: Some("s-1".into()),
+            extra: Vec::new(),
         }
     }
 
-    pub fn build(&self) -> LaunchPlan {
-        let mut pins: Vec<Pin> = Vec::new();
-        let pin = |host: &AbsPath, kind: PinKind, role: PinRole, pins: &mut Vec<Pin>| {
-            pins.push(Pin {
-                host_path: host.clone(),
-                kind,
-                role,
-            });
-            PinSlot(u16::try_from(pins.len() - 1).expect("pin count"))
+    /// The worker's sandbox path.
+    pub fn worker(&self) -> String {
+        format!("{WORKER_DIR}/{}", self.worker_name)
+    }
+
+    /// Registers a host root `id` of `host` at `at`.
+    pub fn host_root(&mut self, id: &str, host: &Path, at: &str, writable: bool) -> &mut Self {
+        self.host_root_with(
+            id,
+            host,
+            at,
+            if writable { "read-write" } else { "read-only" },
+        )
+    }
+
+    /// Registers a host root `id` of `host` at `at` with the statement's
+    /// tail after `at` (`read-write quota project ...`) given verbatim.
+    pub fn host_root_with(&mut self, id: &str, host: &Path, at: &str, tail: &str) -> &mut Self {
+        let host = text(host);
+        self.roots.push((
+            id.to_owned(),
+            format!(r#"root "{id}" host "{host}" at "{at}" {tail}"#),
+        ));
+        self
+    }
+
+    /// Registers a tmpfs root `id` at `at` of `size` (`4 MiB`).
+    pub fn tmpfs_root(&mut self, id: &str, at: &str, size: &str) -> &mut Self {
+        self.roots.push((
+            id.to_owned(),
+            format!(r#"root "{id}" tmpfs at "{at}" size {size}"#),
+        ));
+        self
+    }
+
+    /// The policy text.
+    pub fn render(&self) -> String {
+        let mut out = String::from("splashpol 1\npolicy \"runtime-test\" {\n");
+        let mut line = |s: String| {
+            out.push_str("  ");
+            out.push_str(&s);
+            out.push('\n');
         };
-        let pinned = self.binding != Binding::Paths;
-        let exec_pinned = self.binding == Binding::PinnedMountsAndExecutables;
-        let bwrap_pin = exec_pinned.then(|| {
-            pin(
-                &self.bwrap,
-                PinKind::Executable,
-                PinRole::Bubblewrap,
-                &mut pins,
-            )
-        });
-        let mut ops = Vec::new();
-        let mut active_roots = Vec::new();
-        if self
-            .seccomp
-            .as_ref()
-            .is_some_and(|s| s.delivery == splashpol::plan::SeccompDelivery::Bubblewrap)
-        {
-            ops.push(BwrapOp::Seccomp);
+        line(format!(r#"bubblewrap "{}""#, text(&self.bwrap)));
+        line(format!(r#"worker "{}""#, self.worker()));
+        for dir in system_mounts() {
+            line(format!(r#"runtime "{dir}" at "{dir}""#));
         }
-        ops.push(BwrapOp::UnshareAll);
-        if self.disable_userns {
-            ops.push(BwrapOp::UnshareUser);
-            ops.push(BwrapOp::DisableUserns);
+        line(format!(
+            r#"runtime "{}" at "{WORKER_DIR}""#,
+            text(&self.worker_dir)
+        ));
+        for (_, root) in &self.roots {
+            line(root.clone());
         }
-        ops.extend([
-            BwrapOp::CapDropAll,
-            BwrapOp::ClearEnv,
-            BwrapOp::NewSession,
-            BwrapOp::DieWithParent,
-            BwrapOp::Chdir(MountPoint::Root),
-            BwrapOp::Proc(p("/proc")),
-            BwrapOp::Dev(p("/dev")),
-        ]);
-        for (host, dest) in &self.runtime {
-            let source = if pinned {
-                MountSource::Pinned(pin(
-                    host,
-                    PinKind::FileOrDirectory,
-                    PinRole::RuntimeMount,
-                    &mut pins,
-                ))
-            } else {
-                MountSource::Path(host.clone())
-            };
-            ops.push(BwrapOp::RoBind {
-                source,
-                destination: dest.clone(),
-            });
-        }
-        for (host, dest, writable) in &self.roots {
-            let id = splashpol::model::SelectorId::new("root").expect("token");
-            let source = if pinned {
-                MountSource::Pinned(pin(
-                    host,
-                    PinKind::Directory,
-                    PinRole::FileRoot(id),
-                    &mut pins,
-                ))
-            } else {
-                MountSource::Path(host.clone())
-            };
-            let destination = dest.clone();
-            active_roots.push(splashpol::plan::ActiveRoot {
-                id: splashpol::model::SelectorId::new("root").expect("token"),
-                destination: dest.clone(),
-                mode: if *writable { "read-write" } else { "read-only" }.into(),
-            });
-            ops.push(if *writable {
-                BwrapOp::Bind {
-                    source,
-                    destination,
-                }
-            } else {
-                BwrapOp::RoBind {
-                    source,
-                    destination,
-                }
-            });
-        }
-        for (dest, size) in &self.tmpfs {
-            ops.push(BwrapOp::Tmpfs {
-                destination: dest.clone(),
-                size_bytes: *size,
-            });
-        }
-        if let (true, Some(host)) = (exec_pinned, &self.worker_host) {
-            let slot = pin(host, PinKind::Executable, PinRole::Worker, &mut pins);
-            ops.push(BwrapOp::RoBind {
-                source: MountSource::Pinned(slot),
-                destination: self.worker.clone(),
-            });
+        if let Some(tmp) = &self.tmp {
+            line(format!("tmp {tmp}"));
         }
         if self.bounded_writes {
-            ops.push(BwrapOp::RemountRo(MountPoint::Path(p("/proc"))));
-            ops.push(BwrapOp::RemountRo(MountPoint::Path(p("/dev"))));
-            ops.push(BwrapOp::RemountRo(MountPoint::Root));
+            line("writes bounded".into());
         }
-        let mut command = vec![ExecArg::Literal(self.worker.to_string())];
-        command.extend(self.args.iter().map(|a| ExecArg::Literal(a.clone())));
-        LaunchPlan {
-            format: 1,
-            policy_name: "test".into(),
-            policy_digest: String::new(),
-            session_id: self
-                .session
-                .as_ref()
-                .map(|s| splashpol::model::SelectorId::new(s.clone()).expect("token")),
-            all_registered_roots_active: false,
-            arch: Arch::host().expect("supported host arch"),
-            bwrap: self.bwrap.clone(),
-            bwrap_pin,
-            pins,
-            ops,
-            command,
-            seccomp: self.seccomp.clone(),
-            active_roots,
-            quota_checks: Vec::new(),
-            network_broker: None,
-            environment: Vec::new(),
-            stdio: Stdio::default(),
-            aggregate_quota: None,
-            cgroup: None,
-            require_cgroup_v2: false,
-            watchdog: None,
+        if self.unbounded_host_writes {
+            line("host-writes unbounded".into());
         }
+        if self.no_user_namespaces {
+            line("user-namespaces none".into());
+        }
+        match self.binding {
+            Binding::Paths => {}
+            Binding::PinnedMounts => line("pin mounts".into()),
+            Binding::PinnedMountsAndExecutables => line("pin mounts, executables".into()),
+        }
+        if let Some(seccomp) = &self.seccomp {
+            line(format!("seccomp {seccomp}"));
+        }
+        for statement in &self.extra {
+            line(statement.clone());
+        }
+        out.push_str("}\n");
+        out
     }
+
+    /// The manifest of session `s-1` granting the probe tools and selecting
+    /// every registered root.
+    pub fn manifest(&self) -> CapabilityManifest {
+        let ids: Vec<&str> = self.roots.iter().map(|(id, _)| id.as_str()).collect();
+        manifest_selecting(&ids)
+    }
+
+    /// The lowered plan, activated with [`TestPolicy::manifest`].
+    pub fn plan(&self) -> LaunchPlan {
+        lowered(&self.render(), &self.manifest())
+    }
+}
+
+/// A probe policy: the probe in `probe_dir` as the worker.
+pub fn probe_policy(bwrap: &Path, probe_dir: &TempDir) -> TestPolicy {
+    TestPolicy::new(bwrap, probe_dir.path(), "splash-probe")
+}
+
+/// [`probe_manifest`] of session `s-1` whose first grant selects the file
+/// roots `ids`.
+pub fn manifest_selecting(ids: &[&str]) -> CapabilityManifest {
+    let mut manifest = probe_manifest("s-1");
+    for id in ids {
+        manifest.grants[0]
+            .resources
+            .insert(splash_protocol::Resource::new(
+                splash_protocol::ResourceKind::FileRoot,
+                Token::new(*id).expect("root id token"),
+            ));
+    }
+    manifest
 }
 
 /// Serializes the tests of one binary: descriptor and child accounting
@@ -393,11 +386,6 @@ pub fn host_with_probe() -> Option<(PathBuf, TempDir)> {
     Some((bwrap.expect("checked"), dir))
 }
 
-/// A probe plan over `probe_dir`.
-pub fn probe_plan(bwrap: &Path, probe_dir: &TempDir) -> PlanBuilder {
-    PlanBuilder::new(bwrap, &probe_dir.abs(), "splash-probe")
-}
-
 pub fn errno_name(v: &Value) -> Option<&str> {
     v.get("error")
         .and_then(|e| e.get("name"))
@@ -406,12 +394,18 @@ pub fn errno_name(v: &Value) -> Option<&str> {
 
 /// Checks, activates with `manifest` and lowers policy text for this host.
 pub fn lowered(text: &str, manifest: &CapabilityManifest) -> LaunchPlan {
+    lowered_with(text, Some(manifest))
+}
+
+/// Checks, activates (with `manifest`, or every registered root and no
+/// session when `None`) and lowers policy text for this host.
+pub fn lowered_with(text: &str, manifest: Option<&CapabilityManifest>) -> LaunchPlan {
     let outcome = splashpol::check_source("test.splashpol", text);
     let policy = match outcome.policy {
         Some(p) if !outcome.has_errors() => p,
         _ => panic!("{}", outcome.render_human("test.splashpol", text)),
     };
-    let activation = splashpol::activate::activate(&policy, Some(manifest)).expect("activate");
+    let activation = splashpol::activate::activate(&policy, manifest).expect("activate");
     splashpol::lower::lower(&policy, &activation, Arch::host().expect("arch"), "test")
         .expect("lower")
 }
