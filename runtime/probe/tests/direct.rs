@@ -286,6 +286,11 @@ fn under_bubblewrap_the_same_escapes_are_refused() {
         "/dev",
         "--tmpfs",
         "/tmp",
+        // The build tree may itself lie below `/tmp`, which the private
+        // tmpfs hides: bind the probe at a fixed place on top of it.
+        "--ro-bind",
+        probe,
+        "/tmp/splash-probe",
     ])
     .args([
         "--chdir",
@@ -295,7 +300,7 @@ fn under_bubblewrap_the_same_escapes_are_refused() {
         "SPLASH_IN",
         "bwrap",
         "--",
-        probe,
+        "/tmp/splash-probe",
     ]);
     let mut p = Probe::start_command(cmd, &[]);
     let report = p.call("probe.report", json!({"statfs": ["/tmp"]}));
