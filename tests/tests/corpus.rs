@@ -27,7 +27,7 @@ use splashpol::{CheckOutcome, Severity, check_source};
 /// Environment variable that makes the test write `.expected` files.
 const BLESS_VAR: &str = "SPLASH_BLESS";
 
-/// The brief's floor for the invalid corpus.
+/// The required minimum size of the invalid corpus.
 const MIN_INVALID_CASES: usize = 80;
 
 /// Codes in `docs/diagnostics.md` that no source text can trigger through
