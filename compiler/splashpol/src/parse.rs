@@ -920,6 +920,44 @@ fn token_at(text: &str, pos: usize) -> Option<(&str, usize)> {
     }
 }
 
+/// A string opened on the line of `pos`, at or before `pos`, that is not
+/// closed before the end of that line (strings never span lines): the parse
+/// failed because of it, so say that rather than what the grammar expected.
+fn unterminated_string(text: &str, pos: usize, offset: usize) -> Option<Diagnostic> {
+    let line_start = text.get(..pos)?.rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[line_start..]
+        .find('\n')
+        .map_or(text.len(), |i| line_start + i);
+    let line = &text[line_start..line_end];
+    let mut open: Option<usize> = None;
+    let mut chars = line.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match (open, c) {
+            (None, '#') => break,
+            (None, '"') => open = Some(i),
+            (Some(_), '\\') => {
+                chars.next();
+            }
+            (Some(_), '"') => open = None,
+            _ => {}
+        }
+    }
+    let start = line_start + open?;
+    if start > pos {
+        return None;
+    }
+    let end = line_start + line.trim_end_matches(['\r', ' ', '\t']).len();
+    Some(
+        Diagnostic::error(
+            "splash::parse::syntax",
+            Span::new(offset + start, offset + end),
+            "unterminated string",
+        )
+        .with_label("this string has no closing `\"` on its line")
+        .with_help("add the closing `\"` at the end of the string; a string cannot span lines"),
+    )
+}
+
 /// Turns a pest error on `text` (which starts at byte `offset` of the file)
 /// into a diagnostic.
 fn syntax_error(
@@ -982,6 +1020,14 @@ fn syntax_error(
         Context::Statement => "the end of the statement",
         _ => "the end of the entry",
     };
+    if let Some(d) = unterminated_string(text, pos, offset) {
+        if context == Context::File && pos >= text.trim_end().len() && text.contains('{') {
+            return d.with_help(
+                "add the closing `\"` at the end of the string, and the closing `}` of the policy",
+            );
+        }
+        return d;
+    }
     let found = token_at(text, pos);
     let (found_text, len) = match found {
         Some((t, len)) if len > 0 => (format!("`{t}`"), len),

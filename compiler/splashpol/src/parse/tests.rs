@@ -628,3 +628,49 @@ fn the_keyword_list_matches_the_grammar_and_the_reference() {
         );
     }
 }
+
+#[test]
+fn an_unterminated_string_says_so_at_its_opening_quote() {
+    let d = err(
+        "worker \"/opt/w\nbubblewrap \"/usr/bin/bwrap\"",
+        "splash::parse::syntax",
+        "\"/opt/w",
+    );
+    assert_eq!(d.message, "unterminated string");
+    assert!(
+        d.help
+            .as_deref()
+            .unwrap_or("")
+            .contains("add the closing `\"`")
+    );
+    // Inside a block entry, with the statements after it still checked.
+    let src =
+        wrap("landlock runner \"/r\" {\n allow-exec \"/opt/ld\n }\nworker \"/opt/w\" args [\"a]");
+    let out = parse(&src);
+    let spans: Vec<(&str, Span)> = out
+        .diagnostics
+        .iter()
+        .map(|d| (d.message.as_str(), d.span))
+        .collect();
+    let first = src.find("\"/opt/ld").expect("first");
+    let second = src.find("\"a]").expect("second");
+    assert_eq!(
+        spans,
+        [
+            ("unterminated string", Span::new(first, first + 8)),
+            ("unterminated string", Span::new(second, second + 3)),
+        ]
+    );
+    // At the end of the file (where the policy's `}` is missing too).
+    let src = "splashpol 1\npolicy \"p\" {\n  worker \"/opt/w";
+    let out = parse(src);
+    assert_eq!(out.diagnostics.len(), 1, "{:#?}", out.diagnostics);
+    let d = &out.diagnostics[0];
+    let at = src.find("\"/opt/w").expect("quote");
+    assert_eq!(d.code, "splash::parse::syntax");
+    assert_eq!(d.span, Span::new(at, src.len()));
+    assert_eq!(d.message, "unterminated string");
+    // A string closed on its line is not unterminated.
+    let d = err("worker \"/opt/w\" \"x\"", "splash::parse::syntax", "\"x\"");
+    assert_ne!(d.message, "unterminated string");
+}
