@@ -958,6 +958,29 @@ fn unterminated_string(text: &str, pos: usize, offset: usize) -> Option<Diagnost
     )
 }
 
+/// A device where `MAJOR:MINOR` was expected: the whole word is shown.
+fn bad_device(text: &str, pos: usize, offset: usize) -> Option<Diagnostic> {
+    let rest = text.get(pos..)?;
+    let len = rest
+        .find(|c: char| c.is_whitespace() || matches!(c, '{' | '}' | ';' | '#' | '"'))
+        .unwrap_or(rest.len());
+    if len == 0 {
+        return None;
+    }
+    Some(
+        Diagnostic::error(
+            "splash::parse::syntax",
+            Span::new(offset + pos, offset + pos + len),
+            format!(
+                "invalid device `{}`: a device is written `MAJOR:MINOR` with two decimal numbers",
+                &rest[..len]
+            ),
+        )
+        .with_label("not a `MAJOR:MINOR` device number")
+        .with_help("write the device like `8:16` (the contents of `/sys/block/NAME/dev`)"),
+    )
+}
+
 /// Turns a pest error on `text` (which starts at byte `offset` of the file)
 /// into a diagnostic.
 fn syntax_error(
@@ -1026,6 +1049,12 @@ fn syntax_error(
                 "add the closing `\"` at the end of the string, and the closing `}` of the policy",
             );
         }
+        return d;
+    }
+    if let ErrorVariant::ParsingError { positives, .. } = &e.variant
+        && positives.contains(&Rule::device)
+        && let Some(d) = bad_device(text, pos, offset)
+    {
         return d;
     }
     let found = token_at(text, pos);

@@ -674,3 +674,19 @@ fn an_unterminated_string_says_so_at_its_opening_quote() {
     let d = err("worker \"/opt/w\" \"x\"", "splash::parse::syntax", "\"x\"");
     assert_ne!(d.message, "unterminated string");
 }
+
+#[test]
+fn a_bad_device_is_shown_whole() {
+    let body = "cgroup parent \"/c\" runner \"/r\" {\n io 8:sda { read 2 MiB/s }\n}";
+    let d = err(body, "splash::parse::syntax", "8:sda");
+    assert!(
+        d.message.contains("`MAJOR:MINOR` with two decimal numbers"),
+        "{d:#?}"
+    );
+    let d = err(
+        "cgroup parent \"/c\" runner \"/r\" {\n io sda { read 2 MiB/s }\n}",
+        "splash::parse::syntax",
+        "sda",
+    );
+    assert!(d.message.starts_with("invalid device `sda`"), "{d:#?}");
+}
