@@ -1453,8 +1453,27 @@ impl Checker {
                 .iter()
                 .chain(c.limits.as_ref().and_then(|l| l.runner.as_ref()))
                 .collect();
+            // The runner that applies the allowlist does so before any exec,
+            // so it never needs to be on it.
+            let applier = l.runner.as_ref().or(c.combined.as_ref());
             for t in &l.allow {
-                if let Some(a) = auto.iter().find(|a| a.path == t.path) {
+                if let Some(a) = applier.filter(|a| a.path == t.path) {
+                    self.push(
+                        Diagnostic::warning(
+                            code("splash::check::redundant-landlock-target"),
+                            t.span,
+                            format!(
+                                "`{}` is the {}, which applies the allowlist and needs no `allow-exec`",
+                                t.path, a.what
+                            ),
+                        )
+                        .with_label("redundant")
+                        .with_related(a.span, a.what.clone())
+                        .with_help(
+                            "remove this `allow-exec`: it only lets the worker execute the runner again",
+                        ),
+                    );
+                } else if let Some(a) = auto.iter().find(|a| a.path == t.path) {
                     self.push(
                         Diagnostic::warning(
                             code("splash::check::redundant-landlock-target"),

@@ -383,6 +383,26 @@ fn landlock_targets() {
         1,
     );
     assert_eq!(d.severity, Severity::Warning);
+    // The Landlock runner itself, like the worker and the limit runner.
+    let src =
+        policy("landlock runner \"/opt/splash/bin/ll\" { allow-exec \"/opt/splash/bin/ll\" }");
+    let d = expect_at(
+        &src,
+        "splash::check::redundant-landlock-target",
+        "\"/opt/splash/bin/ll\"",
+        1,
+    );
+    assert_eq!(d.severity, Severity::Warning);
+    assert!(d.message.contains("Landlock runner"), "{d:#?}");
+    let src = policy(
+        "runner combined \"/opt/splash/bin/c\"\n  landlock { allow-exec \"/opt/splash/bin/c\" }",
+    );
+    expect_at(
+        &src,
+        "splash::check::redundant-landlock-target",
+        "\"/opt/splash/bin/c\"",
+        1,
+    );
     let mut many = String::from("landlock runner \"/opt/splash/bin/ll\" {\n");
     for i in 0..33 {
         many.push_str(&format!("  allow-exec \"/opt/splash/x{i}\"\n"));
