@@ -105,6 +105,8 @@ struct LimitsInfo {
     span: Span,
     keyword: Span,
     runner: Option<Placed>,
+    /// `runner PATH` was written with an invalid path (already reported).
+    runner_invalid: bool,
     required: Option<Span>,
     limits: ResourceLimits,
 }
@@ -114,6 +116,8 @@ struct LandlockInfo {
     span: Span,
     keyword: Span,
     runner: Option<Placed>,
+    /// `runner PATH` was written with an invalid path (already reported).
+    runner_invalid: bool,
     allow: Vec<Placed>,
 }
 
@@ -140,6 +144,14 @@ struct Collected {
     cgroup: Option<(Option<CgroupPolicy>, bool)>,
     watchdog: Option<Watchdog>,
     broker: Option<(NetworkBroker, Span, Span)>,
+    /// Destinations of runtime mounts whose source is invalid (already
+    /// reported): they still count as covering executables.
+    runtime_dests_unchecked: Vec<AbsPath>,
+    /// A runtime mount destination was invalid (already reported): which
+    /// executables it would cover is unknown, so none is reported outside.
+    runtime_dest_invalid: bool,
+    /// `runner combined` was written with an invalid path (already reported).
+    combined_invalid: bool,
 }
 
 /// Compares paths so that a directory sorts immediately before everything
@@ -368,14 +380,16 @@ impl Checker {
             } => {
                 let s = self.path(source, "runtime mount source");
                 let d = self.path(destination, "runtime mount destination");
-                if let (Some(source), Some(dest)) = (s, d) {
-                    c.runtime.push((
+                match (s, d) {
+                    (Some(source), Some(dest)) => c.runtime.push((
                         RuntimeMount {
                             source,
                             destination: dest,
                         },
                         destination.span,
-                    ));
+                    )),
+                    (None, Some(dest)) => c.runtime_dests_unchecked.push(dest),
+                    (_, None) => c.runtime_dest_invalid = true,
                 }
             }
             Statement::Root {
@@ -476,7 +490,9 @@ impl Checker {
                 entries,
                 recovered,
             } => {
-                let runner = runner.as_ref().and_then(|r| self.placed(r, "limit runner"));
+                let placed = runner.as_ref().map(|r| self.placed(r, "limit runner"));
+                let runner_invalid = matches!(placed, Some(None));
+                let runner = placed.flatten();
                 let limits = self.limits(entries);
                 if limits.is_empty() && entries.is_empty() && !recovered {
                     self.push(
@@ -493,6 +509,7 @@ impl Checker {
                     span: stmt.span,
                     keyword: stmt.keyword,
                     runner,
+                    runner_invalid,
                     required: required.as_ref().map(|r| r.span),
                     limits,
                 });
@@ -500,18 +517,22 @@ impl Checker {
             Statement::Landlock {
                 runner, allow_exec, ..
             } => {
-                let runner = runner
-                    .as_ref()
-                    .and_then(|r| self.placed(r, "Landlock runner"));
+                let placed = runner.as_ref().map(|r| self.placed(r, "Landlock runner"));
+                let runner_invalid = matches!(placed, Some(None));
+                let runner = placed.flatten();
                 let allow = self.allow_exec(allow_exec);
                 c.landlock = Some(LandlockInfo {
                     span: stmt.span,
                     keyword: stmt.keyword,
                     runner,
+                    runner_invalid,
                     allow,
                 });
             }
-            Statement::CombinedRunner { path } => c.combined = self.placed(path, "combined runner"),
+            Statement::CombinedRunner { path } => {
+                c.combined = self.placed(path, "combined runner");
+                c.combined_invalid = c.combined.is_none();
+            }
             Statement::Cgroup {
                 parent,
                 runner,
@@ -1343,10 +1364,17 @@ impl Checker {
             execs.extend(l.allow.iter());
         }
         execs.extend(c.combined.as_ref());
+        if c.runtime_dest_invalid {
+            // The invalid destination is reported; whether it would cover
+            // these paths is unknown, so reporting them would only repeat it.
+            return;
+        }
         for e in execs {
             if c.runtime
                 .iter()
-                .any(|(m, _)| e.path.is_within(&m.destination))
+                .map(|(m, _)| &m.destination)
+                .chain(&c.runtime_dests_unchecked)
+                .any(|d| e.path.is_within(d))
             {
                 continue;
             }
@@ -1418,7 +1446,7 @@ impl Checker {
                         "with `runner combined`, write `limits { ... }` without `runner PATH`",
                     ),
                 ),
-                (None, false) => {
+                (None, false) if !l.runner_invalid && !c.combined_invalid => {
                     self.missing_runner(
                         l.required.map_or(l.keyword, |r| l.keyword.join(r)),
                         "limits",
@@ -1444,7 +1472,9 @@ impl Checker {
                         "with `runner combined`, write `landlock { ... }` without `runner PATH`",
                     ),
                 ),
-                (None, false) => self.missing_runner(l.keyword, "landlock"),
+                (None, false) if !l.runner_invalid && !c.combined_invalid => {
+                    self.missing_runner(l.keyword, "landlock");
+                }
                 _ => {}
             }
             // Targets already on the list.

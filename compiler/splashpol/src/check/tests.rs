@@ -1035,3 +1035,58 @@ fn every_code_is_documented_and_every_documented_code_exists() {
     assert!(in_code.len() > 50, "{in_code:?}");
     assert_eq!(in_code, documented);
 }
+
+#[test]
+fn an_invalid_path_has_no_follow_on_errors() {
+    let only_error = |src: &str, needle: &str| {
+        let out = check_source("t", src);
+        let at = src.find(needle).expect("needle");
+        let got: Vec<(&str, Span)> = out
+            .diagnostics
+            .iter()
+            .map(|d| (d.code, d.span))
+            .collect();
+        assert_eq!(
+            got,
+            [(
+                "splash::check::invalid-path",
+                Span::new(at, at + needle.len())
+            )],
+            "{}",
+            out.render_human("t", src)
+        );
+    };
+    let head =
+        "splashpol 1\npolicy \"t\" {\n  bubblewrap \"/usr/bin/bwrap\"\n  worker \"/opt/x/w\"\n";
+    // An invalid destination: nothing is reported outside a runtime mount.
+    only_error(
+        &format!("{head}  runtime \"/opt/x\" at \"opt/x\"\n}}\n"),
+        "\"opt/x\"",
+    );
+    only_error(
+        &format!("{head}  runtime \"/opt/x\" at \"/\"\n}}\n"),
+        "\"/\"",
+    );
+    // An invalid source: its destination still covers the worker.
+    only_error(
+        &format!("{head}  runtime \"opt/x\" at \"/opt/x\"\n}}\n"),
+        "\"opt/x\"",
+    );
+    // ...but not what lies outside it.
+    let src = "splashpol 1\npolicy \"t\" {\n  bubblewrap \"/usr/bin/bwrap\"\n  worker \"/usr/w\"\n  runtime \"opt/x\" at \"/opt/x\"\n}\n";
+    expect(
+        src,
+        "splash::check::executable-outside-runtime",
+        "\"/usr/w\"",
+    );
+    // An invalid runner path is not also a missing runner.
+    only_error(
+        &policy("limits runner \"bin/lr\" { cpu 1 s }"),
+        "\"bin/lr\"",
+    );
+    only_error(&policy("landlock runner \"bin/ll\""), "\"bin/ll\"");
+    only_error(
+        &policy("runner combined \"c\"\n  limits { cpu 1 s }\n  landlock"),
+        "\"c\"",
+    );
+}
