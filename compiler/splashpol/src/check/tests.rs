@@ -1041,11 +1041,7 @@ fn an_invalid_path_has_no_follow_on_errors() {
     let only_error = |src: &str, needle: &str| {
         let out = check_source("t", src);
         let at = src.find(needle).expect("needle");
-        let got: Vec<(&str, Span)> = out
-            .diagnostics
-            .iter()
-            .map(|d| (d.code, d.span))
-            .collect();
+        let got: Vec<(&str, Span)> = out.diagnostics.iter().map(|d| (d.code, d.span)).collect();
         assert_eq!(
             got,
             [(
