@@ -942,69 +942,11 @@ fn the_hardened_example_maps_to_the_model() {
     ))
     .expect("read");
     let p = clean(&src);
-    let path = |s: &str| AbsPath::new(s).expect("path");
+    // The same specification example the lowering tests start from; they
+    // leave seccomp off, the policy file selects the compat profile.
     let expected = model::Policy {
-        name: "agent-worker".into(),
-        bubblewrap: path("/usr/bin/bwrap"),
-        worker: path("/opt/splash/bin/worker"),
-        worker_args: vec!["--json-lines".into()],
-        runtime_mounts: vec![RuntimeMount {
-            source: path("/opt/splash/runtime"),
-            destination: path("/opt/splash"),
-        }],
-        file_roots: vec![
-            FileRoot {
-                id: SelectorId::new("project-read").expect("id"),
-                destination: path("/workspace/project"),
-                kind: FileRootKind::Host {
-                    source: path("/srv/splash/project"),
-                    access: Access::ReadOnly,
-                    quota: None,
-                },
-            },
-            FileRoot {
-                id: SelectorId::new("scratch").expect("id"),
-                destination: path("/workspace/scratch"),
-                kind: FileRootKind::Ephemeral {
-                    size_bytes: 32 << 20,
-                },
-            },
-        ],
-        tmp: PrivateTmp::Bounded {
-            size_bytes: 64 << 20,
-        },
-        bounded_writes: true,
-        no_further_user_namespaces: true,
-        pin_mounts: true,
-        pin_executables: true,
-        allow_unbounded_host_writes: false,
-        aggregate_quota: None,
-        aggregate_ephemeral_max_bytes: None,
-        max_active_file_roots: 64,
         seccomp: SeccompPolicy::DenyKnownEscapeSurface,
-        limit_runner: Some(LimitRunner {
-            path: path("/opt/splash/bin/splash-limit-runner"),
-            limits: ResourceLimits {
-                cpu_seconds: Some(30),
-                address_space_bytes: Some(512 << 20),
-                process_count: None,
-                open_files: Some(64),
-                file_size_bytes: Some(16 << 20),
-            },
-        }),
-        require_limit_runner: true,
-        landlock_runner: Some(LandlockRunner {
-            path: path("/opt/splash/bin/splash-landlock-runner"),
-            allow_exec: vec![
-                path("/opt/splash/lib/ld-linux-aarch64.so.1"),
-                path("/opt/splash/bin/reviewed-interpreter"),
-            ],
-        }),
-        combined_runner: None,
-        cgroup: None,
-        require_cgroup_v2: false,
-        watchdog: None,
-        network_broker: None,
+        ..crate::lower::tests::sample()
     };
     assert_eq!(p, expected);
 }
