@@ -177,5 +177,8 @@ mod tests {
             }),
             2
         );
+        if let Some(dir) = bad.parent() {
+            std::fs::remove_dir_all(dir).expect("remove the test's temporary directory");
+        }
     }
 }
