@@ -7,21 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// Environment variable that turns a host skip into a failure.
-pub const REQUIRE_HOST_VAR: &str = "SPLASH_REQUIRE_HOST";
-
-/// Returns `true` when `available`; otherwise skips loudly (returns `false`)
-/// or panics when host tests are required.
-pub fn require_host(available: bool, what: &str) -> bool {
-    if available {
-        return true;
-    }
-    if std::env::var(REQUIRE_HOST_VAR).as_deref() == Ok("1") {
-        panic!("{REQUIRE_HOST_VAR}=1 but this host lacks {what}");
-    }
-    eprintln!("SKIP: this host lacks {what} (set {REQUIRE_HOST_VAR}=1 to make this a failure)");
-    false
-}
+pub use splash_require_host::{REQUIRE_HOST_VAR, require_host};
 
 /// The system Bubblewrap, if installed.
 pub fn bwrap_path() -> Option<PathBuf> {

@@ -25,14 +25,17 @@ fn program(profile: &Profile) -> Option<Program> {
 /// host cannot install seccomp filters.
 fn deny_program() -> Option<Program> {
     let Some(p) = program(&Profile::DenyKnownEscapeSurface) else {
-        support::require_host(false, "a supported architecture");
+        splash_require_host::require_host(false, "a supported architecture");
         return None;
     };
     let prepared = Prepared::new(&p).expect("prepared");
     match fork_probe(Some(&prepared), GETPID) {
         Ok(ChildOutcome::Returned(pid)) if pid > 0 => Some(p),
         other => {
-            support::require_host(false, &format!("seccomp filter support ({other:?})"));
+            splash_require_host::require_host(
+                false,
+                &format!("seccomp filter support ({other:?})"),
+            );
             None
         }
     }

@@ -5,21 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-/// Environment variable that turns a host skip into a failure.
-pub const REQUIRE_HOST_VAR: &str = "SPLASH_REQUIRE_HOST";
-
-/// Returns `true` when `available`; otherwise skips loudly (returns
-/// `false`), or panics when `SPLASH_REQUIRE_HOST=1`.
-pub fn require_host(available: bool, what: &str) -> bool {
-    if available {
-        return true;
-    }
-    if std::env::var(REQUIRE_HOST_VAR).as_deref() == Ok("1") {
-        panic!("{REQUIRE_HOST_VAR}=1 but this host lacks {what}");
-    }
-    eprintln!("SKIP: this host lacks {what} (set {REQUIRE_HOST_VAR}=1 to make this a failure)");
-    false
-}
+pub use splash_require_host::require_host;
 
 pub const LIMIT_RUNNER: &str = env!("CARGO_BIN_EXE_splash-limit-runner");
 pub const LANDLOCK_RUNNER: &str = env!("CARGO_BIN_EXE_splash-landlock-runner");

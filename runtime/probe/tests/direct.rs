@@ -19,18 +19,7 @@ const TOOLS: [&str; 8] = [
     "probe.echo",
 ];
 
-/// Whether a host facility is present; prints `SKIP` when it is not, and
-/// fails instead when `SPLASH_REQUIRE_HOST=1`.
-fn host_has(available: bool, what: &str) -> bool {
-    if available {
-        return true;
-    }
-    if std::env::var("SPLASH_REQUIRE_HOST").as_deref() == Ok("1") {
-        panic!("SPLASH_REQUIRE_HOST=1 but {what} is not available");
-    }
-    eprintln!("SKIP: {what} is not available");
-    false
-}
+use splash_require_host::require_host as host_has;
 
 fn manifest(session: &str) -> CapabilityManifest {
     let grants: Vec<Value> = TOOLS

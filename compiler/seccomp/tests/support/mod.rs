@@ -5,22 +5,6 @@ use std::collections::BTreeSet;
 
 use splash_seccomp::{Arch, StrictRejection, strict_rejection};
 
-/// Environment variable that turns a host skip into a failure.
-pub const REQUIRE_HOST_VAR: &str = "SPLASH_REQUIRE_HOST";
-
-/// `true` when `available`; otherwise prints `SKIP: ...` and returns `false`,
-/// or panics when `SPLASH_REQUIRE_HOST=1`.
-pub fn require_host(available: bool, what: &str) -> bool {
-    if available {
-        return true;
-    }
-    if std::env::var(REQUIRE_HOST_VAR).as_deref() == Ok("1") {
-        panic!("{REQUIRE_HOST_VAR}=1 but this host lacks {what}");
-    }
-    eprintln!("SKIP: this host lacks {what} (set {REQUIRE_HOST_VAR}=1 to make this a failure)");
-    false
-}
-
 /// The first `n` names (alphabetically) of `arch`'s table that a strict list
 /// may contain, plus `execve`.
 pub fn strict_list(arch: Arch, n: usize) -> BTreeSet<String> {
