@@ -9,7 +9,7 @@
 //! bytes just read, fills stop at [`FILL_BOUND`].
 
 use std::ffi::{CStr, CString, c_int};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 
@@ -130,8 +130,17 @@ fn io_errno(e: &std::io::Error) -> i32 {
 
 // ---------------------------------------------------------------- namespaces
 
+/// A namespace attempt: ENOSPC and EUSERS (a namespace count limit, which
+/// is how the user-namespace lockdown refuses) are refusals too.
+fn ns(r: Sys) -> Outcome {
+    match r {
+        Err(e) if e == libc::ENOSPC || e == libc::EUSERS => Denied(e, String::new()),
+        other => sys(other),
+    }
+}
+
 fn unshare(flags: c_int) -> Outcome {
-    sys(sys::unshare(flags))
+    ns(sys::unshare(flags))
 }
 
 fn setns_own(kind: &str, nstype: c_int) -> Outcome {
@@ -154,7 +163,7 @@ fn x32(nr: libc::c_long, arg: libc::c_long) -> Outcome {
 fn mount_tmpfs() -> Outcome {
     sys(sys::mount(
         c"tmpfs",
-        c"/tmp",
+        c"/dev",
         c"tmpfs",
         libc::MS_NOSUID,
         Some(c"size=1m"),
@@ -164,7 +173,7 @@ fn mount_tmpfs() -> Outcome {
 fn mount_bind_root() -> Outcome {
     sys(sys::mount(
         c"/",
-        c"/tmp",
+        c"/dev",
         c"none",
         libc::MS_BIND | libc::MS_REC,
         None,
@@ -703,8 +712,12 @@ fn fd_leak(ctx: &Ctx) -> Outcome {
     }
 }
 
+/// Every variable but `PWD` naming the working directory, which bwrap sets
+/// itself inside the sandbox.
 fn env_leak() -> Outcome {
+    let cwd = std::env::current_dir().ok();
     let mut names: Vec<String> = std::env::vars_os()
+        .filter(|(k, v)| !(k == "PWD" && cwd.as_deref() == Some(std::path::Path::new(v))))
         .map(|(k, _)| k.to_string_lossy().into_owned())
         .collect();
     names.sort();
@@ -738,11 +751,7 @@ fn abstract_host(ctx: &Ctx) -> Outcome {
         Err(e) => return Denied(io_errno(&e), "address".into()),
     };
     match std::os::unix::net::UnixStream::connect_addr(&addr) {
-        Ok(mut s) => {
-            let mut b = [0u8; 1];
-            let _ = s.read(&mut b);
-            Worked(format!("connected to the host abstract socket @{name}"))
-        }
+        Ok(_) => Worked(format!("connected to the host abstract socket @{name}")),
         Err(e) => Denied(io_errno(&e), String::new()),
     }
 }
@@ -846,7 +855,7 @@ pub static ATTEMPTS: &[Attempt] = &[
         "clone(CLONE_NEWUSER)",
         [SECCOMP, USERNS],
         Contained,
-        |_| sys(sys::clone_and_reap(libc::CLONE_NEWUSER))
+        |_| ns(sys::clone_and_reap(libc::CLONE_NEWUSER))
     ),
     attempt!(
         "clone-newuser-newns",
@@ -854,7 +863,7 @@ pub static ATTEMPTS: &[Attempt] = &[
         "clone(CLONE_NEWUSER | CLONE_NEWNS)",
         [SECCOMP, USERNS],
         Contained,
-        |_| sys(sys::clone_and_reap(libc::CLONE_NEWUSER | libc::CLONE_NEWNS))
+        |_| ns(sys::clone_and_reap(libc::CLONE_NEWUSER | libc::CLONE_NEWNS))
     ),
     attempt!(
         "clone3-newuser",
@@ -862,7 +871,7 @@ pub static ATTEMPTS: &[Attempt] = &[
         "clone3(CLONE_NEWUSER)",
         [SECCOMP, USERNS],
         Contained,
-        |_| sys(sys::clone3_and_reap(libc::CLONE_NEWUSER as u64))
+        |_| ns(sys::clone3_and_reap(libc::CLONE_NEWUSER as u64))
     ),
     attempt!(
         "clone3-newuser-newnet",
@@ -870,7 +879,7 @@ pub static ATTEMPTS: &[Attempt] = &[
         "clone3(CLONE_NEWUSER | CLONE_NEWNET)",
         [SECCOMP, USERNS],
         Contained,
-        |_| sys(sys::clone3_and_reap(
+        |_| ns(sys::clone3_and_reap(
             (libc::CLONE_NEWUSER | libc::CLONE_NEWNET) as u64
         ))
     ),
@@ -894,7 +903,7 @@ pub static ATTEMPTS: &[Attempt] = &[
     attempt!(
         "mount-tmpfs",
         "mounts",
-        "mount(tmpfs) over /tmp",
+        "mount(tmpfs) over /dev",
         [CAP, SECCOMP],
         Contained,
         |_| mount_tmpfs()
@@ -902,7 +911,7 @@ pub static ATTEMPTS: &[Attempt] = &[
     attempt!(
         "mount-bind-root",
         "mounts",
-        "mount(/, /tmp, MS_BIND | MS_REC)",
+        "mount(/, /dev, MS_BIND | MS_REC)",
         [CAP, SECCOMP],
         Contained,
         |_| mount_bind_root()

@@ -48,7 +48,7 @@ pub fn result(name: &str, outcome: &Outcome) -> String {
         string(name),
         string(result)
     );
-    if let Some(e) = errno {
+    if let Some(e) = errno.filter(|e| *e != 0) {
         out.push_str(&format!(",\"errno\":{}", string(errno_name(e))));
     }
     if !detail.is_empty() {

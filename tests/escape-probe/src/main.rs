@@ -9,7 +9,15 @@
 //! splash-escape-probe one NAME [OPTIONS]   # one attempt in this process (for
 //!                                          # strict allowlists, where fork is not listed)
 //! splash-escape-probe marker               # exits 42: the program the exec attempts run
+//! splash-escape-probe exec-as UID PROGRAM ARGS...
+//!                                          # a launch wrapper: drops to UID (and the
+//!                                          # same gid, no groups) and executes PROGRAM
 //! ```
+//!
+//! `exec-as` is how the battery launches a sandbox as an unprivileged user:
+//! it runs on the host before bwrap, never inside a sandbox. When PROGRAM is
+//! `/proc/self/fd/N` (the launcher's pinned bwrap) it marks N close-on-exec
+//! first, so neither bwrap nor the worker inherits it.
 //!
 //! Options: `--only A,B` (with `all`), `--canary PID` (the host process the
 //! signal attempt aims at), `--port N` (a host loopback TCP listener),
@@ -24,7 +32,9 @@
 //! "detail"?}` with `result` one of `ok` (it worked), `reached` (the kernel
 //! got past its permission checks and failed later, on purpose-invalid
 //! arguments), `denied`, `n/a`, `sent` (a signal; the host decides),
-//! `killed`, `exit` or `timeout`. Nothing is written to stderr.
+//! `killed`, `exit` or `timeout`. Nothing is written to stderr. `all` and
+//! `one` first read stdin to its end (a launcher's bootstrap preamble, which
+//! the probe ignores).
 
 #![no_main]
 
@@ -106,6 +116,7 @@ pub fn run() -> c_int {
     };
     match mode.as_str() {
         "marker" => MARKER_EXIT,
+        "exec-as" => exec_as(&args[1..]),
         "list" => {
             for a in ATTEMPTS {
                 print_line(&json::attempt_entry(a));
@@ -125,6 +136,11 @@ pub fn run() -> c_int {
                 Ok(p) => p,
                 Err(e) => return usage_error(&e),
             };
+            // The launcher writes its bootstrap preamble to stdin and closes
+            // it; read it to the end (and ignore it) so that the launcher
+            // never writes into a pipe whose reader already exited.
+            let mut buf = [0u8; 4096];
+            while matches!(sys::read(sys::stdin(), &mut buf), Ok(n) if n > 0) {}
             if lower {
                 // Best effort: the control then shows the pid 1 comparison.
                 let _ = sys::setrlimit(libc::RLIMIT_NOFILE as c_int, 64, 64);
@@ -154,6 +170,33 @@ pub fn run() -> c_int {
         }
         other => usage_error(&format!("unknown mode `{other}`")),
     }
+}
+
+fn exec_as(args: &[String]) -> c_int {
+    let (Some(uid), Some(program)) = (args.first().and_then(|u| u.parse::<u32>().ok()), args.get(1)) else {
+        return usage_error("exec-as UID PROGRAM ARGS...");
+    };
+    if let Some(fd) = program
+        .strip_prefix("/proc/self/fd/")
+        .and_then(|n| n.parse::<c_int>().ok())
+    {
+        if let Err(e) = sys::set_cloexec(fd) {
+            return usage_error(&format!("close-on-exec {fd}: {}", json::errno_name(e)));
+        }
+    }
+    if let Err((step, e)) = sys::drop_to(uid) {
+        return usage_error(&format!("{step}: {}", json::errno_name(e)));
+    }
+    let Ok(argv) = args[1..]
+        .iter()
+        .map(|a| std::ffi::CString::new(a.as_str()))
+        .collect::<Result<Vec<_>, _>>()
+    else {
+        return usage_error("an argument contains NUL");
+    };
+    let argv: Vec<&std::ffi::CStr> = argv.iter().map(|a| a.as_c_str()).collect();
+    let e = sys::execve_with_environment(argv[0], &argv);
+    usage_error(&format!("exec {program}: {}", json::errno_name(e)))
 }
 
 fn usage_error(msg: &str) -> c_int {

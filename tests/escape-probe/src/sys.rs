@@ -155,6 +155,13 @@ pub fn poll_readable(fd: BorrowedFd<'_>, timeout_ms: c_int) -> Result<bool, i32>
     check(c_long::from(rc)).map(|n| n > 0)
 }
 
+/// Standard input.
+pub fn stdin() -> BorrowedFd<'static> {
+    // SAFETY: descriptor 0 stays open for the life of the process (the
+    // probe never closes it); at worst reads from it fail with EBADF.
+    unsafe { BorrowedFd::borrow_raw(0) }
+}
+
 /// Reads what is available into `buf`; 0 at end of file.
 pub fn read(fd: BorrowedFd<'_>, buf: &mut [u8]) -> Sys {
     // SAFETY: `buf` is a live writable buffer of the given length.
@@ -646,6 +653,43 @@ pub fn execveat(fd: c_int, path: &CStr, argv: &[&CStr], flags: c_int) -> i32 {
         );
     }
     errno()
+}
+
+/// `execve(path, argv, environ)` keeping this process's environment;
+/// returns only on failure, with the errno.
+pub fn execve_with_environment(path: &CStr, argv: &[&CStr]) -> i32 {
+    let argv = argv_pointers(argv);
+    // SAFETY: `path` is NUL-terminated, `argv` a null-terminated array of
+    // NUL-terminated strings that outlive the call; `execv` passes glibc's
+    // own `environ`.
+    unsafe {
+        libc::execv(path.as_ptr(), argv.as_ptr());
+    }
+    errno()
+}
+
+/// Marks `fd` close-on-exec.
+pub fn set_cloexec(fd: c_int) -> Sys {
+    // SAFETY: integer arguments; F_GETFD/F_SETFD touch no memory.
+    let flags = check(c_long::from(unsafe { libc::fcntl(fd, libc::F_GETFD) }))?;
+    let flags = c_int::try_from(flags).map_err(|_| libc::EINVAL)? | libc::FD_CLOEXEC;
+    // SAFETY: as above.
+    check(c_long::from(unsafe { libc::fcntl(fd, libc::F_SETFD, flags) }))
+}
+
+/// Drops every supplementary group, then sets the real, effective and
+/// saved gid and uid to `id`.
+pub fn drop_to(id: u32) -> Result<(), (&'static str, i32)> {
+    // SAFETY: an empty group list (the pointer is not read for size 0).
+    check(unsafe { libc::syscall(libc::SYS_setgroups, 0usize, std::ptr::null::<libc::gid_t>()) })
+        .map_err(|e| ("setgroups", e))?;
+    // SAFETY: integer arguments.
+    check(unsafe { libc::syscall(libc::SYS_setresgid, id, id, id) })
+        .map_err(|e| ("setresgid", e))?;
+    // SAFETY: integer arguments.
+    check(unsafe { libc::syscall(libc::SYS_setresuid, id, id, id) })
+        .map_err(|e| ("setresuid", e))?;
+    Ok(())
 }
 
 /// `fexecve(fd, argv, [])` through glibc; returns only on failure.
