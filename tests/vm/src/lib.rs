@@ -37,7 +37,9 @@ pub fn guest() -> Guest {
         "this test runs only inside the VM: run scripts/vm-tests"
     );
     let var = |name: &str| {
-        PathBuf::from(std::env::var(name).unwrap_or_else(|_| panic!("the guest did not set {name}")))
+        PathBuf::from(
+            std::env::var(name).unwrap_or_else(|_| panic!("the guest did not set {name}")),
+        )
     };
     Guest {
         cgroup_parent: var("SPLASH_VM_CGROUP_PARENT"),
