@@ -90,7 +90,15 @@ fn build_static() -> Result<(), String> {
     let release = bin_dir().ends_with("release");
     let mut cmd = Command::new(cargo);
     cmd.current_dir(splash_tests::workspace_root())
-        .args(["build", "--locked", "--bins", "-p", PROBE, "-p", "splash-runners"])
+        .args([
+            "build",
+            "--locked",
+            "--bins",
+            "-p",
+            PROBE,
+            "-p",
+            "splash-runners",
+        ])
         .args(["--target", &host_triple()])
         .env("RUSTFLAGS", "-C target-feature=+crt-static")
         .stdout(Stdio::null())
@@ -344,8 +352,14 @@ fn adapt(host: &Host, source: &str) -> String {
             continue;
         }
         let line = line
-            .replace("\"/usr/bin/bwrap\"", &format!("\"{}\"", host.bwrap.display()))
-            .replace("runtime \"/opt/splash/runtime\"", &format!("runtime \"{rt}\""))
+            .replace(
+                "\"/usr/bin/bwrap\"",
+                &format!("\"{}\"", host.bwrap.display()),
+            )
+            .replace(
+                "runtime \"/opt/splash/runtime\"",
+                &format!("runtime \"{rt}\""),
+            )
             .replace("runtime \"/opt/splash-demo\"", &format!("runtime \"{rt}\""))
             .replace(
                 "\"/srv/splash/project\"",
@@ -480,8 +494,7 @@ fn bind(
     let options = if uid == 0 {
         BindOptions::default()
     } else {
-        BindOptions::default()
-            .with_preparation(AsUser(uid, host.runtime.path().join("bin/worker")))
+        BindOptions::default().with_preparation(AsUser(uid, host.runtime.path().join("bin/worker")))
     };
     BoundCommand::bind_with(plan, options)
 }
@@ -578,6 +591,15 @@ fn run_policy(
     let mut seen = BTreeMap::new();
     let mut details = BTreeMap::new();
     let mut printed = 0;
+    let mut check_ids = |lines: &[Value]| {
+        if let Some(ids) = lines.iter().find_map(|l| l.get("ids")) {
+            assert_eq!(
+                ids["uid"], uid,
+                "{} as uid {uid}: the probe ran as {ids}",
+                policy.name
+            );
+        }
+    };
     if policy.strict {
         // fork is not on a strict list: one launch per attempt, the attempt
         // in the probe's own process.
@@ -586,8 +608,12 @@ fn run_policy(
             args.extend(opts.iter().cloned());
             let bound = bind(host, policy.plan(&args), uid).expect("bind");
             let (lines, status) = launch(&bound, ONE_TIMEOUT);
+            check_ids(&lines);
             if std::env::var("SPLASH_BATTERY_DEBUG").is_ok() {
-                eprintln!("DEBUG {} uid {uid} {}: {status} {lines:?}", policy.name, a.name);
+                eprintln!(
+                    "DEBUG {} uid {uid} {}: {status} {lines:?}",
+                    policy.name, a.name
+                );
             }
             let s = match lines.iter().find(|l| l["attempt"] == a.name.as_str()) {
                 Some(l) => {
@@ -604,6 +630,12 @@ fn run_policy(
         args.extend(opts.iter().cloned());
         let bound = bind(host, policy.plan(&args), uid).expect("bind");
         let (lines, status) = launch(&bound, RUN_TIMEOUT);
+        check_ids(&lines);
+        assert!(
+            lines.iter().any(|l| l.get("ids").is_some()),
+            "{} as uid {uid}: the probe did not start",
+            policy.name
+        );
         for a in &host.attempts {
             let s = match lines.iter().find(|l| l["attempt"] == a.name.as_str()) {
                 Some(l) => {
@@ -742,7 +774,9 @@ fn control_unavailable(name: &str, control: &Seen) -> Option<String> {
     match control {
         Seen::NotApplicable(why) => Some(why.clone()),
         Seen::Refused(e) if e == "ENOSYS" => Some("the kernel has no such system call".into()),
-        Seen::Refused(e) if e == "EPERM" && name == "raise-hard-rlimit" && !host_has_sys_resource() => {
+        Seen::Refused(e)
+            if e == "EPERM" && name == "raise-hard-rlimit" && !host_has_sys_resource() =>
+        {
             Some("no process on this host holds CAP_SYS_RESOURCE".into())
         }
         _ => None,
@@ -854,7 +888,10 @@ fn strict_additions(text: &str) -> (Vec<&'static str>, String) {
         .as_ref()
         .is_some_and(|s| s.delivery == splashpol::plan::SeccompDelivery::Bubblewrap);
     let runner_first = plan.command.len() > 1
-        && plan.command.iter().any(|a| matches!(a, splashpol::plan::ExecArg::Literal(l) if l == "--"));
+        && plan
+            .command
+            .iter()
+            .any(|a| matches!(a, splashpol::plan::ExecArg::Literal(l) if l == "--"));
     if bwrap_delivered && runner_first {
         // bwrap applies the filter before the runner starts; the runner's
         // Rust start-up polls the standard descriptors and it closes the

@@ -392,7 +392,20 @@ fn exec_copy_in(dir: &str) -> Outcome {
     Denied(e, format!("exec from {dir}"))
 }
 
-/// Mount points of this mount namespace mounted read-write, except `/proc`.
+/// Removes the copies an exec attempt in process `pid` left behind (a copy
+/// that ran replaced the attempt's process before it could remove it).
+pub fn remove_copies(pid: i32) {
+    let mut dirs = writable_mounts();
+    dirs.extend(["/tmp".to_owned(), "/dev/shm".to_owned()]);
+    for dir in dirs {
+        let _ = std::fs::remove_file(format!(
+            "{}/splash-battery-exec-{pid}",
+            dir.trim_end_matches('/')
+        ));
+    }
+}
+
+/// Directories mounted read-write in this mount namespace, except `/proc`.
 fn writable_mounts() -> Vec<String> {
     let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     let mut out: Vec<String> = info
@@ -404,6 +417,7 @@ fn writable_mounts() -> Vec<String> {
             let rw = opts.split(',').any(|o| o == "rw");
             (rw && !point.starts_with("/proc")).then(|| (*point).to_owned())
         })
+        .filter(|p| std::path::Path::new(p).is_dir())
         .collect();
     out.sort();
     out.dedup();

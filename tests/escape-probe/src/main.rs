@@ -28,7 +28,7 @@
 //! `--lower-nofile` (lower this process's own open-file limit first, so a
 //! control can show a pid 1 with weaker limits than the worker).
 //!
-//! A result line is `{"attempt", "result", "errno"?, "signal"?, "code"?,
+//! `all` first prints `{"ids": {"uid", "gid"}}`. A result line is `{"attempt", "result", "errno"?, "signal"?, "code"?,
 //! "detail"?}` with `result` one of `ok` (it worked), `reached` (the kernel
 //! got past its permission checks and failed later, on purpose-invalid
 //! arguments), `denied`, `n/a`, `sent` (a signal; the host decides),
@@ -141,6 +141,12 @@ pub fn run() -> c_int {
             // never writes into a pipe whose reader already exited.
             let mut buf = [0u8; 4096];
             while matches!(sys::read(sys::stdin(), &mut buf), Ok(n) if n > 0) {}
+            // Who the probe is, so the host can check the run's user (not
+            // in `one`: a strict list need not allow getuid).
+            if name.is_none() {
+                let (uid, gid) = sys::ids();
+                print_line(&format!("{{\"ids\":{{\"uid\":{uid},\"gid\":{gid}}}}}"));
+            }
             if lower {
                 // Best effort: the control then shows the pid 1 comparison.
                 let _ = sys::setrlimit(libc::RLIMIT_NOFILE as c_int, 64, 64);
@@ -173,7 +179,10 @@ pub fn run() -> c_int {
 }
 
 fn exec_as(args: &[String]) -> c_int {
-    let (Some(uid), Some(program)) = (args.first().and_then(|u| u.parse::<u32>().ok()), args.get(1)) else {
+    let (Some(uid), Some(program)) = (
+        args.first().and_then(|u| u.parse::<u32>().ok()),
+        args.get(1),
+    ) else {
         return usage_error("exec-as UID PROGRAM ARGS...");
     };
     if let Some(fd) = program
@@ -295,6 +304,7 @@ fn run_forked(a: &Attempt, ctx: &Ctx) -> String {
             Err(_) => break None,
         }
     };
+    attempts::remove_copies(pid);
     if timed_out {
         return json::status(a.name, "timeout", None);
     }

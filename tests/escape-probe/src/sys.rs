@@ -674,7 +674,9 @@ pub fn set_cloexec(fd: c_int) -> Sys {
     let flags = check(c_long::from(unsafe { libc::fcntl(fd, libc::F_GETFD) }))?;
     let flags = c_int::try_from(flags).map_err(|_| libc::EINVAL)? | libc::FD_CLOEXEC;
     // SAFETY: as above.
-    check(c_long::from(unsafe { libc::fcntl(fd, libc::F_SETFD, flags) }))
+    check(c_long::from(unsafe {
+        libc::fcntl(fd, libc::F_SETFD, flags)
+    }))
 }
 
 /// Drops every supplementary group, then sets the real, effective and
