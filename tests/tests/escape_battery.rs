@@ -524,6 +524,9 @@ fn launch(bound: &BoundCommand, timeout: Duration) -> (Vec<Value>, WorkerStatus)
     (lines, status)
 }
 
+/// Attempt name -> what it did, for one policy and user.
+type Results = BTreeMap<String, Seen>;
+
 /// What an attempt did, reduced to what the table shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Seen {
@@ -591,7 +594,7 @@ fn run_policy(
     let mut seen = BTreeMap::new();
     let mut details = BTreeMap::new();
     let mut printed = 0;
-    let mut check_ids = |lines: &[Value]| {
+    let check_ids = |lines: &[Value]| {
         if let Some(ids) = lines.iter().find_map(|l| l.get("ids")) {
             assert_eq!(
                 ids["uid"], uid,
@@ -971,7 +974,7 @@ fn no_attempt_escapes_any_bundled_policy_as_root_or_unprivileged() {
     }
 
     let runs = policies(&host);
-    let mut results: Vec<(BTreeMap<String, Seen>, BTreeMap<String, Seen>)> = Vec::new();
+    let mut results: Vec<(Results, Results)> = Vec::new();
     let mut escapes = Vec::new();
     for policy in &runs {
         let mut per_uid = Vec::new();
@@ -1032,7 +1035,7 @@ fn host_is_root() -> bool {
 fn render(
     host: &Host,
     runs: &[PolicyRun],
-    results: &[(BTreeMap<String, Seen>, BTreeMap<String, Seen>)],
+    results: &[(Results, Results)],
     controls: &BTreeMap<String, Seen>,
 ) -> String {
     let mut t = String::new();

@@ -226,20 +226,20 @@ fn first_writable(dir: &std::path::Path, depth: u32) -> Option<std::path::PathBu
         return None;
     }
     for e in &entries {
-        if e.file_type().is_ok_and(|t| t.is_dir()) {
-            if let Some(p) = first_writable(&e.path(), depth - 1) {
-                return Some(p);
-            }
+        if e.file_type().is_ok_and(|t| t.is_dir())
+            && let Some(p) = first_writable(&e.path(), depth - 1)
+        {
+            return Some(p);
         }
     }
     None
 }
 
 fn proc_tree_open_write(dir: &str, preferred: Option<&str>) -> Outcome {
-    if let Some(p) = preferred {
-        if std::path::Path::new(p).exists() {
-            return open_proc_for_write(p);
-        }
+    if let Some(p) = preferred
+        && std::path::Path::new(p).exists()
+    {
+        return open_proc_for_write(p);
     }
     match first_writable(std::path::Path::new(dir), 3) {
         Some(p) => open_proc_for_write(&p.to_string_lossy()),
@@ -665,10 +665,10 @@ fn pid1_weaker() -> Outcome {
     }
     let own = limits(&own_limits);
     for (name, soft, hard) in limits(&one_limits) {
-        if let Some((_, s, h)) = own.iter().find(|(n, _, _)| *n == name) {
-            if soft > *s || hard > *h {
-                weaker.push(format!("{name} higher"));
-            }
+        if let Some((_, s, h)) = own.iter().find(|(n, _, _)| *n == name)
+            && (soft > *s || hard > *h)
+        {
+            weaker.push(format!("{name} higher"));
         }
     }
     let name = status_field(&one_status, "Name").unwrap_or_default();

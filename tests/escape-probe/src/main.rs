@@ -188,10 +188,9 @@ fn exec_as(args: &[String]) -> c_int {
     if let Some(fd) = program
         .strip_prefix("/proc/self/fd/")
         .and_then(|n| n.parse::<c_int>().ok())
+        && let Err(e) = sys::set_cloexec(fd)
     {
-        if let Err(e) = sys::set_cloexec(fd) {
-            return usage_error(&format!("close-on-exec {fd}: {}", json::errno_name(e)));
-        }
+        return usage_error(&format!("close-on-exec {fd}: {}", json::errno_name(e)));
     }
     if let Err((step, e)) = sys::drop_to(uid) {
         return usage_error(&format!("{step}: {}", json::errno_name(e)));

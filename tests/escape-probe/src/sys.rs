@@ -608,9 +608,9 @@ pub fn own_pty() -> Result<(OwnedFd, OwnedFd), (&'static str, i32)> {
     setsid().map_err(|e| ("setsid", e))?;
     let master = open(c"/dev/ptmx", libc::O_RDWR | libc::O_NOCTTY, 0).map_err(|e| ("ptmx", e))?;
     let mut unlock: c_int = 0;
-    ioctl_raw(master.as_fd(), libc::TIOCSPTLCK as u64, &mut unlock).map_err(|e| ("unlockpt", e))?;
+    ioctl_raw(master.as_fd(), libc::TIOCSPTLCK, &mut unlock).map_err(|e| ("unlockpt", e))?;
     let mut n: c_int = 0;
-    ioctl_raw(master.as_fd(), libc::TIOCGPTN as u64, &mut n).map_err(|e| ("ptsname", e))?;
+    ioctl_raw(master.as_fd(), libc::TIOCGPTN, &mut n).map_err(|e| ("ptsname", e))?;
     let path = CString::new(format!("/dev/pts/{n}")).map_err(|_| ("ptsname", libc::EINVAL))?;
     // Without O_NOCTTY: a session leader without a terminal acquires it.
     let slave = open(&path, libc::O_RDWR, 0).map_err(|e| ("pts", e))?;
