@@ -841,9 +841,13 @@ fn policies(host: &Host) -> Vec<PolicyRun> {
             if *prefix == "root \"durable-output\"" {
                 adapted_text = remove_statement(&adapted_text, "quota aggregate");
             }
+            let removed = if *prefix == "root \"durable-output\"" {
+                "`root \"durable-output\"` and `quota aggregate`".to_owned()
+            } else {
+                format!("`{}`", prefix.trim_end())
+            };
             notes.push(format!(
-                "`{}` removed (bind refuses the unmodified policy: {refusal})",
-                prefix.trim_end()
+                "{removed} removed (bind refuses the unmodified policy: {refusal})"
             ));
         }
         if adapted_text
@@ -1112,7 +1116,7 @@ cannot do it at all, so there is nothing to stop here.\n\n",
             a.name,
             a.what.replace('|', "\\|"),
             if a.layers.is_empty() {
-                "none (accepted)".to_owned()
+                "none (accepted, `docs/runtime.md`)".to_owned()
             } else {
                 a.layers.join(", ")
             },

@@ -673,6 +673,11 @@ fn pid1_weaker() -> Outcome {
     }
     let name = status_field(&one_status, "Name").unwrap_or_default();
     let own_name = status_field(&own_status, "Name").unwrap_or_default();
+    if name != own_name {
+        // The worker chain execs in place, so pid 1 carries the worker's
+        // name; anything else is another program in the sandbox.
+        weaker.push(format!("pid 1 is `{name}`, not the worker `{own_name}`"));
+    }
     if weaker.is_empty() {
         Denied(
             0,
@@ -1471,7 +1476,7 @@ pub static ATTEMPTS: &[Attempt] = &[
     attempt!(
         "pid1-weaker",
         "pid 1",
-        "pid 1 has fewer seccomp filters, higher rlimits or more capabilities than the worker",
+        "pid 1 is another program than the worker, or has fewer seccomp filters, higher rlimits or more capabilities",
         [PID1],
         Contained,
         |_| pid1_weaker()
