@@ -154,22 +154,31 @@ pub fn fs_get_xattr(dir: BorrowedFd<'_>) -> io::Result<FsXattr> {
 }
 
 /// `PRJQUOTA` from `<linux/quota.h>`.
-const PRJQUOTA: libc::c_int = 2;
+const PRJQUOTA: u32 = 2;
+
+/// `QCMD(Q_GETQUOTA, PRJQUOTA)`: `(cmd << 8) | (type & 0xff)`, computed
+/// unsigned (`Q_GETQUOTA << 8` does not fit an `int`).
+const Q_GETQUOTA_PRJQUOTA: u32 = ((libc::Q_GETQUOTA as u32) << 8) | (PRJQUOTA & 0xff);
 
 /// Project quota of `project_id` on the filesystem holding `dir`, through
-/// `quotactl_fd(dir, QCMD(Q_GETQUOTA, PRJQUOTA), project_id, &dqblk)`.
+/// `quotactl_fd(dir, QCMD(Q_GETQUOTA, PRJQUOTA), project_id, &dqblk)`
+/// (Linux 5.14 or later; `ENOSYS` before). The result is the kernel's
+/// `struct if_dqblk` as returned: block limits in 1 KiB units, space in
+/// bytes, and the `dqb_valid` mask saying which fields it filled in.
 pub fn project_quota(dir: BorrowedFd<'_>, project_id: u32) -> io::Result<libc::dqblk> {
     // SAFETY: `dqblk` is plain-old-data; all-zero is a valid value.
     let mut block: libc::dqblk = unsafe { std::mem::zeroed() };
-    let cmd = (libc::Q_GETQUOTA << 8) | (PRJQUOTA & 0xff);
-    // SAFETY: `dir` is live; the kernel writes at most one `struct if_dqblk`
-    // (the layout of `libc::dqblk`) into `block`, which outlives the call.
+    // SAFETY: `dir` is live for the duration of the call; every integer
+    // argument is passed at full register width (the kernel takes them as
+    // `unsigned int`/`qid_t`); the kernel writes at most one
+    // `struct if_dqblk` (the layout of `libc::dqblk`) into `block`, which
+    // outlives the call.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_quotactl_fd,
-            dir.as_raw_fd(),
-            cmd,
-            project_id,
+            libc::c_ulong::from(dir.as_raw_fd().unsigned_abs()),
+            libc::c_ulong::from(Q_GETQUOTA_PRJQUOTA),
+            libc::c_ulong::from(project_id),
             &mut block as *mut libc::dqblk,
         )
     };
@@ -231,6 +240,16 @@ mod tests {
     use std::io::Read;
 
     use super::*;
+
+    #[test]
+    fn quota_request_numbers_match_the_kernel_headers() {
+        // <linux/fs.h>: _IOR('X', 31, struct fsxattr), a 28-byte struct.
+        assert_eq!(std::mem::size_of::<FsXattr>(), 28);
+        assert_eq!(FS_IOC_FSGETXATTR, 0x801c_581f);
+        // <linux/quota.h>: QCMD(Q_GETQUOTA 0x800007, PRJQUOTA 2).
+        assert_eq!(Q_GETQUOTA_PRJQUOTA, 0x8000_0702);
+        assert_eq!(libc::SYS_quotactl_fd, 443);
+    }
 
     #[test]
     fn sealed_memfd_reads_from_the_start_and_refuses_changes() {
