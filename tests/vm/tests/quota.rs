@@ -1,0 +1,599 @@
+//! Project quotas on a real quota filesystem: the ext4 `prjquota` mount the
+//! guest prepared. Each project is provisioned exactly as `docs/runtime.md`
+//! tells an operator (`chattr +P -p ID DIR`, `setquota -P ID ...`), the plan
+//! is lowered from `.splashpol` text, and bind runs the kernel inspector
+//! through the pinned descriptor. A provisioned root binds; each
+//! misprovisioning fails with its own error; a non-root worker's writes stop
+//! with `EDQUOT` at the byte and at the inode limit, where the same writes
+//! into a root without the quota go further.
+
+use std::fs;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{ChildStdin, ChildStdout, Command};
+
+use serde_json::{Value, json};
+use splash_protocol::{
+    CapabilityManifest, Grant, GrantFormat, HostSession, PrivatePipeWorkerBootstrap, Resource,
+    ResourceKind, SessionKey, Token,
+};
+use splash_runtime::quota::VerifiedQuota;
+use splash_runtime::{
+    BindError, BindOptions, BoundCommand, LaunchPreparation, LaunchSpec, QuotaError,
+    WorkerLifecycle,
+};
+use splash_seccomp::Arch;
+use splashpol::plan::LaunchPlan;
+
+/// The unprivileged identity the worker runs as: root ignores quotas.
+const NOBODY: u32 = 65534;
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+
+const BWRAP: &str = "/usr/bin/bwrap";
+const SETPRIV: &str = "/usr/bin/setpriv";
+const WORKER_DIR: &str = "/opt/worker";
+
+fn run(program: &str, args: &[&str]) {
+    let out = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("{program}: {e}"));
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A fresh directory `name` on the quota filesystem, owned by [`NOBODY`].
+fn quota_dir(name: &str) -> PathBuf {
+    let dir = splash_vm_tests::guest().quota_mount.join(name);
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir(&dir).expect("create quota dir");
+    std::os::unix::fs::chown(&dir, Some(NOBODY), Some(NOBODY)).expect("chown");
+    dir
+}
+
+/// `chattr +P -p ID DIR`: the project id and its inheritance flag.
+fn assign_project(dir: &Path, id: u32) {
+    run("chattr", &["+P", "-p", &id.to_string(), path_str(dir)]);
+}
+
+/// `chattr -p ID DIR` alone: the project id without inheritance.
+fn assign_project_without_inheritance(dir: &Path, id: u32) {
+    run("chattr", &["-P", "-p", &id.to_string(), path_str(dir)]);
+}
+
+/// `setquota -P ID 0 BLOCKS 0 INODES MOUNT`: hard limits, no soft limits
+/// (`BLOCKS` in 1 KiB units).
+fn set_limits(id: u32, bytes: u64, inodes: u64) {
+    let mount = splash_vm_tests::guest().quota_mount;
+    run(
+        "setquota",
+        &[
+            "-P",
+            &id.to_string(),
+            "0",
+            &(bytes / KIB).to_string(),
+            "0",
+            &inodes.to_string(),
+            path_str(&mount),
+        ],
+    );
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// A private copy of the probe, readable and executable by [`NOBODY`].
+struct ProbeDir(PathBuf);
+
+impl ProbeDir {
+    fn new(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("splash-vm-probe-{tag}"));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir(&dir).expect("probe dir");
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o755)).expect("chmod");
+        let probe = dir.join("splash-probe");
+        fs::copy(
+            splash_vm_tests::guest().bin_dir.join("splash-probe"),
+            &probe,
+        )
+        .expect("copy the probe");
+        fs::set_permissions(&probe, fs::Permissions::from_mode(0o755)).expect("chmod");
+        Self(dir)
+    }
+}
+
+impl Drop for ProbeDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One host root of a test policy.
+#[derive(Clone, Copy)]
+struct Root<'a> {
+    id: &'a str,
+    host: &'a Path,
+    /// `None`: a raw read-write root under `host-writes unbounded`.
+    quota: Option<(u32, &'a str)>,
+}
+
+/// A probe policy with `roots` at `/workspace/ID`, pinned mounts and no
+/// further user namespaces; with quota roots, `quota aggregate` of
+/// `aggregate`.
+fn policy(probe: &ProbeDir, roots: &[Root<'_>], aggregate: &str) -> String {
+    let mut out = String::from("splashpol 1\npolicy \"vm-quota\" {\n");
+    let mut line = |s: String| {
+        out.push_str("  ");
+        out.push_str(&s);
+        out.push('\n');
+    };
+    line(format!(r#"bubblewrap "{BWRAP}""#));
+    line(format!(r#"worker "{WORKER_DIR}/splash-probe""#));
+    for dir in ["/usr", "/lib", "/lib64", "/bin"] {
+        if Path::new(dir).exists() {
+            line(format!(r#"runtime "{dir}" at "{dir}""#));
+        }
+    }
+    line(format!(
+        r#"runtime "{}" at "{WORKER_DIR}""#,
+        path_str(&probe.0)
+    ));
+    for root in roots {
+        let tail = match root.quota {
+            Some((id, ceilings)) => format!("read-write quota project {id} {ceilings}"),
+            None => "read-write".to_owned(),
+        };
+        line(format!(
+            r#"root "{}" host "{}" at "/workspace/{}" {tail}"#,
+            root.id,
+            path_str(root.host),
+            root.id
+        ));
+    }
+    if roots.iter().any(|r| r.quota.is_some()) {
+        line(format!("quota aggregate {aggregate}"));
+    } else {
+        line("host-writes unbounded".into());
+    }
+    line("user-namespaces none".into());
+    line("pin mounts".into());
+    out.push_str("}\n");
+    out
+}
+
+const TOOLS: &[&str] = &["probe.report", "probe.write", "probe.create"];
+
+fn manifest(roots: &[Root<'_>]) -> CapabilityManifest {
+    let mut grants: Vec<Grant> = TOOLS
+        .iter()
+        .map(|t| {
+            let mut g = Grant::new(Token::new(*t).expect("tool token"), GrantFormat::Json);
+            g.max_calls = 16;
+            g.max_input_bytes = 4096;
+            g.max_output_bytes = 1 << 20;
+            g
+        })
+        .collect();
+    for root in roots {
+        grants[0].resources.insert(Resource::new(
+            ResourceKind::FileRoot,
+            Token::new(root.id).expect("root token"),
+        ));
+    }
+    CapabilityManifest {
+        protocol_version: 5,
+        session_id: Token::new("s-1").expect("session token"),
+        grants,
+    }
+}
+
+/// The policy checked, activated with [`manifest`] and lowered.
+fn plan(probe: &ProbeDir, roots: &[Root<'_>], aggregate: &str) -> LaunchPlan {
+    let text = policy(probe, roots, aggregate);
+    let outcome = splashpol::check_source("vm.splashpol", &text);
+    let checked = match outcome.policy {
+        Some(p) if !outcome.has_errors() => p,
+        _ => panic!("{}", outcome.render_human("vm.splashpol", &text)),
+    };
+    let activation =
+        splashpol::activate::activate(&checked, Some(&manifest(roots))).expect("activate");
+    splashpol::lower::lower(&checked, &activation, Arch::host().expect("arch"), "vm")
+        .expect("lower")
+}
+
+/// Binds with the kernel inspector and the launch wrapped in `setpriv`, so
+/// Bubblewrap and the worker run as [`NOBODY`] with no capabilities.
+fn bind(plan: LaunchPlan) -> Result<BoundCommand, BindError> {
+    BoundCommand::bind_with(plan, BindOptions::default().with_preparation(AsNobody))
+}
+
+#[derive(Debug)]
+struct AsNobody;
+
+impl LaunchPreparation for AsNobody {
+    fn name(&self) -> &str {
+        "setpriv"
+    }
+    fn prepare(&mut self, _: &BoundCommand) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn wrap(&self, spec: &mut LaunchSpec) -> std::io::Result<()> {
+        let id = NOBODY.to_string();
+        spec.wrap(
+            PathBuf::from(SETPRIV),
+            vec![
+                "--reuid".into(),
+                id.clone(),
+                "--regid".into(),
+                id,
+                "--clear-groups".into(),
+                "--".into(),
+            ],
+            Vec::new(),
+        );
+        Ok(())
+    }
+}
+
+fn quota_error(err: BindError) -> QuotaError {
+    match err {
+        BindError::Quota { source, .. } => source,
+        other => panic!("expected a quota error, got {other:?}"),
+    }
+}
+
+struct Session {
+    session: HostSession<ChildStdout, ChildStdin>,
+    lifecycle: WorkerLifecycle,
+}
+
+impl Session {
+    fn start(bound: &BoundCommand) -> Self {
+        let key = SessionKey::generate().expect("key");
+        let manifest = manifest(&[]);
+        let boot = PrivatePipeWorkerBootstrap::new(manifest.session_id.clone(), key.clone());
+        let worker = bound.spawn_with_bootstrap(&boot).expect("spawn");
+        let (mut lifecycle, stdin, stdout) = worker.into_lifecycle_parts();
+        let session = match HostSession::open(manifest, key, stdin, stdout) {
+            Ok(s) => s,
+            Err(e) => panic!("open session: {e}; {}", lifecycle.startup_failure()),
+        };
+        Self { session, lifecycle }
+    }
+
+    fn call(&mut self, tool: &str, input: Value) -> Value {
+        match self.session.invoke(tool, input) {
+            Ok(v) => v,
+            Err(e) => panic!("{tool}: {e}; {}", self.lifecycle.startup_failure()),
+        }
+    }
+
+    fn close(self) {
+        let Self {
+            session,
+            mut lifecycle,
+        } = self;
+        session.close().expect("close session");
+        lifecycle.wait().expect("reap");
+    }
+}
+
+fn errno(v: &Value) -> Option<&str> {
+    v.get("error")
+        .and_then(|e| e.get("name"))
+        .and_then(Value::as_str)
+}
+
+fn u64_of(v: &Value, key: &str) -> u64 {
+    v.get(key)
+        .and_then(Value::as_u64)
+        .unwrap_or_else(|| panic!("no `{key}` in {v}"))
+}
+
+const CEILINGS: &str = "bytes 16 MiB inodes 128";
+const AGGREGATE: &str = "bytes 64 MiB inodes 512";
+
+#[test]
+#[ignore = "runs inside the VM: scripts/vm-tests"]
+fn provisioned_root_binds_with_its_kernel_limits() {
+    let probe = ProbeDir::new("binds");
+    let dir = quota_dir("binds");
+    assign_project(&dir, 101);
+    set_limits(101, 8 * MIB, 64);
+    let roots = [Root {
+        id: "out",
+        host: &dir,
+        quota: Some((101, CEILINGS)),
+    }];
+    let bound = bind(plan(&probe, &roots, AGGREGATE)).expect("a provisioned root binds");
+    let device = fs::metadata(&dir).expect("stat").dev();
+    assert_eq!(
+        bound.verified_quotas(),
+        &[VerifiedQuota {
+            project_id: 101,
+            device,
+            hard_bytes: 8 * MIB,
+            hard_inodes: 64,
+        }]
+    );
+}
+
+#[test]
+#[ignore = "runs inside the VM: scripts/vm-tests"]
+fn roots_in_one_project_share_one_budget() {
+    let probe = ProbeDir::new("shared");
+    let (a, b, c) = (
+        quota_dir("shared-a"),
+        quota_dir("shared-b"),
+        quota_dir("other"),
+    );
+    assign_project(&a, 102);
+    assign_project(&b, 102);
+    assign_project(&c, 103);
+    set_limits(102, 8 * MIB, 64);
+    set_limits(103, 8 * MIB, 64);
+    let shared = [
+        Root {
+            id: "a",
+            host: &a,
+            quota: Some((102, CEILINGS)),
+        },
+        Root {
+            id: "b",
+            host: &b,
+            quota: Some((102, CEILINGS)),
+        },
+    ];
+    // The checker bounds the policy's ceilings; the runtime sums the hard
+    // limits the kernel reports. A smaller aggregate set on the lowered plan
+    // shows which: 8 MiB counted once fits 12 MiB, counted twice it would not.
+    let tight = |mut plan: LaunchPlan| {
+        plan.aggregate_quota = Some(splashpol::model::AggregateQuota {
+            max_bytes: 12 * MIB,
+            max_inodes: 512,
+        });
+        plan
+    };
+    let bound = bind(tight(plan(&probe, &shared, AGGREGATE))).expect("one shared budget");
+    assert_eq!(bound.verified_quotas().len(), 2);
+
+    let three = [
+        shared[0],
+        shared[1],
+        Root {
+            id: "c",
+            host: &c,
+            quota: Some((103, CEILINGS)),
+        },
+    ];
+    let err = bind(tight(plan(&probe, &three, AGGREGATE))).expect_err("two projects, 16 MiB");
+    assert!(
+        matches!(
+            err,
+            BindError::AggregateQuota(QuotaError::AggregateExceeded {
+                what: "byte",
+                total: 16_777_216,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
+#[ignore = "runs inside the VM: scripts/vm-tests"]
+fn each_misprovisioning_fails_with_its_error() {
+    let probe = ProbeDir::new("misprovisioned");
+    let check = |name: &str, expected: u32, provision: &dyn Fn(&Path)| -> QuotaError {
+        let dir = quota_dir(name);
+        provision(&dir);
+        let roots = [Root {
+            id: "out",
+            host: &dir,
+            quota: Some((expected, CEILINGS)),
+        }];
+        let err = bind(plan(&probe, &roots, AGGREGATE)).expect_err(name);
+        eprintln!("{name}: {err}: {}", quota_error_text(&err));
+        quota_error(err)
+    };
+
+    let e = check("wrong-id", 111, &|d| {
+        assign_project(d, 110);
+        set_limits(110, 8 * MIB, 64);
+        set_limits(111, 8 * MIB, 64);
+    });
+    assert!(
+        matches!(
+            e,
+            QuotaError::ProjectMismatch {
+                expected: 111,
+                found: 110
+            }
+        ),
+        "{e:?}"
+    );
+
+    let e = check("no-inherit", 112, &|d| {
+        assign_project_without_inheritance(d, 112);
+        set_limits(112, 8 * MIB, 64);
+    });
+    assert!(matches!(e, QuotaError::NoInheritance), "{e:?}");
+
+    let e = check("no-limit", 113, &|d| assign_project(d, 113));
+    assert!(
+        matches!(
+            e,
+            QuotaError::NoHardLimit {
+                project: 113,
+                what: "byte"
+            }
+        ),
+        "{e:?}"
+    );
+    let e = check("no-inode-limit", 114, &|d| {
+        assign_project(d, 114);
+        set_limits(114, 8 * MIB, 0);
+    });
+    assert!(
+        matches!(
+            e,
+            QuotaError::NoHardLimit {
+                project: 114,
+                what: "inode"
+            }
+        ),
+        "{e:?}"
+    );
+
+    let e = check("over-ceiling", 115, &|d| {
+        assign_project(d, 115);
+        set_limits(115, 32 * MIB, 64);
+    });
+    assert!(
+        matches!(
+            e,
+            QuotaError::AboveCeiling {
+                what: "byte",
+                limit: 33_554_432,
+                ceiling: 16_777_216,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let e = check("over-inode-ceiling", 116, &|d| {
+        assign_project(d, 116);
+        set_limits(116, 8 * MIB, 1000);
+    });
+    assert!(
+        matches!(
+            e,
+            QuotaError::AboveCeiling {
+                what: "inode",
+                limit: 1000,
+                ceiling: 128,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+
+    // Usage over a limit: data written (as root) before the limit is set.
+    let e = check("over-usage", 117, &|d| {
+        assign_project(d, 117);
+        fs::write(d.join("data"), vec![0x5a; 2 * MIB as usize]).expect("write");
+        run("sync", &[]);
+        set_limits(117, MIB, 64);
+    });
+    assert!(
+        matches!(e, QuotaError::OverLimit { project: 117, what: "byte", used, limit: 1_048_576 } if used >= 2 * MIB),
+        "{e:?}"
+    );
+    let e = check("over-inode-usage", 118, &|d| {
+        assign_project(d, 118);
+        for i in 0..10 {
+            fs::write(d.join(format!("f{i}")), b"").expect("create");
+        }
+        set_limits(118, 8 * MIB, 5);
+    });
+    assert!(
+        matches!(
+            e,
+            QuotaError::OverLimit {
+                project: 118,
+                what: "inode",
+                used: 11,
+                limit: 5
+            }
+        ),
+        "{e:?}"
+    );
+}
+
+fn quota_error_text(err: &BindError) -> String {
+    match err {
+        BindError::Quota { source, .. } => source.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// The worker as [`NOBODY`] writes and creates files in `/workspace/out`.
+fn worker_writes(bound: &BoundCommand, bytes: u64, files: u64) -> (Value, Value) {
+    let mut s = Session::start(bound);
+    let report = s.call("probe.report", json!({}));
+    assert_eq!(
+        report["ids"]["euid"],
+        json!(NOBODY),
+        "the worker runs as {NOBODY}: {}",
+        report["ids"]
+    );
+    let write = s.call(
+        "probe.write",
+        json!({"path": "/workspace/out/data", "bytes": bytes}),
+    );
+    let create = s.call(
+        "probe.create",
+        json!({"dir": "/workspace/out/files", "count": files}),
+    );
+    s.close();
+    (write, create)
+}
+
+#[test]
+#[ignore = "runs inside the VM: scripts/vm-tests"]
+fn a_non_root_worker_stops_at_the_byte_and_inode_limits() {
+    let probe = ProbeDir::new("edquot");
+
+    // 4 MiB and 16 inodes for project 120.
+    let dir = quota_dir("edquot");
+    assign_project(&dir, 120);
+    let files = dir.join("files");
+    fs::create_dir(&files).expect("files dir");
+    std::os::unix::fs::chown(&files, Some(NOBODY), Some(NOBODY)).expect("chown");
+    set_limits(120, 4 * MIB, 16);
+    let roots = [Root {
+        id: "out",
+        host: &dir,
+        quota: Some((120, CEILINGS)),
+    }];
+    let bound = bind(plan(&probe, &roots, AGGREGATE)).expect("binds");
+    let (write, create) = worker_writes(&bound, 16 * MIB, 64);
+    eprintln!("quota: {write}\n{create}");
+    assert_eq!(errno(&write), Some("EDQUOT"), "{write}");
+    let written = u64_of(&write, "written");
+    assert!(
+        (3 * MIB..=4 * MIB).contains(&written),
+        "stops at the 4 MiB limit: {write}"
+    );
+    assert_eq!(errno(&create), Some("EDQUOT"), "{create}");
+    // The root, `files` and `data` are three of the 16 inodes.
+    assert_eq!(u64_of(&create, "created"), 13, "{create}");
+
+    // Control: the same writes into a root of the same filesystem without
+    // the quota go to the end.
+    let free = quota_dir("no-quota");
+    let free_files = free.join("files");
+    fs::create_dir(&free_files).expect("files dir");
+    std::os::unix::fs::chown(&free_files, Some(NOBODY), Some(NOBODY)).expect("chown");
+    let roots = [Root {
+        id: "out",
+        host: &free,
+        quota: None,
+    }];
+    let bound = bind(plan(&probe, &roots, AGGREGATE)).expect("binds");
+    let (write, create) = worker_writes(&bound, 16 * MIB, 64);
+    eprintln!("control: {write}\n{create}");
+    assert_eq!(write["ok"], json!(true), "{write}");
+    assert_eq!(u64_of(&write, "written"), 16 * MIB);
+    assert_eq!(create["ok"], json!(true), "{create}");
+    assert_eq!(u64_of(&create, "created"), 64);
+
+    let _ = fs::remove_dir_all(&dir);
+    let _ = fs::remove_dir_all(&free);
+}
