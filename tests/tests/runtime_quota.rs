@@ -13,7 +13,7 @@ use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use runtime_support::{Binding, TempDir, TestPolicy, host_with_probe, probe_policy, serial};
-use splash_runtime::quota::{DirectoryProject, ProjectUsage, QIF_REQUIRED};
+use splash_runtime::quota::{DirectoryProject, ProjectUsage, QIF_REQUIRED, QuotaState};
 use splash_runtime::{
     BindError, BindOptions, BoundCommand, KernelQuotaInspector, QuotaError, QuotaInspector,
 };
@@ -37,6 +37,11 @@ fn provisioned_usage() -> ProjectUsage {
     }
 }
 
+const ENFORCED: QuotaState = QuotaState {
+    project_accounting: true,
+    project_enforced: true,
+};
+
 fn provisioned_project() -> DirectoryProject {
     DirectoryProject {
         project_id: 42,
@@ -51,20 +56,26 @@ impl QuotaInspector for Provisioned {
     fn directory_project(&self, _: BorrowedFd<'_>) -> io::Result<DirectoryProject> {
         Ok(provisioned_project())
     }
+    fn quota_state(&self, _: BorrowedFd<'_>) -> io::Result<QuotaState> {
+        Ok(ENFORCED)
+    }
     fn project_usage(&self, _: BorrowedFd<'_>, _: u32) -> io::Result<ProjectUsage> {
         Ok(provisioned_usage())
     }
 }
 
-/// Provisioned attributes, but the quota read from this host's kernel: what
-/// bind reports for the quota interface itself on a filesystem without
-/// project quotas.
+/// Provisioned attributes, but the quota state and quota read from this
+/// host's kernel: what bind reports for the quota interfaces themselves on a
+/// filesystem without project quotas.
 #[derive(Debug)]
 struct KernelQuotaOnly;
 
 impl QuotaInspector for KernelQuotaOnly {
     fn directory_project(&self, _: BorrowedFd<'_>) -> io::Result<DirectoryProject> {
         Ok(provisioned_project())
+    }
+    fn quota_state(&self, dir: BorrowedFd<'_>) -> io::Result<QuotaState> {
+        KernelQuotaInspector.quota_state(dir)
     }
     fn project_usage(&self, dir: BorrowedFd<'_>, project_id: u32) -> io::Result<ProjectUsage> {
         KernelQuotaInspector.project_usage(dir, project_id)
@@ -81,6 +92,9 @@ struct ChangesBetweenRoots {
 impl QuotaInspector for ChangesBetweenRoots {
     fn directory_project(&self, _: BorrowedFd<'_>) -> io::Result<DirectoryProject> {
         Ok(provisioned_project())
+    }
+    fn quota_state(&self, _: BorrowedFd<'_>) -> io::Result<QuotaState> {
+        Ok(ENFORCED)
     }
     fn project_usage(&self, _: BorrowedFd<'_>, _: u32) -> io::Result<ProjectUsage> {
         let mut usage = provisioned_usage();
@@ -168,10 +182,10 @@ fn bind_fails_closed_without_kernel_project_quotas() {
         )
     );
 
-    // The quota interface itself, asked of this kernel through the same
-    // pinned descriptor, reports project quotas as not enabled (ext4
-    // without quota accounting: ESRCH) or unsupported (a filesystem without
-    // quota operations: ENOSYS).
+    // The quota interfaces themselves, asked of this kernel through the
+    // same pinned descriptor, report that no quota is enabled on this
+    // filesystem (`Q_XGETQSTATV`: ENOSYS) or that project quotas are not
+    // (ESRCH).
     let err = BoundCommand::bind_with(
         quota_plan(&bwrap, &probe_dir, &root),
         BindOptions::default().with_quota_inspector(KernelQuotaOnly),

@@ -9,7 +9,10 @@
 //!    (filesystem, project) pair for the aggregate;
 //! 2. `ioctl(FS_IOC_FSGETXATTR)` gives the directory's project id and
 //!    whether `FS_XFLAG_PROJINHERIT` is set;
-//! 3. `quotactl_fd(QCMD(Q_GETQUOTA, PRJQUOTA), project_id)` gives the
+//! 3. `quotactl_fd(QCMD(Q_XGETQSTATV, PRJQUOTA))` gives the filesystem's
+//!    quota state: project accounting must be on and its limits enforced
+//!    (`quotaoff -P` leaves the limits readable but unenforced);
+//! 4. `quotactl_fd(QCMD(Q_GETQUOTA, PRJQUOTA), project_id)` gives the
 //!    project's hard limits, usage and the `dqb_valid` mask.
 //!
 //! The kernel interfaces sit behind the [`QuotaInspector`] trait, which
@@ -55,6 +58,15 @@ pub struct ProjectUsage {
     pub valid: u32,
 }
 
+/// The filesystem's quota state (`qs_flags` of `Q_XGETQSTATV`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuotaState {
+    /// `FS_QUOTA_PDQ_ACCT`: project usage is accounted.
+    pub project_accounting: bool,
+    /// `FS_QUOTA_PDQ_ENFD`: project limits are enforced.
+    pub project_enforced: bool,
+}
+
 /// `QIF_BLIMITS`: block limits are valid.
 pub const QIF_BLIMITS: u32 = libc::QIF_BLIMITS;
 /// `QIF_SPACE`: current space is valid.
@@ -73,6 +85,8 @@ pub const QUOTA_BLOCK_BYTES: u64 = 1024;
 pub trait QuotaInspector {
     /// The project id and inheritance flag of `dir`.
     fn directory_project(&self, dir: BorrowedFd<'_>) -> io::Result<DirectoryProject>;
+    /// The quota state of the filesystem holding `dir`.
+    fn quota_state(&self, dir: BorrowedFd<'_>) -> io::Result<QuotaState>;
     /// The quota of `project_id` on the filesystem holding `dir`.
     fn project_usage(&self, dir: BorrowedFd<'_>, project_id: u32) -> io::Result<ProjectUsage>;
 }
@@ -88,6 +102,14 @@ impl QuotaInspector for KernelQuotaInspector {
         Ok(DirectoryProject {
             project_id: attr.projid,
             inherit: attr.xflags & sys::FS_XFLAG_PROJINHERIT != 0,
+        })
+    }
+
+    fn quota_state(&self, dir: BorrowedFd<'_>) -> io::Result<QuotaState> {
+        let state = sys::quota_state(dir)?;
+        Ok(QuotaState {
+            project_accounting: state.qs_flags & sys::FS_QUOTA_PDQ_ACCT != 0,
+            project_enforced: state.qs_flags & sys::FS_QUOTA_PDQ_ENFD != 0,
         })
     }
 
@@ -108,6 +130,8 @@ impl QuotaInspector for KernelQuotaInspector {
 pub enum Interface {
     /// `ioctl(FS_IOC_FSGETXATTR)`.
     ProjectAttributes,
+    /// `quotactl_fd(Q_XGETQSTATV, PRJQUOTA)`.
+    QuotaState,
     /// `quotactl_fd(Q_GETQUOTA, PRJQUOTA)`.
     ProjectQuota,
 }
@@ -116,6 +140,7 @@ impl fmt::Display for Interface {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::ProjectAttributes => "project attributes (FS_IOC_FSGETXATTR)",
+            Self::QuotaState => "quota state (quotactl_fd Q_XGETQSTATV PRJQUOTA)",
             Self::ProjectQuota => "project quota (quotactl_fd Q_GETQUOTA PRJQUOTA)",
         })
     }
@@ -128,7 +153,9 @@ pub enum QuotaError {
     OpenDirectory(#[source] io::Error),
     #[error("failed to identify the filesystem of the pinned directory (fstat)")]
     Filesystem(#[source] io::Error),
-    #[error("the kernel or filesystem does not support reading the {interface}")]
+    #[error(
+        "the {interface} is not available: the kernel or filesystem lacks it, or no quota is enabled on this filesystem"
+    )]
     Unsupported {
         interface: Interface,
         #[source]
@@ -136,6 +163,12 @@ pub enum QuotaError {
     },
     #[error("project quotas are not enabled on this filesystem (mount it with `prjquota`)")]
     NotEnabled(#[source] io::Error),
+    #[error("project quota accounting is off on this filesystem (mount it with `prjquota`)")]
+    NoAccounting,
+    #[error(
+        "project quota limits are not enforced on this filesystem (turn them on with `quotaon -P`)"
+    )]
+    NotEnforced,
     #[error("permission to read the {interface} is missing")]
     PermissionDenied {
         interface: Interface,
@@ -214,7 +247,9 @@ fn classify(interface: Interface, project: u32, source: io::Error) -> QuotaError
             QuotaError::Unsupported { interface, source }
         }
         Some(libc::EPERM | libc::EACCES) => QuotaError::PermissionDenied { interface, source },
-        Some(libc::ESRCH) if interface == Interface::ProjectQuota => QuotaError::NotEnabled(source),
+        Some(libc::ESRCH) if interface != Interface::ProjectAttributes => {
+            QuotaError::NotEnabled(source)
+        }
         Some(libc::ENOENT) if interface == Interface::ProjectQuota => {
             QuotaError::NoRecord { project, source }
         }
@@ -255,6 +290,15 @@ pub fn verify(
     }
     if !project.inherit {
         return Err(QuotaError::NoInheritance);
+    }
+    let state = inspector
+        .quota_state(dir.as_fd())
+        .map_err(|e| classify(Interface::QuotaState, id, e))?;
+    if !state.project_accounting {
+        return Err(QuotaError::NoAccounting);
+    }
+    if !state.project_enforced {
+        return Err(QuotaError::NotEnforced);
     }
     let usage = inspector
         .project_usage(dir.as_fd(), id)
@@ -366,12 +410,16 @@ mod tests {
     #[derive(Clone, Copy)]
     struct Fake {
         project: Result<DirectoryProject, i32>,
+        state: Result<QuotaState, i32>,
         usage: Result<ProjectUsage, i32>,
     }
 
     impl QuotaInspector for Fake {
         fn directory_project(&self, _: BorrowedFd<'_>) -> io::Result<DirectoryProject> {
             self.project.map_err(io::Error::from_raw_os_error)
+        }
+        fn quota_state(&self, _: BorrowedFd<'_>) -> io::Result<QuotaState> {
+            self.state.map_err(io::Error::from_raw_os_error)
         }
         fn project_usage(&self, _: BorrowedFd<'_>, _: u32) -> io::Result<ProjectUsage> {
             self.usage.map_err(io::Error::from_raw_os_error)
@@ -383,6 +431,10 @@ mod tests {
             project: Ok(DirectoryProject {
                 project_id: 42,
                 inherit: true,
+            }),
+            state: Ok(QuotaState {
+                project_accounting: true,
+                project_enforced: true,
             }),
             usage: Ok(ProjectUsage {
                 hard_blocks: 1024,
@@ -438,10 +490,16 @@ mod tests {
 
     #[test]
     fn classifies_interface_failures() {
-        use Interface::{ProjectAttributes as Attr, ProjectQuota as Quota};
+        use Interface::{ProjectAttributes as Attr, ProjectQuota as Quota, QuotaState as State};
         let attr = |errno| {
             check(Fake {
                 project: Err(errno),
+                ..provisioned()
+            })
+        };
+        let state = |errno| {
+            check(Fake {
+                state: Err(errno),
                 ..provisioned()
             })
         };
@@ -456,6 +514,13 @@ mod tests {
                 attr(errno),
                 Err(QuotaError::Unsupported {
                     interface: Attr,
+                    ..
+                })
+            ));
+            assert!(matches!(
+                state(errno),
+                Err(QuotaError::Unsupported {
+                    interface: State,
                     ..
                 })
             ));
@@ -476,6 +541,13 @@ mod tests {
                 })
             ));
             assert!(matches!(
+                state(errno),
+                Err(QuotaError::PermissionDenied {
+                    interface: State,
+                    ..
+                })
+            ));
+            assert!(matches!(
                 quota(errno),
                 Err(QuotaError::PermissionDenied {
                     interface: Quota,
@@ -483,6 +555,7 @@ mod tests {
                 })
             ));
         }
+        assert!(matches!(state(libc::ESRCH), Err(QuotaError::NotEnabled(_))));
         assert!(matches!(quota(libc::ESRCH), Err(QuotaError::NotEnabled(_))));
         assert!(matches!(
             quota(libc::ENOENT),
@@ -523,6 +596,18 @@ mod tests {
             inherit: false,
         });
         assert!(matches!(check(fake), Err(QuotaError::NoInheritance)));
+
+        let mut fake = provisioned();
+        fake.state = Ok(QuotaState {
+            project_accounting: false,
+            project_enforced: false,
+        });
+        assert!(matches!(check(fake), Err(QuotaError::NoAccounting)));
+        fake.state = Ok(QuotaState {
+            project_accounting: true,
+            project_enforced: false,
+        });
+        assert!(matches!(check(fake), Err(QuotaError::NotEnforced)));
 
         for bit in [QIF_BLIMITS, QIF_SPACE, QIF_ILIMITS, QIF_INODES] {
             let r = check(with_usage(|u| u.valid = libc::QIF_ALL & !bit));

@@ -597,3 +597,47 @@ fn a_non_root_worker_stops_at_the_byte_and_inode_limits() {
     let _ = fs::remove_dir_all(&dir);
     let _ = fs::remove_dir_all(&free);
 }
+
+/// Turns project-quota enforcement back on when dropped.
+struct EnforcementOff(PathBuf);
+
+impl EnforcementOff {
+    /// `quotaoff -P MOUNT`: accounting continues and `Q_GETQUOTA` still
+    /// reports the limits, but the kernel no longer enforces them.
+    fn new() -> Self {
+        let mount = splash_vm_tests::guest().quota_mount;
+        run("quotaoff", &["-P", path_str(&mount)]);
+        Self(mount)
+    }
+}
+
+impl Drop for EnforcementOff {
+    fn drop(&mut self) {
+        run("quotaon", &["-P", path_str(&self.0)]);
+    }
+}
+
+#[test]
+#[ignore = "runs inside the VM: scripts/vm-tests"]
+fn limits_that_are_not_enforced_fail_closed() {
+    let probe = ProbeDir::new("unenforced");
+    let dir = quota_dir("unenforced");
+    assign_project(&dir, 130);
+    set_limits(130, 4 * MIB, 16);
+    let roots = [Root {
+        id: "out",
+        host: &dir,
+        quota: Some((130, CEILINGS)),
+    }];
+    {
+        let _off = EnforcementOff::new();
+        let err = bind(plan(&probe, &roots, AGGREGATE)).expect_err("limits not enforced");
+        assert!(
+            matches!(quota_error(err), QuotaError::NotEnforced),
+            "project limits are readable but off"
+        );
+    }
+    // Control: with enforcement back on, the same root binds.
+    bind(plan(&probe, &roots, AGGREGATE)).expect("enforced again");
+    let _ = fs::remove_dir_all(&dir);
+}
