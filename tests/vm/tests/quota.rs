@@ -641,3 +641,52 @@ fn limits_that_are_not_enforced_fail_closed() {
     bind(plan(&probe, &roots, AGGREGATE)).expect("enforced again");
     let _ = fs::remove_dir_all(&dir);
 }
+
+#[test]
+#[ignore = "runs inside the VM: scripts/vm-tests"]
+fn an_unprivileged_host_cannot_verify_a_project_quota() {
+    // Reading a project's quota needs CAP_SYS_ADMIN: `splashc run` as
+    // uid 65534 fails at bind with the permission error, where the same
+    // policy run as root launches.
+    let probe = ProbeDir::new("unprivileged");
+    let dir = quota_dir("unprivileged");
+    assign_project(&dir, 140);
+    set_limits(140, 4 * MIB, 16);
+    let roots = [Root {
+        id: "out",
+        host: &dir,
+        quota: Some((140, CEILINGS)),
+    }];
+    let splashc = probe.0.join("splashc");
+    fs::copy(splash_vm_tests::guest().bin_dir.join("splashc"), &splashc).expect("copy splashc");
+    let policy_path = probe.0.join("quota.splashpol");
+    fs::write(&policy_path, policy(&probe, &roots, AGGREGATE)).expect("policy");
+    fs::set_permissions(&policy_path, fs::Permissions::from_mode(0o644)).expect("chmod");
+
+    let unprivileged = Command::new(SETPRIV)
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&splashc)
+        .arg("run")
+        .arg(&policy_path)
+        .output()
+        .expect("splashc through setpriv");
+    let stderr = String::from_utf8_lossy(&unprivileged.stderr);
+    eprintln!("unprivileged: {stderr}");
+    assert_eq!(unprivileged.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(
+            "permission to read the project quota (quotactl_fd Q_GETQUOTA PRJQUOTA) is missing"
+        ),
+        "{stderr}"
+    );
+
+    // Control: as root, the same policy binds and the worker runs.
+    let root = Command::new(&splashc)
+        .arg("run")
+        .arg(&policy_path)
+        .output()
+        .expect("splashc as root");
+    let stderr = String::from_utf8_lossy(&root.stderr);
+    assert!(root.status.success(), "{stderr}");
+    let _ = fs::remove_dir_all(&dir);
+}
