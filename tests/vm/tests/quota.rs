@@ -523,8 +523,10 @@ fn quota_error_text(err: &BindError) -> String {
     }
 }
 
-/// The worker as [`NOBODY`] writes and creates files in `/workspace/out`.
-fn worker_writes(bound: &BoundCommand, bytes: u64, files: u64) -> (Value, Value) {
+/// The worker as [`NOBODY`] writes `bytes` into `/workspace/out/data` (and
+/// removes it again when `remove`), then creates `files` empty files in
+/// `/workspace/out/files`.
+fn worker_writes(bound: &BoundCommand, bytes: u64, remove: bool, files: u64) -> (Value, Value) {
     let mut s = Session::start(bound);
     let report = s.call("probe.report", json!({}));
     assert_eq!(
@@ -535,7 +537,7 @@ fn worker_writes(bound: &BoundCommand, bytes: u64, files: u64) -> (Value, Value)
     );
     let write = s.call(
         "probe.write",
-        json!({"path": "/workspace/out/data", "bytes": bytes}),
+        json!({"path": "/workspace/out/data", "bytes": bytes, "remove": remove}),
     );
     let create = s.call(
         "probe.create",
@@ -563,7 +565,7 @@ fn a_non_root_worker_stops_at_the_byte_and_inode_limits() {
         quota: Some((120, CEILINGS)),
     }];
     let bound = bind(plan(&probe, &roots, AGGREGATE)).expect("binds");
-    let (write, create) = worker_writes(&bound, 16 * MIB, 64);
+    let (write, create) = worker_writes(&bound, 16 * MIB, false, 64);
     eprintln!("quota: {write}\n{create}");
     assert_eq!(errno(&write), Some("EDQUOT"), "{write}");
     let written = u64_of(&write, "written");
@@ -587,7 +589,7 @@ fn a_non_root_worker_stops_at_the_byte_and_inode_limits() {
         quota: None,
     }];
     let bound = bind(plan(&probe, &roots, AGGREGATE)).expect("binds");
-    let (write, create) = worker_writes(&bound, 16 * MIB, 64);
+    let (write, create) = worker_writes(&bound, 16 * MIB, false, 64);
     eprintln!("control: {write}\n{create}");
     assert_eq!(write["ok"], json!(true), "{write}");
     assert_eq!(u64_of(&write, "written"), 16 * MIB);
@@ -689,4 +691,175 @@ fn an_unprivileged_host_cannot_verify_a_project_quota() {
     let stderr = String::from_utf8_lossy(&root.stderr);
     assert!(root.status.success(), "{stderr}");
     let _ = fs::remove_dir_all(&dir);
+}
+
+/// A second quota filesystem: XFS with enforced project quotas on a loop
+/// device over a sparse file in the guest's tmpfs. Unmounted and detached
+/// when dropped.
+struct XfsMount {
+    mount: PathBuf,
+    device: String,
+    image: PathBuf,
+}
+
+impl XfsMount {
+    fn new() -> Self {
+        let kroot = std::env::var("VMTEST_KROOT").expect("the guest's module tree");
+        run("modprobe", &["-a", "-d", &kroot, "loop", "xfs"]);
+        let image = PathBuf::from("/run/splash-xfs.img");
+        let mount = PathBuf::from("/run/splash-xfs");
+        let file = fs::File::create(&image).expect("image");
+        file.set_len(512 * MIB).expect("sparse image");
+        drop(file);
+        run("mkfs.xfs", &["-q", "-f", path_str(&image)]);
+        let out = Command::new("losetup")
+            .args(["-f", "--show", path_str(&image)])
+            .output()
+            .expect("losetup");
+        assert!(out.status.success(), "losetup: {out:?}");
+        let device = String::from_utf8(out.stdout)
+            .expect("device name")
+            .trim()
+            .to_owned();
+        fs::create_dir_all(&mount).expect("mount point");
+        run("mount", &["-o", "prjquota", &device, path_str(&mount)]);
+        Self {
+            mount,
+            device,
+            image,
+        }
+    }
+
+    /// A fresh directory owned by [`NOBODY`] in project `id` with
+    /// inheritance (`xfs_io -c 'chproj ID' -c 'chattr +P'`) and hard limits
+    /// (`xfs_quota -x -c 'limit -p bhard=.. ihard=.. ID'`).
+    fn project_dir(&self, name: &str, id: u32, bytes: u64, inodes: u64) -> PathBuf {
+        let dir = self.mount.join(name);
+        fs::create_dir(&dir).expect("create dir");
+        std::os::unix::fs::chown(&dir, Some(NOBODY), Some(NOBODY)).expect("chown");
+        run(
+            "xfs_io",
+            &[
+                "-c",
+                &format!("chproj {id}"),
+                "-c",
+                "chattr +P",
+                path_str(&dir),
+            ],
+        );
+        run(
+            "xfs_quota",
+            &[
+                "-x",
+                "-c",
+                &format!("limit -p bhard={}k ihard={inodes} {id}", bytes / KIB),
+                path_str(&self.mount),
+            ],
+        );
+        dir
+    }
+}
+
+impl Drop for XfsMount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.mount).status();
+        let _ = Command::new("losetup").args(["-d", &self.device]).status();
+        let _ = fs::remove_file(&self.image);
+        let _ = fs::remove_dir(&self.mount);
+    }
+}
+
+#[test]
+#[ignore = "runs inside the VM: scripts/vm-tests"]
+fn xfs_project_quota_binds_and_stops_the_worker() {
+    let xfs = XfsMount::new();
+    let probe = ProbeDir::new("xfs");
+    let dir = xfs.project_dir("out", 150, 4 * MIB, 16);
+    let files = dir.join("files");
+    fs::create_dir(&files).expect("files dir");
+    std::os::unix::fs::chown(&files, Some(NOBODY), Some(NOBODY)).expect("chown");
+    let roots = [Root {
+        id: "out",
+        host: &dir,
+        quota: Some((150, CEILINGS)),
+    }];
+    let bound = bind(plan(&probe, &roots, AGGREGATE)).expect("an XFS project root binds");
+    assert_eq!(bound.verified_quotas()[0].hard_bytes, 4 * MIB);
+    assert_eq!(bound.verified_quotas()[0].hard_inodes, 16);
+    // XFS reports an exceeded project quota as ENOSPC (ext4: EDQUOT). The
+    // data file is removed again so that the file creation meets the inode
+    // limit, not the byte limit.
+    let (write, create) = worker_writes(&bound, 16 * MIB, true, 64);
+    eprintln!("xfs: {write}\n{create}");
+    assert_eq!(errno(&write), Some("ENOSPC"), "{write}");
+    let written = u64_of(&write, "written");
+    assert!(
+        (3 * MIB..=4 * MIB).contains(&written),
+        "stops at the 4 MiB limit: {write}"
+    );
+    assert_eq!(write["removed"]["ok"], json!(true), "{write}");
+    assert_eq!(errno(&create), Some("ENOSPC"), "{create}");
+    // The root and `files` are two of the 16 inodes.
+    assert_eq!(u64_of(&create, "created"), 14, "{create}");
+
+    // Control: the same writes into a directory of the same filesystem
+    // without a project go to the end.
+    let free = xfs.mount.join("no-quota");
+    fs::create_dir_all(free.join("files")).expect("files dir");
+    for d in [&free, &free.join("files")] {
+        std::os::unix::fs::chown(d, Some(NOBODY), Some(NOBODY)).expect("chown");
+    }
+    let roots = [Root {
+        id: "out",
+        host: &free,
+        quota: None,
+    }];
+    let bound = bind(plan(&probe, &roots, AGGREGATE)).expect("binds");
+    let (write, create) = worker_writes(&bound, 16 * MIB, true, 64);
+    assert_eq!(write["ok"], json!(true), "{write}");
+    assert_eq!(u64_of(&write, "written"), 16 * MIB);
+    assert_eq!(u64_of(&create, "created"), 64, "{create}");
+}
+
+#[test]
+#[ignore = "runs inside the VM: scripts/vm-tests"]
+fn one_project_on_two_filesystems_is_two_budgets() {
+    // Project 160 on the ext4 mount and on XFS. The checker counts the
+    // project id once (8 MiB fits the 8 MiB aggregate); the runtime counts
+    // each (filesystem, project) pair, 16 MiB, and refuses the launch.
+    let xfs = XfsMount::new();
+    let probe = ProbeDir::new("two-fs");
+    let on_ext4 = quota_dir("two-fs");
+    assign_project(&on_ext4, 160);
+    set_limits(160, 8 * MIB, 64);
+    let on_xfs = xfs.project_dir("two-fs", 160, 8 * MIB, 64);
+    let ceilings = "bytes 8 MiB inodes 64";
+    let aggregate = "bytes 8 MiB inodes 128";
+    let one = [Root {
+        id: "ext4",
+        host: &on_ext4,
+        quota: Some((160, ceilings)),
+    }];
+    bind(plan(&probe, &one, aggregate)).expect("one filesystem fits");
+    let two = [
+        one[0],
+        Root {
+            id: "xfs",
+            host: &on_xfs,
+            quota: Some((160, ceilings)),
+        },
+    ];
+    let err = bind(plan(&probe, &two, aggregate)).expect_err("two filesystems");
+    assert!(
+        matches!(
+            err,
+            BindError::AggregateQuota(QuotaError::AggregateExceeded {
+                what: "byte",
+                total: 16_777_216,
+                maximum: 8_388_608
+            })
+        ),
+        "{err:?}"
+    );
+    let _ = fs::remove_dir_all(&on_ext4);
 }
