@@ -23,7 +23,9 @@
 //! 5. Bubblewrap's options: every option the plan's argument list uses must
 //!    appear in `bwrap --help` (run through the same pinned descriptor that
 //!    will be launched), so an old build fails here with a named option;
-//! 6. project quotas (see [`crate::quota`]) and their aggregate maximum.
+//! 6. project quotas (see [`crate::quota`]) and their aggregate maximum;
+//!    while an aggregate is set, a read-write mount that is not a verified
+//!    quota root is refused.
 //!
 //! A cgroup preparation step joins as a [`LaunchPreparation`]: it runs after
 //! these checks and can wrap the launch program (see [`crate::LaunchSpec`]).
