@@ -693,25 +693,27 @@ fn an_unprivileged_host_cannot_verify_a_project_quota() {
     let _ = fs::remove_dir_all(&dir);
 }
 
-/// A second quota filesystem: XFS with enforced project quotas on a loop
-/// device over a sparse file in the guest's tmpfs. Unmounted and detached
-/// when dropped.
-struct XfsMount {
+/// A further filesystem on a loop device over a sparse file in the guest's
+/// tmpfs, made with `mkfs` and mounted with `options`. Unmounted and
+/// detached when dropped.
+struct LoopMount {
     mount: PathBuf,
     device: String,
     image: PathBuf,
 }
 
-impl XfsMount {
-    fn new() -> Self {
+impl LoopMount {
+    fn new(name: &str, module: &str, mkfs: &[&str], options: &str) -> Self {
         let kroot = std::env::var("VMTEST_KROOT").expect("the guest's module tree");
-        run("modprobe", &["-a", "-d", &kroot, "loop", "xfs"]);
-        let image = PathBuf::from("/run/splash-xfs.img");
-        let mount = PathBuf::from("/run/splash-xfs");
+        run("modprobe", &["-a", "-d", &kroot, "loop", module]);
+        let image = PathBuf::from(format!("/run/{name}.img"));
+        let mount = PathBuf::from(format!("/run/{name}"));
         let file = fs::File::create(&image).expect("image");
         file.set_len(512 * MIB).expect("sparse image");
         drop(file);
-        run("mkfs.xfs", &["-q", "-f", path_str(&image)]);
+        let mut args = mkfs[1..].to_vec();
+        args.push(path_str(&image));
+        run(mkfs[0], &args);
         let out = Command::new("losetup")
             .args(["-f", "--show", path_str(&image)])
             .output()
@@ -722,12 +724,22 @@ impl XfsMount {
             .trim()
             .to_owned();
         fs::create_dir_all(&mount).expect("mount point");
-        run("mount", &["-o", "prjquota", &device, path_str(&mount)]);
+        let mut args = Vec::new();
+        if !options.is_empty() {
+            args.extend(["-o", options]);
+        }
+        args.extend([device.as_str(), path_str(&mount)]);
+        run("mount", &args);
         Self {
             mount,
             device,
             image,
         }
+    }
+
+    /// XFS mounted with `prjquota`: enforced project quotas.
+    fn xfs() -> Self {
+        Self::new("splash-xfs", "xfs", &["mkfs.xfs", "-q", "-f"], "prjquota")
     }
 
     /// A fresh directory owned by [`NOBODY`] in project `id` with
@@ -760,7 +772,7 @@ impl XfsMount {
     }
 }
 
-impl Drop for XfsMount {
+impl Drop for LoopMount {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(&self.mount).status();
         let _ = Command::new("losetup").args(["-d", &self.device]).status();
@@ -772,7 +784,7 @@ impl Drop for XfsMount {
 #[test]
 #[ignore = "runs inside the VM: scripts/vm-tests"]
 fn xfs_project_quota_binds_and_stops_the_worker() {
-    let xfs = XfsMount::new();
+    let xfs = LoopMount::xfs();
     let probe = ProbeDir::new("xfs");
     let dir = xfs.project_dir("out", 150, 4 * MIB, 16);
     let files = dir.join("files");
@@ -827,7 +839,7 @@ fn one_project_on_two_filesystems_is_two_budgets() {
     // Project 160 on the ext4 mount and on XFS. The checker counts the
     // project id once (8 MiB fits the 8 MiB aggregate); the runtime counts
     // each (filesystem, project) pair, 16 MiB, and refuses the launch.
-    let xfs = XfsMount::new();
+    let xfs = LoopMount::xfs();
     let probe = ProbeDir::new("two-fs");
     let on_ext4 = quota_dir("two-fs");
     assign_project(&on_ext4, 160);
@@ -862,4 +874,44 @@ fn one_project_on_two_filesystems_is_two_budgets() {
         "{err:?}"
     );
     let _ = fs::remove_dir_all(&on_ext4);
+}
+
+#[test]
+#[ignore = "runs inside the VM: scripts/vm-tests"]
+fn ext4_mounted_without_prjquota_only_accounts_and_fails_closed() {
+    // The project quota feature without the `prjquota` mount option: the
+    // kernel accounts usage and reports the limits, but does not enforce
+    // them.
+    let ext4 = LoopMount::new(
+        "splash-ext4-accounting",
+        "ext4",
+        &[
+            "mkfs.ext4",
+            "-q",
+            "-F",
+            "-O",
+            "quota,project",
+            "-E",
+            "quotatype=prjquota",
+        ],
+        "",
+    );
+    let probe = ProbeDir::new("accounting");
+    let dir = ext4.mount.join("out");
+    fs::create_dir(&dir).expect("create dir");
+    assign_project(&dir, 170);
+    run(
+        "setquota",
+        &["-P", "170", "0", "4096", "0", "16", path_str(&ext4.mount)],
+    );
+    let roots = [Root {
+        id: "out",
+        host: &dir,
+        quota: Some((170, CEILINGS)),
+    }];
+    let err = bind(plan(&probe, &roots, AGGREGATE)).expect_err("limits only accounted");
+    assert!(
+        matches!(quota_error(err), QuotaError::NotEnforced),
+        "accounting without enforcement"
+    );
 }
