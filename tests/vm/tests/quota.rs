@@ -167,7 +167,7 @@ fn policy(probe: &ProbeDir, roots: &[Root<'_>], aggregate: &str) -> String {
     out
 }
 
-const TOOLS: &[&str] = &["probe.report", "probe.write", "probe.create"];
+const TOOLS: &[&str] = &["probe.report", "probe.write", "probe.create", "probe.exec"];
 
 fn manifest(roots: &[Root<'_>]) -> CapabilityManifest {
     let mut grants: Vec<Grant> = TOOLS
@@ -914,4 +914,101 @@ fn ext4_mounted_without_prjquota_only_accounts_and_fails_closed() {
         matches!(quota_error(err), QuotaError::NotEnforced),
         "accounting without enforcement"
     );
+}
+
+#[test]
+#[ignore = "runs inside the VM: scripts/vm-tests"]
+fn the_worker_cannot_retag_its_root() {
+    // The kernel refuses project-id and inheritance changes from any user
+    // namespace but the initial one, even by the directory's owner: inside
+    // the sandbox both `chattr` calls fail with EINVAL.
+    let probe = ProbeDir::new("retag");
+    let dir = quota_dir("retag");
+    assign_project(&dir, 180);
+    set_limits(180, 4 * MIB, 16);
+    let roots = [Root {
+        id: "out",
+        host: &dir,
+        quota: Some((180, CEILINGS)),
+    }];
+    let bound = bind(plan(&probe, &roots, AGGREGATE)).expect("binds");
+    let mut s = Session::start(&bound);
+    for argv in [
+        vec!["/usr/bin/chattr", "-p", "0", "/workspace/out"],
+        vec!["/usr/bin/chattr", "-P", "/workspace/out"],
+    ] {
+        let r = s.call("probe.exec", json!({ "argv": argv }));
+        assert_eq!(r["exit_code"], json!(1), "{r}");
+        assert!(
+            r["stderr"]
+                .as_str()
+                .is_some_and(|e| e.contains("Invalid argument")),
+            "{r}"
+        );
+    }
+    s.close();
+    bind(plan(&probe, &roots, AGGREGATE)).expect("the project is intact");
+
+    // Control: the same owner in the initial user namespace can retag the
+    // directory, and bind then refuses it.
+    run(
+        SETPRIV,
+        &[
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "/usr/bin/chattr",
+            "-p",
+            "0",
+            path_str(&dir),
+        ],
+    );
+    let err = bind(plan(&probe, &roots, AGGREGATE)).expect_err("retagged");
+    assert!(
+        matches!(
+            quota_error(err),
+            QuotaError::ProjectMismatch {
+                expected: 180,
+                found: 0
+            }
+        ),
+        "retagged outside the sandbox"
+    );
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+#[ignore = "runs inside the VM: scripts/vm-tests"]
+fn a_worker_launched_by_root_is_bounded_too() {
+    // Bubblewrap drops every capability, so a worker launched by a root
+    // host (uid 0 in its own user namespace) has no CAP_SYS_RESOURCE to
+    // ignore the limit with.
+    let probe = ProbeDir::new("root-host");
+    let dir = quota_dir("root-host");
+    std::os::unix::fs::chown(&dir, Some(0), Some(0)).expect("chown");
+    assign_project(&dir, 190);
+    set_limits(190, 4 * MIB, 16);
+    let roots = [Root {
+        id: "out",
+        host: &dir,
+        quota: Some((190, CEILINGS)),
+    }];
+    let bound = BoundCommand::bind(plan(&probe, &roots, AGGREGATE)).expect("binds");
+    let mut s = Session::start(&bound);
+    let report = s.call("probe.report", json!({}));
+    assert_eq!(report["ids"]["euid"], json!(0), "{}", report["ids"]);
+    assert_eq!(
+        report["capabilities"]["effective"],
+        json!("0000000000000000"),
+        "{}",
+        report["capabilities"]
+    );
+    let write = s.call(
+        "probe.write",
+        json!({"path": "/workspace/out/data", "bytes": 16 * MIB}),
+    );
+    s.close();
+    assert_eq!(errno(&write), Some("EDQUOT"), "{write}");
+    assert!(u64_of(&write, "written") <= 4 * MIB, "{write}");
+    let _ = fs::remove_dir_all(&dir);
 }
