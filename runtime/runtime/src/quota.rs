@@ -166,7 +166,7 @@ pub enum QuotaError {
     #[error("project quota accounting is off on this filesystem (mount it with `prjquota`)")]
     NoAccounting,
     #[error(
-        "project quota limits are not enforced on this filesystem (turn them on with `quotaon -P`)"
+        "project quota limits are accounted but not enforced on this filesystem (mount it with `prjquota`, or turn them on with `quotaon -P`)"
     )]
     NotEnforced,
     #[error("permission to read the {interface} is missing")]
