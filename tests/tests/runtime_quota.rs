@@ -1,6 +1,7 @@
 //! Project-quota verification at bind, on this host. Its filesystems carry
 //! no project quotas, so the real inspector must make bind fail closed with
-//! the error for what is missing. Inspectors standing for a provisioned
+//! the error for what is missing, and so must each real interface behind
+//! the first. Inspectors standing for a provisioned
 //! filesystem show the same plans binding (the control) and the bind-level
 //! decisions (aggregate, shared budget, a pair reporting two limits).
 //! Enforcement itself is shown on a real quota filesystem by the VM tests
@@ -13,7 +14,7 @@ use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use runtime_support::{Binding, TempDir, TestPolicy, host_with_probe, probe_policy, serial};
-use splash_runtime::quota::{DirectoryProject, ProjectUsage, QIF_REQUIRED, QuotaState};
+use splash_runtime::quota::{DirectoryProject, Interface, ProjectUsage, QIF_REQUIRED, QuotaState};
 use splash_runtime::{
     BindError, BindOptions, BoundCommand, KernelQuotaInspector, QuotaError, QuotaInspector,
 };
@@ -64,18 +65,29 @@ impl QuotaInspector for Provisioned {
     }
 }
 
-/// Provisioned attributes, but the quota state and quota read from this
-/// host's kernel: what bind reports for the quota interfaces themselves on a
-/// filesystem without project quotas.
+/// The kernel's answers, except that the interfaces named `provisioned`
+/// answer as a provisioned filesystem would: what bind reports from each
+/// real interface behind the first one on this host.
 #[derive(Debug)]
-struct KernelQuotaOnly;
+struct KernelBehind {
+    provisioned_state: bool,
+    provisioned_project: bool,
+}
 
-impl QuotaInspector for KernelQuotaOnly {
-    fn directory_project(&self, _: BorrowedFd<'_>) -> io::Result<DirectoryProject> {
-        Ok(provisioned_project())
+impl QuotaInspector for KernelBehind {
+    fn directory_project(&self, dir: BorrowedFd<'_>) -> io::Result<DirectoryProject> {
+        if self.provisioned_project {
+            Ok(provisioned_project())
+        } else {
+            KernelQuotaInspector.directory_project(dir)
+        }
     }
     fn quota_state(&self, dir: BorrowedFd<'_>) -> io::Result<QuotaState> {
-        KernelQuotaInspector.quota_state(dir)
+        if self.provisioned_state {
+            Ok(ENFORCED)
+        } else {
+            KernelQuotaInspector.quota_state(dir)
+        }
     }
     fn project_usage(&self, dir: BorrowedFd<'_>, project_id: u32) -> io::Result<ProjectUsage> {
         KernelQuotaInspector.project_usage(dir, project_id)
@@ -162,15 +174,18 @@ fn bind_fails_closed_without_kernel_project_quotas() {
     let root = TempDir::new("quota-root");
     let err =
         BoundCommand::bind(quota_plan(&bwrap, &probe_dir, &root)).expect_err("no project quotas");
-    // The directory carries no project: this host's filesystem cannot
-    // assign one, so the first check fails on the real attributes.
+    // The first check is the filesystem's quota state: this host's
+    // filesystems have no quota enabled (`Q_XGETQSTATV` answers ENOSYS), or
+    // at least no enforced project quota.
     assert!(
         matches!(
             quota_source(&err),
-            QuotaError::ProjectMismatch {
-                expected: 42,
-                found: 0
-            }
+            QuotaError::Unsupported {
+                interface: Interface::QuotaState,
+                ..
+            } | QuotaError::NotEnabled(_)
+                | QuotaError::NoAccounting
+                | QuotaError::NotEnforced
         ),
         "{err:?}"
     );
@@ -182,15 +197,33 @@ fn bind_fails_closed_without_kernel_project_quotas() {
         )
     );
 
-    // The quota interfaces themselves, asked of this kernel through the
-    // same pinned descriptor, report that no quota is enabled on this
-    // filesystem (`Q_XGETQSTATV`: ENOSYS) or that project quotas are not
-    // (ESRCH).
-    let err = BoundCommand::bind_with(
-        quota_plan(&bwrap, &probe_dir, &root),
-        BindOptions::default().with_quota_inspector(KernelQuotaOnly),
-    )
-    .expect_err("no project quotas");
+    // The interfaces behind it, asked of this kernel through the same
+    // pinned descriptor, fail closed as well: the directory carries no
+    // project (this filesystem cannot assign one), and the project's quota
+    // reads as not enabled (ext4 without quota accounting: ESRCH) or
+    // unsupported.
+    let behind = |provisioned_project| {
+        BoundCommand::bind_with(
+            quota_plan(&bwrap, &probe_dir, &root),
+            BindOptions::default().with_quota_inspector(KernelBehind {
+                provisioned_state: true,
+                provisioned_project,
+            }),
+        )
+        .expect_err("no project quotas")
+    };
+    let err = behind(false);
+    assert!(
+        matches!(
+            quota_source(&err),
+            QuotaError::ProjectMismatch {
+                expected: 42,
+                found: 0
+            }
+        ),
+        "{err:?}"
+    );
+    let err = behind(true);
     assert!(
         matches!(
             quota_source(&err),

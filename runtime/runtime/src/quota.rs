@@ -7,11 +7,12 @@
 //!
 //! 1. `fstat` gives the filesystem (`st_dev`) that identifies the
 //!    (filesystem, project) pair for the aggregate;
-//! 2. `ioctl(FS_IOC_FSGETXATTR)` gives the directory's project id and
-//!    whether `FS_XFLAG_PROJINHERIT` is set;
-//! 3. `quotactl_fd(QCMD(Q_XGETQSTATV, PRJQUOTA))` gives the filesystem's
+//! 2. `quotactl_fd(QCMD(Q_XGETQSTATV, PRJQUOTA))` gives the filesystem's
 //!    quota state: project accounting must be on and its limits enforced
-//!    (`quotaoff -P` leaves the limits readable but unenforced);
+//!    (`quotaoff -P` leaves the limits readable but unenforced); a
+//!    filesystem without quotas fails here, before any per-directory fact;
+//! 3. `ioctl(FS_IOC_FSGETXATTR)` gives the directory's project id and
+//!    whether `FS_XFLAG_PROJINHERIT` is set;
 //! 4. `quotactl_fd(QCMD(Q_GETQUOTA, PRJQUOTA), project_id)` gives the
 //!    project's hard limits, usage and the `dqb_valid` mask.
 //!
@@ -279,6 +280,15 @@ pub fn verify(
     let dir = File::from(sys::open_directory_at(pin).map_err(QuotaError::OpenDirectory)?);
     let device = dir.metadata().map_err(QuotaError::Filesystem)?.dev();
     let id = quota.project_id;
+    let state = inspector
+        .quota_state(dir.as_fd())
+        .map_err(|e| classify(Interface::QuotaState, id, e))?;
+    if !state.project_accounting {
+        return Err(QuotaError::NoAccounting);
+    }
+    if !state.project_enforced {
+        return Err(QuotaError::NotEnforced);
+    }
     let project = inspector
         .directory_project(dir.as_fd())
         .map_err(|e| classify(Interface::ProjectAttributes, id, e))?;
@@ -290,15 +300,6 @@ pub fn verify(
     }
     if !project.inherit {
         return Err(QuotaError::NoInheritance);
-    }
-    let state = inspector
-        .quota_state(dir.as_fd())
-        .map_err(|e| classify(Interface::QuotaState, id, e))?;
-    if !state.project_accounting {
-        return Err(QuotaError::NoAccounting);
-    }
-    if !state.project_enforced {
-        return Err(QuotaError::NotEnforced);
     }
     let usage = inspector
         .project_usage(dir.as_fd(), id)
@@ -748,11 +749,19 @@ mod tests {
     #[test]
     fn kernel_inspector_fails_closed_without_project_quotas() {
         // The temp filesystem here has no project quotas: the real
-        // interfaces must report an error, never a default.
+        // interfaces must report that, never a default.
         let result = verify(&KernelQuotaInspector, pin().as_fd(), &QUOTA);
         assert!(
-            result.is_err(),
-            "expected a fail-closed error, got {result:?}"
+            matches!(
+                result,
+                Err(QuotaError::Unsupported {
+                    interface: Interface::QuotaState,
+                    ..
+                } | QuotaError::NotEnabled(_)
+                    | QuotaError::NoAccounting
+                    | QuotaError::NotEnforced)
+            ),
+            "expected a fail-closed error for the missing quota, got {result:?}"
         );
     }
 }
