@@ -1,11 +1,14 @@
-//! Project quotas on a real quota filesystem: the ext4 `prjquota` mount the
-//! guest prepared. Each project is provisioned exactly as `docs/runtime.md`
-//! tells an operator (`chattr +P -p ID DIR`, `setquota -P ID ...`), the plan
-//! is lowered from `.splashpol` text, and bind runs the kernel inspector
-//! through the pinned descriptor. A provisioned root binds; each
-//! misprovisioning fails with its own error; a non-root worker's writes stop
-//! with `EDQUOT` at the byte and at the inode limit, where the same writes
-//! into a root without the quota go further.
+//! Project quotas on real quota filesystems: the ext4 `prjquota` mount the
+//! guest prepared, and XFS and ext4 on loop devices made here. Each project
+//! is provisioned exactly as `docs/runtime.md` tells an operator (`chattr +P
+//! -p ID DIR` and `setquota -P ID ...`, or `xfs_io` and `xfs_quota`), the
+//! plan is lowered from `.splashpol` text, and bind runs the kernel
+//! inspector through the pinned descriptor. A provisioned root binds; each
+//! misprovisioning, and limits that are not enforced, fail with their own
+//! error; a non-root worker's writes stop at the byte and at the inode
+//! limit, where the same writes into a root without the quota go further;
+//! the worker cannot retag its root; the aggregate counts each (filesystem,
+//! project) pair once.
 
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
