@@ -9,6 +9,7 @@
 //! | `probe.report` | `{"statfs": [paths]}` (optional) | ids, maps, cwd, environment, capabilities, no_new_privs, seccomp, fds, mounts, interfaces, limits, namespaces, cgroup, hostname, statfs |
 //! | `probe.path` | `{"path"}` | exists, type, readable, writable (create and remove a file for a directory), executable |
 //! | `probe.write` | `{"path", "bytes", "remove"?}` | bytes written and the errno that stopped the write |
+//! | `probe.create` | `{"dir", "count"}` | files created and the errno that stopped the creation |
 //! | `probe.exec` | `{"argv"}` | exit status or signal, or the errno of the failed exec |
 //! | `probe.try` | `{"op"}` | success or the failing step and errno of one escape attempt |
 //! | `probe.spin` | `{"seconds"}` | a busy loop (cancellable) |
@@ -45,6 +46,7 @@ fn dispatch(
         "probe.report" => report::report(&input),
         "probe.path" => tools::path(&input),
         "probe.write" => tools::write(&input),
+        "probe.create" => tools::create(&input),
         "probe.exec" => tools::exec(&input),
         "probe.try" => tools::try_op(&input),
         "probe.spin" => return tools::spin(&input, cancel),
