@@ -44,7 +44,12 @@ pub use channel::{FrameChannel, FrameReceiver, FrameSender, SessionError};
 pub use codec::{CodecError, JsonLineReader, JsonLineWriter, MAX_LINE_BYTES};
 pub use host::{CallEvent, HostSession};
 pub use manifest::{CapabilityManifest, Grant, GrantFormat, ManifestError, Resource, ResourceKind};
-pub use message::{CancelDisposition, Message, OperationState, Outcome};
+pub use message::{
+    CancelOutcome, CancelRequest, CancelResult, CompensationRequest, CompensationResult,
+    DispatchRequest, Invocation, MAX_JSON_PAYLOAD_DEPTH, MAX_SESSION_REQUEST_IDS, Message,
+    MessageError, OperationResult, OperationStatus, Payload, PayloadError, ReconcileRequest,
+    ToolResult, Version,
+};
 pub use token::{Token, TokenError};
 pub use worker::{CancelSignal, ServeEnd, ToolFailure, Worker};
 
