@@ -139,15 +139,19 @@ impl<R: Read, W: Write> HostSession<R, W> {
         )?;
         self.spend_call(&grant)?;
         let request_id = self.next_id("r")?;
-        self.channel.send(Message::Invoke {
-            invocation: Invocation {
-                protocol_version: Version,
-                session_id: self.manifest.session_id.clone(),
-                request_id: request_id.clone(),
-                tool: grant.tool.clone(),
-                payload,
+        self.send_request(
+            Message::Invoke {
+                invocation: Invocation {
+                    protocol_version: Version,
+                    session_id: self.manifest.session_id.clone(),
+                    request_id: request_id.clone(),
+                    tool: grant.tool.clone(),
+                    payload,
+                },
             },
-        })?;
+            &request_id,
+            &grant.tool,
+        )?;
         self.pending = Some(Pending {
             request_id: request_id.clone(),
             tool: grant.tool,
@@ -182,7 +186,8 @@ impl<R: Read, W: Write> HostSession<R, W> {
         if let Some(p) = self.pending.as_mut() {
             p.cancel = Some(request.clone());
         }
-        self.channel.send(Message::Cancel { request })
+        let (id, tool) = (request.cancellation_id.clone(), request.tool.clone());
+        self.send_request(Message::Cancel { request }, &id, &tool)
     }
 
     /// Whether a call is in flight (started and not yet fully answered).
@@ -306,9 +311,13 @@ impl<R: Read, W: Write> HostSession<R, W> {
             operation_key: operation_key.clone(),
             payload,
         };
-        self.channel.send(Message::DispatchOperation {
-            request: request.clone(),
-        })?;
+        self.send_request(
+            Message::DispatchOperation {
+                request: request.clone(),
+            },
+            &request.request_id,
+            &grant.tool,
+        )?;
         let reply = self.recv_reply(
             "dispatch_operation",
             request.request_id.to_string(),
@@ -342,9 +351,13 @@ impl<R: Read, W: Write> HostSession<R, W> {
             tool: grant.tool.clone(),
             operation_key: operation_key.clone(),
         };
-        self.channel.send(Message::ReconcileOperation {
-            request: request.clone(),
-        })?;
+        self.send_request(
+            Message::ReconcileOperation {
+                request: request.clone(),
+            },
+            &request.request_id,
+            &grant.tool,
+        )?;
         let reply = self.recv_reply(
             "reconcile_operation",
             request.request_id.to_string(),
@@ -414,9 +427,13 @@ impl<R: Read, W: Write> HostSession<R, W> {
         .validate()
         .map_err(SessionError::InvalidRequest)?;
         self.compensations.insert(grant.tool.clone(), used + 1);
-        self.channel.send(Message::CompensateOperation {
-            request: request.clone(),
-        })?;
+        self.send_request(
+            Message::CompensateOperation {
+                request: request.clone(),
+            },
+            &request.request_id,
+            &grant.tool,
+        )?;
         let reply = self.recv_reply(
             "compensate_operation",
             request.request_id.to_string(),
@@ -509,6 +526,29 @@ impl<R: Read, W: Write> HostSession<R, W> {
         match &self.pending {
             Some(p) => Err(SessionError::Busy(p.request_id.to_string())),
             None => Ok(()),
+        }
+    }
+
+    /// Sends one request. A worker that already ended the session shows as
+    /// a closed pipe: that is reported as [`SessionError::WorkerEnded`].
+    fn send_request(
+        &mut self,
+        message: Message,
+        request: &Token,
+        tool: &Token,
+    ) -> Result<(), SessionError> {
+        let kind = message.kind();
+        match self.channel.send(message) {
+            Err(SessionError::Codec(crate::codec::CodecError::Io(e)))
+                if e.kind() == std::io::ErrorKind::BrokenPipe =>
+            {
+                Err(SessionError::WorkerEnded {
+                    kind,
+                    request: request.to_string(),
+                    tool: tool.to_string(),
+                })
+            }
+            other => other,
         }
     }
 
