@@ -13,7 +13,7 @@
 //! | `probe.try` | `{"op"}` | success or the failing step and errno of one escape attempt |
 //! | `probe.spin` | `{"seconds"}` | a busy loop (cancellable) |
 //! | `probe.sleep` | `{"ms"}` | a sleep (cancellable) |
-//! | `probe.echo` | `{"input"}` | `input` |
+//! | `probe.echo` | `{"input"}` | `{"input"}`, unchanged |
 //!
 //! It works the same outside any sandbox, for control runs. Nothing but
 //! protocol frames is written to stdout; diagnostics go to stderr.
