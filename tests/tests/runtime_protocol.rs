@@ -190,8 +190,15 @@ fn a_sandboxed_worker_ends_the_session_on_a_request_it_cannot_serve() {
         json!({"input": [1.5, 1000.0]})
     );
     match probe.session.invoke("probe.try", json!({"op": "nonsense"})) {
-        Err(SessionError::WorkerEnded { kind, request, tool }) => {
-            assert_eq!((kind, request.as_str(), tool.as_str()), ("invoke", "r-2", "probe.try"));
+        Err(SessionError::WorkerEnded {
+            kind,
+            request,
+            tool,
+        }) => {
+            assert_eq!(
+                (kind, request.as_str(), tool.as_str()),
+                ("invoke", "r-2", "probe.try")
+            );
         }
         other => panic!("{other:?}"),
     }

@@ -51,9 +51,7 @@ fn seal_open(input: Value, runs: u32) -> Duration {
     let mut worker = SessionAuthenticator::new(tok("s-1"), key, SessionRole::Worker);
     let start = Instant::now();
     for _ in 0..runs {
-        let frame = host
-            .seal(invoke(input.clone()))
-            .expect("seal");
+        let frame = host.seal(invoke(input.clone())).expect("seal");
         black_box(worker.open(frame).expect("open"));
     }
     start.elapsed()

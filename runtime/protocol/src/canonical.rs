@@ -185,7 +185,7 @@ fn shortest_digits(value: f64) -> (Vec<u8>, i32) {
     let Some(&last) = digits.last() else {
         return fallback();
     };
-    if (last - b'0') % 2 == 0 {
+    if (last - b'0').is_multiple_of(2) {
         return (digits, exp);
     }
     let Some(exact) = scientific_parts(&format!("{value:.1100e}")) else {
@@ -238,8 +238,8 @@ mod tests {
             (1e-7, "1e-7"),
             (1.5e300, "1.5e+300"),
             (5e-324, "5e-324"),
-            (1658206780088562.25, "1658206780088562.2"),
-            (-26829767983277.3125, "-26829767983277.312"),
+            (1_658_206_780_088_562.0 + 0.25, "1658206780088562.2"),
+            (-(26_829_767_983_277.0 + 0.3125), "-26829767983277.312"),
         ] {
             assert_eq!(format_f64(v), s, "{v:?}");
         }

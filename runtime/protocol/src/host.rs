@@ -443,10 +443,12 @@ impl<R: Read, W: Write> HostSession<R, W> {
             Message::CompensationResult { result } if result.matches(&request) => {
                 self.checked_status(&grant, result.status)
             }
-            Message::CompensationResult { .. } => Err(self.violation(SessionError::ReplyMismatch {
-                kind: "compensation_result",
-                field: "request id, tool, keys, scope or fingerprint",
-            })),
+            Message::CompensationResult { .. } => {
+                Err(self.violation(SessionError::ReplyMismatch {
+                    kind: "compensation_result",
+                    field: "request id, tool, keys, scope or fingerprint",
+                }))
+            }
             other => Err(self.violation(SessionError::Unexpected {
                 expected: "compensation_result",
                 got: other.kind(),

@@ -118,7 +118,11 @@ impl Grant {
         let encoded = crate::canonical::to_vec(self)?;
         let mut hasher = blake3::Hasher::new();
         hasher.update(b"splash-compensation-grant-v1");
-        hasher.update(&u64::try_from(encoded.len()).unwrap_or(u64::MAX).to_be_bytes());
+        hasher.update(
+            &u64::try_from(encoded.len())
+                .unwrap_or(u64::MAX)
+                .to_be_bytes(),
+        );
         hasher.update(&encoded);
         Ok(hasher.finalize().to_hex().to_string())
     }

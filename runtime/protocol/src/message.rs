@@ -178,7 +178,12 @@ impl Serialize for Payload {
 }
 
 #[derive(Deserialize)]
-#[serde(tag = "format", content = "value", rename_all = "snake_case", deny_unknown_fields)]
+#[serde(
+    tag = "format",
+    content = "value",
+    rename_all = "snake_case",
+    deny_unknown_fields
+)]
 enum RawPayload {
     Text(String),
     Json(Value),
@@ -418,7 +423,10 @@ impl OperationStatus {
     fn validate(&self) -> Result<(), MessageError> {
         match self {
             Self::Running | Self::Cancelled => Ok(()),
-            Self::Succeeded { payload } => payload.measure(payload.format()).map(|_| ()).map_err(Into::into),
+            Self::Succeeded { payload } => payload
+                .measure(payload.format())
+                .map(|_| ())
+                .map_err(Into::into),
             Self::Failed { message } if message.is_empty() => Err(MessageError::EmptyFailure),
             Self::Failed { message } if message.len() > MAX_OPERATION_ERROR_BYTES => {
                 Err(MessageError::FailureTooLong(message.len()))

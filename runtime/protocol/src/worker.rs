@@ -88,7 +88,9 @@ struct Admitted {
 impl Ledger {
     fn reserve_id(&mut self, id: &Token) -> Result<(), String> {
         if self.ids.contains(id) {
-            return Err(format!("request id `{id}` was already used in this session"));
+            return Err(format!(
+                "request id `{id}` was already used in this session"
+            ));
         }
         if self.ids.len() >= MAX_SESSION_REQUEST_IDS {
             return Err(format!(
@@ -512,12 +514,8 @@ impl<R: Read + Send + 'static, W: Write + Send> Worker<R, W> {
                                     drop(st);
                                     let done_events = events.clone();
                                     scope.spawn(move || {
-                                        let result = handler(
-                                            &tool,
-                                            payload.into_value(),
-                                            manifest,
-                                            &signal,
-                                        );
+                                        let result =
+                                            handler(&tool, payload.into_value(), manifest, &signal);
                                         let done = Done {
                                             session_id,
                                             request_id,
@@ -570,7 +568,10 @@ impl<R: Read + Send + 'static, W: Write + Send> Worker<R, W> {
 }
 
 /// Handles a `cancel` in a cancellable session.
-fn on_cancel<W: Write>(shared: &Mutex<Shared<W>>, request: CancelRequest) -> Result<(), SessionError> {
+fn on_cancel<W: Write>(
+    shared: &Mutex<Shared<W>>,
+    request: CancelRequest,
+) -> Result<(), SessionError> {
     let mut st = lock(shared);
     let st = &mut *st;
     if let Err(reason) = st.ledger.reserve_id(&request.cancellation_id) {
@@ -633,10 +634,14 @@ fn finish<W: Write>(
     let output = match result {
         Err(ToolFailure::Cancelled) => {
             return match cancel {
-                Some(request) => st.tx.send(cancel_result(request, CancelOutcome::Acknowledged)),
+                Some(request) => st
+                    .tx
+                    .send(cancel_result(request, CancelOutcome::Acknowledged)),
                 None => {
                     st.tx.poison();
-                    Err(failed("the tool reported a cancellation nobody requested".into()))
+                    Err(failed(
+                        "the tool reported a cancellation nobody requested".into(),
+                    ))
                 }
             };
         }

@@ -4,7 +4,9 @@
 mod common;
 
 use serde_json::json;
-use splash_protocol::{AuthError, AuthTag, Frame, Message, SessionAuthenticator, SessionKey, SessionRole};
+use splash_protocol::{
+    AuthError, AuthTag, Frame, Message, SessionAuthenticator, SessionKey, SessionRole,
+};
 
 use common::tok;
 
@@ -210,7 +212,10 @@ fn repeated_keys_do_not_decode() {
         (r#"{"sequence":1,"#, r#"{"sequence":1,"sequence":1,"#),
         (r#""type":"invoke","#, r#""type":"invoke","type":"invoke","#),
         (r#""value":{"b""#, r#""value":{"n":1,"b""#),
-        (r#""request_id":"r-1","#, r#""request_id":"r-1","request_id":"r-1","#),
+        (
+            r#""request_id":"r-1","#,
+            r#""request_id":"r-1","request_id":"r-1","#,
+        ),
         (r#"{"a":2,"#, r#"{"a":2,"a":2,"#),
     ] {
         assert!(line.contains(from), "{line}");
@@ -237,10 +242,7 @@ fn a_message_must_name_the_session_it_is_sent_in() {
         message,
         auth_tag: AuthTag::from_bytes(*blake3::keyed_hash(&[0x42; 32], &bytes).as_bytes()),
     };
-    assert!(matches!(
-        worker.open(frame),
-        Err(AuthError::Session { .. })
-    ));
+    assert!(matches!(worker.open(frame), Err(AuthError::Session { .. })));
     assert_eq!(worker.next_receive_sequence(), Some(1));
 }
 
@@ -264,7 +266,11 @@ fn the_hashed_bytes_are_capped_at_one_mebibyte() {
         host.seal(big(limit - overhead + 1)),
         Err(AuthError::TooLarge(n)) if n == limit + 1
     ));
-    assert_eq!(host.next_send_sequence(), Some(1), "a refused seal uses no sequence");
+    assert_eq!(
+        host.next_send_sequence(),
+        Some(1),
+        "a refused seal uses no sequence"
+    );
     let frame = host.seal(big(limit - overhead)).expect("exactly the bound");
     assert_eq!(frame.sequence, 1);
 }

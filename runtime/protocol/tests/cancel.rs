@@ -231,7 +231,12 @@ fn closing_with_a_call_in_flight_abandons_it() {
 #[test]
 fn the_worker_checks_cancels_itself() {
     let (host_in, host_out, worker) = spawn_worker();
-    let mut ch = raw_host("s-1", SessionKey::generate().expect("rng"), host_in, host_out);
+    let mut ch = raw_host(
+        "s-1",
+        SessionKey::generate().expect("rng"),
+        host_in,
+        host_out,
+    );
     ch.send(Message::OpenSession {
         manifest: manifest(),
     })
@@ -289,7 +294,12 @@ fn the_worker_checks_cancels_itself() {
         invoke("s-1", "r-2", "demo.quick", json!({})),
     ] {
         let (host_in, host_out, worker) = spawn_worker();
-        let mut ch = raw_host("s-1", SessionKey::generate().expect("rng"), host_in, host_out);
+        let mut ch = raw_host(
+            "s-1",
+            SessionKey::generate().expect("rng"),
+            host_in,
+            host_out,
+        );
         ch.send(Message::OpenSession {
             manifest: manifest(),
         })
@@ -312,7 +322,8 @@ fn the_host_refuses_answers_that_contradict_the_call() {
         // The result, then a claim that the effect was stopped.
         (
             |ch, id| {
-                ch.send(result("s-1", id.as_str(), json!([1]))).expect("send");
+                ch.send(result("s-1", id.as_str(), json!([1])))
+                    .expect("send");
                 ch.send(cancel_result(
                     "s-1",
                     "c-2",
@@ -363,7 +374,13 @@ fn the_host_refuses_answers_that_contradict_the_call() {
             assert!(matches!(last, Ok(CallEvent::Finished { .. })));
             last = host.next_event();
             assert!(
-                matches!(last, Err(SessionError::Unexpected { got: "cancellation_result", .. })),
+                matches!(
+                    last,
+                    Err(SessionError::Unexpected {
+                        got: "cancellation_result",
+                        ..
+                    })
+                ),
                 "{last:?}"
             );
         } else {

@@ -19,21 +19,50 @@ const FP: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcd
 fn shapes() -> Vec<String> {
     let s = r#""protocol_version":5,"session_id":"s""#;
     vec![
-        r#"{"type":"open_session","manifest":{"protocol_version":5,"session_id":"s","grants":[]}}"#.to_owned(),
-        format!(r#"{{"type":"invoke","invocation":{{{s},"request_id":"r-1","tool":"t.x","payload":{{"format":"json","value":{{"a":{{"c":[true],"d":null}},"b":1}}}}}}}}"#),
-        format!(r#"{{"type":"invoke","invocation":{{{s},"request_id":"r-1","tool":"t.x","payload":{{"format":"text","value":"hi"}}}}}}"#),
-        format!(r#"{{"type":"result","result":{{{s},"request_id":"r-1","payload":{{"format":"json","value":[1,"x"]}}}}}}"#),
-        format!(r#"{{"type":"dispatch_operation","request":{{{s},"request_id":"r-2","tool":"t.x","operation_key":"op-1","payload":{{"format":"json","value":[1,2]}}}}}}"#),
-        format!(r#"{{"type":"operation_result","result":{{{s},"request_id":"r-2","tool":"t.x","operation_key":"op-1","status":{{"state":"running"}}}}}}"#),
-        format!(r#"{{"type":"operation_result","result":{{{s},"request_id":"r-2","tool":"t.x","operation_key":"op-1","status":{{"state":"succeeded","payload":{{"format":"json","value":{{}}}}}}}}}}"#),
-        format!(r#"{{"type":"compensate_operation","request":{{{s},"request_id":"r-3","tool":"t.x","operation_key":"op-1","compensation_key":"cmp-1","tenant_scope":"tenant-a","grant_fingerprint":"{FP}","payload":{{"format":"text","value":"undo"}}}}}}"#),
-        format!(r#"{{"type":"compensation_result","result":{{{s},"request_id":"r-3","tool":"t.x","operation_key":"op-1","compensation_key":"cmp-1","tenant_scope":"tenant-a","grant_fingerprint":"{FP}","status":{{"state":"failed","message":"no"}}}}}}"#),
-        format!(r#"{{"type":"reconcile_operation","request":{{{s},"request_id":"r-4","tool":"t.x","operation_key":"op-1"}}}}"#),
-        format!(r#"{{"type":"reconciled_operation","result":{{{s},"request_id":"r-4","tool":"t.x","operation_key":"op-1","status":{{"state":"cancelled"}}}}}}"#),
-        format!(r#"{{"type":"cancel","request":{{{s},"cancellation_id":"c-2","request_id":"r-1","tool":"t.x"}}}}"#),
-        format!(r#"{{"type":"cancellation_result","result":{{{s},"cancellation_id":"c-2","request_id":"r-1","tool":"t.x","outcome":"acknowledged"}}}}"#),
-        format!(r#"{{"type":"cancellation_result","result":{{{s},"cancellation_id":"c-2","request_id":"r-1","tool":"t.x","outcome":"too_late"}}}}"#),
-        format!(r#"{{"type":"cancellation_result","result":{{{s},"cancellation_id":"c-2","request_id":"r-1","tool":"t.x","outcome":"unsupported"}}}}"#),
+        r#"{"type":"open_session","manifest":{"protocol_version":5,"session_id":"s","grants":[]}}"#
+            .to_owned(),
+        format!(
+            r#"{{"type":"invoke","invocation":{{{s},"request_id":"r-1","tool":"t.x","payload":{{"format":"json","value":{{"a":{{"c":[true],"d":null}},"b":1}}}}}}}}"#
+        ),
+        format!(
+            r#"{{"type":"invoke","invocation":{{{s},"request_id":"r-1","tool":"t.x","payload":{{"format":"text","value":"hi"}}}}}}"#
+        ),
+        format!(
+            r#"{{"type":"result","result":{{{s},"request_id":"r-1","payload":{{"format":"json","value":[1,"x"]}}}}}}"#
+        ),
+        format!(
+            r#"{{"type":"dispatch_operation","request":{{{s},"request_id":"r-2","tool":"t.x","operation_key":"op-1","payload":{{"format":"json","value":[1,2]}}}}}}"#
+        ),
+        format!(
+            r#"{{"type":"operation_result","result":{{{s},"request_id":"r-2","tool":"t.x","operation_key":"op-1","status":{{"state":"running"}}}}}}"#
+        ),
+        format!(
+            r#"{{"type":"operation_result","result":{{{s},"request_id":"r-2","tool":"t.x","operation_key":"op-1","status":{{"state":"succeeded","payload":{{"format":"json","value":{{}}}}}}}}}}"#
+        ),
+        format!(
+            r#"{{"type":"compensate_operation","request":{{{s},"request_id":"r-3","tool":"t.x","operation_key":"op-1","compensation_key":"cmp-1","tenant_scope":"tenant-a","grant_fingerprint":"{FP}","payload":{{"format":"text","value":"undo"}}}}}}"#
+        ),
+        format!(
+            r#"{{"type":"compensation_result","result":{{{s},"request_id":"r-3","tool":"t.x","operation_key":"op-1","compensation_key":"cmp-1","tenant_scope":"tenant-a","grant_fingerprint":"{FP}","status":{{"state":"failed","message":"no"}}}}}}"#
+        ),
+        format!(
+            r#"{{"type":"reconcile_operation","request":{{{s},"request_id":"r-4","tool":"t.x","operation_key":"op-1"}}}}"#
+        ),
+        format!(
+            r#"{{"type":"reconciled_operation","result":{{{s},"request_id":"r-4","tool":"t.x","operation_key":"op-1","status":{{"state":"cancelled"}}}}}}"#
+        ),
+        format!(
+            r#"{{"type":"cancel","request":{{{s},"cancellation_id":"c-2","request_id":"r-1","tool":"t.x"}}}}"#
+        ),
+        format!(
+            r#"{{"type":"cancellation_result","result":{{{s},"cancellation_id":"c-2","request_id":"r-1","tool":"t.x","outcome":"acknowledged"}}}}"#
+        ),
+        format!(
+            r#"{{"type":"cancellation_result","result":{{{s},"cancellation_id":"c-2","request_id":"r-1","tool":"t.x","outcome":"too_late"}}}}"#
+        ),
+        format!(
+            r#"{{"type":"cancellation_result","result":{{{s},"cancellation_id":"c-2","request_id":"r-1","tool":"t.x","outcome":"unsupported"}}}}"#
+        ),
         format!(r#"{{"type":"close_session",{s}}}"#),
     ]
 }
@@ -85,15 +114,25 @@ fn the_decoder_refuses_what_splash_would_not_send() {
         r#"{"type":"close_session"}"#.to_owned(),
         format!(r#"{{"type":"close_session",{s},"x":null}}"#),
         format!(r#"{{"type":"cancel","request":{{{s},"request_id":"r-1","tool":"t"}}}}"#),
-        format!(r#"{{"type":"cancel","request":{{{s},"cancellation_id":"c","request_id":"r-1","tool":"t","why":1}}}}"#),
+        format!(
+            r#"{{"type":"cancel","request":{{{s},"cancellation_id":"c","request_id":"r-1","tool":"t","why":1}}}}"#
+        ),
         // A payload without its format, or of an unknown one.
         format!(r#"{{"type":"result","result":{{{s},"request_id":"r-1","payload":{{"a":1}}}}}}"#),
-        format!(r#"{{"type":"result","result":{{{s},"request_id":"r-1","payload":{{"format":"yaml","value":"a"}}}}}}"#),
-        format!(r#"{{"type":"result","result":{{{s},"request_id":"r-1","payload":{{"format":"text","value":1}}}}}}"#),
+        format!(
+            r#"{{"type":"result","result":{{{s},"request_id":"r-1","payload":{{"format":"yaml","value":"a"}}}}}}"#
+        ),
+        format!(
+            r#"{{"type":"result","result":{{{s},"request_id":"r-1","payload":{{"format":"text","value":1}}}}}}"#
+        ),
         // Not a token.
-        format!(r#"{{"type":"invoke","invocation":{{{s},"request_id":"R-1","tool":"t","payload":{{"format":"text","value":""}}}}}}"#),
+        format!(
+            r#"{{"type":"invoke","invocation":{{{s},"request_id":"R-1","tool":"t","payload":{{"format":"text","value":""}}}}}}"#
+        ),
         // An unknown status.
-        format!(r#"{{"type":"reconciled_operation","result":{{{s},"request_id":"r","tool":"t","operation_key":"o","status":{{"state":"unknown"}}}}}}"#),
+        format!(
+            r#"{{"type":"reconciled_operation","result":{{{s},"request_id":"r","tool":"t","operation_key":"o","status":{{"state":"unknown"}}}}}}"#
+        ),
         // The old shapes.
         r#"{"type":"invoke","request_id":"r-1","tool":"t","input":{}}"#.to_owned(),
         r#"{"type":"cancel","request_id":"r-1"}"#.to_owned(),
@@ -107,13 +146,24 @@ fn validation_refuses_what_the_types_cannot() {
     let s = r#""protocol_version":5,"session_id":"s""#;
     for wire in [
         // A cancellation id equal to the request it cancels.
-        format!(r#"{{"type":"cancel","request":{{{s},"cancellation_id":"r-1","request_id":"r-1","tool":"t"}}}}"#),
+        format!(
+            r#"{{"type":"cancel","request":{{{s},"cancellation_id":"r-1","request_id":"r-1","tool":"t"}}}}"#
+        ),
         // A compensation key outside `cmp-`, a malformed fingerprint.
-        format!(r#"{{"type":"compensate_operation","request":{{{s},"request_id":"r","tool":"t","operation_key":"o","compensation_key":"undo-1","tenant_scope":"x","grant_fingerprint":"{FP}","payload":{{"format":"text","value":""}}}}}}"#),
-        format!(r#"{{"type":"compensate_operation","request":{{{s},"request_id":"r","tool":"t","operation_key":"o","compensation_key":"cmp-1","tenant_scope":"x","grant_fingerprint":"{}","payload":{{"format":"text","value":""}}}}}}"#, FP.to_uppercase()),
+        format!(
+            r#"{{"type":"compensate_operation","request":{{{s},"request_id":"r","tool":"t","operation_key":"o","compensation_key":"undo-1","tenant_scope":"x","grant_fingerprint":"{FP}","payload":{{"format":"text","value":""}}}}}}"#
+        ),
+        format!(
+            r#"{{"type":"compensate_operation","request":{{{s},"request_id":"r","tool":"t","operation_key":"o","compensation_key":"cmp-1","tenant_scope":"x","grant_fingerprint":"{}","payload":{{"format":"text","value":""}}}}}}"#,
+            FP.to_uppercase()
+        ),
         // An empty failure message; a succeeded status with a scalar value.
-        format!(r#"{{"type":"operation_result","result":{{{s},"request_id":"r","tool":"t","operation_key":"o","status":{{"state":"failed","message":""}}}}}}"#),
-        format!(r#"{{"type":"operation_result","result":{{{s},"request_id":"r","tool":"t","operation_key":"o","status":{{"state":"succeeded","payload":{{"format":"json","value":1}}}}}}}}"#),
+        format!(
+            r#"{{"type":"operation_result","result":{{{s},"request_id":"r","tool":"t","operation_key":"o","status":{{"state":"failed","message":""}}}}}}"#
+        ),
+        format!(
+            r#"{{"type":"operation_result","result":{{{s},"request_id":"r","tool":"t","operation_key":"o","status":{{"state":"succeeded","payload":{{"format":"json","value":1}}}}}}}}"#
+        ),
     ] {
         let message: Message = serde_json::from_str(&wire).expect(&wire);
         assert!(message.validate().is_err(), "{wire}");

@@ -66,7 +66,15 @@ fn numbers_are_rewritten_canonically() {
 
 #[test]
 fn numbers_out_of_range_are_refused() {
-    for text in ["[1e400]", "[-1e400]", "[NaN]", "[Infinity]", "[01]", "[1.]", "[.5]"] {
+    for text in [
+        "[1e400]",
+        "[-1e400]",
+        "[NaN]",
+        "[Infinity]",
+        "[01]",
+        "[1.]",
+        "[.5]",
+    ] {
         assert!(serde_json::from_str::<Value>(text).is_err(), "{text}");
     }
 }
@@ -127,7 +135,10 @@ fn the_tag_covers_the_canonical_numbers() {
         .expect("seal");
     assert_eq!(sealed.auth_tag.to_hex(), tag.to_hex().as_str());
     let wire = String::from_utf8(canonical::to_vec(&sealed).expect("encode")).expect("utf-8");
-    assert!(wire.contains(r#"{"n":[1000.0,1.5,0.5,1,-0.0,1e+16]}"#), "{wire}");
+    assert!(
+        wire.contains(r#"{"n":[1000.0,1.5,0.5,1,-0.0,1e+16]}"#),
+        "{wire}"
+    );
 }
 
 proptest! {

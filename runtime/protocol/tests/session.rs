@@ -16,7 +16,13 @@ use splash_protocol::{
     SessionError, SessionKey, SessionRole, Token, Version, Worker,
 };
 
-const TOOLS: [&str; 5] = ["demo.echo", "demo.fail", "demo.big", "demo.text", "demo.many"];
+const TOOLS: [&str; 5] = [
+    "demo.echo",
+    "demo.fail",
+    "demo.big",
+    "demo.text",
+    "demo.many",
+];
 
 fn manifest(session: &str) -> CapabilityManifest {
     CapabilityManifest::from_json(
@@ -115,7 +121,10 @@ fn host_and_worker_round_trip_and_host_refusals_send_nothing() {
         })
     ));
     // 32 levels are fine.
-    assert_eq!(host.invoke("demo.many", nested(32)).expect("deep"), nested(32));
+    assert_eq!(
+        host.invoke("demo.many", nested(32)).expect("deep"),
+        nested(32)
+    );
     host.invoke("demo.echo", json!([2])).expect("echo");
     host.invoke("demo.echo", json!([3])).expect("echo");
     assert!(matches!(
@@ -347,7 +356,12 @@ fn worker_rejects_a_bad_preamble_and_a_missing_open_session() {
 #[test]
 fn oversized_frames_poison_the_worker() {
     let (host_in, host_out, worker) = spawn_worker(&TOOLS);
-    let mut host = raw_host("s-1", SessionKey::generate().expect("rng"), host_in, host_out);
+    let mut host = raw_host(
+        "s-1",
+        SessionKey::generate().expect("rng"),
+        host_in,
+        host_out,
+    );
     host.send(Message::OpenSession {
         manifest: manifest("s-1"),
     })
@@ -373,7 +387,8 @@ fn a_replayed_host_frame_poisons_the_worker() {
     let mut host = raw_host("s-1", key(), host_in, host_out);
     // A second sealer with the same key makes byte-identical copies of the
     // host's frames, so frame 2 can be written again.
-    let mut copier = splash_protocol::SessionAuthenticator::new(tok("s-1"), key(), SessionRole::Host);
+    let mut copier =
+        splash_protocol::SessionAuthenticator::new(tok("s-1"), key(), SessionRole::Host);
     let open = Message::OpenSession {
         manifest: manifest("s-1"),
     };
@@ -422,7 +437,13 @@ fn a_misbehaving_worker_poisons_the_host() {
             |e| matches!(e, SessionError::RequestMismatch { .. }),
         ),
         (
-            |_| result("s-1", "r-1", json!({"far": "more than sixty-four bytes of output ........................"})),
+            |_| {
+                result(
+                    "s-1",
+                    "r-1",
+                    json!({"far": "more than sixty-four bytes of output ........................"}),
+                )
+            },
             |e| matches!(e, SessionError::TooLarge { what: "output", .. }),
         ),
         (
@@ -439,7 +460,15 @@ fn a_misbehaving_worker_poisons_the_host() {
                     splash_protocol::CancelOutcome::Acknowledged,
                 )
             },
-            |e| matches!(e, SessionError::Unexpected { got: "cancellation_result", .. }),
+            |e| {
+                matches!(
+                    e,
+                    SessionError::Unexpected {
+                        got: "cancellation_result",
+                        ..
+                    }
+                )
+            },
         ),
     ];
     for (reply, expected) in cases {
@@ -456,7 +485,9 @@ fn a_misbehaving_worker_poisons_the_host() {
 
 fn op_result(request: &Message, status: OperationStatus, key: &str) -> OperationResult {
     let (request_id, tool) = match request {
-        Message::DispatchOperation { request } => (request.request_id.clone(), request.tool.clone()),
+        Message::DispatchOperation { request } => {
+            (request.request_id.clone(), request.tool.clone())
+        }
         Message::ReconcileOperation { request } => {
             (request.request_id.clone(), request.tool.clone())
         }
@@ -495,7 +526,8 @@ fn durable_requests_have_the_splash_shape_and_their_answers_are_checked() {
         result: op_result(m, OperationStatus::Running, "op-1"),
     });
     assert_eq!(
-        host.reconcile("demo.echo", &tok("op-1")).expect("reconcile"),
+        host.reconcile("demo.echo", &tok("op-1"))
+            .expect("reconcile"),
         OperationStatus::Running
     );
 
@@ -537,22 +569,46 @@ fn durable_requests_have_the_splash_shape_and_their_answers_are_checked() {
     // Refused before anything is sent: no compensations for `demo.fail`,
     // a key outside `cmp-`.
     assert!(matches!(
-        host.compensate("demo.fail", &tok("op-1"), &tok("cmp-1"), &tok("t"), json!({})),
+        host.compensate(
+            "demo.fail",
+            &tok("op-1"),
+            &tok("cmp-1"),
+            &tok("t"),
+            json!({})
+        ),
         Err(SessionError::CompensationNotGranted(_))
     ));
     assert!(matches!(
-        host.compensate("demo.echo", &tok("op-1"), &tok("undo-1"), &tok("t"), json!({})),
+        host.compensate(
+            "demo.echo",
+            &tok("op-1"),
+            &tok("undo-1"),
+            &tok("t"),
+            json!({})
+        ),
         Err(SessionError::InvalidRequest(_))
     ));
     assert_eq!(
-        host.compensate("demo.echo", &tok("op-1"), &tok("cmp-1"), &tok("t"), json!({}))
-            .expect("compensate"),
+        host.compensate(
+            "demo.echo",
+            &tok("op-1"),
+            &tok("cmp-1"),
+            &tok("t"),
+            json!({})
+        )
+        .expect("compensate"),
         OperationStatus::Failed {
             message: "nothing to undo".into()
         }
     );
     assert!(matches!(
-        host.compensate("demo.echo", &tok("op-1"), &tok("cmp-2"), &tok("t"), json!({})),
+        host.compensate(
+            "demo.echo",
+            &tok("op-1"),
+            &tok("cmp-2"),
+            &tok("t"),
+            json!({})
+        ),
         Err(SessionError::CompensationLimit { max: 1, .. })
     ));
 }
@@ -564,7 +620,13 @@ fn our_worker_ends_the_session_on_a_dispatch() {
         .dispatch("demo.echo", &tok("op-1"), json!({}))
         .expect_err("unserved");
     assert!(
-        matches!(e, SessionError::WorkerEnded { kind: "dispatch_operation", .. }),
+        matches!(
+            e,
+            SessionError::WorkerEnded {
+                kind: "dispatch_operation",
+                ..
+            }
+        ),
         "{e:?}"
     );
     assert!(matches!(

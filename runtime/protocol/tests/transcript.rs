@@ -23,15 +23,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use splash_protocol::{
-    CallEvent, CancelSignal, CapabilityManifest, HostSession, PrivatePipeWorkerBootstrap,
-    ServeEnd, SessionKey, Token, ToolFailure, Worker,
+    CallEvent, CancelSignal, CapabilityManifest, HostSession, PrivatePipeWorkerBootstrap, ServeEnd,
+    SessionKey, Token, ToolFailure, Worker,
 };
 
 const TRANSCRIPT: &str = include_str!("data/session-ctl-b.txt");
 
 fn key() -> SessionKey {
-    SessionKey::from_bytes(core::array::from_fn(|i| u8::try_from(i + 1).expect("small")))
-        .expect("key")
+    SessionKey::from_bytes(core::array::from_fn(|i| {
+        u8::try_from(i + 1).expect("small")
+    }))
+    .expect("key")
 }
 
 fn tok(s: &str) -> Token {
@@ -137,19 +139,19 @@ fn our_worker_writes_the_recorded_worker_frames() {
     let worker = thread::spawn(move || {
         Worker::new(worker_in, worker_out, &["interop.echo", "interop.sleep"])?.serve_cancellable(
             &["interop.sleep"],
-            |tool: &Token, input: Value, _: &CapabilityManifest, cancel: &CancelSignal| {
-                match tool.as_str() {
-                    "interop.echo" => Ok(json!({"echo": input, "worker": "splash"})),
-                    _ => {
-                        let start = Instant::now();
-                        while !cancel.is_cancelled() {
-                            if start.elapsed() > Duration::from_secs(10) {
-                                return Err(ToolFailure::Error("never cancelled".into()));
-                            }
-                            thread::sleep(Duration::from_millis(2));
+            |tool: &Token, input: Value, _: &CapabilityManifest, cancel: &CancelSignal| match tool
+                .as_str()
+            {
+                "interop.echo" => Ok(json!({"echo": input, "worker": "splash"})),
+                _ => {
+                    let start = Instant::now();
+                    while !cancel.is_cancelled() {
+                        if start.elapsed() > Duration::from_secs(10) {
+                            return Err(ToolFailure::Error("never cancelled".into()));
                         }
-                        Err(ToolFailure::Cancelled)
+                        thread::sleep(Duration::from_millis(2));
                     }
+                    Err(ToolFailure::Cancelled)
                 }
             },
         )

@@ -154,16 +154,22 @@ fn message_body_vectors_authenticate_as_they_went_on_the_wire() {
         protocol_version: splash_protocol::Version,
         session_id: tok("ctl-b"),
     };
-    worker.open(host.seal(filler()).expect("1")).expect("frame 1");
+    worker
+        .open(host.seal(filler()).expect("1"))
+        .expect("frame 1");
     // As it went on the wire: keys unsorted. The tag covers the sorted form.
-    let unsorted = BODY_VECTORS[0].2.replace(r#"{"a":2,"b":1}"#, r#"{"b":1,"a":2}"#);
+    let unsorted = BODY_VECTORS[0]
+        .2
+        .replace(r#"{"a":2,"b":1}"#, r#"{"b":1,"a":2}"#);
     let invoke = worker
         .open(frame(2, &unsorted, BODY_VECTORS[0].3))
         .expect("invoke authenticates");
     assert_eq!(invoke, serde_json::from_str(BODY_VECTORS[0].2).expect("m"));
     host.seal(invoke).expect("2");
     for n in 3..=4 {
-        worker.open(host.seal(filler()).expect("seal")).expect(&n.to_string());
+        let frame = host.seal(filler()).expect("seal");
+        assert_eq!(frame.sequence, n);
+        worker.open(frame).expect("filler frame");
     }
     worker
         .open(frame(5, BODY_VECTORS[2].2, BODY_VECTORS[2].3))

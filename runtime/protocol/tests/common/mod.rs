@@ -95,7 +95,12 @@ pub fn raw_worker(mut stdin: PipeReader, stdout: PipeWriter) -> Channel {
 }
 
 /// A scripted host end: writes the preamble, then speaks raw frames.
-pub fn raw_host(session: &str, key: SessionKey, mut stdin: PipeWriter, stdout: PipeReader) -> Channel {
+pub fn raw_host(
+    session: &str,
+    key: SessionKey,
+    mut stdin: PipeWriter,
+    stdout: PipeReader,
+) -> Channel {
     PrivatePipeWorkerBootstrap::new(tok(session), key.clone())
         .write_to(&mut stdin)
         .expect("preamble");
