@@ -389,6 +389,14 @@ impl<R: Read, W: Write> HostSession<R, W> {
     ) -> Result<OperationStatus, SessionError> {
         self.idle()?;
         let grant = self.grant(tool)?;
+        if !compensation_key
+            .as_str()
+            .starts_with(crate::message::COMPENSATION_KEY_PREFIX)
+        {
+            return Err(SessionError::InvalidRequest(
+                crate::message::MessageError::CompensationKey(compensation_key.to_string()),
+            ));
+        }
         if grant.max_compensations == 0 {
             return Err(SessionError::CompensationNotGranted(grant.tool.to_string()));
         }
@@ -420,12 +428,6 @@ impl<R: Read, W: Write> HostSession<R, W> {
             grant_fingerprint,
             payload,
         };
-        // Checked before anything is sent (the compensation key namespace).
-        Message::CompensateOperation {
-            request: request.clone(),
-        }
-        .validate()
-        .map_err(SessionError::InvalidRequest)?;
         self.compensations.insert(grant.tool.clone(), used + 1);
         self.send_request(
             Message::CompensateOperation {

@@ -10,7 +10,10 @@
 //! - [`token`]: the token rule for ids and tool names;
 //! - [`manifest`]: the capability manifest and its strict decoder;
 //! - [`bootstrap`]: the session key and the preamble written on stdin;
-//! - [`message`], [`auth`]: messages, frames, tags and sequences;
+//! - [`canonical`]: the deterministic serialization tags cover (sorted
+//!   payload keys, the canonical number layout);
+//! - [`message`], [`auth`]: messages in the Splash v5 shapes, frames, tags
+//!   and sequences;
 //! - [`codec`]: one bounded JSON object per line, poisoned by any error;
 //! - [`channel`]: codec plus authenticator;
 //! - [`host`], [`worker`]: the two ends of a session.

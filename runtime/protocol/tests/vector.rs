@@ -178,3 +178,25 @@ fn message_body_vectors_authenticate_as_they_went_on_the_wire() {
     host.open(frame(1, BODY_VECTORS[1].2, BODY_VECTORS[1].3))
         .expect("result authenticates");
 }
+
+/// The compensation fingerprint of the vector grant, over bytes written by
+/// hand: the domain, the JSON length as 8 big-endian bytes, the JSON.
+#[test]
+fn the_compensation_fingerprint_binds_the_grant_json() {
+    let grant_json = r#"{"tool":"tool.call","format":"json","max_calls":1,"max_input_bytes":16384,"max_output_bytes":65536,"max_compensations":0,"resources":[{"kind":"file_root","id":"a"},{"kind":"file_root","id":"b"},{"kind":"secret","id":"k"}]}"#;
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(b"splash-compensation-grant-v1");
+    hasher.update(&u64::try_from(grant_json.len()).expect("len").to_be_bytes());
+    hasher.update(grant_json.as_bytes());
+    let grant = &vector_manifest().grants[0];
+    assert_eq!(
+        grant.compensation_fingerprint().expect("fingerprint"),
+        hasher.finalize().to_hex().as_str()
+    );
+    let mut wider = grant.clone();
+    wider.max_compensations = 1;
+    assert_ne!(
+        wider.compensation_fingerprint().expect("fingerprint"),
+        grant.compensation_fingerprint().expect("fingerprint")
+    );
+}
