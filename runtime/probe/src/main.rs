@@ -14,7 +14,7 @@
 //! | `probe.try` | `{"op"}` | success or the failing step and errno of one escape attempt |
 //! | `probe.spin` | `{"seconds"}` | a busy loop (cancellable) |
 //! | `probe.sleep` | `{"ms"}` | a sleep (cancellable) |
-//! | `probe.echo` | `{"input"}` | `input` |
+//! | `probe.echo` | `{"input"}` | `{"input"}`, unchanged |
 //!
 //! It works the same outside any sandbox, for control runs. Nothing but
 //! protocol frames is written to stdout; diagnostics go to stderr.
@@ -32,6 +32,19 @@ use std::process::ExitCode;
 
 use serde_json::Value;
 use splash_protocol::{CancelSignal, CapabilityManifest, Token, ToolFailure, Worker};
+
+/// The tools the probe has handlers for; a manifest that grants any other
+/// tool is refused when the session opens.
+const TOOLS: [&str; 8] = [
+    "probe.report",
+    "probe.path",
+    "probe.write",
+    "probe.exec",
+    "probe.try",
+    "probe.spin",
+    "probe.sleep",
+    "probe.echo",
+];
 
 /// The tools that stop early when the host cancels them.
 const CANCELLABLE: [&str; 2] = ["probe.spin", "probe.sleep"];
@@ -62,7 +75,7 @@ fn main() -> ExitCode {
         eprintln!("splash-probe {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
-    let worker = match Worker::from_stdio() {
+    let worker = match Worker::from_stdio(&TOOLS) {
         Ok(w) => w,
         Err(e) => {
             eprintln!("splash-probe: failed to start the session: {e}");

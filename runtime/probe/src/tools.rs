@@ -420,7 +420,13 @@ fn millis(start: Instant) -> u64 {
     u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// `probe.echo {input}`: returns `input` unchanged.
+/// `probe.echo {input}`: returns `{"input": input}`, `input` unchanged (a
+/// JSON payload must be an object or an array, so the value is wrapped).
 pub fn echo(input: &Value) -> Result<Value, String> {
-    Ok(input.get("input").cloned().unwrap_or(Value::Null))
+    let mut out = serde_json::Map::new();
+    out.insert(
+        "input".to_owned(),
+        input.get("input").cloned().unwrap_or(Value::Null),
+    );
+    Ok(Value::Object(out))
 }
