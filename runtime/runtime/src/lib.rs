@@ -19,6 +19,7 @@ pub mod lifecycle;
 pub mod quota;
 pub mod spawn;
 mod sys;
+pub mod verify;
 
 pub use bind::{
     BindError, BindOptions, BoundCommand, BubblewrapLaunch, LaunchPreparation, PinnedSource,

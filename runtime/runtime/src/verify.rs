@@ -1,0 +1,239 @@
+//! Re-verification of a [`LaunchPlan`] at bind.
+//!
+//! A plan is data: a host can build or edit one by hand, or lower it for
+//! another machine. Bind therefore does not trust that the plan came from
+//! this host's lowering and checks, before anything is opened or launched:
+//!
+//! 1. the fixed hardening prefix of the Bubblewrap operations, exactly as
+//!    lowering emits it ([`HARDENING_PREFIX`]), after the optional
+//!    `--seccomp` and with the optional user-namespace lockdown in its place;
+//! 2. the architecture: the plan's and its seccomp program's must be this
+//!    host's, and the program itself, run in the interpreter, must allow at
+//!    least one system call of this host's architecture (a program compiled
+//!    for another architecture kills every one of them);
+//! 3. the seccomp delivery matches the operations (a `--seccomp` operation
+//!    exactly when Bubblewrap installs the filter);
+//! 4. controls this runtime cannot enforce are refused by name (the network
+//!    broker);
+//! 5. the exec chain is split into its programs ([`exec_chain`]) so bind can
+//!    check every one of them, not only the first.
+
+use splashpol::plan::{
+    Arch, BwrapOp, ExecArg, LaunchPlan, MountPoint, SeccompDelivery, SeccompPlan,
+};
+
+use crate::bind::BindError;
+
+/// The operations every plan starts with, after an optional `--seccomp`, as
+/// Bubblewrap options. `--unshare-user --disable-userns` may follow
+/// `--unshare-all` (the user-namespace lockdown).
+pub const HARDENING_PREFIX: &[&str] = &[
+    "--unshare-all",
+    "--cap-drop ALL",
+    "--clearenv",
+    "--new-session",
+    "--die-with-parent",
+    "--chdir /",
+    "--proc /proc",
+    "--dev /dev",
+];
+
+fn expected_prefix(lockdown: bool) -> Vec<(BwrapOp, &'static str)> {
+    let fixed = |s: &str| splashpol::model::AbsPath::new(s).expect("fixed sandbox path");
+    let ops = [
+        BwrapOp::UnshareAll,
+        BwrapOp::CapDropAll,
+        BwrapOp::ClearEnv,
+        BwrapOp::NewSession,
+        BwrapOp::DieWithParent,
+        BwrapOp::Chdir(MountPoint::Root),
+        BwrapOp::Proc(fixed("/proc")),
+        BwrapOp::Dev(fixed("/dev")),
+    ];
+    let mut out: Vec<(BwrapOp, &'static str)> =
+        ops.into_iter().zip(HARDENING_PREFIX.iter().copied()).collect();
+    if lockdown {
+        out.splice(
+            1..1,
+            [
+                (BwrapOp::UnshareUser, "--unshare-user"),
+                (BwrapOp::DisableUserns, "--disable-userns"),
+            ],
+        );
+    }
+    out
+}
+
+/// Checks steps 1–4 of the module documentation.
+pub(crate) fn verify_plan(plan: &LaunchPlan) -> Result<(), BindError> {
+    check_prefix(plan)?;
+    check_arch(plan)?;
+    if plan.network_broker.is_some() {
+        return Err(BindError::Unsupported {
+            what: "the network broker".into(),
+        });
+    }
+    Ok(())
+}
+
+fn check_prefix(plan: &LaunchPlan) -> Result<(), BindError> {
+    let bwrap_seccomp = matches!(
+        plan.seccomp.as_ref().map(|s| &s.delivery),
+        Some(SeccompDelivery::Bubblewrap)
+    );
+    let mut ops = plan.ops.as_slice();
+    match ops.first() {
+        Some(BwrapOp::Seccomp) if bwrap_seccomp => ops = &ops[1..],
+        Some(BwrapOp::Seccomp) => {
+            return Err(BindError::Plan(
+                "the plan passes `--seccomp` but its seccomp program is not delivered by bubblewrap"
+                    .into(),
+            ));
+        }
+        _ if bwrap_seccomp => {
+            return Err(BindError::Plan(
+                "the plan's seccomp program is delivered by bubblewrap but `--seccomp` is not its first operation".into(),
+            ));
+        }
+        _ => {}
+    }
+    if ops.iter().any(|op| *op == BwrapOp::Seccomp) {
+        return Err(BindError::Plan(
+            "`--seccomp` may only be the first operation".into(),
+        ));
+    }
+    let lockdown = ops.get(1) == Some(&BwrapOp::UnshareUser);
+    for (i, (want, option)) in expected_prefix(lockdown).iter().enumerate() {
+        if ops.get(i) != Some(want) {
+            return Err(BindError::HardeningPrefix {
+                position: i,
+                expected: option,
+                found: ops
+                    .get(i)
+                    .map_or_else(|| "nothing".to_owned(), |op| format!("{op:?}")),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn check_arch(plan: &LaunchPlan) -> Result<(), BindError> {
+    let host = Arch::host().ok_or_else(|| BindError::Unsupported {
+        what: "launches on this host architecture (no seccomp tables for it)".into(),
+    })?;
+    if plan.arch != host {
+        return Err(BindError::ForeignArch {
+            what: "the launch plan",
+            plan: plan.arch.name(),
+            host: host.name(),
+        });
+    }
+    if let Some(seccomp) = &plan.seccomp {
+        if seccomp.arch != host {
+            return Err(BindError::ForeignArch {
+                what: "the seccomp program",
+                plan: seccomp.arch.name(),
+                host: host.name(),
+            });
+        }
+        if seccomp.delivery != SeccompDelivery::None {
+            check_program_arch(seccomp, host)?;
+        }
+    }
+    Ok(())
+}
+
+/// The program must be valid cBPF and allow at least one system call of the
+/// host's architecture.
+fn check_program_arch(seccomp: &SeccompPlan, host: Arch) -> Result<(), BindError> {
+    use splash_seccomp::bpf::{SECCOMP_RET_ACTION_FULL, SECCOMP_RET_ALLOW};
+    use splash_seccomp::{SeccompData, SockFilter};
+
+    let bytes = &seccomp.program;
+    if bytes.is_empty() || bytes.len() % 8 != 0 {
+        return Err(BindError::Plan(format!(
+            "the seccomp program is {} bytes, not a whole number of instructions",
+            bytes.len()
+        )));
+    }
+    let insns: Vec<SockFilter> = bytes
+        .chunks_exact(8)
+        .map(|c| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            SockFilter::from_bytes(b)
+        })
+        .collect();
+    splash_seccomp::interp::verify(&insns)
+        .map_err(|e| BindError::Plan(format!("the seccomp program is not valid: {e}")))?;
+    let allows_host = host.syscalls().iter().any(|&(_, nr)| {
+        splash_seccomp::interp::execute(&insns, &SeccompData::new(host, nr))
+            .is_ok_and(|e| e.ret & SECCOMP_RET_ACTION_FULL == SECCOMP_RET_ALLOW)
+    });
+    if !allows_host {
+        return Err(BindError::ForeignArch {
+            what: "the seccomp program (it allows no system call of this host)",
+            plan: seccomp.arch.name(),
+            host: host.name(),
+        });
+    }
+    Ok(())
+}
+
+/// The runner options that take a value, and the ones that do not.
+const RUNNER_OPTIONS_WITH_VALUE: &[&str] = &[
+    "--cpu-seconds",
+    "--address-space-bytes",
+    "--process-count",
+    "--open-files",
+    "--file-size-bytes",
+    "--allow",
+    "--seccomp-fd",
+];
+
+/// The programs of the exec chain, in order: the first program Bubblewrap
+/// executes, then the program after each runner's `--`.
+///
+/// A runner segment is `PROGRAM [runner options] --`; the first segment that
+/// is not one is the worker, and the rest of the command is its arguments.
+/// (A worker whose own arguments happen to look like a runner segment makes
+/// the next argument count as a program too, which can only add a check.)
+pub(crate) fn exec_chain(plan: &LaunchPlan) -> Result<Vec<String>, BindError> {
+    let mut programs = Vec::new();
+    let mut i = 0;
+    loop {
+        let program = match plan.command.get(i) {
+            Some(ExecArg::Literal(p)) => p.clone(),
+            Some(ExecArg::Slot(_)) => {
+                return Err(BindError::Plan(
+                    "a program of the exec chain is a descriptor slot".into(),
+                ));
+            }
+            None if programs.is_empty() => {
+                return Err(BindError::Plan("the plan has no command".into()));
+            }
+            None => {
+                return Err(BindError::Plan(
+                    "a runner's `--` is not followed by a program".into(),
+                ));
+            }
+        };
+        programs.push(program);
+        // Walk the runner options; stop at `--` (next program) or at
+        // anything else (this program is the worker).
+        let mut j = i + 1;
+        let next = loop {
+            match plan.command.get(j) {
+                Some(ExecArg::Literal(a)) if a == "--" => break Some(j + 1),
+                Some(ExecArg::Literal(a)) if RUNNER_OPTIONS_WITH_VALUE.contains(&a.as_str()) => {
+                    j += 2;
+                }
+                _ => break None,
+            }
+        };
+        match next {
+            Some(n) => i = n,
+            None => return Ok(programs),
+        }
+    }
+}
