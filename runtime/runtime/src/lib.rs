@@ -15,15 +15,21 @@
 //! Every raw system call lives in the private `sys` module.
 
 pub mod bind;
+pub mod launch;
 pub mod lifecycle;
 pub mod quota;
+pub mod session;
 pub mod spawn;
 mod sys;
 pub mod verify;
+pub mod watchdog;
 
 pub use bind::{
     BindError, BindOptions, BoundCommand, BubblewrapLaunch, LaunchPreparation, PinnedSource,
 };
 pub use lifecycle::{LaunchFailure, WorkerLifecycle, WorkerStatus};
 pub use quota::{KernelQuotaInspector, QuotaError, QuotaInspector};
+pub use launch::{LaunchError, LaunchOptions, LoadedPolicy, launch};
+pub use session::{CallError, Event, Indeterminate, Session};
 pub use spawn::{LaunchSpec, SpawnError, SpawnedWorker};
+pub use watchdog::{Deadlines, StopHandle, StopReason, Watchdog};

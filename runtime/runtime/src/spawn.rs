@@ -44,6 +44,8 @@ pub enum SpawnError {
         "the plan sets a watchdog ({session_ms} ms per session); launch it with `BoundCommand::spawn_watched`, which enforces it, not with `spawn_with_bootstrap`"
     )]
     WatchdogRequired { session_ms: u64 },
+    #[error("failed to start the watchdog; the worker was stopped and reaped")]
+    Watchdog(#[source] io::Error),
     #[error("the plan was lowered without a manifest; activate a manifest before launch")]
     NoSession,
     #[error(

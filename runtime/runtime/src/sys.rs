@@ -263,3 +263,26 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// Waits at most `timeout` for `fd` to become readable (data, end of input
+/// or an error condition) with `poll(2)`; `false` when the time ran out.
+/// An interrupted wait is reported as not yet readable.
+pub fn wait_readable(fd: BorrowedFd<'_>, timeout: std::time::Duration) -> io::Result<bool> {
+    let millis = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `pfd` is one valid `pollfd` that outlives the call, and the
+    // count passed is 1; `fd` is borrowed, so it stays open meanwhile.
+    let n = unsafe { libc::poll(&mut pfd, 1, millis) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(false);
+        }
+        return Err(e);
+    }
+    Ok(n > 0)
+}
