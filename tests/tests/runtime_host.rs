@@ -122,7 +122,11 @@ fn session_deadline_stops_and_reaps_a_sleeping_worker() {
         .call("probe.sleep", json!({"ms": 30_000}))
         .expect_err("the deadline ends the call");
     let elapsed = started.elapsed();
-    assert_eq!(indeterminate(&err), Some(StopReason::SessionDeadline), "{err}");
+    assert_eq!(
+        indeterminate(&err),
+        Some(StopReason::SessionDeadline),
+        "{err}"
+    );
     assert!(err.poisons_session());
     eprintln!("session deadline 1 s: caller unblocked after {elapsed:?}");
     assert!(elapsed >= Duration::from_millis(900), "{elapsed:?}");
@@ -147,7 +151,11 @@ fn policy_watchdog_block_is_enforced() {
     let err = session
         .call("probe.sleep", json!({"ms": 30_000}))
         .expect_err("the policy deadline ends the call");
-    assert_eq!(indeterminate(&err), Some(StopReason::SessionDeadline), "{err}");
+    assert_eq!(
+        indeterminate(&err),
+        Some(StopReason::SessionDeadline),
+        "{err}"
+    );
     assert!(started.elapsed() < Duration::from_secs(10));
 
     // The unwatched spawn path refuses such a plan instead of dropping it.
@@ -174,7 +182,10 @@ fn call_deadline_poisons_and_a_racing_result_is_still_indeterminate() {
     let probe = probe_dir.path().join("splash-probe");
 
     // A call past its deadline.
-    let mut session = launch(&policy, Deadlines::none().with_call(Duration::from_millis(500)));
+    let mut session = launch(
+        &policy,
+        Deadlines::none().with_call(Duration::from_millis(500)),
+    );
     let pid = session.pid();
     let started = Instant::now();
     let err = session
@@ -186,7 +197,10 @@ fn call_deadline_poisons_and_a_racing_result_is_still_indeterminate() {
 
     // The result is in the pipe before the deadline, but is read after the
     // watchdog won: still indeterminate.
-    let mut session = launch(&policy, Deadlines::none().with_call(Duration::from_millis(300)));
+    let mut session = launch(
+        &policy,
+        Deadlines::none().with_call(Duration::from_millis(300)),
+    );
     session
         .start("probe.sleep", json!({"ms": 0}))
         .expect("start");
@@ -240,7 +254,9 @@ fn cooperative_cancellation_acknowledged_too_late_unsupported() {
         .start("probe.sleep", json!({"ms": 30_000}))
         .expect("start");
     assert_eq!(
-        session.wait_event(Duration::from_millis(200)).expect("wait"),
+        session
+            .wait_event(Duration::from_millis(200))
+            .expect("wait"),
         None
     );
     session.cancel(&id).expect("cancel");
@@ -290,7 +306,9 @@ fn cooperative_cancellation_acknowledged_too_late_unsupported() {
         other => panic!("expected the result, got {other:?}"),
     }
     assert_eq!(
-        session.call("probe.echo", json!({"input": 2})).expect("usable"),
+        session
+            .call("probe.echo", json!({"input": 2}))
+            .expect("usable"),
         json!(2)
     );
     session.close(Duration::from_secs(5)).expect("close");
@@ -316,7 +334,10 @@ fn bind_refuses_a_plan_for_another_architecture() {
     policy.seccomp = Some("deny-known-escape-surface".into());
     let host = Arch::host().expect("host arch");
     BoundCommand::bind(plan(&policy, host)).expect("control: this host's plan binds");
-    let other = Arch::ALL.into_iter().find(|a| *a != host).expect("another arch");
+    let other = Arch::ALL
+        .into_iter()
+        .find(|a| *a != host)
+        .expect("another arch");
     let err = BoundCommand::bind(plan(&policy, other)).expect_err("foreign plan");
     assert!(matches!(err, BindError::ForeignArch { .. }), "{err}");
 
@@ -328,7 +349,8 @@ fn bind_refuses_a_plan_for_another_architecture() {
     }
     let err = BoundCommand::bind(mixed).expect_err("foreign program");
     assert!(
-        err.to_string().contains("allows no system call of this host"),
+        err.to_string()
+            .contains("allows no system call of this host"),
         "{err}"
     );
 }
@@ -370,7 +392,8 @@ fn bind_checks_every_program_of_the_exec_chain() {
     let mut p = plan(&policy, host);
     let worker = p.command.clone();
     p.command = vec![splashpol::plan::ExecArg::Literal(policy.worker())];
-    p.command.push(splashpol::plan::ExecArg::Literal("--".into()));
+    p.command
+        .push(splashpol::plan::ExecArg::Literal("--".into()));
     p.command.push(splashpol::plan::ExecArg::Literal(
         "/opt/worker/missing-program".into(),
     ));
@@ -379,7 +402,8 @@ fn bind_checks_every_program_of_the_exec_chain() {
     // Control: the same chain ending in the worker binds.
     let mut p = plan(&policy, host);
     p.command = vec![splashpol::plan::ExecArg::Literal(policy.worker())];
-    p.command.push(splashpol::plan::ExecArg::Literal("--".into()));
+    p.command
+        .push(splashpol::plan::ExecArg::Literal("--".into()));
     p.command.extend(worker);
     BoundCommand::bind(p).expect("every program exists");
 }
@@ -392,7 +416,9 @@ fn invalid_manifests_are_refused_before_launch() {
     };
     let policy = probe_policy(&bwrap, &probe_dir);
     let loaded = loaded(&policy);
-    loaded.plan(&manifest("h-1")).expect("control: a valid manifest");
+    loaded
+        .plan(&manifest("h-1"))
+        .expect("control: a valid manifest");
     let mut version = manifest("h-1");
     version.protocol_version = 4;
     let mut duplicate = manifest("h-1");
@@ -403,10 +429,7 @@ fn invalid_manifests_are_refused_before_launch() {
         let err = loaded
             .launch(m.clone(), LaunchOptions::default())
             .expect_err("refused");
-        assert!(
-            matches!(err, LaunchError::Manifest(_)),
-            "{m:?}: {err}"
-        );
+        assert!(matches!(err, LaunchError::Manifest(_)), "{m:?}: {err}");
         assert!(err.is_refusal());
         // Activation alone refuses it too.
         assert!(splashpol::activate::activate(&loaded.policy, Some(&m)).is_err());

@@ -141,10 +141,9 @@ pub fn activate(
     manifest: Option<&CapabilityManifest>,
 ) -> Result<Activation, ActivationError> {
     if let Some(m) = manifest {
-        m.validate()
-            .map_err(|e| ActivationError::InvalidManifest {
-                reason: e.to_string(),
-            })?;
+        m.validate().map_err(|e| ActivationError::InvalidManifest {
+            reason: e.to_string(),
+        })?;
     }
     let (session_id, file_roots, network_origins) = match manifest {
         Some(m) => select(policy, m)?,

@@ -27,9 +27,9 @@ pub mod watchdog;
 pub use bind::{
     BindError, BindOptions, BoundCommand, BubblewrapLaunch, LaunchPreparation, PinnedSource,
 };
+pub use launch::{LaunchError, LaunchOptions, LoadedPolicy, launch};
 pub use lifecycle::{LaunchFailure, WorkerLifecycle, WorkerStatus};
 pub use quota::{KernelQuotaInspector, QuotaError, QuotaInspector};
-pub use launch::{LaunchError, LaunchOptions, LoadedPolicy, launch};
 pub use session::{CallError, Event, Indeterminate, Session};
 pub use spawn::{LaunchSpec, SpawnError, SpawnedWorker};
 pub use watchdog::{Deadlines, StopHandle, StopReason, Watchdog};

@@ -336,9 +336,7 @@ impl Session {
             return Err(CallError::Indeterminate { reason, status });
         }
         let status = match watchdog.wait_exit(grace) {
-            Ok(WorkerStatus::Running) | Err(_) => {
-                watchdog.stop().unwrap_or(WorkerStatus::Running)
-            }
+            Ok(WorkerStatus::Running) | Err(_) => watchdog.stop().unwrap_or(WorkerStatus::Running),
             Ok(status) => status,
         };
         if let Some(why) = watchdog.fired() {

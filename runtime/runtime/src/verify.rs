@@ -50,8 +50,10 @@ fn expected_prefix(lockdown: bool) -> Vec<(BwrapOp, &'static str)> {
         BwrapOp::Proc(fixed("/proc")),
         BwrapOp::Dev(fixed("/dev")),
     ];
-    let mut out: Vec<(BwrapOp, &'static str)> =
-        ops.into_iter().zip(HARDENING_PREFIX.iter().copied()).collect();
+    let mut out: Vec<(BwrapOp, &'static str)> = ops
+        .into_iter()
+        .zip(HARDENING_PREFIX.iter().copied())
+        .collect();
     if lockdown {
         out.splice(
             1..1,
