@@ -99,7 +99,7 @@ fn check_prefix(plan: &LaunchPlan) -> Result<(), BindError> {
         }
         _ => {}
     }
-    if ops.iter().any(|op| *op == BwrapOp::Seccomp) {
+    if ops.contains(&BwrapOp::Seccomp) {
         return Err(BindError::Plan(
             "`--seccomp` may only be the first operation".into(),
         ));
@@ -152,7 +152,7 @@ fn check_program_arch(seccomp: &SeccompPlan, host: Arch) -> Result<(), BindError
     use splash_seccomp::{SeccompData, SockFilter};
 
     let bytes = &seccomp.program;
-    if bytes.is_empty() || bytes.len() % 8 != 0 {
+    if bytes.is_empty() || !bytes.len().is_multiple_of(8) {
         return Err(BindError::Plan(format!(
             "the seccomp program is {} bytes, not a whole number of instructions",
             bytes.len()
