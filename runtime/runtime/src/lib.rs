@@ -1,6 +1,6 @@
 //! Host side of a launch: bind, pin, spawn, supervise.
 //!
-//! Most hosts use the front door ([`launch`]): [`LoadedPolicy::launch`]
+//! Most hosts use the front door ([`launch()`]): [`LoadedPolicy::launch`]
 //! validates and activates a manifest, lowers, binds, spawns under the
 //! [`Watchdog`] and opens an authenticated [`Session`], or returns a typed
 //! [`LaunchError`] with nothing left running. A [`Session`] enforces the

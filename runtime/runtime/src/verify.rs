@@ -15,7 +15,7 @@
 //!    exactly when Bubblewrap installs the filter);
 //! 4. controls this runtime cannot enforce are refused by name (the network
 //!    broker);
-//! 5. the exec chain is split into its programs ([`exec_chain`]) so bind can
+//! 5. the exec chain is split into its programs (`exec_chain`) so bind can
 //!    check every one of them, not only the first.
 
 use splashpol::plan::{
