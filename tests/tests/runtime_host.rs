@@ -457,3 +457,82 @@ fn a_call_error_names_the_worker_status_after_a_good_open() {
     assert_eq!(v, json!("ok"));
     session.close(Duration::from_secs(5)).expect("close");
 }
+
+#[test]
+fn reconciliation_needs_a_reaped_worker_a_fresh_session_and_one_grant() {
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let policy = probe_policy(&bwrap, &probe_dir);
+    let probe = probe_dir.path().join("splash-probe");
+    let loaded = loaded(&policy);
+
+    // A call past its deadline: indeterminate, then the proof of reaping.
+    let mut session = launch(
+        &policy,
+        Deadlines::none().with_call(Duration::from_millis(300)),
+    );
+    let err = session
+        .call("probe.sleep", json!({"ms": 30_000}))
+        .expect_err("deadline");
+    assert!(err.poisons_session());
+    let old = session.into_reaped(Duration::from_secs(1)).expect("reaped");
+    assert_eq!(old.session_id().as_str(), "h-1");
+    assert_eq!(old.status(), splash_runtime::WorkerStatus::Killed(9));
+
+    let op = Token::new("op-1").expect("op id");
+    let one_grant = |session: &str| {
+        let mut m = manifest(session);
+        m.grants.retain(|g| g.tool.as_str() == "probe.sleep");
+        m
+    };
+    // The old session id is refused.
+    let err = loaded
+        .reconcile(
+            &old,
+            one_grant("h-1"),
+            "probe.sleep",
+            &op,
+            LaunchOptions::default(),
+        )
+        .expect_err("reused id");
+    assert!(
+        matches!(err, splash_runtime::ReconcileError::SessionReused(_)),
+        "{err}"
+    );
+    // A broad manifest is refused, and so is one for another tool.
+    for (m, tool) in [
+        (manifest("h-2"), "probe.sleep"),
+        (one_grant("h-2"), "probe.echo"),
+    ] {
+        let err = loaded
+            .reconcile(&old, m, tool, &op, LaunchOptions::default())
+            .expect_err("scope");
+        assert!(
+            matches!(err, splash_runtime::ReconcileError::ManifestScope { .. }),
+            "{err}"
+        );
+    }
+    assert!(live_children().is_empty());
+    // Control: a fresh id and exactly one grant: one exchange, and the
+    // worker is reaped before the observation is returned.
+    let done = loaded
+        .reconcile(
+            &old,
+            one_grant("h-2"),
+            "probe.sleep",
+            &op,
+            LaunchOptions::default().with_deadlines(Deadlines::session(Duration::from_secs(30))),
+        )
+        .expect("reconciled");
+    // The probe keeps no journal.
+    assert_eq!(done.state, splash_protocol::OperationState::Unknown);
+    assert_eq!(done.reaped.session_id().as_str(), "h-2");
+    assert_eq!(
+        done.reaped.status(),
+        splash_runtime::WorkerStatus::Exited(0)
+    );
+    assert!(live_children().is_empty());
+    assert!(processes_running(&probe).is_empty());
+}

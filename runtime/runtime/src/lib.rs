@@ -29,6 +29,7 @@ pub mod bind;
 pub mod launch;
 pub mod lifecycle;
 pub mod quota;
+pub mod recovery;
 pub mod session;
 pub mod spawn;
 mod sys;
@@ -41,6 +42,7 @@ pub use bind::{
 pub use launch::{LaunchError, LaunchOptions, LoadedPolicy, launch};
 pub use lifecycle::{LaunchFailure, WorkerLifecycle, WorkerStatus};
 pub use quota::{KernelQuotaInspector, QuotaError, QuotaInspector};
+pub use recovery::{Reaped, ReconcileError, Reconciled};
 pub use session::{CallError, Event, Indeterminate, Session};
 pub use spawn::{LaunchSpec, SpawnError, SpawnedWorker};
 pub use watchdog::{Deadlines, StopHandle, StopReason, Watchdog};

@@ -29,8 +29,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use splash_protocol::{
-    CallEvent, CapabilityManifest, HostSession, PrivatePipeWorkerBootstrap, SessionError,
-    SessionKey, Token,
+    CallEvent, CapabilityManifest, HostSession, OperationState, PrivatePipeWorkerBootstrap,
+    SessionError, SessionKey, Token,
 };
 
 use crate::bind::BoundCommand;
@@ -345,6 +345,55 @@ impl Session {
                 status,
             });
         }
+        Ok(status)
+    }
+
+    /// One `reconcile_operation` exchange under the call deadline (the
+    /// recovery path's only request).
+    pub(crate) fn reconcile_once(
+        &mut self,
+        tool: &str,
+        operation_id: &Token,
+    ) -> Result<OperationState, CallError> {
+        self.usable()?;
+        if let Err(why) = self.watchdog.arm_call() {
+            return Err(self.force_stopped(why));
+        }
+        match self.host.reconcile(tool, operation_id) {
+            Ok(state) => match self.watchdog.settle_call(true) {
+                Ok(()) => Ok(state),
+                Err(why) => Err(self.force_stopped(why)),
+            },
+            Err(e) if !e.poisons_session() => match self.watchdog.settle_call(true) {
+                Ok(()) => Err(CallError::Refused(e)),
+                Err(why) => Err(self.force_stopped(why)),
+            },
+            Err(e) => Err(self.transport_failed(e)),
+        }
+    }
+
+    /// Ends the session and reaps the worker: a healthy idle session is
+    /// closed and given `grace` to exit, anything else is force-stopped.
+    pub(crate) fn end(self, grace: Duration) -> io::Result<WorkerStatus> {
+        let Self {
+            host,
+            readable,
+            poisoned,
+            watchdog,
+            bound,
+            ..
+        } = self;
+        drop(readable);
+        let status = if !poisoned && host.call_in_flight().is_none() && host.close().is_ok() {
+            match watchdog.wait_exit(grace)? {
+                WorkerStatus::Running => watchdog.stop()?,
+                status => status,
+            }
+        } else {
+            watchdog.stop()?
+        };
+        drop(watchdog);
+        drop(bound);
         Ok(status)
     }
 
