@@ -369,6 +369,7 @@ fn bind_refuses_a_plan_without_the_hardening_prefix() {
         BwrapOp::ClearEnv,
         BwrapOp::NewSession,
         BwrapOp::DieWithParent,
+        BwrapOp::AsPid1,
     ] {
         let mut p = plan(&policy, host);
         p.ops.retain(|op| *op != drop_op);
@@ -378,6 +379,16 @@ fn bind_refuses_a_plan_without_the_hardening_prefix() {
             "{drop_op:?}: {err}"
         );
     }
+    // The read-only /proc right after `--proc /proc`.
+    let mut p = plan(&policy, host);
+    let at = p
+        .ops
+        .iter()
+        .position(|op| matches!(op, BwrapOp::RemountRo(_)))
+        .expect("remount /proc");
+    p.ops.remove(at);
+    let err = BoundCommand::bind(p).expect_err("writable /proc");
+    assert!(err.to_string().contains("--remount-ro /proc"), "{err}");
 }
 
 #[test]

@@ -33,8 +33,10 @@ pub const HARDENING_PREFIX: &[&str] = &[
     "--clearenv",
     "--new-session",
     "--die-with-parent",
+    "--as-pid-1",
     "--chdir /",
     "--proc /proc",
+    "--remount-ro /proc",
     "--dev /dev",
 ];
 
@@ -46,8 +48,10 @@ fn expected_prefix(lockdown: bool) -> Vec<(BwrapOp, &'static str)> {
         BwrapOp::ClearEnv,
         BwrapOp::NewSession,
         BwrapOp::DieWithParent,
+        BwrapOp::AsPid1,
         BwrapOp::Chdir(MountPoint::Root),
         BwrapOp::Proc(fixed("/proc")),
+        BwrapOp::RemountRo(MountPoint::Path(fixed("/proc"))),
         BwrapOp::Dev(fixed("/dev")),
     ];
     let mut out: Vec<(BwrapOp, &'static str)> = ops

@@ -1,0 +1,30 @@
+# Runs inside the VM as root, with the job directory as the working directory
+# (see scripts/vm-tests). Prepares what the tests need, then runs every test
+# binary in ./bin with --ignored. Exit status: 0 only if every binary passed.
+set -eu
+modprobe -a -d "$VMTEST_KROOT" virtio_blk ext4 quota_v2
+
+# cgroup v2 with every controller, and one delegated parent for the tests.
+mount -t cgroup2 none /sys/fs/cgroup
+echo "+cpu +memory +pids +io" > /sys/fs/cgroup/cgroup.subtree_control
+mkdir /sys/fs/cgroup/splash-vm
+echo "+cpu +memory +pids +io" > /sys/fs/cgroup/splash-vm/cgroup.subtree_control
+
+# A fresh ext4 filesystem with enforced project quotas.
+mkfs.ext4 -q -F -O quota,project -E quotatype=prjquota /dev/vda
+mkdir -p /run/splash-quota
+mount -o prjquota /dev/vda /run/splash-quota
+
+export SPLASH_IN_VM=1
+export SPLASH_VM_CGROUP_PARENT=/sys/fs/cgroup/splash-vm
+export SPLASH_VM_QUOTA_MNT=/run/splash-quota
+export SPLASH_VM_BIN="$PWD/bin"
+export SPLASH_REQUIRE_HOST=1
+
+echo "guest: kernel $(uname -r); controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+status=0
+for t in tests/*; do
+  echo "=== $(basename "$t")"
+  "$t" --ignored --test-threads=1 || status=1
+done
+exit $status
