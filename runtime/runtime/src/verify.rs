@@ -243,3 +243,54 @@ pub(crate) fn exec_chain(plan: &LaunchPlan) -> Result<Vec<String>, BindError> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lowered(file: &str, arch: Arch) -> LaunchPlan {
+        let path = format!("{}/../../policies/{file}", env!("CARGO_MANIFEST_DIR"));
+        let source = std::fs::read_to_string(&path).expect("policy");
+        let outcome = splashpol::check_source(file, &source);
+        let policy = outcome.policy.expect("valid policy");
+        let activation = splashpol::activate::activate(&policy, None).expect("activate");
+        splashpol::lower::lower(&policy, &activation, arch, "test").expect("lower")
+    }
+
+    #[test]
+    fn exec_chain_names_every_runner_and_the_worker() {
+        let plan = lowered("agent-worker.splashpol", Arch::X86_64);
+        assert_eq!(
+            exec_chain(&plan).expect("chain"),
+            [
+                "/opt/splash/bin/splash-landlock-runner",
+                "/opt/splash/bin/splash-limit-runner",
+                "/opt/splash/bin/worker",
+            ]
+        );
+        let plan = lowered("one-hop.splashpol", Arch::X86_64);
+        let chain = exec_chain(&plan).expect("chain");
+        assert_eq!(chain.len(), 2, "{chain:?}");
+        let plan = lowered("minimal.splashpol", Arch::X86_64);
+        assert_eq!(exec_chain(&plan).expect("chain").len(), 1);
+    }
+
+    #[test]
+    fn every_lowered_policy_has_the_hardening_prefix() {
+        let dir = format!("{}/../../policies", env!("CARGO_MANIFEST_DIR"));
+        for entry in std::fs::read_dir(dir).expect("policies") {
+            let name = entry.expect("entry").file_name();
+            let name = name.to_string_lossy();
+            let plan = lowered(&name, Arch::X86_64);
+            check_prefix(&plan).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+
+    #[test]
+    fn a_program_for_another_architecture_allows_nothing_here() {
+        let plan = lowered("agent-worker.splashpol", Arch::Aarch64);
+        let seccomp = plan.seccomp.expect("seccomp");
+        assert!(check_program_arch(&seccomp, Arch::X86_64).is_err());
+        assert!(check_program_arch(&seccomp, Arch::Aarch64).is_ok());
+    }
+}

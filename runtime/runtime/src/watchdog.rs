@@ -362,3 +362,40 @@ impl BoundCommand {
         Watchdog::watch(worker, deadlines).map_err(SpawnError::Watchdog)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tighter_deadline_of_host_and_policy_wins() {
+        let path = format!(
+            "{}/../../policies/cgroup-limits.splashpol",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let source = std::fs::read_to_string(path).expect("policy");
+        let policy = splashpol::check_source("p", &source)
+            .policy
+            .expect("valid policy");
+        let activation = splashpol::activate::activate(&policy, None).expect("activate");
+        let plan =
+            splashpol::lower::lower(&policy, &activation, splashpol::plan::Arch::X86_64, "t")
+                .expect("lower");
+        // The policy says 300 s per session and 30 s per call.
+        let s = Duration::from_secs;
+        assert_eq!(
+            Deadlines::for_plan(&plan, Deadlines::none()),
+            Deadlines::session(s(300)).with_call(s(30))
+        );
+        assert_eq!(
+            Deadlines::for_plan(&plan, Deadlines::session(s(10)).with_call(s(60))),
+            Deadlines::session(s(10)).with_call(s(30))
+        );
+        let mut bare = plan;
+        bare.watchdog = None;
+        assert_eq!(
+            Deadlines::for_plan(&bare, Deadlines::none().with_call(s(5))),
+            Deadlines::none().with_call(s(5))
+        );
+    }
+}
