@@ -10,7 +10,7 @@ mod runtime_support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use runtime_support::{TestPolicy, host_with_probe, live_children, probe_policy, serial};
+use runtime_support::{TestPolicy, host_with_probe, live_children, open_fds, probe_policy, serial};
 use serde_json::{Value, json};
 use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Token};
 use splash_runtime::{
@@ -115,6 +115,7 @@ fn session_deadline_stops_and_reaps_a_sleeping_worker() {
         return;
     };
     let policy = probe_policy(&bwrap, &probe_dir);
+    let fds = open_fds();
     let started = Instant::now();
     let mut session = launch(&policy, Deadlines::session(Duration::from_secs(1)));
     let pid = session.pid();
@@ -136,6 +137,8 @@ fn session_deadline_stops_and_reaps_a_sleeping_worker() {
         session.call("probe.echo", json!({})),
         Err(CallError::Poisoned)
     ));
+    drop(session);
+    assert_eq!(open_fds(), fds, "a descriptor was left open");
 }
 
 #[test]
