@@ -309,18 +309,19 @@ impl BoundCommand {
             program: shown,
             source,
         })?;
-        let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            let _ = child.kill();
-            let status = child
-                .wait()
-                .map(crate::lifecycle::describe_status)
-                .unwrap_or_default();
+        let pipes = (child.stdin.take(), child.stdout.take());
+        // From here every stop goes through `WorkerLifecycle::terminate`.
+        let mut lifecycle = WorkerLifecycle::new(child);
+        let (Some(mut stdin), Some(stdout)) = pipes else {
+            let status = lifecycle
+                .terminate()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|e| format!("reap failed: {e}"));
             return Err(SpawnError::Bootstrap {
                 status,
                 source: io::Error::other("the worker pipes were not created"),
             });
         };
-        let mut lifecycle = WorkerLifecycle::new(child);
         if let Err(source) = bootstrap.write_to(&mut stdin).and_then(|()| stdin.flush()) {
             let status = lifecycle
                 .terminate()

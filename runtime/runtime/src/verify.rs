@@ -11,8 +11,10 @@
 //!    host's, and the program itself, run in the interpreter, must allow at
 //!    least one system call of this host's architecture (a program compiled
 //!    for another architecture kills every one of them);
-//! 3. the seccomp delivery matches the operations (a `--seccomp` operation
-//!    exactly when Bubblewrap installs the filter);
+//! 3. the seccomp delivery matches the operations and the command (a
+//!    `--seccomp` operation exactly when Bubblewrap installs the filter, one
+//!    runner `--seccomp-fd` slot exactly when a runner does, and no profile
+//!    without a delivery);
 //! 4. controls this runtime cannot enforce are refused by name (the network
 //!    broker);
 //! 5. the exec chain is split into its programs (`exec_chain`) so bind can
@@ -73,6 +75,7 @@ fn expected_prefix(lockdown: bool) -> Vec<(BwrapOp, &'static str)> {
 /// Checks steps 1–4 of the module documentation.
 pub(crate) fn verify_plan(plan: &LaunchPlan) -> Result<(), BindError> {
     check_prefix(plan)?;
+    check_delivery(plan)?;
     check_arch(plan)?;
     if plan.network_broker.is_some() {
         return Err(BindError::Unsupported {
@@ -123,6 +126,36 @@ fn check_prefix(plan: &LaunchPlan) -> Result<(), BindError> {
     Ok(())
 }
 
+/// The seccomp program must reach its installer: a `--seccomp` operation
+/// for Bubblewrap delivery (checked with the prefix), exactly one runner
+/// `--seccomp-fd` slot for runner delivery, and no plan may name a profile
+/// it does not deliver.
+fn check_delivery(plan: &LaunchPlan) -> Result<(), BindError> {
+    use splashpol::plan::Slot;
+    let runner_slots = plan
+        .command
+        .iter()
+        .filter(|a| **a == ExecArg::Slot(Slot::RunnerSeccomp))
+        .count();
+    match plan
+        .seccomp
+        .as_ref()
+        .map(|s| (&s.delivery, s.profile.as_str()))
+    {
+        Some((SeccompDelivery::Runner, _)) if runner_slots == 1 => Ok(()),
+        Some((SeccompDelivery::Runner, profile)) => Err(BindError::Plan(format!(
+            "seccomp profile `{profile}` is delivered by a runner, but the command passes it {runner_slots} times"
+        ))),
+        Some((SeccompDelivery::None, profile)) => Err(BindError::Unsupported {
+            what: format!("seccomp profile `{profile}` without a way to install it"),
+        }),
+        _ if runner_slots > 0 => Err(BindError::Plan(
+            "the command passes a runner seccomp descriptor the plan does not deliver".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn check_arch(plan: &LaunchPlan) -> Result<(), BindError> {
     let host = Arch::host().ok_or_else(|| BindError::Unsupported {
         what: "launches on this host architecture (no seccomp tables for it)".into(),
@@ -142,9 +175,7 @@ fn check_arch(plan: &LaunchPlan) -> Result<(), BindError> {
                 host: host.name(),
             });
         }
-        if seccomp.delivery != SeccompDelivery::None {
-            check_program_arch(seccomp, host)?;
-        }
+        check_program_arch(seccomp, host)?;
     }
     Ok(())
 }
@@ -292,5 +323,29 @@ mod tests {
         let seccomp = plan.seccomp.expect("seccomp");
         assert!(check_program_arch(&seccomp, Arch::X86_64).is_err());
         assert!(check_program_arch(&seccomp, Arch::Aarch64).is_ok());
+    }
+
+    #[test]
+    fn a_seccomp_program_must_reach_its_installer() {
+        // A strict list behind the one-hop runner: the runner installs it.
+        let plan = lowered("one-hop.splashpol", Arch::X86_64);
+        assert_eq!(
+            plan.seccomp.as_ref().map(|s| &s.delivery),
+            Some(&SeccompDelivery::Runner)
+        );
+        check_delivery(&plan).expect("control: the lowered plan delivers it");
+        let mut dropped = plan.clone();
+        dropped
+            .command
+            .retain(|a| *a != ExecArg::Slot(splashpol::plan::Slot::RunnerSeccomp));
+        assert!(check_delivery(&dropped).is_err());
+        let mut undelivered = plan;
+        if let Some(s) = undelivered.seccomp.as_mut() {
+            s.delivery = SeccompDelivery::None;
+        }
+        assert!(matches!(
+            check_delivery(&undelivered),
+            Err(BindError::Unsupported { .. })
+        ));
     }
 }
