@@ -316,12 +316,16 @@ impl Watchdog {
     /// deadlines stay in force meanwhile); `Running` when it did not.
     pub fn wait_exit(&self, timeout: Duration) -> io::Result<WorkerStatus> {
         let until = Instant::now() + timeout;
+        // A worker that was just closed usually exits within a millisecond:
+        // poll quickly first, then back off to 2 ms.
+        let mut pause = Duration::from_micros(50);
         loop {
             let status = self.try_status()?;
             if status != WorkerStatus::Running || Instant::now() >= until {
                 return Ok(status);
             }
-            std::thread::sleep(Duration::from_millis(2));
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(2));
         }
     }
 
