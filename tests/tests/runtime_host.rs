@@ -211,6 +211,20 @@ fn call_deadline_poisons_and_a_racing_result_is_still_indeterminate() {
     let err = session.next_event().expect_err("termination won");
     assert_eq!(indeterminate(&err), Some(StopReason::CallDeadline), "{err}");
     assert!(matches!(session.next_event(), Err(CallError::Poisoned)));
+
+    // The same for a cancel acknowledgement that is in the pipe when the
+    // deadline wins: not accepted.
+    let mut session = launch(
+        &policy,
+        Deadlines::none().with_call(Duration::from_millis(300)),
+    );
+    let id = session
+        .start("probe.sleep", json!({"ms": 30_000}))
+        .expect("start");
+    session.cancel(&id).expect("cancel");
+    std::thread::sleep(Duration::from_millis(1500));
+    let err = session.next_event().expect_err("termination won");
+    assert_eq!(indeterminate(&err), Some(StopReason::CallDeadline), "{err}");
 }
 
 #[test]
