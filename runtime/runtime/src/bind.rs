@@ -3,7 +3,10 @@
 //! Nothing is launched here except Bubblewrap's own `--help`, which tells
 //! which options the installed build understands. The steps, in order:
 //!
-//! 0. a plan with cgroup limits or `require_cgroup_v2` needs a
+//! 0. the plan is re-verified ([`crate::verify`]): the fixed hardening
+//!    prefix, this host's architecture for the plan and its seccomp program,
+//!    and no control this runtime cannot enforce (the network broker); a plan
+//!    with cgroup limits or `require_cgroup_v2` needs a with cgroup limits or `require_cgroup_v2` needs a
 //!    [`LaunchPreparation`] that provides the cgroup; otherwise bind fails;
 //! 1. the Bubblewrap program: canonicalized, a regular file with an execute
 //!    bit; in executable-pinned mode the canonical file is opened and retained
@@ -18,8 +21,10 @@
 //!    (`fstat`);
 //! 3. every path-based mount source (unpinned mode): canonicalized, not `/`,
 //!    the right type (a read-write source must be a directory);
-//! 4. the program Bubblewrap executes: reached through a read-only bind mount,
-//!    a regular executable and not a symbolic link on the host;
+//! 4. every program of the exec chain (the first program Bubblewrap
+//!    executes and the program after each runner's `--`): reached through a
+//!    read-only bind mount, a regular executable and not a symbolic link on
+//!    the host;
 //! 5. Bubblewrap's options: every option the plan's argument list uses must
 //!    appear in `bwrap --help` (run through the same pinned descriptor that
 //!    will be launched), so an old build fails here with a named option;
@@ -39,7 +44,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use splashpol::model::AbsPath;
-use splashpol::plan::{BwrapOp, ExecArg, LaunchPlan, MountSource, Pin, PinKind, PinRole};
+use splashpol::plan::{BwrapOp, LaunchPlan, MountSource, Pin, PinKind, PinRole};
 
 use crate::quota::{self, KernelQuotaInspector, QuotaError, QuotaInspector, VerifiedQuota};
 use crate::spawn::LaunchSpec;
@@ -47,7 +52,22 @@ use crate::sys;
 
 /// Why a plan could not be bound to this host.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BindError {
+    #[error(
+        "the plan does not start with the fixed hardening prefix: operation {position} should be `{expected}`, found {found}; the launch is refused"
+    )]
+    HardeningPrefix {
+        position: usize,
+        expected: &'static str,
+        found: String,
+    },
+    #[error("{what} is for {plan}, but this host is {host}; the launch is refused")]
+    ForeignArch {
+        what: &'static str,
+        plan: &'static str,
+        host: &'static str,
+    },
     #[error("failed to resolve source `{path}`")]
     Resolve {
         path: String,
@@ -392,16 +412,18 @@ fn host_file_behind(
     Ok(found.flatten())
 }
 
-fn check_exec_target(plan: &LaunchPlan, pins: &[PinnedSource]) -> Result<(), BindError> {
-    let program = match plan.command.first() {
-        Some(ExecArg::Literal(p)) => p.clone(),
-        Some(ExecArg::Slot(_)) => {
-            return Err(BindError::Plan(
-                "the launched program is a descriptor slot".into(),
-            ));
-        }
-        None => return Err(BindError::Plan("the plan has no command".into())),
-    };
+fn check_exec_chain(plan: &LaunchPlan, pins: &[PinnedSource]) -> Result<(), BindError> {
+    for program in crate::verify::exec_chain(plan)? {
+        check_exec_target(plan, pins, program)?;
+    }
+    Ok(())
+}
+
+fn check_exec_target(
+    plan: &LaunchPlan,
+    pins: &[PinnedSource],
+    program: String,
+) -> Result<(), BindError> {
     let sandbox = AbsPath::new(program.clone())
         .map_err(|e| BindError::Plan(format!("launched program `{program}`: {e}")))?;
     let host = host_file_behind(plan, pins, &sandbox)?.ok_or_else(|| {
@@ -484,6 +506,7 @@ impl BoundCommand {
                 splashpol::lower::PLAN_FORMAT
             )));
         }
+        crate::verify::verify_plan(&plan)?;
         if plan.stdio != splashpol::plan::Stdio::default() || !plan.environment.is_empty() {
             return Err(BindError::Unsupported {
                 what: "worker standard streams other than a stdin pipe, a stdout pipe and stderr on `/dev/null`, or a worker environment".into(),
@@ -572,8 +595,8 @@ impl BoundCommand {
             }
         }
 
-        // 4. The program Bubblewrap executes.
-        check_exec_target(&plan, &pins)?;
+        // 4. Every program of the exec chain.
+        check_exec_chain(&plan, &pins)?;
 
         let mut bound = BoundCommand {
             plan,

@@ -9,8 +9,9 @@
 //! read-only directory relative to a pin), `memfd_create(2)` and
 //! `fcntl(F_ADD_SEALS)` (the seccomp program), `ioctl(FS_IOC_FSGETXATTR)` and
 //! `quotactl_fd(2)` with `Q_XGETQSTATV` and `Q_GETQUOTA` (project quotas),
-//! and — only in the forked child, through [`install_child_descriptor_hook`]
-//! — `close_range(2)` and `fcntl(F_SETFD)`.
+//! `poll(2)` (a session waiting for the worker's first answer), and — only in
+//! the forked child, through [`install_child_descriptor_hook`] —
+//! `close_range(2)` and `fcntl(F_SETFD)`.
 #![expect(
     unsafe_code,
     reason = "the one module of this crate that makes raw system calls"
@@ -304,6 +305,29 @@ pub fn install_child_descriptor_hook(command: &mut Command, inherit: Vec<RawFd>)
     unsafe {
         command.pre_exec(hook);
     }
+}
+
+/// Waits at most `timeout` for `fd` to become readable (data, end of input
+/// or an error condition) with `poll(2)`; `false` when the time ran out.
+/// An interrupted wait is reported as not yet readable.
+pub fn wait_readable(fd: BorrowedFd<'_>, timeout: std::time::Duration) -> io::Result<bool> {
+    let millis = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `pfd` is one valid `pollfd` that outlives the call, and the
+    // count passed is 1; `fd` is borrowed, so it stays open meanwhile.
+    let n = unsafe { libc::poll(&mut pfd, 1, millis) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(false);
+        }
+        return Err(e);
+    }
+    Ok(n > 0)
 }
 
 #[cfg(test)]
