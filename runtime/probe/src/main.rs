@@ -11,6 +11,7 @@
 //! | `probe.write` | `{"path", "bytes", "remove"?}` | bytes written and the errno that stopped the write |
 //! | `probe.exec` | `{"argv"}` | exit status or signal, or the errno of the failed exec |
 //! | `probe.try` | `{"op"}` | success or the failing step and errno of one escape attempt |
+//! | `probe.http` | `{"socket", "id", "method", "path", ...}` | one request through the network broker's client |
 //! | `probe.spin` | `{"seconds"}` | a busy loop (cancellable) |
 //! | `probe.sleep` | `{"ms"}` | a sleep (cancellable) |
 //! | `probe.echo` | `{"input"}` | `input` |
@@ -38,7 +39,7 @@ const CANCELLABLE: [&str; 2] = ["probe.spin", "probe.sleep"];
 fn dispatch(
     tool: &Token,
     input: Value,
-    _: &CapabilityManifest,
+    manifest: &CapabilityManifest,
     cancel: &CancelSignal,
 ) -> Result<Value, ToolFailure> {
     let result = match tool.as_str() {
@@ -47,6 +48,7 @@ fn dispatch(
         "probe.write" => tools::write(&input),
         "probe.exec" => tools::exec(&input),
         "probe.try" => tools::try_op(&input),
+        "probe.http" => tools::http(&input, manifest),
         "probe.spin" => return tools::spin(&input, cancel),
         "probe.sleep" => return tools::sleep(&input, cancel),
         "probe.echo" => tools::echo(&input),
