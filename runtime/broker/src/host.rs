@@ -45,7 +45,7 @@ use crate::wire::{
     Response, SOCKET_NAME, read_line, well_formed, write_line,
 };
 
-/// How long the broker waits for a connection's request line.
+/// How long the broker waits for a connection's whole request line.
 pub const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long the broker waits to hand a reply to a slow reader.
 pub const REPLY_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -540,6 +540,25 @@ fn serve(
     }
 }
 
+/// Reads from a connection until one deadline for the whole request, so a
+/// worker that sends a byte at a time cannot hold the broker longer.
+struct DeadlineReader<'a> {
+    stream: &'a UnixStream,
+    deadline: Instant,
+}
+
+impl io::Read for DeadlineReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::from(io::ErrorKind::TimedOut));
+        }
+        self.stream.set_read_timeout(Some(left))?;
+        let mut stream = self.stream;
+        io::Read::read(&mut stream, buf)
+    }
+}
+
 /// Reads one request from `stream` and decides the reply.
 fn handle(stream: &UnixStream, catalog: &Catalog) -> Reply {
     let start = Instant::now();
@@ -548,7 +567,10 @@ fn handle(stream: &UnixStream, catalog: &Catalog) -> Reply {
     {
         return Reply::error(Failure::Failed);
     }
-    let mut reader = BufReader::new(stream);
+    let mut reader = BufReader::new(DeadlineReader {
+        stream,
+        deadline: start + REQUEST_READ_TIMEOUT,
+    });
     let Ok(line) = read_line(&mut reader, MAX_REQUEST_LINE_BYTES) else {
         return Reply::error(Failure::Denied);
     };

@@ -541,3 +541,80 @@ fn origin_catalogs_let_the_worker_choose_the_path_only() {
     drop(broker);
     assert_eq!(origin.stop().len(), 3);
 }
+
+/// Sends `line` over a fresh connection one byte every `pace`, and returns
+/// the reply line and how long after connecting it arrived. The sender stops
+/// at the first failed write (the broker has closed the connection).
+fn trickle(socket: &Path, line: &str, pace: Duration) -> (String, Duration) {
+    let stream = UnixStream::connect(socket).expect("connect");
+    let start = Instant::now();
+    let writer = stream.try_clone().expect("clone");
+    let bytes = line.as_bytes().to_vec();
+    let sender = std::thread::spawn(move || {
+        let mut w = &writer;
+        for b in bytes {
+            if w.write_all(&[b]).is_err() {
+                return;
+            }
+            std::thread::sleep(pace);
+        }
+    });
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let mut reply = String::new();
+    let _ = BufReader::new(&stream).read_line(&mut reply);
+    let elapsed = start.elapsed();
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+    sender.join().expect("sender");
+    (reply, elapsed)
+}
+
+#[test]
+fn a_slow_sender_is_cut_off_at_the_request_deadline() {
+    use splash_broker::host::REQUEST_READ_TIMEOUT;
+    let _g = serial();
+    let origin = TestOrigin::start(8, routes);
+    let parent = Parent::new("slow");
+    let broker = HostBroker::start(parent.path(), endpoint_catalog(&origin)).expect("start");
+    let line = serde_json::to_string(&Request::new(token("api.hello"), Method::Get, "/hello"))
+        .expect("encode")
+        + "\n";
+
+    // Control: the same valid request, sent a byte at a time but finishing
+    // well inside the deadline, is served.
+    let quick = Duration::from_millis(2);
+    let (reply, _) = trickle(&broker.socket_path(), &line, quick);
+    assert!(reply.contains("\"status\":200"), "{reply}");
+
+    // Paced so that every byte arrives well inside a per-read timeout but
+    // the whole line would take about twice the request deadline: the
+    // broker answers `denied` at the deadline and never reaches the origin.
+    let pace = REQUEST_READ_TIMEOUT * 2 / u32::try_from(line.len()).expect("short line");
+    assert!(pace < Duration::from_millis(500), "{pace:?}");
+    let before = origin.seen().len();
+    let (reply, elapsed) = trickle(&broker.socket_path(), &line, pace);
+    assert_eq!(reply, "{\"version\":1,\"error\":\"denied\"}\n");
+    assert!(
+        elapsed >= REQUEST_READ_TIMEOUT - Duration::from_millis(100)
+            && elapsed < REQUEST_READ_TIMEOUT + Duration::from_millis(1500),
+        "cut off after {elapsed:?}, deadline {REQUEST_READ_TIMEOUT:?}"
+    );
+    assert_eq!(origin.seen().len(), before, "the cut-off request was sent");
+
+    // The broker serves the next connection at once.
+    let client = BrokerClient::new(broker.socket_path()).expect("client");
+    let started = Instant::now();
+    let r = client
+        .request(
+            &grant(&["api.hello"]),
+            &Request::new(token("api.hello"), Method::Get, "/hello"),
+        )
+        .expect("served after the cut-off");
+    assert_eq!(r.status, 200);
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let stats = broker.stats();
+    assert_eq!((stats.served, stats.denied), (2, 1), "{stats:?}");
+    broker.shutdown().expect("shutdown");
+    origin.stop();
+}
