@@ -29,6 +29,7 @@ use splash_protocol::{
     ResourceKind, SessionKey, Token,
 };
 use splash_runtime::{BindError, BindOptions, BoundCommand, BrokerBindError};
+use splashpol::plan::{BwrapOp, MountSource};
 
 /// The worker-visible broker directory.
 const DEST: &str = "/run/broker";
@@ -241,8 +242,17 @@ impl Drop for Unsandboxed {
     }
 }
 
+/// Every reply the sandboxed worker received from `probe.http`, so the test
+/// can show the host-held credential is in none of them.
+static WORKER_SAW: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
 fn http(probe: &mut ProbeSession, input: Value) -> Value {
-    probe.call("probe.http", input).expect("probe.http")
+    let reply = probe.call("probe.http", input).expect("probe.http");
+    WORKER_SAW
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(reply.to_string());
+    reply
 }
 
 #[test]
@@ -332,6 +342,10 @@ fn a_sandboxed_worker_makes_exactly_the_catalogs_requests() {
     );
 
     let mut probe = start(&bound, &manifest);
+    WORKER_SAW
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clear();
 
     // Allowed: the response arrives; the credential went to the origin only.
     let r = http(
@@ -441,6 +455,47 @@ fn a_sandboxed_worker_makes_exactly_the_catalogs_requests() {
         .call("probe.exec", json!({"argv": ["/bin/ls", "-A", DEST]}))
         .expect("ls");
     assert_eq!(listing["stdout"], json!("broker.sock\n"), "{listing:#}");
+
+    // The host-held credential never reaches the worker: it is in no reply
+    // the worker received (allowed, denied or failed), and nowhere the
+    // worker can read: the broker directory and the environment and command
+    // line of every process it can see. Control: the origin received it.
+    let saw = WORKER_SAW
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    assert_eq!(saw.len(), 9, "one per request above: {saw:?}");
+    assert!(saw.iter().all(|r| !r.contains(SECRET)), "{saw:?}");
+    // The pattern is a regular expression that matches the secret but not
+    // its own spelling, so the search's command lines do not match it.
+    let mut search = |pattern: &str| {
+        let r = probe
+            .call(
+                "probe.exec",
+                json!({"argv": ["/bin/sh", "-c", format!(
+                    "/bin/grep -ra -D skip -e '{pattern}' {DEST} /proc/[0-9]*/environ /proc/[0-9]*/cmdline; echo \"status $?\""
+                )]}),
+            )
+            .expect("search");
+        format!(
+            "{}{}",
+            r["stderr"].as_str().unwrap_or_default(),
+            r["stdout"].as_str().unwrap_or_default()
+        )
+    };
+    let (head, last) = SECRET.split_at(SECRET.len() - 1);
+    assert_eq!(search(&format!("{head}[{last}]")), "status 1\n");
+    // Control: the same search finds the worker's own command line.
+    assert!(
+        search("splash-prob[e]").ends_with("status 0\n"),
+        "the search reads the worker's processes"
+    );
+    assert!(
+        origin
+            .heads()
+            .iter()
+            .any(|h| h.contains(&format!("x-api-key: {SECRET}\r\n")))
+    );
     assert_eq!(
         probe.close(),
         splash_runtime::WorkerStatus::Exited(0),
@@ -552,6 +607,51 @@ fn bind_refuses_a_missing_foreign_or_mismatched_broker() {
     ));
     assert!(matches!(e, BrokerBindError::Directory(_)), "{e}");
     std::fs::remove_file(&extra).expect("remove extra");
+
+    // A plan altered after lowering: the broker directory mounted
+    // writable, mounted twice, mounted elsewhere, or without
+    // `--unshare-all`. Each is refused before anything on the host is
+    // looked at.
+    let slot = plan.network_broker.as_ref().expect("broker plan").slot;
+    let is_broker_mount = |op: &BwrapOp| matches!(op, BwrapOp::RoBind { source: MountSource::Pinned(s), .. } if *s == slot);
+    let at = plan
+        .ops
+        .iter()
+        .position(is_broker_mount)
+        .expect("broker mount");
+    let BwrapOp::RoBind {
+        source,
+        destination,
+    } = plan.ops[at].clone()
+    else {
+        unreachable!("matched above")
+    };
+    let mut writable = plan.clone();
+    writable.ops[at] = BwrapOp::Bind {
+        source: source.clone(),
+        destination: destination.clone(),
+    };
+    let mut twice = plan.clone();
+    twice.ops.insert(at, plan.ops[at].clone());
+    let mut elsewhere_mount = plan.clone();
+    elsewhere_mount.ops[at] = BwrapOp::RoBind {
+        source,
+        destination: splashpol::model::AbsPath::new("/run/other").expect("path"),
+    };
+    let mut shared = plan.clone();
+    shared.ops.retain(|op| *op != BwrapOp::UnshareAll);
+    for (what, altered) in [
+        ("writable", writable),
+        ("twice", twice),
+        ("elsewhere", elsewhere_mount),
+        ("without --unshare-all", shared),
+    ] {
+        let e = broker_error(BoundCommand::bind_with(
+            altered,
+            BindOptions::default().with_network_broker(broker.mount().expect("mount")),
+        ));
+        assert!(matches!(e, BrokerBindError::Plan(_)), "{what}: {e}");
+    }
 
     // Control: the matching broker binds.
     BoundCommand::bind_with(

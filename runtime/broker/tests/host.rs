@@ -352,14 +352,21 @@ fn unsafe_parents_are_refused() {
         HostBroker::start(parent.path(), Catalog::new(CatalogKind::Origin)),
         Err(BrokerError::EmptyCatalog)
     ));
-    // SAFETY-free check of the uid: only root can hand the parent to
-    // another owner.
-    if std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0) {
-        let other = Parent::new("owner");
-        std::os::unix::fs::chown(other.path(), Some(65534), None).expect("chown");
-        let err = HostBroker::start(other.path(), catalog()).expect_err("foreign parent");
-        assert!(matches!(err, BrokerError::UnsafeParent { .. }), "{err}");
-    }
+    // A parent owned by another user: as root, a private directory handed
+    // to uid 65534; otherwise a root-owned directory that is not group- or
+    // world-writable, so ownership is the only thing wrong with it.
+    let owned_by_other = Parent::new("owner");
+    let other: PathBuf = if std::fs::metadata("/proc/self").map(|m| m.uid()).ok() == Some(0) {
+        std::os::unix::fs::chown(owned_by_other.path(), Some(65534), None).expect("chown");
+        owned_by_other.path().to_path_buf()
+    } else {
+        PathBuf::from("/")
+    };
+    let meta = std::fs::metadata(&other).expect("other parent");
+    assert_eq!(meta.mode() & 0o022, 0, "{}", other.display());
+    let err = HostBroker::start(&other, catalog()).expect_err("foreign parent");
+    assert!(matches!(err, BrokerError::UnsafeParent { .. }), "{err}");
+    assert_eq!(owned_by_other.entries(), 0);
 }
 
 #[test]
