@@ -23,7 +23,11 @@
 //! 5. Bubblewrap's options: every option the plan's argument list uses must
 //!    appear in `bwrap --help` (run through the same pinned descriptor that
 //!    will be launched), so an old build fails here with a named option;
-//! 6. project quotas (see [`crate::quota`]) and their aggregate maximum.
+//! 6. project quotas (see [`crate::quota`]) and their aggregate maximum;
+//! 7. the device nodes (see [`crate::devices`]): the plan must bind all six
+//!    again right after `--dev`; when the worker's uid owns any of the host's
+//!    nodes, launches get private nodes, and one directory of them is made
+//!    and removed here to prove that this host can.
 //!
 //! A cgroup preparation step joins as a [`LaunchPreparation`]: it runs after
 //! these checks and can wrap the launch program (see [`crate::LaunchSpec`]).
@@ -37,8 +41,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use splashpol::model::AbsPath;
-use splashpol::plan::{BwrapOp, ExecArg, LaunchPlan, MountSource, Pin, PinKind, PinRole};
+use splashpol::plan::{
+    BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountSource, Pin, PinKind, PinRole,
+};
 
+use crate::devices::{DEFAULT_DEVICE_PARENT, DeviceError, DeviceSources};
 use crate::quota::{self, KernelQuotaInspector, QuotaError, QuotaInspector, VerifiedQuota};
 use crate::spawn::LaunchSpec;
 use crate::sys;
@@ -107,6 +114,8 @@ pub enum BindError {
         #[source]
         source: io::Error,
     },
+    #[error("cannot provide the sandbox's device nodes")]
+    Devices(#[from] DeviceError),
 }
 
 /// A descriptor retained at bind, duplicated fresh for every launch.
@@ -149,6 +158,14 @@ pub trait LaunchPreparation: std::fmt::Debug + Send + Sync {
     fn provides_cgroup(&self) -> bool {
         false
     }
+    /// The host uid that Bubblewrap and the worker run as when this step's
+    /// wrapper changes it (`None`: the wrapper keeps the runtime's uid). Bind
+    /// uses it to decide whether the worker would own the host's device
+    /// nodes ([`crate::devices`]); a wrapper that changes the uid without
+    /// saying so gets private nodes it cannot reach, and the launch fails.
+    fn launch_uid(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// Options of [`BoundCommand::bind_with`].
@@ -156,6 +173,7 @@ pub trait LaunchPreparation: std::fmt::Debug + Send + Sync {
 pub struct BindOptions {
     quota_inspector: Box<dyn QuotaInspectorDebug>,
     preparations: Vec<Box<dyn LaunchPreparation>>,
+    device_parent: PathBuf,
 }
 
 /// A [`QuotaInspector`] that can be printed in debug output.
@@ -167,6 +185,7 @@ impl Default for BindOptions {
         Self {
             quota_inspector: Box::new(KernelQuotaInspector),
             preparations: Vec::new(),
+            device_parent: PathBuf::from(DEFAULT_DEVICE_PARENT),
         }
     }
 }
@@ -175,6 +194,14 @@ impl BindOptions {
     /// Replaces the project-quota inspector (the default reads the kernel).
     pub fn with_quota_inspector(mut self, inspector: impl QuotaInspectorDebug + 'static) -> Self {
         self.quota_inspector = Box::new(inspector);
+        self
+    }
+
+    /// Replaces the parent directory of the per-launch private device
+    /// directories (default `/dev`): owned by root, writable by nobody else
+    /// (or sticky), on a filesystem not mounted `nodev`.
+    pub fn with_device_directory(mut self, parent: impl Into<PathBuf>) -> Self {
+        self.device_parent = parent.into();
         self
     }
 
@@ -203,6 +230,7 @@ pub struct BoundCommand {
     pub(crate) pins: Vec<PinnedSource>,
     pub(crate) quotas: Vec<VerifiedQuota>,
     pub(crate) preparations: Vec<Box<dyn LaunchPreparation>>,
+    pub(crate) devices: DeviceSources,
 }
 
 fn type_name(meta: &Metadata) -> &'static str {
@@ -252,6 +280,29 @@ fn is_executable_role(role: &PinRole) -> bool {
             | PinRole::CombinedRunner
             | PinRole::AllowedExecutable
     )
+}
+
+/// The plan must mount `/dev` with `--dev` and bind every
+/// [`DeviceNode`] again right after it, in order (a plan from elsewhere
+/// without them would leave the host's nodes to a worker that owns them).
+fn check_device_binds(plan: &LaunchPlan) -> Result<(), BindError> {
+    let at = plan
+        .ops
+        .iter()
+        .position(|op| matches!(op, BwrapOp::Dev(p) if p.as_str() == "/dev"));
+    let follows = at.and_then(|i| plan.ops.get(i + 1..i + 1 + DeviceNode::ALL.len()));
+    let expected: Vec<BwrapOp> = DeviceNode::ALL.map(BwrapOp::DevBind).into();
+    let others = plan
+        .ops
+        .iter()
+        .filter(|op| matches!(op, BwrapOp::Dev(_) | BwrapOp::DevBind(_)))
+        .count();
+    if follows != Some(expected.as_slice()) || others != 1 + expected.len() {
+        return Err(BindError::Plan(
+            "`--dev /dev` must appear once, followed by `--dev-bind` of null, zero, full, random, urandom and tty".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// Canonicalizes `path`, rejecting `/`.
@@ -490,6 +541,8 @@ impl BoundCommand {
             });
         }
 
+        check_device_binds(&plan)?;
+
         // 1. Bubblewrap.
         let bwrap_str = plan.bwrap.as_str().to_owned();
         reject_symlink(&bwrap_str)?;
@@ -575,6 +628,7 @@ impl BoundCommand {
             pins,
             quotas: Vec::new(),
             preparations: Vec::new(),
+            devices: DeviceSources::Host,
         };
 
         // 5. Bubblewrap's options, asked of the very file that will run.
@@ -614,7 +668,16 @@ impl BoundCommand {
         }
         bound.quotas = verified;
 
-        // 7. Launch preparations (cgroup).
+        // 7. Device nodes, for the uid the worker will run as.
+        let worker_uid = options
+            .preparations
+            .iter()
+            .rev()
+            .find_map(|p| p.launch_uid())
+            .unwrap_or_else(sys::real_uid);
+        bound.devices = DeviceSources::decide(worker_uid, &options.device_parent)?;
+
+        // 8. Launch preparations (cgroup).
         let mut preparations = options.preparations;
         for step in &mut preparations {
             step.prepare(&bound)
@@ -650,6 +713,12 @@ impl BoundCommand {
             });
         }
         Ok(())
+    }
+
+    /// Whether each launch gets private device nodes (the worker's uid owns
+    /// the host's).
+    pub fn private_device_nodes(&self) -> bool {
+        self.devices.private()
     }
 
     /// The plan this command was bound from.

@@ -15,6 +15,7 @@
 //! Every raw system call lives in the private `sys` module.
 
 pub mod bind;
+pub mod devices;
 pub mod lifecycle;
 pub mod quota;
 pub mod spawn;
@@ -23,6 +24,7 @@ mod sys;
 pub use bind::{
     BindError, BindOptions, BoundCommand, BubblewrapLaunch, LaunchPreparation, PinnedSource,
 };
+pub use devices::{DeviceDirectory, DeviceError, DeviceSources};
 pub use lifecycle::{LaunchFailure, WorkerLifecycle, WorkerStatus};
 pub use quota::{KernelQuotaInspector, QuotaError, QuotaInspector};
 pub use spawn::{LaunchSpec, SpawnError, SpawnedWorker};
