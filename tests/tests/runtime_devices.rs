@@ -289,7 +289,8 @@ fn bind_refuses_a_plan_without_every_device_bind_after_dev() {
     ] {
         let err = BoundCommand::bind(bad).expect_err(what);
         assert!(
-            matches!(&err, BindError::Plan(m) if m.contains("--dev-bind")),
+            matches!(&err, BindError::HardeningPrefix { expected, .. } if expected.starts_with("--dev-bind"))
+                || matches!(&err, BindError::Plan(m) if m.contains("--dev-bind")),
             "{what}: {err}"
         );
     }

@@ -9,11 +9,13 @@
 //! | `probe.report` | `{"statfs": [paths]}` (optional) | ids, maps, cwd, environment, capabilities, no_new_privs, seccomp, fds, mounts, interfaces, limits, namespaces, cgroup, hostname, statfs |
 //! | `probe.path` | `{"path"}` | exists, type, readable, writable (create and remove a file for a directory), executable |
 //! | `probe.write` | `{"path", "bytes", "remove"?}` | bytes written and the errno that stopped the write |
+//! | `probe.create` | `{"dir", "count"}` | files created and the errno that stopped the creation |
 //! | `probe.exec` | `{"argv"}` | exit status or signal, or the errno of the failed exec |
 //! | `probe.try` | `{"op"}` | success or the failing step and errno of one escape attempt |
+//! | `probe.http` | `{"socket", "id", "method", "path", ...}` | one request through the network broker's client |
 //! | `probe.spin` | `{"seconds"}` | a busy loop (cancellable) |
 //! | `probe.sleep` | `{"ms"}` | a sleep (cancellable) |
-//! | `probe.echo` | `{"input"}` | `input` |
+//! | `probe.echo` | `{"input"}` | `{"input"}`, unchanged |
 //!
 //! It works the same outside any sandbox, for control runs. Nothing but
 //! protocol frames is written to stdout; diagnostics go to stderr.
@@ -32,21 +34,38 @@ use std::process::ExitCode;
 use serde_json::Value;
 use splash_protocol::{CancelSignal, CapabilityManifest, Token, ToolFailure, Worker};
 
+/// The tools the probe has handlers for; a manifest that grants any other
+/// tool is refused when the session opens.
+const TOOLS: [&str; 10] = [
+    "probe.report",
+    "probe.path",
+    "probe.write",
+    "probe.create",
+    "probe.exec",
+    "probe.try",
+    "probe.http",
+    "probe.spin",
+    "probe.sleep",
+    "probe.echo",
+];
+
 /// The tools that stop early when the host cancels them.
 const CANCELLABLE: [&str; 2] = ["probe.spin", "probe.sleep"];
 
 fn dispatch(
     tool: &Token,
     input: Value,
-    _: &CapabilityManifest,
+    manifest: &CapabilityManifest,
     cancel: &CancelSignal,
 ) -> Result<Value, ToolFailure> {
     let result = match tool.as_str() {
         "probe.report" => report::report(&input),
         "probe.path" => tools::path(&input),
         "probe.write" => tools::write(&input),
+        "probe.create" => tools::create(&input),
         "probe.exec" => tools::exec(&input),
         "probe.try" => tools::try_op(&input),
+        "probe.http" => tools::http(&input, manifest),
         "probe.spin" => return tools::spin(&input, cancel),
         "probe.sleep" => return tools::sleep(&input, cancel),
         "probe.echo" => tools::echo(&input),
@@ -60,7 +79,7 @@ fn main() -> ExitCode {
         eprintln!("splash-probe {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
-    let worker = match Worker::from_stdio() {
+    let worker = match Worker::from_stdio(&TOOLS) {
         Ok(w) => w,
         Err(e) => {
             eprintln!("splash-probe: failed to start the session: {e}");
@@ -73,5 +92,29 @@ fn main() -> ExitCode {
             eprintln!("splash-probe: session failed: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TOOLS;
+
+    /// Every tool `dispatch` serves is declared, and nothing else is: a
+    /// handler missing from `TOOLS` would make the probe refuse a manifest
+    /// that grants it.
+    #[test]
+    fn declared_tools_are_exactly_the_dispatched_ones() {
+        let source = include_str!("main.rs");
+        let body = &source[source.find("fn dispatch(").expect("dispatch")..];
+        let body = &body[..body.find("\n}\n").expect("end of dispatch")];
+        let mut served: Vec<&str> = body
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix('"'))
+            .filter_map(|l| l.split_once("\" =>").map(|(name, _)| name))
+            .collect();
+        served.sort_unstable();
+        let mut declared = TOOLS.to_vec();
+        declared.sort_unstable();
+        assert_eq!(served, declared);
     }
 }

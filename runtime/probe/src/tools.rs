@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use splash_protocol::{CancelSignal, ToolFailure};
+use splash_protocol::{CancelSignal, CapabilityManifest, Token, ToolFailure};
 
 use crate::errno::{self, io_error_json};
 use crate::sys::{self, ChildOp, ChildOutcome};
@@ -186,6 +186,45 @@ fn write_bytes(path: &str, bytes: u64) -> (u64, Option<std::io::Error>, Option<&
     }
 }
 
+/// The most files one `probe.create` will attempt.
+const MAX_CREATE: u64 = 1 << 20;
+
+/// `probe.create {dir, count}`: creates empty files `f0`, `f1`, ... in
+/// `dir` until `count` exist or an error stops it, and reports how many were
+/// created and the errno that stopped it (an inode limit shows as `EDQUOT`
+/// or `ENOSPC`).
+pub fn create(input: &Value) -> Result<Value, String> {
+    let dir = Path::new(str_field(input, "dir")?);
+    let count = u64_field(input, "count")?;
+    if count > MAX_CREATE {
+        return Err(format!(
+            "`count` is over the probe's maximum of {MAX_CREATE}"
+        ));
+    }
+    let mut created = 0u64;
+    let mut error = None;
+    while created < count {
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(format!("f{created}")))
+        {
+            Ok(_) => created += 1,
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    Ok(json!({
+        "dir": dir.display().to_string(),
+        "requested": count,
+        "created": created,
+        "ok": error.is_none(),
+        "error": error.as_ref().map(io_error_json),
+    }))
+}
+
 /// `probe.exec {argv}`: spawns the program with no stdin, captures up to
 /// 4 KiB of each output stream, and reports the exit status, the signal or
 /// the errno of the failed exec.
@@ -283,7 +322,10 @@ pub fn try_op(input: &Value) -> Result<Value, String> {
                 path: c_path(path)?,
             })?
         }
-        "socket-inet" => ChildOutcome::Reported(sys::socket_inet_connect([1, 1, 1, 1], 53, 2000)),
+        "socket-inet" => {
+            let (ip, port) = inet_target(input)?;
+            ChildOutcome::Reported(sys::socket_inet_connect(ip, port, 2000))
+        }
         "chroot" => child(ChildOp::Chroot { path: c_path("/")? })?,
         "keyctl" => ChildOutcome::Reported(sys::keyctl_probe()),
         "bpf" => ChildOutcome::Reported(sys::bpf_probe()),
@@ -296,6 +338,82 @@ pub fn try_op(input: &Value) -> Result<Value, String> {
         }
     };
     Ok(describe(op, outcome))
+}
+
+/// The `socket-inet` target: `ip` (dotted IPv4) and `port`, or 1.1.1.1:53.
+fn inet_target(input: &Value) -> Result<([u8; 4], u16), String> {
+    let ip = match input.get("ip").and_then(Value::as_str) {
+        None => [1, 1, 1, 1],
+        Some(s) => s
+            .parse::<std::net::Ipv4Addr>()
+            .map_err(|_| format!("`ip` `{s}` is not an IPv4 address"))?
+            .octets(),
+    };
+    let port = match input.get("port") {
+        None => 53,
+        Some(p) => p
+            .as_u64()
+            .and_then(|p| u16::try_from(p).ok())
+            .ok_or_else(|| "`port` is not a port number".to_owned())?,
+    };
+    Ok((ip, port))
+}
+
+/// `probe.http {socket, id, method, path, headers?, body?}`: one request
+/// through the network broker's client, with the `probe.http` grant of the
+/// session's manifest (the client refuses an id the grant does not hold
+/// before it connects). `{socket, raw}` instead writes `raw` as one line
+/// to the socket and returns the reply line, as a worker that skips the
+/// client would.
+pub fn http(input: &Value, manifest: &CapabilityManifest) -> Result<Value, String> {
+    let socket = str_field(input, "socket")?;
+    if let Some(raw) = input.get("raw").and_then(Value::as_str) {
+        return Ok(raw_broker_exchange(socket, raw));
+    }
+    let grant = manifest
+        .grant("probe.http")
+        .ok_or_else(|| "the manifest has no `probe.http` grant".to_owned())?;
+    let id = Token::new(str_field(input, "id")?).map_err(|e| format!("`id`: {e}"))?;
+    let method: splash_broker::Method =
+        serde_json::from_value(input.get("method").cloned().unwrap_or(json!("GET")))
+            .map_err(|e| format!("`method`: {e}"))?;
+    let mut request = splash_broker::Request::new(id, method, str_field(input, "path")?);
+    if let Some(headers) = input.get("headers").and_then(Value::as_object) {
+        for (k, v) in headers {
+            request = request.header(k, v.as_str().unwrap_or_default());
+        }
+    }
+    if let Some(body) = input.get("body").and_then(Value::as_str) {
+        request = request.body(body);
+    }
+    let client = splash_broker::BrokerClient::new(socket).map_err(|e| e.to_string())?;
+    Ok(match client.request(grant, &request) {
+        Ok(r) => json!({"ok": true, "status": r.status, "headers": r.headers, "body": r.body}),
+        Err(e) => json!({"ok": false, "error": e.to_string(), "kind": format!("{e:?}")}),
+    })
+}
+
+fn raw_broker_exchange(socket: &str, raw: &str) -> Value {
+    use std::io::BufRead;
+    let attempt = || -> std::io::Result<String> {
+        let stream = std::os::unix::net::UnixStream::connect(socket)?;
+        stream.set_read_timeout(Some(Duration::from_secs(70)))?;
+        let mut w = &stream;
+        w.write_all(raw.as_bytes())?;
+        if !raw.ends_with('\n') {
+            w.write_all(b"\n")?;
+        }
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let mut reply = String::new();
+        std::io::BufReader::new(&stream)
+            .take(64 * 1024)
+            .read_line(&mut reply)?;
+        Ok(reply)
+    };
+    match attempt() {
+        Ok(reply) => json!({"ok": true, "reply": reply}),
+        Err(e) => json!({"ok": false, "error": io_error_json(&e)}),
+    }
 }
 
 fn child(op: ChildOp) -> Result<ChildOutcome, String> {
@@ -381,7 +499,13 @@ fn millis(start: Instant) -> u64 {
     u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// `probe.echo {input}`: returns `input` unchanged.
+/// `probe.echo {input}`: returns `{"input": input}`, `input` unchanged (a
+/// JSON payload must be an object or an array, so the value is wrapped).
 pub fn echo(input: &Value) -> Result<Value, String> {
-    Ok(input.get("input").cloned().unwrap_or(Value::Null))
+    let mut out = serde_json::Map::new();
+    out.insert(
+        "input".to_owned(),
+        input.get("input").cloned().unwrap_or(Value::Null),
+    );
+    Ok(Value::Object(out))
 }
