@@ -982,7 +982,7 @@ fn no_attempt_escapes_any_bundled_policy_as_root_or_unprivileged() {
         return;
     };
     if !splash_tests::require_host(
-        Path::new(SETPRIV).is_file() && host_is_root(),
+        Path::new(SETPRIV).is_file() && runtime_support::running_as_root(),
         "setpriv and host root (the battery runs as root and as uid 65534)",
     ) {
         return;
@@ -1063,19 +1063,6 @@ fn no_attempt_escapes_any_bundled_policy_as_root_or_unprivileged() {
         committed == table,
         "docs/escape-battery.md differs from this run's results; review and rewrite it with SPLASH_BLESS=1 cargo test -p splash-tests --test escape_battery\n--- measured ---\n{table}"
     );
-}
-
-/// The test runs the battery as host root and, through `setpriv`, as an
-/// unprivileged user; both need root to start.
-fn host_is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .map(|v| v.split_whitespace().all(|f| f == "0"))
-        })
-        .unwrap_or(false)
 }
 
 fn render(

@@ -5,7 +5,9 @@ mod runtime_support;
 
 use std::path::Path;
 
-use runtime_support::{Binding, ProbeSession, TempDir, host_with_probe, probe_policy, serial};
+use runtime_support::{
+    Binding, NosuidArea, ProbeSession, TempDir, host_with_probe, probe_policy, serial,
+};
 use serde_json::json;
 use splash_runtime::{BindError, BoundCommand};
 
@@ -36,7 +38,8 @@ fn a_bwrap_without_bind_fd_ro_bind_fd_or_disable_userns_fails_at_bind() {
     let Some((bwrap, probe_dir)) = host_with_probe() else {
         return;
     };
-    let root = TempDir::new("fake-bwrap-root");
+    let area = NosuidArea::new("fake-bwrap-area");
+    let root = TempDir::new_in(area.path(), "fake-bwrap-root");
     for missing in ["--bind-fd", "--ro-bind-fd", "--disable-userns"] {
         let dir = TempDir::new("fake-bwrap");
         let fake = fake_bwrap(dir.path(), &bwrap, missing, true);

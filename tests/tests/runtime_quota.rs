@@ -13,7 +13,9 @@ use std::io;
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use runtime_support::{Binding, TempDir, TestPolicy, host_with_probe, probe_policy, serial};
+use runtime_support::{
+    Binding, NosuidArea, TempDir, TestPolicy, host_with_probe, probe_policy, serial,
+};
 use splash_runtime::quota::{DirectoryProject, Interface, ProjectUsage, QIF_REQUIRED, QuotaState};
 use splash_runtime::{
     BindError, BindOptions, BoundCommand, KernelQuotaInspector, QuotaError, QuotaInspector,
@@ -171,7 +173,8 @@ fn bind_fails_closed_without_kernel_project_quotas() {
     let Some((bwrap, probe_dir)) = host_with_probe() else {
         return;
     };
-    let root = TempDir::new("quota-root");
+    let area = NosuidArea::new("quota-area");
+    let root = TempDir::new_in(area.path(), "quota-root");
     let err =
         BoundCommand::bind(quota_plan(&bwrap, &probe_dir, &root)).expect_err("no project quotas");
     // The first check is the filesystem's quota state: this host's
@@ -269,7 +272,12 @@ fn roots_in_one_project_share_one_budget() {
     let Some((bwrap, probe_dir)) = host_with_probe() else {
         return;
     };
-    let (a, b) = (TempDir::new("quota-a"), TempDir::new("quota-b"));
+    // Both roots on one nosuid mount (a root launch needs it).
+    let area = NosuidArea::new("quota-area");
+    let (a, b) = (
+        TempDir::new_in(area.path(), "quota-a"),
+        TempDir::new_in(area.path(), "quota-b"),
+    );
     let plan = || {
         let mut plan = quota_policy(&bwrap, &probe_dir, &[&a, &b]).plan();
         assert_eq!(plan.quota_checks.len(), 2);

@@ -13,7 +13,9 @@ echo "+cpu +memory +pids +io" > /sys/fs/cgroup/splash-vm/cgroup.subtree_control
 # A fresh ext4 filesystem with enforced project quotas.
 mkfs.ext4 -q -F -O quota,project -E quotatype=prjquota /dev/vda
 mkdir -p /run/splash-quota
-mount -o prjquota /dev/vda /run/splash-quota
+# nosuid: the VM tests launch as root, and bind requires a root worker's
+# read-write roots to be on a nosuid mount.
+mount -o prjquota,nosuid /dev/vda /run/splash-quota
 
 export SPLASH_IN_VM=1
 export SPLASH_VM_CGROUP_PARENT=/sys/fs/cgroup/splash-vm

@@ -36,7 +36,10 @@
 //! 7. the device nodes (see [`crate::devices`]; the plan's binds of them
 //!    are part of the prefix [`crate::verify`] checks): when the worker's uid owns any of the host's
 //!    nodes, launches get private nodes, and one directory of them is made
-//!    and removed here to prove that this host can.
+//!    and removed here to prove that this host can; when that uid is 0
+//!    (the host launches as root), every read-write host mount must be on a
+//!    host mount that is `nosuid`, itself and every mount beneath it (see
+//!    [`crate::nosuid`]), or bind fails naming the root and the fixes.
 //!
 //! A cgroup preparation step joins as a [`LaunchPreparation`]: it runs after
 //! these checks and can wrap the launch program (see [`crate::LaunchSpec`]).
@@ -143,6 +146,8 @@ pub enum BindError {
     },
     #[error("cannot provide the sandbox's device nodes")]
     Devices(#[from] DeviceError),
+    #[error(transparent)]
+    SetId(#[from] crate::nosuid::SetIdError),
     #[error("failed to bind the network broker")]
     Broker(#[from] crate::broker::BrokerBindError),
 }
@@ -666,13 +671,17 @@ impl BoundCommand {
         // 6. Project quotas.
         bound.quotas = bound.verify_quotas(options.quota_inspector.as_ref())?;
 
-        // 7. Device nodes, for the uid the worker will run as.
+        // 7. Read-write host roots of a worker that runs as host uid 0, and
+        //    device nodes, for the uid the worker will run as.
         let worker_uid = options
             .preparations
             .iter()
             .rev()
             .find_map(|p| p.launch_uid())
             .unwrap_or_else(sys::real_uid);
+        if worker_uid == 0 {
+            bound.check_writable_roots_nosuid()?;
+        }
         bound.devices = DeviceSources::decide(worker_uid, &options.device_parent)?;
 
         // 8. Launch preparations (cgroup).
@@ -751,6 +760,46 @@ impl BoundCommand {
             quota::check_aggregate(&verified, aggregate).map_err(BindError::AggregateQuota)?;
         }
         Ok(verified)
+    }
+
+    /// Step 7, for a worker that runs as host uid 0: every read-write host
+    /// mount is on a `nosuid` host mount ([`crate::nosuid`]), asked through
+    /// its pinned descriptor or, unpinned, its canonical path.
+    fn check_writable_roots_nosuid(&self) -> Result<(), BindError> {
+        for op in &self.plan.ops {
+            let BwrapOp::Bind {
+                source,
+                destination,
+            } = op
+            else {
+                continue;
+            };
+            let root = self
+                .plan
+                .active_roots
+                .iter()
+                .find(|r| r.destination == *destination)
+                .map_or_else(|| destination.to_string(), |r| r.id.to_string());
+            match source {
+                MountSource::Pinned(slot) => {
+                    let pinned = self.pins.get(usize::from(slot.0)).ok_or_else(|| {
+                        BindError::Plan(format!("mount names missing pin {}", slot.0))
+                    })?;
+                    crate::nosuid::check_root(&root, &pinned.canonical, pinned.fd.as_fd())?;
+                }
+                MountSource::Path(p) => {
+                    let canonical = canonical(p.as_str())?;
+                    let fd = sys::open_path_no_symlinks(&canonical).map_err(|source| {
+                        BindError::Pin {
+                            path: p.to_string(),
+                            source,
+                        }
+                    })?;
+                    crate::nosuid::check_root(&root, &canonical, fd.as_fd())?;
+                }
+            }
+        }
+        Ok(())
     }
 
     fn check_bubblewrap_options(&self) -> Result<(), BindError> {

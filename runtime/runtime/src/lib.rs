@@ -11,7 +11,8 @@
 //!
 //! 1. [`BoundCommand::bind`] re-verifies the plan ([`verify`]) and checks it
 //!    against this host (canonical sources, types, every program of the exec
-//!    chain, the Bubblewrap build's options, project quotas) and retains
+//!    chain, the Bubblewrap build's options, project quotas, `nosuid` host mounts
+//!    under read-write roots of a root launch) and retains
 //!    every pinned descriptor ([`bind`]);
 //! 2. [`BoundCommand::spawn_watched`] launches Bubblewrap with fresh
 //!    duplicates of those descriptors and the seccomp program, delivers the
@@ -30,6 +31,7 @@ pub mod broker;
 pub mod devices;
 pub mod launch;
 pub mod lifecycle;
+pub mod nosuid;
 pub mod quota;
 pub mod recovery;
 pub mod session;
@@ -45,6 +47,7 @@ pub use broker::BrokerBindError;
 pub use devices::{DeviceDirectory, DeviceError, DeviceSources};
 pub use launch::{LaunchError, LaunchOptions, LoadedPolicy, launch};
 pub use lifecycle::{LaunchFailure, WorkerLifecycle, WorkerStatus};
+pub use nosuid::SetIdError;
 pub use quota::{KernelQuotaInspector, QuotaError, QuotaInspector};
 pub use recovery::{Reaped, ReconcileError, Reconciled};
 pub use session::{CallError, Event, Indeterminate, Session};

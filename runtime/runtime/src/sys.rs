@@ -11,7 +11,8 @@
 //! `quotactl_fd(2)` with `Q_XGETQSTATV` and `Q_GETQUOTA` (project quotas),
 //! `poll(2)` (a session waiting for the worker's first answer), `mkdirat(2)`,
 //! `mknodat(2)`, `fchownat(2)`, `fchmodat(2)`, `fstatat(2)`, `unlinkat(2)`,
-//! `fstatvfs(3)` and `getrandom(2)` (private device nodes), and — only in
+//! `fstatvfs(3)` (private device nodes, read-write roots of a root
+//! launch) and `getrandom(2)` (private device nodes), and — only in
 //! the forked child, through [`install_child_descriptor_hook`] —
 //! `close_range(2)` and `fcntl(F_SETFD)`.
 #![expect(
@@ -410,14 +411,26 @@ pub fn unlink_at(dir: BorrowedFd<'_>, name: &CStr, directory: bool) -> io::Resul
     check(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), flags) })
 }
 
-/// Whether the filesystem mount holding `fd` forbids device access
-/// (`ST_NODEV` from `fstatvfs`).
-pub fn mounted_nodev(fd: BorrowedFd<'_>) -> io::Result<bool> {
+/// The mount flags (`f_flag`) of the filesystem mount holding `fd`, from
+/// `fstatvfs` (which works on an `O_PATH` descriptor).
+fn mount_flags(fd: BorrowedFd<'_>) -> io::Result<libc::c_ulong> {
     // SAFETY: `statvfs` is plain-old-data; all-zero is a valid value.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: `fd` is live and the kernel writes one `struct statvfs`.
     check(unsafe { libc::fstatvfs(fd.as_raw_fd(), &mut st) })?;
-    Ok(st.f_flag & libc::ST_NODEV != 0)
+    Ok(st.f_flag)
+}
+
+/// Whether the filesystem mount holding `fd` forbids device access
+/// (`ST_NODEV` from `fstatvfs`).
+pub fn mounted_nodev(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    Ok(mount_flags(fd)? & libc::ST_NODEV != 0)
+}
+
+/// Whether the filesystem mount holding `fd` ignores set-user-ID and
+/// set-group-ID bits and file capabilities (`ST_NOSUID` from `fstatvfs`).
+pub fn mounted_nosuid(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    Ok(mount_flags(fd)? & libc::ST_NOSUID != 0)
 }
 
 /// Fills `buf` from the kernel's random source (`getrandom(2)`).

@@ -47,6 +47,14 @@ impl TempDir {
         Self(dir.canonicalize().expect("canonical temp dir"))
     }
 
+    /// A fresh private directory under `parent`, removed on drop.
+    pub fn new_in(parent: &Path, tag: &str) -> Self {
+        let dir = parent.join(tag);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        Self(dir.canonicalize().expect("canonical temp dir"))
+    }
+
     pub fn path(&self) -> &Path {
         &self.0
     }
@@ -55,6 +63,66 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Whether this process runs as root (every uid of `/proc/self/status`).
+pub fn running_as_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .map(|v| v.split_whitespace().all(|f| f == "0"))
+        })
+        .unwrap_or(false)
+}
+
+/// A place for read-write roots that a root launch accepts. Bind refuses a
+/// read-write root of a worker that runs as host uid 0 unless the host
+/// mount holding it is `nosuid`, so as root this is a fresh temp dir bound
+/// onto itself and remounted `nosuid` (the same filesystem, so quota and
+/// device checks see what they saw before; unmounted on drop); otherwise,
+/// where the rule does not apply, the temp dir itself.
+pub struct NosuidArea {
+    dir: TempDir,
+    mounted: bool,
+}
+
+impl NosuidArea {
+    pub fn new(tag: &str) -> Self {
+        let dir = TempDir::new(tag);
+        let mounted = running_as_root();
+        if mounted {
+            let d = dir.path();
+            for args in [
+                vec!["--bind".as_ref(), d.as_os_str()],
+                vec!["-o".as_ref(), "remount,bind,nosuid".as_ref()],
+            ] {
+                let status = std::process::Command::new("mount")
+                    .args(&args)
+                    .arg(d)
+                    .status()
+                    .expect("run mount");
+                assert!(status.success(), "mount {args:?}: {status}");
+            }
+        }
+        Self { dir, mounted }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for NosuidArea {
+    fn drop(&mut self) {
+        if self.mounted {
+            let _ = std::process::Command::new("umount")
+                .arg("--lazy")
+                .arg(self.dir.path())
+                .status();
+        }
     }
 }
 

@@ -743,9 +743,15 @@ impl LoopMount {
         }
     }
 
-    /// XFS mounted with `prjquota`: enforced project quotas.
+    /// XFS mounted with `prjquota`: enforced project quotas (and `nosuid`,
+    /// which bind requires of a root launch's read-write roots).
     fn xfs() -> Self {
-        Self::new("splash-xfs", "xfs", &["mkfs.xfs", "-q", "-f"], "prjquota")
+        Self::new(
+            "splash-xfs",
+            "xfs",
+            &["mkfs.xfs", "-q", "-f"],
+            "prjquota,nosuid",
+        )
     }
 
     /// A fresh directory owned by [`NOBODY`] in project `id` with
@@ -900,7 +906,7 @@ fn ext4_mounted_without_prjquota_only_accounts_and_fails_closed() {
             "-E",
             "quotatype=prjquota",
         ],
-        "",
+        "nosuid",
     );
     let probe = ProbeDir::new("accounting");
     let dir = ext4.mount.join("out");
