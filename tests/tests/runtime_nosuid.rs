@@ -57,6 +57,15 @@ fn euid_as_nobody(program: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
+/// Runs `program` with `args`; true when it succeeded.
+fn run(program: &str, args: &[&std::ffi::OsStr]) -> bool {
+    Command::new(program)
+        .args(args)
+        .status()
+        .unwrap_or_else(|e| panic!("{program}: {e}"))
+        .success()
+}
+
 fn policy(bwrap: &Path, probe_dir: &TempDir, root: &Path, binding: Binding) -> TestPolicy {
     let mut policy = probe_policy(bwrap, probe_dir);
     policy.binding = binding;
@@ -117,22 +126,64 @@ fn a_read_write_root_on_a_mount_that_honours_set_user_id_bits_is_refused_for_a_r
     // refused as well: the read-write bind is recursive.
     let area = NosuidArea::new("nosuid-nested");
     let inner = TempDir::new_in(area.path(), "inner");
-    let mounted = Command::new("mount")
-        .arg("--bind")
-        .arg(root.path())
-        .arg(inner.path())
-        .status()
-        .expect("mount");
-    assert!(mounted.success());
+    assert!(run(
+        "mount",
+        &[
+            "--bind".as_ref(),
+            root.path().as_os_str(),
+            inner.path().as_os_str()
+        ]
+    ));
     let plan = policy(&bwrap, &probe_dir, area.path(), Binding::PinnedMounts).plan();
-    let err = BoundCommand::bind(plan).expect_err("a suid mount beneath the root");
+    let outcome = BoundCommand::bind(plan);
+    assert!(run("umount", &[inner.path().as_os_str()]));
+    let err = outcome.expect_err("a suid mount beneath the root");
     let (name, mount) = refused_root(&err);
     assert_eq!((name, mount), ("output", &*inner.path().to_string_lossy()));
-    let unmounted = Command::new("umount")
-        .arg(inner.path())
-        .status()
-        .expect("umount");
-    assert!(unmounted.success());
+
+    // A nosuid bind of a directory that its filesystem's suid-honouring
+    // mount still shows elsewhere (here `/` at the directory's own path) is
+    // refused too: the worker's file would be reachable there. (Control:
+    // the nosuid bind of a directory over itself, which covers it, binds
+    // in the test below.)
+    let shown_at = TempDir::new("nosuid-elsewhere");
+    assert!(run(
+        "mount",
+        &[
+            "--bind".as_ref(),
+            root.path().as_os_str(),
+            shown_at.path().as_os_str()
+        ]
+    ));
+    let remounted = run(
+        "mount",
+        &[
+            "-o".as_ref(),
+            "remount,bind,nosuid".as_ref(),
+            shown_at.path().as_os_str(),
+        ],
+    );
+    let plan = policy(&bwrap, &probe_dir, shown_at.path(), Binding::PinnedMounts).plan();
+    let outcome = BoundCommand::bind(plan);
+    assert!(run("umount", &[shown_at.path().as_os_str()]) && remounted);
+    let err = outcome.expect_err("the directory is also shown at its own path");
+    match &err {
+        BindError::SetId(SetIdError::AlsoMounted {
+            root: name,
+            mount,
+            appears,
+            ..
+        }) => {
+            assert_eq!(name, "output");
+            assert_eq!(mount, "/");
+            assert_eq!(appears, &root.path().display().to_string());
+        }
+        other => panic!("expected the other-mount refusal, got {other}"),
+    }
+    assert!(
+        err.to_string().contains("launch as an unprivileged user"),
+        "{err}"
+    );
 }
 
 #[test]

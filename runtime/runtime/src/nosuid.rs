@@ -15,7 +15,10 @@
 //! (or, unpinned, its canonical path opened `O_PATH`) is asked with
 //! `fstatvfs`, and every mount beneath it in `/proc/self/mountinfo` (a
 //! read-write bind is recursive, so the worker writes into those too) must be
-//! `nosuid` as well. Otherwise bind fails with [`SetIdError`]. tmpfs roots
+//! `nosuid` as well, and no other mount of the same filesystem without
+//! `nosuid` may show the directory where it is not covered (the bits are on
+//! the inode; `nosuid` is per mount). Otherwise bind fails with
+//! [`SetIdError`]. Only this process's mount namespace is seen. tmpfs roots
 //! live inside the sandbox; read-only roots refuse every write with `EROFS`.
 
 use std::fs;
@@ -42,6 +45,15 @@ pub enum SetIdError {
         mount: String,
     },
     #[error(
+        "read-write root `{root}` (`{path}`) is on a `nosuid` mount, but its filesystem is also mounted at `{mount}` without `nosuid`, where the directory appears as `{appears}`, and the worker runs as host uid 0: a set-user-ID-root program it creates would give root to any host user who can reach it there. Mount that one `nosuid` too (`mount -o remount,nosuid {mount}`), or launch as an unprivileged user; the launch is refused"
+    )]
+    AlsoMounted {
+        root: String,
+        path: String,
+        mount: String,
+        appears: String,
+    },
+    #[error(
         "failed to read the mount flags of read-write root `{root}` (`{path}`); the launch is refused"
     )]
     Inspect {
@@ -52,10 +64,13 @@ pub enum SetIdError {
     },
 }
 
-/// One line of `/proc/self/mountinfo`: the mount point and whether its
+/// One line of `/proc/self/mountinfo`: the filesystem (`major:minor`), the
+/// directory of it that is mounted, the mount point and whether its
 /// per-mount options include `nosuid`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct MountEntry {
+    device: String,
+    root: PathBuf,
     point: PathBuf,
     nosuid: bool,
 }
@@ -89,14 +104,30 @@ fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
     text.lines()
         .filter_map(|line| {
             let mut fields = line.split(' ');
-            let point = fields.nth(4)?;
+            let device = fields.nth(2)?;
+            let root = fields.next()?;
+            let point = fields.next()?;
             let options = fields.next()?;
             Some(MountEntry {
+                device: device.to_owned(),
+                root: PathBuf::from(unescape(root)),
                 point: PathBuf::from(unescape(point)),
                 nosuid: options.split(',').any(|o| o == "nosuid"),
             })
         })
         .collect()
+}
+
+/// The mount that holds `path`: the last (topmost) of the longest mount
+/// points that are ancestors of it.
+fn holding_mount<'a>(mounts: &'a [MountEntry], path: &Path) -> Option<&'a MountEntry> {
+    let mut best: Option<&MountEntry> = None;
+    for m in mounts.iter().filter(|m| path.starts_with(&m.point)) {
+        if best.is_none_or(|b| m.point.as_os_str().len() >= b.point.as_os_str().len()) {
+            best = Some(m);
+        }
+    }
+    best
 }
 
 /// Checks one read-write root that the worker (host uid 0) will write
@@ -110,19 +141,37 @@ pub fn check_root(root: &str, path: &Path, fd: BorrowedFd<'_>) -> Result<(), Set
     };
     let table = fs::read_to_string(MOUNTINFO).map_err(inspect)?;
     let mounts = parse_mountinfo(&table);
+    let holding = holding_mount(&mounts, path);
     if !sys::mounted_nosuid(fd).map_err(inspect)? {
-        // The mount that holds the root: the last (topmost) of the longest
-        // mount point that is an ancestor of the path.
-        let holding = mounts
-            .iter()
-            .filter(|m| path.starts_with(&m.point))
-            .max_by_key(|m| m.point.as_os_str().len())
-            .map_or_else(|| shown.clone(), |m| m.point.display().to_string());
         return Err(SetIdError::HonoursSetId {
             root: root.to_owned(),
-            path: shown,
-            mount: holding,
+            path: shown.clone(),
+            mount: holding.map_or(shown, |m| m.point.display().to_string()),
         });
+    }
+    // The same directory reached through another mount of its filesystem
+    // that honours the bits (a second mount, or a bind of a parent, that is
+    // not covered where the directory appears in it).
+    if let Some(holding) = holding {
+        let within = path.strip_prefix(&holding.point).unwrap_or(path);
+        let on_fs = holding.root.join(within);
+        for other in mounts
+            .iter()
+            .filter(|m| m.device == holding.device && !m.nosuid && !std::ptr::eq(*m, holding))
+        {
+            let Ok(rest) = on_fs.strip_prefix(&other.root) else {
+                continue;
+            };
+            let appears = other.point.join(rest);
+            if holding_mount(&mounts, &appears).is_some_and(|m| std::ptr::eq(m, other)) {
+                return Err(SetIdError::AlsoMounted {
+                    root: root.to_owned(),
+                    path: shown,
+                    mount: other.point.display().to_string(),
+                    appears: appears.display().to_string(),
+                });
+            }
+        }
     }
     if let Some(below) = mounts
         .iter()
@@ -150,16 +199,22 @@ mod tests {
             parse_mountinfo(text),
             vec![
                 MountEntry {
+                    device: "8:1".into(),
+                    root: PathBuf::from("/"),
                     point: PathBuf::from("/"),
                     nosuid: false
                 },
                 MountEntry {
+                    device: "0:5".into(),
+                    root: PathBuf::from("/"),
                     point: PathBuf::from("/srv/a b"),
                     nosuid: true
                 },
                 // Only the per-mount options count: the superblock's
                 // `nosuid` after the separator is not the mount's flag.
                 MountEntry {
+                    device: "0:6".into(),
+                    root: PathBuf::from("/"),
                     point: PathBuf::from("/srv/c"),
                     nosuid: false
                 },
