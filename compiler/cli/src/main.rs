@@ -11,8 +11,10 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod bpf;
 mod check;
 mod compile;
+mod doctor;
 mod emit;
 mod run;
+mod sys;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -35,6 +37,9 @@ enum Command {
     Compile(CompileArgs),
     /// Launch a worker under a policy and open an authenticated session.
     Run(RunArgs),
+    /// Prove that this host can enforce every control of a policy, or name
+    /// what is missing and the fix.
+    Doctor(DoctorArgs),
 }
 
 /// Output format for diagnostics and plans.
@@ -101,6 +106,16 @@ pub struct RunArgs {
     pub input: Option<String>,
 }
 
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    pub policy: PathBuf,
+    /// Capability manifest JSON; without it every registered root is checked.
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
@@ -108,6 +123,7 @@ fn main() -> ExitCode {
         Command::Emit(a) => emit::run(&a),
         Command::Compile(a) => compile::run(&a),
         Command::Run(a) => run::run(&a),
+        Command::Doctor(a) => doctor::run(&a),
     };
     ExitCode::from(code)
 }
