@@ -44,7 +44,7 @@ pub enum Status {
 }
 
 impl Status {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Status::Ok => "ok",
             Status::Warning => "warning",

@@ -13,6 +13,7 @@ mod check;
 mod compile;
 mod doctor;
 mod emit;
+mod explain;
 mod run;
 mod sys;
 
@@ -40,6 +41,9 @@ enum Command {
     /// Prove that this host can enforce every control of a policy, or name
     /// what is missing and the fix.
     Doctor(DoctorArgs),
+    /// Show the effective sandbox of a policy: paths, writes, execution,
+    /// syscalls, limits, and what is not enforced.
+    Explain(ExplainArgs),
 }
 
 /// Output format for diagnostics and plans.
@@ -116,6 +120,25 @@ pub struct DoctorArgs {
     pub format: Format,
 }
 
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    pub policy: PathBuf,
+    /// Capability manifest JSON; without it every registered root is active.
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+    /// Architecture of the plan (default: this host).
+    #[arg(long)]
+    pub arch: Option<String>,
+    #[arg(long, value_enum, default_value = "human", conflicts_with = "dot")]
+    pub format: Format,
+    /// Print the mount graph in Graphviz `dot` instead.
+    #[arg(long)]
+    pub dot: bool,
+    /// Do not probe this host; explain the plan alone.
+    #[arg(long)]
+    pub plan_only: bool,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
@@ -124,6 +147,7 @@ fn main() -> ExitCode {
         Command::Compile(a) => compile::run(&a),
         Command::Run(a) => run::run(&a),
         Command::Doctor(a) => doctor::run(&a),
+        Command::Explain(a) => explain::run(&a),
     };
     ExitCode::from(code)
 }
