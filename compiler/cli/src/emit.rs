@@ -105,7 +105,18 @@ pub fn policy_and_plan(
     manifest: Option<&Path>,
     arch: Arch,
 ) -> Result<(Policy, LaunchPlan), u8> {
-    let loaded = load_policy(policy_path)?;
+    let bytes = read(policy_path, "policy")?;
+    policy_and_plan_from_bytes(policy_path, bytes, manifest, arch)
+}
+
+/// [`policy_and_plan`] for bytes already read from `policy_path`.
+pub fn policy_and_plan_from_bytes(
+    policy_path: &Path,
+    bytes: Vec<u8>,
+    manifest: Option<&Path>,
+    arch: Arch,
+) -> Result<(Policy, LaunchPlan), u8> {
+    let loaded = policy_from_bytes(policy_path, bytes)?;
     let manifest = manifest.map(load_manifest).transpose()?;
     let activation = activate::activate(&loaded.policy, manifest.as_ref()).map_err(|e| {
         eprintln!("splashc: activation failed: {e}");

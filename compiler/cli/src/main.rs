@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod bpf;
 mod check;
 mod compile;
+mod diff;
 mod doctor;
 mod emit;
 mod explain;
@@ -44,6 +45,8 @@ enum Command {
     /// Show the effective sandbox of a policy: paths, writes, execution,
     /// syscalls, limits, and what is not enforced.
     Explain(ExplainArgs),
+    /// Compare two policies layer by layer; exit 1 when B widens A.
+    Diff(DiffArgs),
 }
 
 /// Output format for diagnostics and plans.
@@ -139,6 +142,20 @@ pub struct ExplainArgs {
     pub plan_only: bool,
 }
 
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The policy as it was.
+    pub a: PathBuf,
+    /// The policy as it would become.
+    pub b: PathBuf,
+    /// Architecture of the plans (default: this host); the filter is
+    /// compared for every architecture.
+    #[arg(long)]
+    pub arch: Option<String>,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
@@ -148,6 +165,7 @@ fn main() -> ExitCode {
         Command::Run(a) => run::run(&a),
         Command::Doctor(a) => doctor::run(&a),
         Command::Explain(a) => explain::run(&a),
+        Command::Diff(a) => diff::run(&a),
     };
     ExitCode::from(code)
 }

@@ -36,6 +36,8 @@ pub struct VisibleMount {
     pub role: String,
     /// The bound on bytes written here, when writable.
     pub bound: Option<String>,
+    /// The same bound in bytes (tmpfs size or project-quota ceiling).
+    pub bound_bytes: Option<u64>,
 }
 
 /// The bound on bytes the worker can store.
@@ -75,8 +77,9 @@ pub struct ArchFilter {
     /// Guards on arguments or with another answer (`clone` with namespace
     /// flags, `ioctl` terminal injection, `clone3` `ENOSYS`, ...).
     pub guarded: Vec<String>,
-    /// With a strict list: how many syscalls are allowed (the rest kill).
-    pub allowed: Option<usize>,
+    /// With a strict list: the allowed syscalls, by number (the rest get
+    /// `otherwise`).
+    pub allowed: Option<Vec<String>>,
     /// What every syscall no rule names gets.
     pub otherwise: String,
     /// Strict-list names this architecture lacks.
@@ -187,6 +190,7 @@ fn visible_mounts(plan: &LaunchPlan) -> Vec<VisibleMount> {
         pinned: false,
         role: "Bubblewrap's new root".into(),
         bound: None,
+        bound_bytes: None,
     }];
     let role_of = |dest: &str, source: &MountSource| -> String {
         if let Some(r) = plan
@@ -240,6 +244,7 @@ fn visible_mounts(plan: &LaunchPlan) -> Vec<VisibleMount> {
                 pinned: false,
                 role: "the sandbox's own processes".into(),
                 bound: None,
+                bound_bytes: None,
             },
             BwrapOp::Dev(p) => VisibleMount {
                 path: p.to_string(),
@@ -249,6 +254,7 @@ fn visible_mounts(plan: &LaunchPlan) -> Vec<VisibleMount> {
                 pinned: false,
                 role: "minimal device nodes".into(),
                 bound: None,
+                bound_bytes: None,
             },
             BwrapOp::Tmpfs {
                 destination,
@@ -272,6 +278,7 @@ fn visible_mounts(plan: &LaunchPlan) -> Vec<VisibleMount> {
                     pinned: false,
                     role,
                     bound: size_bytes.map(|s| format!("tmpfs size {}", format_bytes(s))),
+                    bound_bytes: *size_bytes,
                 }
             }
             BwrapOp::RoBind {
@@ -287,6 +294,7 @@ fn visible_mounts(plan: &LaunchPlan) -> Vec<VisibleMount> {
                     pinned,
                     role: role_of(destination.as_str(), source),
                     bound: None,
+                    bound_bytes: None,
                 }
             }
             BwrapOp::Bind {
@@ -313,6 +321,7 @@ fn visible_mounts(plan: &LaunchPlan) -> Vec<VisibleMount> {
                             q.quota.max_inodes
                         )
                     }),
+                    bound_bytes: quota.map(|q| q.quota.max_bytes),
                 }
             }
             BwrapOp::RemountRo(p) => {
@@ -320,6 +329,7 @@ fn visible_mounts(plan: &LaunchPlan) -> Vec<VisibleMount> {
                 if let Some(m) = mounts.iter_mut().rev().find(|m| m.path == path) {
                     m.access = "read-only".into();
                     m.bound = None;
+                    m.bound_bytes = None;
                 }
                 continue;
             }
@@ -494,7 +504,14 @@ fn filter_summary(policy: &Policy, plan: &LaunchPlan) -> Option<FilterSummary> {
         }
         let allowed = match rules.fallback() {
             Fallback::AllowAll => None,
-            Fallback::AllowOnly(set) => Some(set.len()),
+            Fallback::AllowOnly(set) => Some(
+                set.iter()
+                    .map(|nr| {
+                        splash_seccomp::syscall_name(arch, *nr)
+                            .map_or_else(|| format!("#{nr}"), str::to_string)
+                    })
+                    .collect(),
+            ),
         };
         per_arch.push(ArchFilter {
             arch: arch.name().to_string(),
@@ -571,18 +588,30 @@ const RLIMIT_FLAGS: [(&str, &str); 5] = [
     ("--file-size-bytes", "file-size"),
 ];
 
+/// The rlimits the plan's runner command sets, by name (`cpu`,
+/// `address-space`, `processes`, `open-files`, `file-size`), as written in
+/// the command.
+pub fn rlimit_values<'a>(policy: &Policy, plan: &'a LaunchPlan) -> Vec<(&'static str, &'a str)> {
+    runner_flags(policy, plan)
+        .iter()
+        .flat_map(|seg| seg.windows(2))
+        .filter_map(|w| {
+            RLIMIT_FLAGS
+                .iter()
+                .find(|(f, _)| *f == w[0])
+                .map(|(_, name)| (*name, w[1]))
+        })
+        .collect()
+}
+
 fn limits(policy: &Policy, plan: &LaunchPlan) -> Limits {
-    let segments = runner_flags(policy, plan);
     let mut rlimits = Vec::new();
-    for w in segments.iter().flat_map(|seg| seg.windows(2)) {
-        let Some((_, name)) = RLIMIT_FLAGS.iter().find(|(f, _)| *f == w[0]) else {
+    for (name, raw) in rlimit_values(policy, plan) {
+        let Ok(v) = raw.parse::<u64>() else {
+            rlimits.push((name.to_string(), raw.to_string()));
             continue;
         };
-        let Ok(v) = w[1].parse::<u64>() else {
-            rlimits.push((name.to_string(), w[1].to_string()));
-            continue;
-        };
-        let text = match *name {
+        let text = match name {
             "cpu" => format!("{v} s of CPU time"),
             "address-space" | "file-size" => format_bytes(v),
             "processes" => format!("{v} (per uid)"),
@@ -874,10 +903,11 @@ pub fn render_human(e: &Explanation) -> String {
             }
             for (names, a) in groups {
                 let _ = writeln!(t, "  on {}:", names.join(", "));
-                if let Some(n) = a.allowed {
+                if let Some(list) = &a.allowed {
                     let _ = writeln!(
                         t,
-                        "    allowed: the {n} listed syscalls; every other syscall: {}",
+                        "    allowed: the {} listed syscalls; every other syscall: {}",
+                        list.len(),
                         a.otherwise
                     );
                 }

@@ -16,6 +16,7 @@ pub mod artifact;
 pub mod ast;
 pub mod check;
 pub mod diag;
+pub mod diff;
 pub mod emit;
 pub mod explain;
 pub mod lower;
