@@ -199,20 +199,10 @@ impl Host for RealHost {
 
     fn verify_quota(&self, path: &Path, quota: &ProjectQuota) -> Result<(), String> {
         use std::os::fd::AsFd;
-        use std::os::unix::fs::MetadataExt;
         let dir = std::fs::File::open(path).map_err(|e| format!("cannot open it: {e}"))?;
-        let device = dir
-            .metadata()
-            .map_err(|e| format!("cannot inspect it: {e}"))?
-            .dev();
-        splash_runtime::quota::verify(
-            &splash_runtime::KernelQuotaInspector,
-            dir.as_fd(),
-            device,
-            quota,
-        )
-        .map(|_| ())
-        .map_err(|e| error_chain(&e))
+        splash_runtime::quota::verify(&splash_runtime::KernelQuotaInspector, dir.as_fd(), quota)
+            .map(|_| ())
+            .map_err(|e| error_chain(&e))
     }
 }
 

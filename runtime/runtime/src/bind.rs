@@ -3,7 +3,10 @@
 //! Nothing is launched here except Bubblewrap's own `--help`, which tells
 //! which options the installed build understands. The steps, in order:
 //!
-//! 0. a plan with cgroup limits or `require_cgroup_v2` needs a
+//! 0. the plan is re-verified ([`crate::verify`]): the fixed hardening
+//!    prefix, this host's architecture for the plan and its seccomp program,
+//!    and no control this runtime cannot enforce (the network broker); a plan
+//!    with cgroup limits or `require_cgroup_v2` needs a with cgroup limits or `require_cgroup_v2` needs a
 //!    [`LaunchPreparation`] that provides the cgroup; otherwise bind fails;
 //! 1. the Bubblewrap program: canonicalized, a regular file with an execute
 //!    bit; in executable-pinned mode the canonical file is opened and retained
@@ -18,12 +21,16 @@
 //!    (`fstat`);
 //! 3. every path-based mount source (unpinned mode): canonicalized, not `/`,
 //!    the right type (a read-write source must be a directory);
-//! 4. the program Bubblewrap executes: reached through a read-only bind mount,
-//!    a regular executable and not a symbolic link on the host;
+//! 4. every program of the exec chain (the first program Bubblewrap
+//!    executes and the program after each runner's `--`): reached through a
+//!    read-only bind mount, a regular executable and not a symbolic link on
+//!    the host;
 //! 5. Bubblewrap's options: every option the plan's argument list uses must
 //!    appear in `bwrap --help` (run through the same pinned descriptor that
 //!    will be launched), so an old build fails here with a named option;
-//! 6. project quotas (see [`crate::quota`]) and their aggregate maximum.
+//! 6. project quotas (see [`crate::quota`]) and their aggregate maximum;
+//!    while an aggregate is set, a read-write mount that is not a verified
+//!    quota root is refused.
 //!
 //! A cgroup preparation step joins as a [`LaunchPreparation`]: it runs after
 //! these checks and can wrap the launch program (see [`crate::LaunchSpec`]).
@@ -32,12 +39,12 @@ use std::collections::BTreeSet;
 use std::fs::{self, File, Metadata};
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use splashpol::model::AbsPath;
-use splashpol::plan::{BwrapOp, ExecArg, LaunchPlan, MountSource, Pin, PinKind, PinRole};
+use splashpol::plan::{BwrapOp, LaunchPlan, MountSource, Pin, PinKind, PinRole};
 
 use crate::quota::{self, KernelQuotaInspector, QuotaError, QuotaInspector, VerifiedQuota};
 use crate::spawn::LaunchSpec;
@@ -45,7 +52,22 @@ use crate::sys;
 
 /// Why a plan could not be bound to this host.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BindError {
+    #[error(
+        "the plan does not start with the fixed hardening prefix: operation {position} should be `{expected}`, found {found}; the launch is refused"
+    )]
+    HardeningPrefix {
+        position: usize,
+        expected: &'static str,
+        found: String,
+    },
+    #[error("{what} is for {plan}, but this host is {host}; the launch is refused")]
+    ForeignArch {
+        what: &'static str,
+        plan: &'static str,
+        host: &'static str,
+    },
     #[error("failed to resolve source `{path}`")]
     Resolve {
         path: String,
@@ -93,14 +115,19 @@ pub enum BindError {
         "bubblewrap `{path}` does not support `{option}`, which this plan needs; the launch is refused (there is no fallback without it)"
     )]
     UnsupportedOption { path: String, option: String },
-    #[error("failed to verify the project quota of `{path}`")]
+    #[error("failed to verify the project quota of root `{root}` (`{path}`)")]
     Quota {
+        root: String,
         path: String,
         #[source]
         source: QuotaError,
     },
     #[error("failed to verify the aggregate project quota")]
     AggregateQuota(#[source] QuotaError),
+    #[error(
+        "read-write mount at `{destination}` has no verified project quota, which the aggregate quota bound forbids"
+    )]
+    UnverifiedWritableMount { destination: String },
     #[error("launch preparation `{step}` failed")]
     Preparation {
         step: String,
@@ -385,16 +412,18 @@ fn host_file_behind(
     Ok(found.flatten())
 }
 
-fn check_exec_target(plan: &LaunchPlan, pins: &[PinnedSource]) -> Result<(), BindError> {
-    let program = match plan.command.first() {
-        Some(ExecArg::Literal(p)) => p.clone(),
-        Some(ExecArg::Slot(_)) => {
-            return Err(BindError::Plan(
-                "the launched program is a descriptor slot".into(),
-            ));
-        }
-        None => return Err(BindError::Plan("the plan has no command".into())),
-    };
+fn check_exec_chain(plan: &LaunchPlan, pins: &[PinnedSource]) -> Result<(), BindError> {
+    for program in crate::verify::exec_chain(plan)? {
+        check_exec_target(plan, pins, program)?;
+    }
+    Ok(())
+}
+
+fn check_exec_target(
+    plan: &LaunchPlan,
+    pins: &[PinnedSource],
+    program: String,
+) -> Result<(), BindError> {
     let sandbox = AbsPath::new(program.clone())
         .map_err(|e| BindError::Plan(format!("launched program `{program}`: {e}")))?;
     let host = host_file_behind(plan, pins, &sandbox)?.ok_or_else(|| {
@@ -477,6 +506,7 @@ impl BoundCommand {
                 splashpol::lower::PLAN_FORMAT
             )));
         }
+        crate::verify::verify_plan(&plan)?;
         if plan.stdio != splashpol::plan::Stdio::default() || !plan.environment.is_empty() {
             return Err(BindError::Unsupported {
                 what: "worker standard streams other than a stdin pipe, a stdout pipe and stderr on `/dev/null`, or a worker environment".into(),
@@ -565,8 +595,8 @@ impl BoundCommand {
             }
         }
 
-        // 4. The program Bubblewrap executes.
-        check_exec_target(&plan, &pins)?;
+        // 4. Every program of the exec chain.
+        check_exec_chain(&plan, &pins)?;
 
         let mut bound = BoundCommand {
             plan,
@@ -581,38 +611,7 @@ impl BoundCommand {
         bound.check_bubblewrap_options()?;
 
         // 6. Project quotas.
-        let mut verified = Vec::new();
-        for check in &bound.plan.quota_checks {
-            let pinned = bound.pins.get(usize::from(check.slot.0)).ok_or_else(|| {
-                BindError::Plan(format!("quota check names missing pin {}", check.slot.0))
-            })?;
-            let path = pinned.pin.host_path.to_string();
-            let device = File::from(pinned.duplicate().map_err(|source| BindError::Inspect {
-                path: path.clone(),
-                source,
-            })?)
-            .metadata()
-            .map_err(|source| BindError::Inspect {
-                path: path.clone(),
-                source,
-            })?
-            .dev();
-            let v = quota::verify(
-                options.quota_inspector.as_ref(),
-                pinned.fd.as_fd(),
-                device,
-                &check.quota,
-            )
-            .map_err(|source| BindError::Quota { path, source })?;
-            verified.push(v);
-        }
-        if !bound.plan.quota_checks.is_empty() {
-            let aggregate = bound.plan.aggregate_quota.ok_or_else(|| {
-                BindError::Plan("quota roots without an aggregate maximum".into())
-            })?;
-            quota::check_aggregate(&verified, &aggregate).map_err(BindError::AggregateQuota)?;
-        }
-        bound.quotas = verified;
+        bound.quotas = bound.verify_quotas(options.quota_inspector.as_ref())?;
 
         // 7. Launch preparations (cgroup).
         let mut preparations = options.preparations;
@@ -625,6 +624,71 @@ impl BoundCommand {
         }
         bound.preparations = preparations;
         Ok(bound)
+    }
+
+    /// Step 6: every quota check on its pinned root, then the aggregate.
+    /// While an aggregate is set, every read-write mount must be one of the
+    /// verified pinned roots (the lowering refuses raw read-write roots; a
+    /// plan from elsewhere is held to the same rule here).
+    fn verify_quotas(
+        &self,
+        inspector: &dyn QuotaInspector,
+    ) -> Result<Vec<VerifiedQuota>, BindError> {
+        let plan = &self.plan;
+        let checked: BTreeSet<u16> = plan.quota_checks.iter().map(|c| c.slot.0).collect();
+        let mut writable: BTreeSet<u16> = BTreeSet::new();
+        for op in &plan.ops {
+            if let BwrapOp::Bind {
+                source,
+                destination,
+            } = op
+            {
+                match source {
+                    MountSource::Pinned(slot) if checked.contains(&slot.0) => {
+                        writable.insert(slot.0);
+                    }
+                    _ if plan.aggregate_quota.is_some() => {
+                        return Err(BindError::UnverifiedWritableMount {
+                            destination: destination.to_string(),
+                        });
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut verified = Vec::with_capacity(plan.quota_checks.len());
+        for check in &plan.quota_checks {
+            let pinned = self.pins.get(usize::from(check.slot.0)).ok_or_else(|| {
+                BindError::Plan(format!("quota check names missing pin {}", check.slot.0))
+            })?;
+            let PinRole::FileRoot(root) = &pinned.pin.role else {
+                return Err(BindError::Plan(format!(
+                    "quota check names pin {}, which is not a file root",
+                    check.slot.0
+                )));
+            };
+            if !writable.contains(&check.slot.0) {
+                return Err(BindError::Plan(format!(
+                    "quota root `{root}` is not mounted read-write from its pin"
+                )));
+            }
+            let v =
+                quota::verify(inspector, pinned.fd.as_fd(), &check.quota).map_err(|source| {
+                    BindError::Quota {
+                        root: root.to_string(),
+                        path: pinned.pin.host_path.to_string(),
+                        source,
+                    }
+                })?;
+            verified.push(v);
+        }
+        if !plan.quota_checks.is_empty() {
+            let aggregate = plan.aggregate_quota.as_ref().ok_or_else(|| {
+                BindError::Plan("quota roots without an aggregate maximum".into())
+            })?;
+            quota::check_aggregate(&verified, aggregate).map_err(BindError::AggregateQuota)?;
+        }
+        Ok(verified)
     }
 
     fn check_bubblewrap_options(&self) -> Result<(), BindError> {

@@ -27,6 +27,7 @@ use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::process::{ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Instant;
 
 use splash_protocol::PrivatePipeWorkerBootstrap;
 use splashpol::plan::{LaunchPlan, SeccompDelivery, Slot};
@@ -37,7 +38,14 @@ use crate::sys;
 
 /// Why a launch failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SpawnError {
+    #[error(
+        "the plan sets a watchdog ({session_ms} ms per session); launch it with `BoundCommand::spawn_watched`, which enforces it, not with `spawn_with_bootstrap`"
+    )]
+    WatchdogRequired { session_ms: u64 },
+    #[error("failed to start the watchdog; the worker was stopped and reaped")]
+    Watchdog(#[source] io::Error),
     #[error("the plan was lowered without a manifest; activate a manifest before launch")]
     NoSession,
     #[error(
@@ -145,9 +153,12 @@ impl LaunchSpec {
 /// A launched worker before the host takes its parts.
 #[derive(Debug)]
 pub struct SpawnedWorker {
-    lifecycle: WorkerLifecycle,
-    stdin: ChildStdin,
-    stdout: ChildStdout,
+    pub(crate) lifecycle: WorkerLifecycle,
+    pub(crate) stdin: ChildStdin,
+    pub(crate) stdout: ChildStdout,
+    /// Taken just before the process was created: the start of the
+    /// session deadline.
+    pub(crate) started: Instant,
 }
 
 impl SpawnedWorker {
@@ -158,6 +169,11 @@ impl SpawnedWorker {
 
     pub fn lifecycle(&mut self) -> &mut WorkerLifecycle {
         &mut self.lifecycle
+    }
+
+    /// When the launch began (taken just before the process was created).
+    pub fn started(&self) -> Instant {
+        self.started
     }
 }
 
@@ -246,7 +262,24 @@ impl BoundCommand {
     }
 
     /// Launches the worker and delivers `bootstrap` on its stdin.
+    ///
+    /// A plan with a watchdog is refused here
+    /// ([`SpawnError::WatchdogRequired`]): the parts this returns have no
+    /// deadline. Launch it with [`BoundCommand::spawn_watched`].
     pub fn spawn_with_bootstrap(
+        &self,
+        bootstrap: &PrivatePipeWorkerBootstrap,
+    ) -> Result<SpawnedWorker, SpawnError> {
+        if let Some(w) = &self.plan.watchdog {
+            return Err(SpawnError::WatchdogRequired {
+                session_ms: w.session_deadline_ms,
+            });
+        }
+        self.spawn_unwatched(bootstrap)
+    }
+
+    /// The launch itself; the caller owns enforcing any deadline.
+    pub(crate) fn spawn_unwatched(
         &self,
         bootstrap: &PrivatePipeWorkerBootstrap,
     ) -> Result<SpawnedWorker, SpawnError> {
@@ -266,6 +299,7 @@ impl BoundCommand {
                 })?;
         }
         let mut command = spec.command();
+        let started = Instant::now();
         let spawned = command.spawn();
         // The child has its copies (or never started): close the parent's.
         let shown = spec.shown.clone();
@@ -275,18 +309,19 @@ impl BoundCommand {
             program: shown,
             source,
         })?;
-        let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            let _ = child.kill();
-            let status = child
-                .wait()
-                .map(crate::lifecycle::describe_status)
-                .unwrap_or_default();
+        let pipes = (child.stdin.take(), child.stdout.take());
+        // From here every stop goes through `WorkerLifecycle::terminate`.
+        let mut lifecycle = WorkerLifecycle::new(child);
+        let (Some(mut stdin), Some(stdout)) = pipes else {
+            let status = lifecycle
+                .terminate()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|e| format!("reap failed: {e}"));
             return Err(SpawnError::Bootstrap {
                 status,
                 source: io::Error::other("the worker pipes were not created"),
             });
         };
-        let mut lifecycle = WorkerLifecycle::new(child);
         if let Err(source) = bootstrap.write_to(&mut stdin).and_then(|()| stdin.flush()) {
             let status = lifecycle
                 .terminate()
@@ -298,6 +333,7 @@ impl BoundCommand {
             lifecycle,
             stdin,
             stdout,
+            started,
         })
     }
 }
