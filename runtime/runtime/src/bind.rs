@@ -4,10 +4,11 @@
 //! which options the installed build understands. The steps, in order:
 //!
 //! 0. the plan is re-verified ([`crate::verify`]): the fixed hardening
-//!    prefix, this host's architecture for the plan and its seccomp program,
-//!    and no control this runtime cannot enforce (the network broker); a plan
-//!    with cgroup limits or `require_cgroup_v2` needs a with cgroup limits or `require_cgroup_v2` needs a
-//!    [`LaunchPreparation`] that provides the cgroup; otherwise bind fails;
+//!    prefix and this host's architecture for the plan and its seccomp
+//!    program; a plan with cgroup limits or `require_cgroup_v2` needs a
+//!    [`LaunchPreparation`] that provides the cgroup, and a plan with a
+//!    network broker needs the matching host broker
+//!    ([`BindOptions::with_network_broker`]); otherwise bind fails;
 //! 1. the Bubblewrap program: canonicalized, a regular file with an execute
 //!    bit; in executable-pinned mode the canonical file is opened and retained
 //!    as one of the pins;
@@ -18,7 +19,8 @@
 //!    canonical path is opened `O_PATH | O_NOFOLLOW | O_CLOEXEC` with
 //!    `RESOLVE_NO_SYMLINKS`, so a link swapped in after canonicalization fails
 //!    instead of being followed; the type is re-checked through the descriptor
-//!    (`fstat`);
+//!    (`fstat`); the network broker's pin is instead the private directory
+//!    of the host's broker (see [`crate::broker`]), never the policy's parent;
 //! 3. every path-based mount source (unpinned mode): canonicalized, not `/`,
 //!    the right type (a read-write source must be a directory);
 //! 4. every program of the exec chain (the first program Bubblewrap
@@ -134,6 +136,8 @@ pub enum BindError {
         #[source]
         source: io::Error,
     },
+    #[error("failed to bind the network broker")]
+    Broker(#[from] crate::broker::BrokerBindError),
 }
 
 /// A descriptor retained at bind, duplicated fresh for every launch.
@@ -183,6 +187,7 @@ pub trait LaunchPreparation: std::fmt::Debug + Send + Sync {
 pub struct BindOptions {
     quota_inspector: Box<dyn QuotaInspectorDebug>,
     preparations: Vec<Box<dyn LaunchPreparation>>,
+    network_broker: Option<splash_broker::BrokerMount>,
 }
 
 /// A [`QuotaInspector`] that can be printed in debug output.
@@ -194,6 +199,7 @@ impl Default for BindOptions {
         Self {
             quota_inspector: Box::new(KernelQuotaInspector),
             preparations: Vec::new(),
+            network_broker: None,
         }
     }
 }
@@ -208,6 +214,15 @@ impl BindOptions {
     /// Adds a launch preparation step.
     pub fn with_preparation(mut self, step: impl LaunchPreparation + 'static) -> Self {
         self.preparations.push(Box::new(step));
+        self
+    }
+
+    /// Supplies the host's network broker (`HostBroker::mount`). A plan with
+    /// a `network_broker` binds only with one whose catalog kind and ids are
+    /// the plan's; its private directory is what gets pinned. A broker for a
+    /// plan without one is refused.
+    pub fn with_network_broker(mut self, mount: splash_broker::BrokerMount) -> Self {
+        self.network_broker = Some(mount);
         self
     }
 }
@@ -519,6 +534,7 @@ impl BoundCommand {
                 what: "the cgroup-v2 boundary this plan requires (no cgroup preparation step is configured)".into(),
             });
         }
+        crate::broker::check_plan(&plan, options.network_broker.as_ref())?;
 
         // 1. Bubblewrap.
         let bwrap_str = plan.bwrap.as_str().to_owned();
@@ -541,8 +557,18 @@ impl BoundCommand {
         let pins = plan
             .pins
             .iter()
-            .map(pin_source)
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|pin| match pin.kind {
+                PinKind::BrokerDirectory => {
+                    let (canonical, fd) = crate::broker::pin(pin, options.network_broker.as_ref())?;
+                    Ok(PinnedSource {
+                        pin: pin.clone(),
+                        canonical,
+                        fd,
+                    })
+                }
+                _ => pin_source(pin),
+            })
+            .collect::<Result<Vec<_>, BindError>>()?;
         let bwrap_launch = match plan.bwrap_pin {
             None => BubblewrapLaunch::Path,
             Some(slot) => {

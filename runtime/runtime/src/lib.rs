@@ -26,6 +26,7 @@
 //! Every raw system call lives in the private `sys` module.
 
 pub mod bind;
+pub mod broker;
 pub mod launch;
 pub mod lifecycle;
 pub mod quota;
@@ -39,6 +40,7 @@ pub mod watchdog;
 pub use bind::{
     BindError, BindOptions, BoundCommand, BubblewrapLaunch, LaunchPreparation, PinnedSource,
 };
+pub use broker::BrokerBindError;
 pub use launch::{LaunchError, LaunchOptions, LoadedPolicy, launch};
 pub use lifecycle::{LaunchFailure, WorkerLifecycle, WorkerStatus};
 pub use quota::{KernelQuotaInspector, QuotaError, QuotaInspector};

@@ -15,9 +15,7 @@
 //!    `--seccomp` operation exactly when Bubblewrap installs the filter, one
 //!    runner `--seccomp-fd` slot exactly when a runner does, and no profile
 //!    without a delivery);
-//! 4. controls this runtime cannot enforce are refused by name (the network
-//!    broker);
-//! 5. the exec chain is split into its programs (`exec_chain`) so bind can
+//! 4. the exec chain is split into its programs (`exec_chain`) so bind can
 //!    check every one of them, not only the first.
 
 use splashpol::plan::{
@@ -72,16 +70,12 @@ fn expected_prefix(lockdown: bool) -> Vec<(BwrapOp, &'static str)> {
     out
 }
 
-/// Checks steps 1–4 of the module documentation.
+/// Checks steps 1–3 of the module documentation (the network broker is
+/// checked against the host's broker by bind, `crate::broker::check_plan`).
 pub(crate) fn verify_plan(plan: &LaunchPlan) -> Result<(), BindError> {
     check_prefix(plan)?;
     check_delivery(plan)?;
     check_arch(plan)?;
-    if plan.network_broker.is_some() {
-        return Err(BindError::Unsupported {
-            what: "the network broker".into(),
-        });
-    }
     Ok(())
 }
 
