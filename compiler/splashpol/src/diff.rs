@@ -149,6 +149,12 @@ impl<'a> Statements<'a> {
             _ => false,
         })
         .or_else(|| self.root_source(path))
+        // `writes bounded` remounts the root and `/dev` read-only.
+        .or_else(|| {
+            matches!(path, "/" | "/dev")
+                .then(|| self.keyword("writes"))
+                .flatten()
+        })
     }
 
     /// A host root whose source is `path` (for a changed mount source).
@@ -452,6 +458,19 @@ fn denied(a: &ArchFilter) -> Vec<String> {
         .collect()
 }
 
+/// Whether filter `f` lets syscall `name` past its strict list (every
+/// syscall passes a default-allow filter).
+fn passes(f: &ArchFilter, name: &str) -> bool {
+    f.allowed
+        .as_ref()
+        .is_none_or(|list| list.iter().any(|a| a == name))
+}
+
+/// The syscall a guard description starts with (`clone when ...: EPERM`).
+fn guard_syscall(guard: &str) -> &str {
+    guard.split([' ', ':']).next().unwrap_or(guard)
+}
+
 fn seccomp(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
     let loc = |s: &Statements<'_>| s.keyword("seccomp");
     let (fa, fb) = match (&ea.seccomp, &eb.seccomp) {
@@ -479,7 +498,11 @@ fn seccomp(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
         };
         let arch = &x.arch;
         let (dx, dy) = (denied(x), denied(y));
-        let (now_denied, no_longer) = set_changes(&dx, &dy);
+        // A syscall outside a strict list is refused either way: a refusal
+        // only changes something for syscalls the other side lets through.
+        let (mut now_denied, mut no_longer) = set_changes(&dx, &dy);
+        now_denied.retain(|n| passes(x, n));
+        no_longer.retain(|n| passes(y, n));
         if !no_longer.is_empty() {
             let what = format!("{arch}: no longer refused: {}", no_longer.join(" "));
             d.push("seccomp", Change::Widened, what, loc);
@@ -488,7 +511,9 @@ fn seccomp(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
             let what = format!("{arch}: now refused: {}", now_denied.join(" "));
             d.push("seccomp", Change::Narrowed, what, loc);
         }
-        let (new_guards, dropped_guards) = set_changes(&x.guarded, &y.guarded);
+        let (mut new_guards, mut dropped_guards) = set_changes(&x.guarded, &y.guarded);
+        new_guards.retain(|g| passes(x, guard_syscall(g)));
+        dropped_guards.retain(|g| passes(y, guard_syscall(g)));
         for g in dropped_guards {
             d.push(
                 "seccomp",

@@ -1,4 +1,4 @@
-//! Golden explanations: for every policy in `policies/`, the human text, the
+//! Golden explanations and diffs: for every policy in `policies/`, the human text, the
 //! JSON document and the Graphviz mount graph of `splashpol::explain` for the plan with every
 //! registered root active, lowered for `x86_64`. An input without its
 //! expected output fails. To write or refresh the expected files, run with
@@ -10,8 +10,9 @@
 
 use std::path::{Path, PathBuf};
 
-use splashpol::plan::Arch;
-use splashpol::{activate, artifact, explain, lower};
+use splashpol::model::Policy;
+use splashpol::plan::{Arch, LaunchPlan};
+use splashpol::{activate, artifact, diff, explain, lower};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -21,7 +22,8 @@ fn expected_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/explain")
 }
 
-fn explanation(source: &str, name: &str) -> explain::Explanation {
+/// The checked policy and its plan for `x86_64` with every root active.
+fn lowered(source: &str, name: &str) -> (Policy, LaunchPlan) {
     let outcome = splashpol::check_source(name, source);
     assert!(!outcome.has_errors(), "{name} has errors");
     let policy = outcome.policy.expect("checked policy");
@@ -33,12 +35,36 @@ fn explanation(source: &str, name: &str) -> explain::Explanation {
         &artifact::digest(source.as_bytes()),
     )
     .expect("lower");
+    (policy, plan)
+}
+
+fn explanation(source: &str, name: &str) -> explain::Explanation {
+    let (policy, plan) = lowered(source, name);
     explain::explain(&policy, &plan)
+}
+
+/// Compare `text` with the expected file, or write it under `SPLASH_BLESS=1`.
+fn compare_or_bless(file: &Path, text: &str, failures: &mut Vec<String>) {
+    if std::env::var("SPLASH_BLESS").as_deref() == Ok("1") {
+        std::fs::create_dir_all(file.parent().expect("parent")).expect("create dir");
+        std::fs::write(file, text).expect("write expected");
+        return;
+    }
+    match std::fs::read_to_string(file) {
+        Ok(want) if want == text => {}
+        Ok(want) => failures.push(format!(
+            "{} differs:\n--- expected\n{want}\n--- produced\n{text}",
+            file.display()
+        )),
+        Err(_) => failures.push(format!(
+            "{} is missing (run with SPLASH_BLESS=1)",
+            file.display()
+        )),
+    }
 }
 
 #[test]
 fn golden_explanations() {
-    let bless = std::env::var("SPLASH_BLESS").as_deref() == Ok("1");
     let mut policies: Vec<PathBuf> = std::fs::read_dir(root().join("policies"))
         .expect("read policies/")
         .map(|e| e.expect("dir entry").path())
@@ -63,23 +89,42 @@ fn golden_explanations() {
             ("dot", explain::render_dot(&e)),
         ] {
             let file = expected_dir().join(format!("{stem}.{ext}"));
-            if bless {
-                std::fs::create_dir_all(expected_dir()).expect("create dir");
-                std::fs::write(&file, &text).expect("write expected");
-                continue;
-            }
-            match std::fs::read_to_string(&file) {
-                Ok(want) if want == text => {}
-                Ok(want) => failures.push(format!(
-                    "{} differs:\n--- expected\n{want}\n--- produced\n{text}",
-                    file.display()
-                )),
-                Err(_) => failures.push(format!(
-                    "{} is missing (run with SPLASH_BLESS=1)",
-                    file.display()
-                )),
-            }
+            compare_or_bless(&file, &text, &mut failures);
         }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Golden diffs between bundled policies, both directions: the human text
+/// and the exit-relevant verdict.
+#[test]
+fn golden_diffs() {
+    let mut failures = Vec::new();
+    for (a, b) in [
+        ("minimal", "demo"),
+        ("demo", "minimal"),
+        ("strict-allowlist", "agent-worker"),
+        ("demo", "demo"),
+    ] {
+        let load = |stem: &str| {
+            let file = format!("policies/{stem}.splashpol");
+            let source = std::fs::read_to_string(root().join(&file)).expect("read policy");
+            let (policy, plan) = lowered(&source, &file);
+            (file, source, policy, plan)
+        };
+        let (fa, sa, pa, la) = load(a);
+        let (fb, sb, pb, lb) = load(b);
+        let side = |file, source, policy, plan| diff::Side {
+            file,
+            source,
+            policy,
+            plan,
+        };
+        let d = diff::diff(&side(&fa, &sa, &pa, &la), &side(&fb, &sb, &pb, &lb));
+        let mut text = diff::render_human(&d);
+        text.push_str(&format!("widened: {}\n", d.widened()));
+        let file = expected_dir().join(format!("diff-{a}-{b}.txt"));
+        compare_or_bless(&file, &text, &mut failures);
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -284,3 +284,20 @@ fn isolation_nested_user_namespaces() {
         Some("user-namespaces none")
     );
 }
+
+#[test]
+fn refusals_of_syscalls_a_strict_list_never_let_through_change_nothing() {
+    let strict = "  seccomp strict-allowlist {\n    execve read write exit_group\n  }\n";
+    let d = between(strict, "  seccomp deny-known-escape-surface\n");
+    let found = changes(&d, "seccomp");
+    // `mount` was killed by the strict list and is refused now: no change.
+    assert!(!found.iter().any(|(_, w)| w.contains("mount")), "{found:?}");
+    assert!(found.contains(&(
+        Change::Widened,
+        "x86_64: no strict list: every unlisted syscall is allowed".to_string()
+    )));
+    assert!(
+        found.iter().all(|(c, _)| *c == Change::Widened),
+        "{found:?}"
+    );
+}
