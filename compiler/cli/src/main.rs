@@ -15,6 +15,8 @@ mod diff;
 mod doctor;
 mod emit;
 mod explain;
+mod fmt;
+mod help;
 mod run;
 mod sys;
 
@@ -47,6 +49,12 @@ enum Command {
     Explain(ExplainArgs),
     /// Compare two policies layer by layer; exit 1 when B widens A.
     Diff(DiffArgs),
+    /// Rewrite policy files in the canonical layout, keeping comments.
+    Fmt(FmtArgs),
+    /// Print a shell completion script.
+    Completions(CompletionsArgs),
+    /// Print the manual page, or write one page per command into a directory.
+    Man(ManArgs),
 }
 
 /// Output format for diagnostics and plans.
@@ -156,6 +164,32 @@ pub struct DiffArgs {
     pub format: Format,
 }
 
+#[derive(Debug, Args)]
+pub struct FmtArgs {
+    /// Policy files to format in place; `-` reads standard input and writes
+    /// standard output.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Write nothing; list the files that would change and exit 1 if any.
+    #[arg(long)]
+    pub check: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to generate completions for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `splashc.1` and `splashc-COMMAND.1` for every command into this
+    /// directory instead of printing `splashc.1`.
+    #[arg(long)]
+    pub out_dir: Option<PathBuf>,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
@@ -166,6 +200,9 @@ fn main() -> ExitCode {
         Command::Doctor(a) => doctor::run(&a),
         Command::Explain(a) => explain::run(&a),
         Command::Diff(a) => diff::run(&a),
+        Command::Fmt(a) => fmt::run(&a),
+        Command::Completions(a) => help::completions(&a),
+        Command::Man(a) => help::man(&a),
     };
     ExitCode::from(code)
 }

@@ -19,6 +19,7 @@ pub mod diag;
 pub mod diff;
 pub mod emit;
 pub mod explain;
+pub mod format;
 pub mod lower;
 pub mod model;
 pub mod parse;
