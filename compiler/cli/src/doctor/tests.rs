@@ -9,7 +9,7 @@ const BWRAP_HELP: &str = "usage: bwrap [OPTIONS...] [--] COMMAND [ARGS...]\n\
     --cap-drop CAP\n    --clearenv\n    --new-session\n    --die-with-parent\n\
     --as-pid-1\n    --chdir DIR\n    --proc DEST\n    --dev DEST\n    --size BYTES\n\
     --tmpfs DEST\n    --ro-bind SRC DEST\n    --bind SRC DEST\n    --ro-bind-fd FD DEST\n\
-    --bind-fd FD DEST\n    --remount-ro DEST\n";
+    --bind-fd FD DEST\n    --remount-ro DEST\n    --dev-bind SRC DEST\n";
 
 struct FakeHost {
     entries: BTreeMap<PathBuf, Entry>,
