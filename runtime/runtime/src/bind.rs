@@ -3,8 +3,7 @@
 //! Nothing is launched here except Bubblewrap's own `--help`, which tells
 //! which options the installed build understands. The steps, in order:
 //!
-//! 0. a plan with cgroup limits or `require_cgroup_v2` needs a
-//!    [`LaunchPreparation`] that provides the cgroup; otherwise bind fails;
+//! 0. a plan with `require_cgroup_v2` must carry a cgroup policy;
 //! 1. the Bubblewrap program: canonicalized, a regular file with an execute
 //!    bit; in executable-pinned mode the canonical file is opened and retained
 //!    as one of the pins;
@@ -23,10 +22,12 @@
 //! 5. Bubblewrap's options: every option the plan's argument list uses must
 //!    appear in `bwrap --help` (run through the same pinned descriptor that
 //!    will be launched), so an old build fails here with a named option;
-//! 6. project quotas (see [`crate::quota`]) and their aggregate maximum.
-//!
-//! A cgroup preparation step joins as a [`LaunchPreparation`]: it runs after
-//! these checks and can wrap the launch program (see [`crate::LaunchSpec`]).
+//! 6. project quotas (see [`crate::quota`]) and their aggregate maximum;
+//! 7. the cgroup-v2 boundary, when the plan has one: the parent is verified
+//!    and the runner checked ([`crate::cgroup::CgroupBoundary::prepare`]);
+//!    each spawn then creates a fresh child cgroup;
+//! 8. [`LaunchPreparation`] steps, which can wrap each launch (see
+//!    [`crate::LaunchSpec`]); the cgroup runner always wraps outermost.
 
 use std::collections::BTreeSet;
 use std::fs::{self, File, Metadata};
@@ -39,6 +40,7 @@ use std::process::{Command, Stdio};
 use splashpol::model::AbsPath;
 use splashpol::plan::{BwrapOp, ExecArg, LaunchPlan, MountSource, Pin, PinKind, PinRole};
 
+use crate::cgroup::{CgroupBoundary, CgroupError};
 use crate::quota::{self, KernelQuotaInspector, QuotaError, QuotaInspector, VerifiedQuota};
 use crate::spawn::LaunchSpec;
 use crate::sys;
@@ -101,6 +103,8 @@ pub enum BindError {
     },
     #[error("failed to verify the aggregate project quota")]
     AggregateQuota(#[source] QuotaError),
+    #[error("failed to prepare the cgroup-v2 boundary")]
+    Cgroup(#[source] CgroupError),
     #[error("launch preparation `{step}` failed")]
     Preparation {
         step: String,
@@ -134,8 +138,9 @@ impl PinnedSource {
 }
 
 /// A step that runs at the end of bind and may change how the command is
-/// launched (a cgroup runner is the intended implementation: prepare a fresh
-/// child cgroup at bind, then prefix the launch program with the runner).
+/// launched (wrap the program with a prefix). The cgroup-v2 boundary is not
+/// one of these: a plan's `cgroup` policy is always prepared by bind itself,
+/// and its runner wraps outside every preparation.
 pub trait LaunchPreparation: std::fmt::Debug + Send + Sync {
     /// Short name for error messages.
     fn name(&self) -> &str;
@@ -143,12 +148,6 @@ pub trait LaunchPreparation: std::fmt::Debug + Send + Sync {
     fn prepare(&mut self, command: &BoundCommand) -> io::Result<()>;
     /// Adjusts one launch (e.g. wraps the program); called by spawn.
     fn wrap(&self, spec: &mut LaunchSpec) -> io::Result<()>;
-    /// True when this step places the launch in the plan's cgroup-v2
-    /// boundary. A plan with cgroup limits (or `require_cgroup_v2`) binds
-    /// only when some step does.
-    fn provides_cgroup(&self) -> bool {
-        false
-    }
 }
 
 /// Options of [`BoundCommand::bind_with`].
@@ -203,6 +202,7 @@ pub struct BoundCommand {
     pub(crate) pins: Vec<PinnedSource>,
     pub(crate) quotas: Vec<VerifiedQuota>,
     pub(crate) preparations: Vec<Box<dyn LaunchPreparation>>,
+    pub(crate) cgroup: Option<CgroupBoundary>,
 }
 
 fn type_name(meta: &Metadata) -> &'static str {
@@ -482,11 +482,10 @@ impl BoundCommand {
                 what: "worker standard streams other than a stdin pipe, a stdout pipe and stderr on `/dev/null`, or a worker environment".into(),
             });
         }
-        if (plan.cgroup.is_some() || plan.require_cgroup_v2)
-            && !options.preparations.iter().any(|p| p.provides_cgroup())
-        {
+        if plan.require_cgroup_v2 && plan.cgroup.is_none() {
             return Err(BindError::Unsupported {
-                what: "the cgroup-v2 boundary this plan requires (no cgroup preparation step is configured)".into(),
+                what: "the cgroup-v2 boundary this plan requires (it carries no cgroup policy)"
+                    .into(),
             });
         }
 
@@ -575,6 +574,7 @@ impl BoundCommand {
             pins,
             quotas: Vec::new(),
             preparations: Vec::new(),
+            cgroup: None,
         };
 
         // 5. Bubblewrap's options, asked of the very file that will run.
@@ -614,7 +614,15 @@ impl BoundCommand {
         }
         bound.quotas = verified;
 
-        // 7. Launch preparations (cgroup).
+        // 7. The cgroup-v2 boundary. The runner is executed through its
+        //    descriptor when the plan pins executables.
+        if let Some(policy) = &bound.plan.cgroup {
+            let pin_runner = bound.plan.bwrap_pin.is_some();
+            bound.cgroup =
+                Some(CgroupBoundary::prepare(policy, pin_runner).map_err(BindError::Cgroup)?);
+        }
+
+        // 8. Launch preparations.
         let mut preparations = options.preparations;
         for step in &mut preparations {
             step.prepare(&bound)
@@ -670,5 +678,10 @@ impl BoundCommand {
     /// The verified project quotas.
     pub fn verified_quotas(&self) -> &[VerifiedQuota] {
         &self.quotas
+    }
+
+    /// The prepared cgroup-v2 boundary, when the plan has one.
+    pub fn cgroup(&self) -> Option<&CgroupBoundary> {
+        self.cgroup.as_ref()
     }
 }

@@ -5,6 +5,15 @@
 //! A [`WorkerLifecycle`] always reaps what it started: [`Drop`] kills and
 //! waits if the host did not.
 //!
+//! With a cgroup-v2 boundary the lifecycle also owns the worker's child
+//! cgroup. [`WorkerLifecycle::terminate`] is then the one function that
+//! stops the whole tree: `cgroup.kill` first (every process in the cgroup,
+//! including one forked a moment before), then SIGKILL to Bubblewrap if it
+//! still runs, reap, and remove the cgroup, retrying while the killed
+//! processes exit. A failed kill or removal is returned as an error that
+//! wraps a [`CgroupError`]: a containment failure the host must not ignore.
+//! Drop does the same and can only swallow that error.
+//!
 //! `--die-with-parent` is bound to the *thread* that spawned Bubblewrap
 //! (`PR_SET_PDEATHSIG` fires when that thread exits): spawn from a thread
 //! that lives as long as the worker should.
@@ -13,6 +22,8 @@ use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
+
+use crate::cgroup::{CgroupError, REMOVE_TIMEOUT, WorkerCgroup};
 
 /// What the host knows about the Bubblewrap process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,19 +61,46 @@ pub(crate) fn describe_status(status: ExitStatus) -> String {
     WorkerStatus::from_exit(status).to_string()
 }
 
-/// Owns the Bubblewrap child process.
+/// Owns the Bubblewrap child process and, with a cgroup-v2 boundary, its
+/// child cgroup.
 #[derive(Debug)]
 pub struct WorkerLifecycle {
     child: Child,
     reaped: Option<WorkerStatus>,
+    cgroup: Option<WorkerCgroup>,
 }
 
 impl WorkerLifecycle {
+    /// A lifecycle without a cgroup.
     pub(crate) fn new(child: Child) -> Self {
         Self {
             child,
             reaped: None,
+            cgroup: None,
         }
+    }
+
+    /// A lifecycle that owns `cgroup`, which `child` has joined.
+    pub(crate) fn in_cgroup(child: Child, cgroup: WorkerCgroup) -> Self {
+        Self {
+            child,
+            reaped: None,
+            cgroup: Some(cgroup),
+        }
+    }
+
+    /// The worker's child cgroup, when the plan has a cgroup-v2 boundary
+    /// (for reading `memory.events`, `cpu.stat`, ...).
+    pub fn cgroup(&self) -> Option<&WorkerCgroup> {
+        self.cgroup.as_ref()
+    }
+
+    /// The [`CgroupError`] inside an error returned by
+    /// [`terminate`](Self::terminate), if it is a containment failure.
+    pub fn containment_failure(error: &io::Error) -> Option<&CgroupError> {
+        error
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<CgroupError>())
     }
 
     /// The host pid of the Bubblewrap process.
@@ -107,10 +145,38 @@ impl WorkerLifecycle {
         }
     }
 
-    /// Force-stops the sandbox (SIGKILL to Bubblewrap; its pid namespace dies
-    /// with it) and reaps it. Returns the final status; a worker that had
-    /// already exited keeps its own status.
+    /// Force-stops the sandbox and reaps it: with a cgroup, `cgroup.kill`
+    /// first; then SIGKILL to Bubblewrap if it still runs (its pid namespace
+    /// dies with it); reap; then remove the cgroup. Returns the final status;
+    /// a worker that had already exited keeps its own status.
+    ///
+    /// A failed `cgroup.kill` or removal is an error wrapping a
+    /// [`CgroupError`] ([`containment_failure`](Self::containment_failure)),
+    /// returned after every other step has still been tried. Calling it
+    /// again after success does nothing more.
     pub fn terminate(&mut self) -> io::Result<WorkerStatus> {
+        let live = |c: &&mut WorkerCgroup| !c.is_removed();
+        let killed = match self.cgroup.as_mut().filter(live) {
+            Some(cg) => cg.kill(),
+            None => Ok(()),
+        };
+        let status = self.stop_and_reap();
+        if let Some(cg) = self.cgroup.as_mut().filter(live) {
+            let removed = cg.remove(REMOVE_TIMEOUT);
+            let failure = match killed {
+                Ok(()) => removed.err(),
+                Err(e) => Some(e.then_cleanup(removed)),
+            };
+            if let Some(e) = failure {
+                return Err(io::Error::other(e));
+            }
+        } else if let Err(e) = killed {
+            return Err(io::Error::other(e));
+        }
+        status
+    }
+
+    fn stop_and_reap(&mut self) -> io::Result<WorkerStatus> {
         if let Some(s) = self.reaped {
             return Ok(s);
         }

@@ -8,7 +8,9 @@
 //!    retained pin, the seccomp program in a sealed `memfd`, and the argument
 //!    list from the plan's one builder ([`LaunchPlan::bwrap_arguments`]) with
 //!    each [`Slot`] rendered as the number of the descriptor made for it;
-//! 3. launch preparations may wrap the spec (a cgroup runner prefix);
+//! 3. launch preparations may wrap the spec; with a cgroup policy, a fresh
+//!    child cgroup is created and the cgroup runner wraps outermost
+//!    ([`crate::cgroup`]);
 //! 4. Bubblewrap is started with an empty environment, cwd `/`, private
 //!    stdin/stdout pipes and stderr on `/dev/null`; in the child, every
 //!    descriptor from 3 up is marked close-on-exec and only the spec's
@@ -16,7 +18,11 @@
 //!    in executable-pinned mode the program is `/proc/self/fd/N` of a fresh
 //!    duplicate of the pinned Bubblewrap (itself close-on-exec: the kernel
 //!    opens the file before it closes the descriptor);
-//! 5. the parent's copies of the launch descriptors are closed;
+//! 5. the parent's copies of the launch descriptors are closed; with a
+//!    cgroup, the host waits (the policy's join timeout) until the direct
+//!    child's pid is listed in the child cgroup's `cgroup.procs`; a runner
+//!    that exits first or does not join in time is killed with the cgroup,
+//!    reaped, the cgroup removed, and the launch fails;
 //! 6. the bootstrap preamble is written and flushed to the worker's stdin
 //!    before any JSON; a failure kills and reaps Bubblewrap.
 //!
@@ -32,6 +38,7 @@ use splash_protocol::PrivatePipeWorkerBootstrap;
 use splashpol::plan::{LaunchPlan, SeccompDelivery, Slot};
 
 use crate::bind::{BoundCommand, BubblewrapLaunch};
+use crate::cgroup::CgroupError;
 use crate::lifecycle::WorkerLifecycle;
 use crate::sys;
 
@@ -56,6 +63,10 @@ pub enum SpawnError {
     EmptySeccomp(String),
     #[error("the plan's argument list uses {0:?}, which this launch did not prepare")]
     UnpreparedSlot(Slot),
+    #[error("this plan requires its cgroup-v2 boundary; only `spawn_with_bootstrap` launches it")]
+    Uncgrouped,
+    #[error("the cgroup-v2 boundary failed; nothing was left running")]
+    Cgroup(#[source] CgroupError),
     #[error("launch preparation `{step}` failed")]
     Preparation {
         step: String,
@@ -171,8 +182,17 @@ fn seccomp_slot(plan: &LaunchPlan) -> Option<Slot> {
 
 impl BoundCommand {
     /// Prepares one launch (step 2 of the module documentation) without
-    /// starting anything. Every call makes fresh descriptors.
+    /// starting anything. Every call makes fresh descriptors. The spec has
+    /// no cgroup runner (spawn adds it), so a plan with `require_cgroup_v2`
+    /// refuses: it must never be started outside its cgroup.
     pub fn launch_spec(&self) -> Result<LaunchSpec, SpawnError> {
+        if self.plan.require_cgroup_v2 {
+            return Err(SpawnError::Uncgrouped);
+        }
+        self.uncgrouped_spec()
+    }
+
+    fn uncgrouped_spec(&self) -> Result<LaunchSpec, SpawnError> {
         let mut fresh: Vec<Option<OwnedFd>> = Vec::with_capacity(self.pins.len());
         for p in &self.pins {
             let fd = p.duplicate().map_err(|source| SpawnError::Duplicate {
@@ -257,7 +277,10 @@ impl BoundCommand {
                 manifest: manifest.to_string(),
             });
         }
-        let mut spec = self.launch_spec()?;
+        if (self.plan.require_cgroup_v2 || self.plan.cgroup.is_some()) && self.cgroup.is_none() {
+            return Err(SpawnError::Uncgrouped);
+        }
+        let mut spec = self.uncgrouped_spec()?;
         for step in &self.preparations {
             step.wrap(&mut spec)
                 .map_err(|source| SpawnError::Preparation {
@@ -265,16 +288,46 @@ impl BoundCommand {
                     source,
                 })?;
         }
+        // The cgroup runner wraps last, so it is the first program to run.
+        let mut cgroup = match &self.cgroup {
+            Some(boundary) => Some(boundary.wrap(&mut spec).map_err(SpawnError::Cgroup)?),
+            None => None,
+        };
         let mut command = spec.command();
         let spawned = command.spawn();
         // The child has its copies (or never started): close the parent's.
         let shown = spec.shown.clone();
         drop(command);
         drop(spec);
-        let mut child = spawned.map_err(|source| SpawnError::Exec {
-            program: shown,
-            source,
-        })?;
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(source) => {
+                if let Some(cg) = cgroup.as_mut() {
+                    cg.kill_and_remove().map_err(SpawnError::Cgroup)?;
+                }
+                return Err(SpawnError::Exec {
+                    program: shown,
+                    source,
+                });
+            }
+        };
+        if let (Some(cg), Some(boundary)) = (cgroup.as_mut(), self.cgroup.as_ref()) {
+            let pid = child.id();
+            let joined = cg.await_join(pid, boundary.join_timeout(), || {
+                child
+                    .try_wait()
+                    .map(|s| s.map(crate::lifecycle::describe_status))
+            });
+            if let Err(e) = joined {
+                // Kill what joined, then the runner itself if it never did.
+                let killed = cg.kill();
+                let _ = child.kill();
+                let _ = child.wait();
+                let removed = cg.remove(crate::cgroup::REMOVE_TIMEOUT);
+                let e = e.then_cleanup(killed).then_cleanup(removed);
+                return Err(SpawnError::Cgroup(e));
+            }
+        }
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
             let status = child
@@ -286,7 +339,10 @@ impl BoundCommand {
                 source: io::Error::other("the worker pipes were not created"),
             });
         };
-        let mut lifecycle = WorkerLifecycle::new(child);
+        let mut lifecycle = match cgroup {
+            Some(cg) => WorkerLifecycle::in_cgroup(child, cg),
+            None => WorkerLifecycle::new(child),
+        };
         if let Err(source) = bootstrap.write_to(&mut stdin).and_then(|()| stdin.flush()) {
             let status = lifecycle
                 .terminate()
