@@ -11,7 +11,9 @@
 //! | `probe.write` | `{"path", "bytes", "remove"?}` | bytes written and the errno that stopped the write |
 //! | `probe.exec` | `{"argv"}` | exit status or signal, or the errno of the failed exec |
 //! | `probe.try` | `{"op"}` | success or the failing step and errno of one escape attempt |
-//! | `probe.spin` | `{"seconds"}` | a busy loop (cancellable) |
+//! | `probe.spin` | `{"seconds"}` | a busy loop (cancellable); wall and CPU time |
+//! | `probe.fork` | `{"max"}` | how many waiting children could be forked, and the errno that stopped it |
+//! | `probe.alloc` | `{"bytes"}` | whether a child could touch that much memory, or the signal that killed it |
 //! | `probe.sleep` | `{"ms"}` | a sleep (cancellable) |
 //! | `probe.echo` | `{"input"}` | `input` |
 //!
@@ -50,6 +52,8 @@ fn dispatch(
         "probe.spin" => return tools::spin(&input, cancel),
         "probe.sleep" => return tools::sleep(&input, cancel),
         "probe.echo" => tools::echo(&input),
+        "probe.fork" => tools::fork(&input),
+        "probe.alloc" => tools::alloc(&input),
         other => Err(format!("the probe has no tool `{other}`")),
     };
     result.map_err(ToolFailure::Error)
