@@ -160,6 +160,13 @@ impl Worker {
     }
 }
 
+/// A measurement line on standard error that the test harness does not
+/// capture, so it shows in the VM console log of a passing run.
+fn note(line: String) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "cgroup-vm: {line}");
+}
+
 fn chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
@@ -195,7 +202,7 @@ fn pids_max_stops_a_fork_loop() {
     let mut w = Worker::launch("pids 16");
     assert_eq!(w.cgroup_file("pids.max").trim(), "16");
     let out = w.call("probe.fork", json!({"max": 64})).expect("fork");
-    eprintln!("pids 16: {out}");
+    note(format!("pids 16: {out}"));
     let started = out["started"].as_u64().expect("started");
     // bwrap, the sandbox's init and the probe's threads count too.
     assert!(started > 0 && started < 16, "{out}");
@@ -206,7 +213,7 @@ fn pids_max_stops_a_fork_loop() {
     // Control: without `pids`, the same loop reaches its own maximum.
     let mut w = Worker::launch("memory 256 MiB");
     let out = w.call("probe.fork", json!({"max": 64})).expect("fork");
-    eprintln!("no pids limit: {out}");
+    note(format!("no pids limit (control): {out}"));
     assert_eq!(out["started"], json!(64), "{out}");
     assert_eq!(out["error"], Value::Null, "{out}");
     w.finish();
@@ -231,7 +238,7 @@ fn memory_max_oom_kills_the_whole_worker_tree() {
     let err = w
         .call("probe.alloc", json!({"bytes": 256u64 << 20}))
         .expect_err("the worker is killed");
-    eprintln!("memory 64 MiB, alloc 256 MiB: {err}");
+    note(format!("memory 64 MiB, alloc 256 MiB: {err}"));
     assert_eq!(
         w.lifecycle
             .wait_timeout(Duration::from_secs(30))
@@ -239,7 +246,7 @@ fn memory_max_oom_kills_the_whole_worker_tree() {
         WorkerStatus::Killed(libc::SIGKILL)
     );
     let events = w.cgroup_file("memory.events");
-    eprintln!("memory.events: {events:?}");
+    note(format!("memory.events after the group kill: {events:?}"));
     assert!(field(&events, "oom_kill ") >= 2, "{events}");
     assert!(field(&events, "oom_group_kill ") >= 1, "{events}");
     w.finish();
@@ -255,7 +262,7 @@ fn memory_max_oom_kills_the_whole_worker_tree() {
     let out = w
         .call("probe.alloc", json!({"bytes": 256u64 << 20}))
         .expect("the probe survives");
-    eprintln!("oom.group 0: {out}");
+    note(format!("memory.oom.group 0 (control): {out}"));
     assert_eq!(out["signal"], json!(libc::SIGKILL), "{out}");
     w.call("probe.echo", json!({"input": 1}))
         .expect("still answering");
@@ -276,13 +283,16 @@ fn spin(w: &mut Worker, seconds: u64) -> (f64, f64, u64) {
     let usage = (field(&after, "usage_usec ") - field(&before, "usage_usec ")) as f64
         / wall.as_micros() as f64;
     let throttled = field(&after, "nr_throttled ") - field(&before, "nr_throttled ");
-    eprintln!("spin {seconds} s: {out}; cgroup usage/wall {usage:.3}; throttled {throttled}");
+    note(format!(
+        "spin {seconds} s: {out}; cgroup usage/wall {usage:.3}; nr_throttled +{throttled}"
+    ));
     (inside, usage, throttled)
 }
 
 #[test]
 #[ignore = "runs inside the VM: scripts/vm-tests"]
 fn cpu_max_throttles_a_busy_loop_to_the_quota() {
+    note("cpu 20 ms per 100 ms:".into());
     let mut w = Worker::launch("cpu 20 ms");
     assert_eq!(w.cgroup_file("cpu.max").trim(), "20000 100000");
     let (inside, usage, throttled) = spin(&mut w, 3);
@@ -293,6 +303,7 @@ fn cpu_max_throttles_a_busy_loop_to_the_quota() {
     w.finish();
 
     // Control: without `cpu`, the same loop gets most of the CPU.
+    note("no cpu limit (control):".into());
     let mut w = Worker::launch("pids 64");
     let (inside, usage, throttled) = spin(&mut w, 3);
     assert!(inside > 0.6, "inside the worker: {inside:.3}");
@@ -306,9 +317,7 @@ fn cpu_max_throttles_a_busy_loop_to_the_quota() {
 fn swap_and_io_limits_are_written_and_read_back() {
     let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
     if swaps.lines().count() <= 1 {
-        eprintln!(
-            "NOTE: this VM has no swap device; memory.swap.max = 0 is shown written and read back, not enforced against real swapping"
-        );
+        note("this VM has no swap device: memory.swap.max = 0 is shown written and read back, not enforced against real swapping".into());
     }
     let dev = std::fs::read_to_string("/sys/block/vda/dev").expect("vda");
     let dev = dev.trim();
@@ -317,7 +326,7 @@ fn swap_and_io_limits_are_written_and_read_back() {
     ));
     assert_eq!(w.cgroup_file("memory.swap.max").trim(), "0");
     let io = w.cgroup_file("io.max");
-    eprintln!("io.max: {io:?}");
+    note(format!("io.max: {io:?}"));
     assert_eq!(
         io.trim(),
         format!("{dev} rbps=1048576 wbps=max riops=max wiops=120")
