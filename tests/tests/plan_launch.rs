@@ -186,14 +186,36 @@ fn plan_for(policy: &Policy, roots: &[&str]) -> LaunchPlan {
 }
 
 /// Run the plan with the real bwrap; the worker's report as key → values.
+///
+/// A path-mode plan has no pinned descriptors; its only possible slot is
+/// Bubblewrap's seccomp program (a policy with a `landlock` block always has
+/// one), which a shell opens on descriptor 9 just before it execs bwrap.
 fn launch(plan: &LaunchPlan) -> BTreeMap<String, Vec<String>> {
-    let mut no_slots = |slot| panic!("path mode plan has a descriptor slot {slot:?}");
-    let program = plan.bwrap_program(&mut no_slots);
-    let args = plan.bwrap_arguments(&mut no_slots);
-    let out = Command::new(&program)
+    const SECCOMP_FD: &str = "9";
+    let mut slots = |slot| match slot {
+        Slot::BwrapSeccomp => SECCOMP_FD.to_string(),
+        other => panic!("path mode plan has a descriptor slot {other:?}"),
+    };
+    let program = plan.bwrap_program(&mut slots);
+    let args = plan.bwrap_arguments(&mut slots);
+    let filter = std::env::temp_dir().join(format!(
+        "splash-plan-launch-seccomp-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    let bytes = plan.seccomp.as_ref().map_or(&[][..], |s| &s.program[..]);
+    std::fs::write(&filter, bytes).expect("write the seccomp program");
+    let out = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(format!(
+            "exec \"$0\" \"$@\" {SECCOMP_FD}<\"$SPLASH_SECCOMP_FILE\""
+        ))
+        .arg(&program)
         .args(&args)
+        .env("SPLASH_SECCOMP_FILE", &filter)
         .output()
         .expect("spawn bwrap");
+    let _ = std::fs::remove_file(&filter);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -242,7 +264,7 @@ fn selected_roots_are_mounted_as_the_policy_says_and_nothing_else() {
     let plan = plan_for(&policy, &["ro", "rw", "scratch"]);
 
     // The unselected root appears nowhere in the launch object.
-    let argv = plan.bwrap_arguments(&mut |_| unreachable!());
+    let argv = plan.bwrap_arguments(&mut |_| "{fd}".to_string());
     let hidden = fx.path("hidden").to_string();
     assert!(
         !argv
@@ -494,7 +516,7 @@ fn runner_chain_applies_limits_and_the_executable_allowlist() {
         panic!("chain policy");
     };
     let plan = plan_for(&policy, &["ro"]);
-    let argv = plan.bwrap_arguments(&mut |_| unreachable!());
+    let argv = plan.bwrap_arguments(&mut |_| "{fd}".to_string());
     let cmd = &argv[argv.iter().position(|a| a == "--").expect("--") + 1..];
     assert_eq!(cmd[0], "/opt/splash/bin/splash-landlock-runner");
     let r = launch(&plan);

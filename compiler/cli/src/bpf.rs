@@ -6,8 +6,8 @@
 
 use std::io::Write;
 
-use splash_seccomp::{Arch, CompileError, Profile, Program, compile};
-use splashpol::model::SeccompPolicy;
+use splash_seccomp::{Arch, CompileError, Program, compile_launch};
+use splashpol::model::Policy;
 
 /// The architecture named by `--arch`, or this host's when absent.
 pub fn arch_from_flag(flag: Option<&str>) -> Result<Arch, String> {
@@ -21,20 +21,12 @@ pub fn arch_from_flag(flag: Option<&str>) -> Result<Arch, String> {
     }
 }
 
-/// The seccomp profile a checked policy selects, if any.
-pub fn profile_of(policy: &SeccompPolicy) -> Option<Profile> {
-    match policy {
-        SeccompPolicy::Off => None,
-        SeccompPolicy::DenyKnownEscapeSurface => Some(Profile::DenyKnownEscapeSurface),
-        SeccompPolicy::StrictAllowlist { syscalls } => {
-            Some(Profile::StrictAllowlist(syscalls.clone()))
-        }
-    }
-}
-
-/// Compile the policy's seccomp profile for `arch`.
-pub fn program_for(policy: &SeccompPolicy, arch: Arch) -> Result<Option<Program>, CompileError> {
-    profile_of(policy).map(|p| compile(&p, arch)).transpose()
+/// Compile the filter a launch of `policy` installs for `arch`, through the
+/// same decision lowering uses ([`splashpol::lower::launch_filter`]).
+pub fn program_for(policy: &Policy, arch: Arch) -> Result<Option<Program>, CompileError> {
+    splashpol::lower::launch_filter(policy)
+        .map(|(profile, exec_allowlist)| compile_launch(&profile, arch, exec_allowlist))
+        .transpose()
 }
 
 /// Write `program` to stdout: the raw bytes, or with `listing` a header of

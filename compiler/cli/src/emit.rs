@@ -124,7 +124,7 @@ fn emit_main(args: &EmitArgs) -> Result<(), u8> {
 
     if args.bpf {
         let loaded = load_policy(&args.policy)?;
-        let program = match crate::bpf::program_for(&loaded.policy.seccomp, arch) {
+        let program = match crate::bpf::program_for(&loaded.policy, arch) {
             Ok(Some(p)) => p,
             Ok(None) => {
                 eprintln!("splashc emit: the policy selects no seccomp profile");

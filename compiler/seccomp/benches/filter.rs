@@ -49,6 +49,12 @@ fn linear(rules: &RuleSet) -> Vec<SockFilter> {
                 block.push(ret(g.action));
                 block.push(ld(OFF_NR));
             }
+            Some(ArgCond::NoBitsLow32 { arg, mask }) => {
+                block.push(ld(off_arg_lo(*arg)));
+                block.push(SockFilter::jump(BPF_JMP | BPF_JSET | BPF_K, *mask, 1, 0));
+                block.push(ret(g.action));
+                block.push(ld(OFF_NR));
+            }
             Some(ArgCond::EqualsLow32 { arg, values }) => {
                 block.push(ld(off_arg_lo(*arg)));
                 for (i, v) in values.iter().enumerate() {

@@ -106,6 +106,8 @@ pub const SECCOMP_RET_DATA: u32 = 0x0000_ffff;
 pub const EPERM: u16 = 1;
 /// `ENOSYS` (the same number on every supported architecture).
 pub const ENOSYS: u16 = 38;
+/// `EACCES` (the same number on every supported architecture).
+pub const EACCES: u16 = 13;
 
 /// Offsets into `struct seccomp_data`.
 pub const OFF_NR: u32 = 0;
@@ -188,6 +190,7 @@ pub fn ret_name(k: u32) -> String {
         SECCOMP_RET_ERRNO => match (k & SECCOMP_RET_DATA) as u16 {
             EPERM => "ERRNO(EPERM)".to_owned(),
             ENOSYS => "ERRNO(ENOSYS)".to_owned(),
+            EACCES => "ERRNO(EACCES)".to_owned(),
             e => format!("ERRNO({e})"),
         },
         SECCOMP_RET_USER_NOTIF => "USER_NOTIF".to_owned(),

@@ -30,6 +30,17 @@ pub fn compile(profile: &Profile, arch: Arch) -> Result<Program, CompileError> {
     compile_rules(&rules)
 }
 
+/// Compile `profile` for `arch` as a launch uses it: with `exec_allowlist`,
+/// plus the memfd guard of [`RuleSet::exec_allowlist_guard`].
+pub fn compile_launch(
+    profile: &Profile,
+    arch: Arch,
+    exec_allowlist: bool,
+) -> Result<Program, CompileError> {
+    let rules = RuleSet::for_launch(profile, arch, exec_allowlist)?;
+    compile_rules(&rules)
+}
+
 /// A run of consecutive syscall numbers `lo..=hi` with one decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NrRange {
@@ -284,6 +295,10 @@ fn emit_leaf(asm: &mut Asm, decision: &NrDecision) {
             ArgCond::AnyBitsLow32 { arg, mask } => {
                 asm.ld(off_arg_lo(*arg));
                 asm.jump(BPF_JSET, *mask, hit, miss);
+            }
+            ArgCond::NoBitsLow32 { arg, mask } => {
+                asm.ld(off_arg_lo(*arg));
+                asm.jump(BPF_JSET, *mask, miss, hit);
             }
             ArgCond::EqualsLow32 { arg, values } => {
                 asm.ld(off_arg_lo(*arg));

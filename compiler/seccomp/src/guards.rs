@@ -296,6 +296,37 @@ pub const TIOCSTI: u32 = 0x5412;
 /// injects input like `TIOCSTI`.
 pub const TIOCLINUX: u32 = 0x541c;
 
+/// Whether a strict allowlist may name the guarded syscall `d`.
+///
+/// A strict list never names a call that changes mounts, controls the
+/// kernel (module loading, kexec, reboot), traces, reads or writes another
+/// process's memory or descriptors, uses a keyring, or changes the
+/// personality. The other guarded calls (read-only mount queries, `kcmp`,
+/// filesystem handles, namespaces, kernel interfaces, io_uring, host
+/// administration, hardware access) may be listed by a host that needs them:
+/// listing one allows it, and the checker warns.
+pub fn strict_listable(d: &Reviewed) -> bool {
+    match d.class {
+        Class::Mount => matches!(d.name, "listmount" | "statmount"),
+        Class::CrossProcessMemory => d.name == "kcmp",
+        Class::KernelControl
+        | Class::Module
+        | Class::Tracing
+        | Class::Keyring
+        | Class::Personality => false,
+        Class::FilesystemHandle
+        | Class::Namespace
+        | Class::KernelInterface
+        | Class::IoUring
+        | Class::HostAdmin
+        | Class::Hardware => true,
+    }
+}
+
+/// `MFD_NOEXEC_SEAL` (Linux 6.3): the memfd is created without execute
+/// permission and sealed so it can never gain it.
+pub const MFD_NOEXEC_SEAL: u32 = 0x0008;
+
 /// `ioctl` requests that return `EPERM`. Compared against the low 32 bits of
 /// argument 1: the kernel declares the request `unsigned int`, so the high
 /// half is ignored by the kernel and must be ignored by the filter too (a

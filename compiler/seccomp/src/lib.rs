@@ -20,7 +20,7 @@ mod rules;
 pub mod sys;
 
 pub use bpf::{SeccompData, SockFilter};
-pub use codegen::{NrRange, compile, compile_rules, ranges};
+pub use codegen::{NrRange, compile, compile_launch, compile_rules, ranges};
 pub use error::CompileError;
 pub use program::{Program, ProgramStats};
 pub use rules::{
@@ -186,16 +186,30 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 /// Why `name` may not be listed in a strict allowlist, if it may not.
 ///
-/// `clone` and `ioctl` are accepted: their argument guards still apply in
-/// front of the allowlist.
+/// `clone`, `ioctl` and `memfd_create` are accepted: their argument guards
+/// still apply in front of the allowlist. A guarded syscall outside the
+/// classes the strict profile forbids (see [`guards::strict_listable`]) is
+/// accepted too; [`strict_listing_warning`] says why listing it widens the
+/// filter.
 pub fn strict_rejection(name: &str) -> Option<StrictRejection> {
     if name == "clone3" {
         return Some(StrictRejection::Clone3);
     }
-    if guards::DENIED.iter().any(|d| d.name == name) {
+    if guards::DENIED
+        .iter()
+        .any(|d| d.name == name && !guards::strict_listable(d))
+    {
         return Some(StrictRejection::FixedGuard);
     }
     None
+}
+
+/// The reviewed guard entry of `name` when a strict allowlist may list it
+/// but listing it allows what both profiles otherwise deny (for a warning).
+pub fn strict_listing_warning(name: &str) -> Option<&'static guards::Reviewed> {
+    guards::DENIED
+        .iter()
+        .find(|d| d.name == name && guards::strict_listable(d))
 }
 
 pub mod guards;

@@ -4,11 +4,11 @@
 use std::collections::BTreeSet;
 
 use crate::bpf::{
-    ENOSYS, EPERM, SECCOMP_RET_ALLOW, SECCOMP_RET_DATA, SECCOMP_RET_ERRNO,
+    EACCES, ENOSYS, EPERM, SECCOMP_RET_ALLOW, SECCOMP_RET_DATA, SECCOMP_RET_ERRNO,
     SECCOMP_RET_KILL_PROCESS, SeccompData,
 };
 use crate::error::CompileError;
-use crate::guards::{CLONE_NAMESPACE_FLAGS, DENIED, DENIED_IOCTLS};
+use crate::guards::{CLONE_NAMESPACE_FLAGS, DENIED, DENIED_IOCTLS, MFD_NOEXEC_SEAL};
 use crate::{
     Arch, StrictRejection, X32_SYSCALL_BIT, strict_rejection, suggest_syscall, syscall_number,
 };
@@ -21,9 +21,14 @@ pub const MAX_STRICT_SYSCALLS: usize = 512;
 pub enum Profile {
     /// Default allow; the reviewed escape surface is denied.
     DenyKnownEscapeSurface,
-    /// The fixed guards, then only the listed syscalls; everything else
-    /// kills the process.
+    /// The argument guards of listed syscalls, then only the listed
+    /// syscalls; everything else kills the process (`clone3` answers
+    /// `ENOSYS` so libc falls back to the guarded `clone`).
     StrictAllowlist(BTreeSet<String>),
+    /// Default allow with only the architecture and x32 checks: the base of
+    /// a filter whose only purpose is the launch's extra guards (an
+    /// executable allowlist without a seccomp profile).
+    Baseline,
 }
 
 impl Profile {
@@ -32,6 +37,7 @@ impl Profile {
         match self {
             Profile::DenyKnownEscapeSurface => "deny-known-escape-surface",
             Profile::StrictAllowlist(_) => "strict-allowlist",
+            Profile::Baseline => "baseline",
         }
     }
 }
@@ -78,6 +84,8 @@ pub enum ArgCond {
     AnyBitsLow32 { arg: u8, mask: u32 },
     /// The low 32 bits equal one of `values` (sorted, no duplicates).
     EqualsLow32 { arg: u8, values: Vec<u32> },
+    /// `(arg & mask) == 0` on the low 32 bits.
+    NoBitsLow32 { arg: u8, mask: u32 },
 }
 
 impl ArgCond {
@@ -119,7 +127,9 @@ impl ArgCond {
     /// The argument index the condition reads.
     pub fn arg(&self) -> u8 {
         match self {
-            ArgCond::AnyBitsLow32 { arg, .. } | ArgCond::EqualsLow32 { arg, .. } => *arg,
+            ArgCond::AnyBitsLow32 { arg, .. }
+            | ArgCond::EqualsLow32 { arg, .. }
+            | ArgCond::NoBitsLow32 { arg, .. } => *arg,
         }
     }
 
@@ -129,6 +139,7 @@ impl ArgCond {
         match self {
             ArgCond::AnyBitsLow32 { arg, mask } => low(*arg) & mask != 0,
             ArgCond::EqualsLow32 { arg, values } => values.contains(&low(*arg)),
+            ArgCond::NoBitsLow32 { arg, mask } => low(*arg) & mask == 0,
         }
     }
 }
@@ -285,17 +296,56 @@ impl RuleSet {
         guards
     }
 
-    /// The rule set of `profile` on `arch`.
+    /// The guard a launch adds whenever it selects an executable allowlist:
+    /// `memfd_create` without `MFD_NOEXEC_SEAL` fails with `EACCES` (as the
+    /// kernel's own `vm.memfd_noexec = 2` answers), so no memfd can ever be
+    /// executed. Landlock's execute right does not cover memfds, which live
+    /// on an internal mount outside every path rule.
+    pub fn exec_allowlist_guard(arch: Arch) -> Option<Guard> {
+        syscall_number(arch, "memfd_create").map(|nr| Guard {
+            name: "memfd_create",
+            nr,
+            cond: Some(ArgCond::NoBitsLow32 {
+                arg: 1,
+                mask: MFD_NOEXEC_SEAL,
+            }),
+            action: Action::Errno(EACCES),
+        })
+    }
+
+    /// The rule set of `profile` on `arch`, without launch extras.
+    pub fn for_profile(profile: &Profile, arch: Arch) -> Result<RuleSet, CompileError> {
+        RuleSet::for_launch(profile, arch, false)
+    }
+
+    /// The rule set of `profile` on `arch`; with `exec_allowlist`, plus
+    /// [`RuleSet::exec_allowlist_guard`].
     ///
     /// For a strict list, a name that exists on another supported
     /// architecture but not on `arch` is skipped for `arch` and reported by
-    /// [`RuleSet::skipped`]; an unknown name, `clone3` or a fixed-guard
-    /// syscall is an error, as is a list that resolves to no `execve` or to
-    /// more than [`MAX_STRICT_SYSCALLS`] numbers on `arch`.
-    pub fn for_profile(profile: &Profile, arch: Arch) -> Result<RuleSet, CompileError> {
-        let guards = RuleSet::fixed_guards(arch);
+    /// [`RuleSet::skipped`]; an unknown name, `clone3` or a forbidden
+    /// fixed-guard syscall ([`crate::strict_rejection`]) is an error, as is a
+    /// list that resolves to no `execve` or to more than
+    /// [`MAX_STRICT_SYSCALLS`] numbers on `arch`. A listable guarded syscall
+    /// the list names is allowed; an unlisted one kills the process like
+    /// every other unlisted syscall.
+    pub fn for_launch(
+        profile: &Profile,
+        arch: Arch,
+        exec_allowlist: bool,
+    ) -> Result<RuleSet, CompileError> {
+        let extra: Vec<Guard> = if exec_allowlist {
+            RuleSet::exec_allowlist_guard(arch).into_iter().collect()
+        } else {
+            Vec::new()
+        };
         match profile {
-            Profile::DenyKnownEscapeSurface => RuleSet::new(arch, guards, Fallback::AllowAll),
+            Profile::Baseline => RuleSet::new(arch, extra, Fallback::AllowAll),
+            Profile::DenyKnownEscapeSurface => {
+                let mut guards = RuleSet::fixed_guards(arch);
+                guards.extend(extra);
+                RuleSet::new(arch, guards, Fallback::AllowAll)
+            }
             Profile::StrictAllowlist(names) => {
                 if names.is_empty() {
                     return Err(CompileError::EmptyAllowlist);
@@ -328,6 +378,17 @@ impl RuleSet {
                 if !syscall_number(arch, "execve").is_some_and(|nr| allow.contains(&nr)) {
                     return Err(CompileError::MissingExecve { arch });
                 }
+                // Only argument guards of listed syscalls remain, and
+                // `clone3`'s ENOSYS; an unlisted syscall is killed, guarded
+                // or not.
+                let guards: Vec<Guard> = RuleSet::fixed_guards(arch)
+                    .into_iter()
+                    .chain(extra)
+                    .filter(|g| match g.cond {
+                        Some(_) => allow.contains(&g.nr),
+                        None => g.name == "clone3",
+                    })
+                    .collect();
                 let mut rules = RuleSet::new(arch, guards, Fallback::AllowOnly(allow))?;
                 rules.skipped = skipped;
                 Ok(rules)

@@ -264,6 +264,11 @@ pub enum Probe {
     PtraceInvalid,
     /// x86_64 only: `getpid` through the x32 ABI (`0x40000000 | 39`).
     X32Getpid,
+    /// `memfd_create("splash-probe", flags)`; the descriptor is left to the
+    /// child's exit.
+    MemfdCreate {
+        flags: u32,
+    },
     /// Time `calls` raw `getppid` calls; returns nanoseconds.
     TimeGetppid {
         calls: u32,
@@ -335,6 +340,17 @@ impl Probe {
                     -i64::from(libc::ENOSYS)
                 }
             }
+            Probe::MemfdCreate { flags } => raw_syscall(
+                libc::SYS_memfd_create,
+                [
+                    c"splash-probe".as_ptr() as u64,
+                    u64::from(flags),
+                    0,
+                    0,
+                    0,
+                    0,
+                ],
+            ),
             Probe::TimeGetppid { calls } => {
                 let start = Instant::now();
                 for _ in 0..calls {

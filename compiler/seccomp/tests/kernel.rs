@@ -185,15 +185,93 @@ fn strict_list_kills_unlisted_syscalls() {
         ChildOutcome::Signaled(SIGSYS)
     );
     assert!(matches!(under(&with_getppid, GETPPID), ChildOutcome::Returned(r) if r > 0));
-    // Fixed guards still answer before the kill in strict mode.
+    // `clone3` still answers ENOSYS so libc falls back to `clone`; every
+    // other unlisted syscall is killed, guarded or not.
     assert_eq!(
         under(&without_getppid, CLONE3),
         ChildOutcome::Returned(-ENOSYS)
     );
-    assert_eq!(
-        under(&without_getppid, MOUNT),
-        ChildOutcome::Returned(-EPERM)
-    );
+    for (what, probe) in [
+        ("mount", MOUNT),
+        ("bpf", BPF),
+        ("io_uring_setup", IO_URING_SETUP),
+        ("keyctl", KEYCTL),
+        ("ptrace", PTRACE),
+        ("personality", PERSONALITY),
+        ("unshare", UNSHARE_USER),
+    ] {
+        assert_eq!(
+            under(&without_getppid, probe),
+            ChildOutcome::Signaled(SIGSYS),
+            "unlisted guarded {what}"
+        );
+        assert!(
+            matches!(without(probe), ChildOutcome::Returned(_)),
+            "control: {what} without the filter returns"
+        );
+    }
+}
+
+#[test]
+fn a_listable_guarded_syscall_listed_in_a_strict_list_is_allowed() {
+    let Some(_) = deny_program() else { return };
+    let list = ["execve", "exit_group", "write", "bpf"];
+    let p = program(&Profile::StrictAllowlist(support::names(&list))).expect("compiles");
+    // The kernel's own answer to an invalid command, not the filter's.
+    assert_eq!(under(&p, BPF), without(BPF));
+    assert!(matches!(under(&p, BPF), ChildOutcome::Returned(r) if r != -EPERM));
+}
+
+const MFD_CLOEXEC: u32 = libc::MFD_CLOEXEC;
+const MFD_NOEXEC_SEAL: u32 = 0x0008;
+const MEMFD_EXEC: Probe = Probe::MemfdCreate { flags: MFD_CLOEXEC };
+const MEMFD_NOEXEC: Probe = Probe::MemfdCreate {
+    flags: MFD_CLOEXEC | MFD_NOEXEC_SEAL,
+};
+const EACCES: i64 = libc::EACCES as i64;
+
+fn launch_program(profile: &Profile, exec_allowlist: bool) -> Program {
+    let arch = Arch::host().expect("supported architecture");
+    splash_seccomp::compile_launch(profile, arch, exec_allowlist).expect("compiles")
+}
+
+#[test]
+fn an_exec_allowlist_refuses_executable_memfds_under_every_profile() {
+    let Some(_) = deny_program() else { return };
+    let strict = Profile::StrictAllowlist(support::names(&[
+        "execve",
+        "exit_group",
+        "write",
+        "memfd_create",
+    ]));
+    for profile in [Profile::Baseline, Profile::DenyKnownEscapeSurface, strict] {
+        let guarded = launch_program(&profile, true);
+        assert_eq!(
+            under(&guarded, MEMFD_EXEC),
+            ChildOutcome::Returned(-EACCES),
+            "{profile:?}: a memfd that could be executed"
+        );
+        assert!(
+            matches!(under(&guarded, MEMFD_NOEXEC), ChildOutcome::Returned(fd) if fd >= 0),
+            "{profile:?}: a sealed non-executable memfd is still available"
+        );
+        // Control: the same profile without an allowlist, and no filter.
+        let plain = launch_program(&profile, false);
+        assert!(
+            matches!(under(&plain, MEMFD_EXEC), ChildOutcome::Returned(fd) if fd >= 0),
+            "{profile:?} without an allowlist"
+        );
+        assert!(matches!(without(MEMFD_EXEC), ChildOutcome::Returned(fd) if fd >= 0));
+    }
+}
+
+#[test]
+fn a_strict_list_without_memfd_create_kills_it_even_with_the_guard() {
+    let Some(_) = deny_program() else { return };
+    let strict = Profile::StrictAllowlist(support::names(&["execve", "exit_group", "write"]));
+    let p = launch_program(&strict, true);
+    assert_eq!(under(&p, MEMFD_NOEXEC), ChildOutcome::Signaled(SIGSYS));
+    assert_eq!(under(&p, MEMFD_EXEC), ChildOutcome::Signaled(SIGSYS));
 }
 
 #[test]

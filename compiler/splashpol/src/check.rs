@@ -891,14 +891,30 @@ impl Checker {
                         )
                         .with_label("the strict filter always denies it")
                         .with_help(format!(
-                            "remove `{name}`; mount, kernel-control, tracing, cross-process-memory, keyring \
-                             and personality calls are never allowed"
+                            "remove `{name}`; mount, kernel-control, module, tracing, cross-process-memory, \
+                             keyring and personality calls are never allowed"
                         )),
                     );
                     ok = false;
                     continue;
                 }
                 None => {}
+            }
+            if let Some(reviewed) = splash_seccomp::strict_listing_warning(name) {
+                self.push(
+                    Diagnostic::warning(
+                        code("splash::check::allowlist-guarded-syscall"),
+                        s.span,
+                        format!(
+                            "`{name}` is on the escape-surface guard list ({}); listing it allows it",
+                            reviewed.class.name()
+                        ),
+                    )
+                    .with_label(format!("guarded: {}", reviewed.reason))
+                    .with_help(format!(
+                        "keep `{name}` only if the worker needs it; unlisted, it kills the process"
+                    )),
+                );
             }
             if missing.iter().any(|&m| m) {
                 let missing: Vec<&str> = Arch::ALL

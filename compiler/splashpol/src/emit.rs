@@ -123,6 +123,7 @@ fn render_op(op: &BwrapOp, render: &mut dyn FnMut(Slot) -> String, out: &mut Vec
         BwrapOp::ClearEnv => push("--clearenv"),
         BwrapOp::NewSession => push("--new-session"),
         BwrapOp::DieWithParent => push("--die-with-parent"),
+        BwrapOp::AsPid1 => push("--as-pid-1"),
         BwrapOp::Chdir(p) => {
             push("--chdir");
             out.push(mount_point(p));
@@ -275,6 +276,10 @@ pub const EMITTED_OPTIONS: &[EmittedOption] = &[
     EmittedOption {
         option: "--die-with-parent",
         since: "0.1.8",
+    },
+    EmittedOption {
+        option: "--as-pid-1",
+        since: "0.3.0",
     },
     EmittedOption {
         option: "--chdir",

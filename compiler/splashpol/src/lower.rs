@@ -467,8 +467,14 @@ pub fn lower(
         BwrapOp::ClearEnv,
         BwrapOp::NewSession,
         BwrapOp::DieWithParent,
+        BwrapOp::AsPid1,
         BwrapOp::Chdir(MountPoint::Root),
         BwrapOp::Proc(fixed("/proc")),
+        // Every kernel knob under `/proc` (`sys`, `sysrq-trigger`, `irq`,
+        // `bus`, `fs`, other processes' `mem`) is read-only whatever the
+        // policy says: a worker launched by a root host is host uid 0, and
+        // sysctl and `/proc/PID/mem` writes check the uid, not capabilities.
+        BwrapOp::RemountRo(MountPoint::Path(fixed("/proc"))),
         BwrapOp::Dev(fixed("/dev")),
     ]);
     match policy.tmp {
@@ -590,7 +596,6 @@ pub fn lower(
     }
 
     if policy.bounded_writes {
-        ops.push(BwrapOp::RemountRo(MountPoint::Path(fixed("/proc"))));
         ops.push(BwrapOp::RemountRo(MountPoint::Path(fixed("/dev"))));
         ops.push(BwrapOp::RemountRo(MountPoint::Root));
     }
@@ -735,51 +740,70 @@ fn command(policy: &Policy, chain: &Chain<'_>, runner_seccomp: bool) -> Vec<Exec
     out
 }
 
-/// The seccomp slot: which profile, delivered by whom, and its program.
-fn seccomp_plan(
-    policy: &Policy,
-    arch: Arch,
-    has_exec_runner: bool,
-) -> Result<Option<SeccompPlan>, LowerError> {
-    let (profile, delivery) = match &policy.seccomp {
-        SeccompPolicy::Off => return Ok(None),
-        SeccompPolicy::DenyKnownEscapeSurface => {
-            ("deny-known-escape-surface", SeccompDelivery::Bubblewrap)
-        }
-        SeccompPolicy::StrictAllowlist { .. } if has_exec_runner => {
-            ("strict-allowlist", SeccompDelivery::Runner)
-        }
-        SeccompPolicy::StrictAllowlist { .. } => ("strict-allowlist", SeccompDelivery::Bubblewrap),
-    };
-    let program = seccomp_program(&policy.seccomp, arch).map_err(|reason| LowerError::Seccomp {
-        profile: profile.to_string(),
-        arch: arch.name(),
-        reason,
-    })?;
-    Ok(Some(SeccompPlan {
-        delivery,
-        arch,
-        profile: profile.to_string(),
-        program,
-    }))
-}
-
-/// The cBPF program bytes from `splash-seccomp`. Never fabricated: when the
-/// program cannot be built, lowering fails.
-fn seccomp_program(policy: &SeccompPolicy, arch: Arch) -> Result<Vec<u8>, String> {
-    let profile = match policy {
-        SeccompPolicy::Off => return Ok(Vec::new()),
+/// The seccomp filter a launch of `policy` installs: the selected profile
+/// and whether the executable-allowlist guard is added, or `None` when the
+/// launch installs no filter.
+///
+/// A policy with a Landlock executable allowlist always gets a filter: the
+/// memfd guard ([`splash_seccomp::RuleSet::exec_allowlist_guard`]) closes
+/// the one execution route Landlock's execute right does not cover, an
+/// anonymous memory file. Without a seccomp profile the filter is the
+/// default-allow baseline carrying only that guard and the architecture
+/// checks. `splashc emit --bpf` and lowering both call this, so the program
+/// shown is the program launched.
+pub fn launch_filter(policy: &Policy) -> Option<(splash_seccomp::Profile, bool)> {
+    let exec_allowlist = policy.landlock_runner.is_some();
+    let profile = match &policy.seccomp {
+        SeccompPolicy::Off if exec_allowlist => splash_seccomp::Profile::Baseline,
+        SeccompPolicy::Off => return None,
         SeccompPolicy::DenyKnownEscapeSurface => splash_seccomp::Profile::DenyKnownEscapeSurface,
         SeccompPolicy::StrictAllowlist { syscalls } => {
             splash_seccomp::Profile::StrictAllowlist(syscalls.clone())
         }
     };
-    let program = splash_seccomp::compile(&profile, arch).map_err(|e| e.to_string())?;
-    let bytes = program.to_bytes();
-    if bytes.is_empty() {
-        return Err("the seccomp compiler produced an empty program".to_string());
+    Some((profile, exec_allowlist))
+}
+
+/// The seccomp slot: which profile, delivered by whom, and its program.
+///
+/// The strict profile under an executable-launching runner is handed to the
+/// runner, which installs it after Landlock; every other filter (including
+/// the baseline that only carries the executable-allowlist guard) is
+/// Bubblewrap's `--seccomp`, installed before the first runner runs.
+fn seccomp_plan(
+    policy: &Policy,
+    arch: Arch,
+    has_exec_runner: bool,
+) -> Result<Option<SeccompPlan>, LowerError> {
+    let Some((profile, exec_allowlist)) = launch_filter(policy) else {
+        return Ok(None);
+    };
+    let delivery = match profile {
+        splash_seccomp::Profile::StrictAllowlist(_) if has_exec_runner => SeccompDelivery::Runner,
+        _ => SeccompDelivery::Bubblewrap,
+    };
+    let name = profile.name();
+    let program = splash_seccomp::compile_launch(&profile, arch, exec_allowlist)
+        .map_err(|e| LowerError::Seccomp {
+            profile: name.to_string(),
+            arch: arch.name(),
+            reason: e.to_string(),
+        })?
+        .to_bytes();
+    if program.is_empty() {
+        return Err(LowerError::Seccomp {
+            profile: name.to_string(),
+            arch: arch.name(),
+            reason: "the seccomp compiler produced an empty program".to_string(),
+        });
     }
-    Ok(bytes)
+    Ok(Some(SeccompPlan {
+        delivery,
+        arch,
+        profile: name.to_string(),
+        exec_allowlist_guard: exec_allowlist,
+        program,
+    }))
 }
 
 #[cfg(test)]
@@ -911,9 +935,10 @@ pub(crate) mod tests {
         ]);
         let plan = plain(&policy, Some(&m)).expect("plan");
         let got = argv(&plan).join(" ");
-        let want = "--unshare-all --unshare-user --disable-userns --cap-drop ALL --clearenv \
-            --new-session --die-with-parent --chdir / --proc /proc --dev /dev \
-            --size 67108864 --tmpfs /tmp \
+        let want = "--seccomp {fd:seccomp} \
+            --unshare-all --unshare-user --disable-userns --cap-drop ALL --clearenv \
+            --new-session --die-with-parent --as-pid-1 --chdir / --proc /proc --remount-ro /proc \
+            --dev /dev --size 67108864 --tmpfs /tmp \
             --ro-bind-fd {fd:pin:1:/opt/splash/runtime} /opt/splash \
             --ro-bind-fd {fd:pin:2:/srv/splash/project} /workspace/project \
             --size 33554432 --tmpfs /workspace/scratch \
@@ -922,7 +947,7 @@ pub(crate) mod tests {
             --ro-bind-fd {fd:pin:5:/opt/splash/runtime/bin/splash-landlock-runner} /opt/splash/bin/splash-landlock-runner \
             --ro-bind-fd {fd:pin:6:/opt/splash/runtime/lib/ld-linux-aarch64.so.1} /opt/splash/lib/ld-linux-aarch64.so.1 \
             --ro-bind-fd {fd:pin:7:/opt/splash/runtime/bin/reviewed-interpreter} /opt/splash/bin/reviewed-interpreter \
-            --remount-ro /proc --remount-ro /dev --remount-ro / -- \
+            --remount-ro /dev --remount-ro / -- \
             /opt/splash/bin/splash-landlock-runner --allow /opt/splash/bin/worker \
             --allow /opt/splash/bin/splash-limit-runner --allow /opt/splash/lib/ld-linux-aarch64.so.1 \
             --allow /opt/splash/bin/reviewed-interpreter -- \
@@ -976,7 +1001,7 @@ pub(crate) mod tests {
             a.windows(3)
                 .any(|w| w == ["--ro-bind", "/srv/splash/project", "/workspace/project"])
         );
-        assert!(!a.iter().any(|x| x.contains("{fd:")));
+        assert!(!a.iter().any(|x| x.contains("{fd:pin")));
         assert!(plan.pins.is_empty());
         assert_eq!(crate::emit::minimum_bwrap_version(&plan), "0.8.0");
         let mut policy = policy.clone();

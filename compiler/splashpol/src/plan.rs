@@ -108,6 +108,11 @@ pub enum BwrapOp {
     ClearEnv,
     NewSession,
     DieWithParent,
+    /// `--as-pid-1`: the command is the sandbox's pid 1, so no Bubblewrap
+    /// process runs inside the sandbox's pid namespace (an init without the
+    /// worker's seccomp filter, rlimits and Landlock domain would otherwise
+    /// share the worker's uid).
+    AsPid1,
     Chdir(MountPoint),
     Proc(SandboxPath),
     Dev(SandboxPath),
@@ -150,8 +155,15 @@ pub enum SeccompDelivery {
 pub struct SeccompPlan {
     pub delivery: SeccompDelivery,
     pub arch: Arch,
-    /// Profile name for reports (`deny-known-escape-surface`, `strict-allowlist`).
+    /// Profile name for reports (`deny-known-escape-surface`,
+    /// `strict-allowlist`, or `baseline` when the filter exists only for the
+    /// executable-allowlist guard).
     pub profile: String,
+    /// Whether the executable-allowlist guard is part of the program: with a
+    /// Landlock allowlist, `memfd_create` without `MFD_NOEXEC_SEAL` fails
+    /// with `EACCES`.
+    #[serde(default)]
+    pub exec_allowlist_guard: bool,
     /// Raw `struct sock_filter` bytes in native endianness for `arch`
     /// (lowercase hex in JSON).
     #[serde(with = "hex_bytes")]

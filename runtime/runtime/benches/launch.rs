@@ -187,9 +187,12 @@ fn raw_launch(probe_dir: &Path) -> Duration {
         ])
         .args([
             "--die-with-parent",
+            "--as-pid-1",
             "--chdir",
             "/",
             "--proc",
+            "/proc",
+            "--remount-ro",
             "/proc",
             "--dev",
             "/dev",
