@@ -204,7 +204,8 @@ fn pids_max_stops_a_fork_loop() {
     let out = w.call("probe.fork", json!({"max": 64})).expect("fork");
     note(format!("pids 16: {out}"));
     let started = out["started"].as_u64().expect("started");
-    // bwrap, the sandbox's init and the probe's threads count too.
+    // bwrap and the probe's threads (the probe is pid 1 of the sandbox)
+    // count too.
     assert!(started > 0 && started < 16, "{out}");
     assert_eq!(out["error"]["name"], json!("EAGAIN"), "{out}");
     assert!(field(&w.cgroup_file("pids.events"), "max ") > 0);
