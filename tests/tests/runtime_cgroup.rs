@@ -169,7 +169,11 @@ fn the_worker_tree_runs_in_a_fresh_child_and_terminate_kills_and_removes_it() {
             name.len() == "splash-".len() + 16 && name.starts_with("splash-"),
             "{name}"
         );
-        assert_eq!(parent.children(), [name.clone()], "{binding:?}");
+        assert_eq!(
+            parent.children(),
+            std::slice::from_ref(&name),
+            "{binding:?}"
+        );
 
         // Bubblewrap (the runner's pid, after its exec) is in the child.
         let bwrap_pid = probe.lifecycle.pid();

@@ -790,10 +790,10 @@ mod tests {
                 .lock()
                 .unwrap()
                 .push(format!("write {}/{file} {value}", self.name));
-            if let Some((f, errno)) = &*self.fs.fail_write.lock().unwrap() {
-                if f == file {
-                    return Err(io::Error::from_raw_os_error(*errno));
-                }
+            if let Some((f, errno)) = &*self.fs.fail_write.lock().unwrap()
+                && f == file
+            {
+                return Err(io::Error::from_raw_os_error(*errno));
             }
             Ok(())
         }

@@ -8,7 +8,9 @@
 //! Kernel interfaces used here: `openat2(2)` (pinning), `openat(2)` (a
 //! read-only directory relative to a pin), `memfd_create(2)` and
 //! `fcntl(F_ADD_SEALS)` (the seccomp program), `ioctl(FS_IOC_FSGETXATTR)` and
-//! `quotactl_fd(2)` (project quotas), and — only in the forked child, through
+//! `quotactl_fd(2)` (project quotas), `fstatfs(2)`, `openat(2)`, `fstatat(2)`,
+//! `mkdirat(2)` and `unlinkat(2)` relative to directory descriptors (the
+//! cgroup-v2 boundary), and — only in the forked child, through
 //! [`install_child_descriptor_hook`] — `close_range(2)` and `fcntl(F_SETFD)`.
 #![expect(
     unsafe_code,
