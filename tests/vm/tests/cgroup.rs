@@ -8,8 +8,12 @@
 //!   `memory.oom.group` set back to 0 only the allocating child dies);
 //! - `cpu.max`: a busy loop gets about the quota of CPU time per wall time
 //!   (control: without it, about all of it);
-//! - `memory.swap.max` and `io.max`: written and read back (the VM has no
-//!   swap device, so swap enforcement itself cannot be shown here).
+//! - `memory.swap.max` 0: with a swap file in the guest, an allocation past
+//!   `memory.max` is OOM-killed rather than swapped out (control: without
+//!   the swap limit it succeeds and the kernel swaps);
+//! - `io.max`: buffered writes with `fsync` to a block device take at least
+//!   the time the write rate allows (control: without it, far less);
+//! - and every limit file reads back what the policy said.
 //!
 //! Every launch goes through the real pipeline (policy text, check,
 //! activate, lower, bind, spawn with the cgroup runner) under real
@@ -32,9 +36,10 @@ const TOOLS: &[&str] = &[
     "probe.alloc",
     "probe.spin",
     "probe.echo",
+    "probe.write",
 ];
 
-fn manifest() -> CapabilityManifest {
+fn manifest(roots: &[&str]) -> CapabilityManifest {
     let grants = TOOLS
         .iter()
         .map(|t| {
@@ -45,11 +50,20 @@ fn manifest() -> CapabilityManifest {
             g
         })
         .collect();
-    CapabilityManifest {
+    let mut manifest = CapabilityManifest {
         protocol_version: 5,
         session_id: Token::new("vm-1").expect("session"),
         grants,
+    };
+    for id in roots {
+        manifest.grants[0]
+            .resources
+            .insert(splash_protocol::Resource::new(
+                splash_protocol::ResourceKind::FileRoot,
+                Token::new(*id).expect("root id"),
+            ));
     }
+    manifest
 }
 
 /// A private copy of the probe, removed on drop.
@@ -82,6 +96,12 @@ impl Worker {
     /// Launches the probe with `cgroup ... { entries }` under the guest's
     /// delegated parent.
     fn launch(entries: &str) -> Self {
+        Self::launch_with(entries, None)
+    }
+
+    /// [`launch`](Self::launch), with `host` as the read-write root `io`
+    /// at `/workspace/io` when given.
+    fn launch_with(entries: &str, host: Option<&Path>) -> Self {
         let g = splash_vm_tests::guest();
         let probe = ProbeDir::new(&g.bin_dir);
         let mut text = String::from("splashpol 1\npolicy \"vm-cgroup\" {\n");
@@ -95,6 +115,12 @@ impl Worker {
             "  runtime \"{}\" at \"/opt/worker\"\n  pin mounts, executables\n",
             probe.0.display()
         ));
+        if let Some(host) = host {
+            text.push_str(&format!(
+                "  root \"io\" host \"{}\" at \"/workspace/io\" read-write\n  host-writes unbounded\n",
+                host.display()
+            ));
+        }
         text.push_str(&format!(
             "  cgroup parent \"{}\" runner \"{}\" required {{ {entries} }}\n}}\n",
             g.cgroup_parent.display(),
@@ -105,7 +131,7 @@ impl Worker {
             Some(p) if !outcome.has_errors() => p,
             _ => panic!("{}", outcome.render_human("vm.splashpol", &text)),
         };
-        let manifest = manifest();
+        let manifest = manifest(if host.is_some() { &["io"] } else { &[] });
         let activation = splashpol::activate::activate(&policy, Some(&manifest)).expect("activate");
         let plan = splashpol::lower::lower(
             &policy,
@@ -313,13 +339,66 @@ fn cpu_max_throttles_a_busy_loop_to_the_quota() {
     w.finish();
 }
 
+/// Pages the kernel has written to swap since boot (`/proc/vmstat`).
+fn pages_swapped_out() -> u64 {
+    let vmstat = std::fs::read_to_string("/proc/vmstat").expect("vmstat");
+    field(&vmstat, "pswpout ")
+}
+
 #[test]
 #[ignore = "runs inside the VM: scripts/vm-tests"]
-fn swap_and_io_limits_are_written_and_read_back() {
-    let swaps = std::fs::read_to_string("/proc/swaps").unwrap_or_default();
-    if swaps.lines().count() <= 1 {
-        note("this VM has no swap device: memory.swap.max = 0 is shown written and read back, not enforced against real swapping".into());
-    }
+fn swap_zero_keeps_the_worker_out_of_swap() {
+    let swaps = std::fs::read_to_string("/proc/swaps").expect("swaps");
+    assert!(
+        swaps.lines().count() > 1,
+        "the guest has no swap device: {swaps:?}"
+    );
+    // 64 MiB touched in a child under a 32 MiB memory limit.
+    let alloc = json!({"bytes": 64u64 << 20});
+
+    let mut w = Worker::launch("memory 32 MiB; swap 0 B");
+    assert_eq!(w.cgroup_file("memory.swap.max").trim(), "0");
+    let before = pages_swapped_out();
+    let err = w
+        .call("probe.alloc", alloc.clone())
+        .expect_err("the worker is killed");
+    assert_eq!(
+        w.lifecycle
+            .wait_timeout(Duration::from_secs(30))
+            .expect("status"),
+        WorkerStatus::Killed(libc::SIGKILL)
+    );
+    let swapped = pages_swapped_out() - before;
+    let events = w.cgroup_file("memory.events");
+    note(format!(
+        "memory 32 MiB; swap 0 B, alloc 64 MiB: {err}; pswpout +{swapped}; memory.events {events:?}"
+    ));
+    assert!(field(&events, "oom_group_kill ") >= 1, "{events}");
+    // Nothing else in the guest is short of memory, so nothing swapped.
+    assert!(swapped * 4096 < 1 << 20, "pswpout +{swapped}");
+    w.finish();
+
+    // Control: without `swap`, the same allocation succeeds by swapping
+    // out what does not fit.
+    let mut w = Worker::launch("memory 32 MiB");
+    assert_eq!(w.cgroup_file("memory.swap.max").trim(), "max");
+    let before = pages_swapped_out();
+    let out = w.call("probe.alloc", alloc).expect("alloc");
+    let swapped = pages_swapped_out() - before;
+    let events = w.cgroup_file("memory.events");
+    note(format!(
+        "memory 32 MiB, no swap limit (control), alloc 64 MiB: {out}; pswpout +{swapped}; memory.events {events:?}"
+    ));
+    assert_eq!(out["ok"], json!(true), "{out}");
+    // At least the 32 MiB that did not fit went to swap.
+    assert!(swapped * 4096 >= 32 << 20, "pswpout +{swapped}");
+    assert_eq!(field(&events, "oom_kill "), 0, "{events}");
+    w.finish();
+}
+
+#[test]
+#[ignore = "runs inside the VM: scripts/vm-tests"]
+fn limits_are_written_and_read_back() {
     let dev = std::fs::read_to_string("/sys/block/vda/dev").expect("vda");
     let dev = dev.trim();
     let w = Worker::launch(&format!(
@@ -335,4 +414,67 @@ fn swap_and_io_limits_are_written_and_read_back() {
     assert_eq!(w.cgroup_file("cpu.max").trim(), "50000 100000");
     assert_eq!(w.cgroup_file("pids.max").trim(), "64");
     w.finish();
+}
+
+/// Writes 4 MiB (then `fsync`) into a read-write root on `/dev/vda`;
+/// returns the wall time and the bytes `io.stat` charged to the cgroup.
+fn timed_write(w: &mut Worker, dev: &str) -> (Duration, u64) {
+    let started = Instant::now();
+    let out = w
+        .call(
+            "probe.write",
+            json!({"path": "/workspace/io/data", "bytes": 4u64 << 20, "remove": true}),
+        )
+        .expect("write");
+    let took = started.elapsed();
+    assert_eq!(out["ok"], json!(true), "{out}");
+    let stat = w.cgroup_file("io.stat");
+    let written = stat
+        .lines()
+        .find(|l| l.starts_with(&format!("{dev} ")))
+        .and_then(|l| {
+            l.split_whitespace()
+                .find_map(|f| f.strip_prefix("wbytes=").and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0);
+    note(format!(
+        "4 MiB written and fsynced in {took:?}; io.stat: {:?}",
+        stat.trim()
+    ));
+    (took, written)
+}
+
+#[test]
+#[ignore = "runs inside the VM: scripts/vm-tests"]
+fn io_max_throttles_writeback_to_the_device() {
+    let g = splash_vm_tests::guest();
+    let dev = std::fs::read_to_string("/sys/block/vda/dev").expect("vda");
+    let dev = dev.trim().to_owned();
+    // A scratch directory on the ext4 filesystem of /dev/vda (cgroup
+    // writeback charges the flushed pages to the writer's cgroup).
+    let dir = g
+        .quota_mount
+        .join(format!("splash-cgroup-io-{}", std::process::id()));
+    std::fs::create_dir(&dir).expect("scratch dir on vda");
+
+    note(format!("io {dev} {{ write 1 MiB/s }}:"));
+    let mut w = Worker::launch_with(&format!("io {dev} {{ write 1 MiB/s }}"), Some(&dir));
+    let (limited, charged) = timed_write(&mut w, &dev);
+    w.finish();
+    note("no io limit (control):".into());
+    let mut w = Worker::launch_with("pids 64", Some(&dir));
+    let (free, _) = timed_write(&mut w, &dev);
+    w.finish();
+    std::fs::remove_dir_all(&dir).expect("remove scratch dir");
+
+    assert!(
+        charged >= 4 << 20,
+        "the writes were charged to the cgroup: {charged}"
+    );
+    // 4 MiB at 1 MiB/s (the kernel allows a short burst): at least 2 s.
+    assert!(limited >= Duration::from_secs(2), "{limited:?}");
+    assert!(
+        free < limited / 2,
+        "control {free:?} vs limited {limited:?}"
+    );
 }
