@@ -101,6 +101,23 @@ fn run_launches_the_probe_and_prints_its_authenticated_report() {
         .expect("run splashc");
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not grant `probe.report`"));
+
+    // A request the worker cannot serve: it ends the session (there is no
+    // error frame), and the run says which request went unanswered.
+    let out = Command::new(&splashc)
+        .arg("run")
+        .arg(&policy_path)
+        .args(["--invoke", "probe.try", "--input", r#"{"op":"nonsense"}"#])
+        .output()
+        .expect("run splashc");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("the worker ended the session without answering `invoke` request `r-1` of tool `probe.try`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("bubblewrap ended with"), "{stderr}");
+    assert!(out.stdout.is_empty());
 }
 
 #[test]

@@ -170,3 +170,40 @@ fn tampered_replayed_reflected_and_oversized_frames_are_rejected() {
     }
     assert!(runtime_support::live_children().is_empty());
 }
+
+/// The protocol has no error frame: a sandboxed worker that cannot serve a
+/// request ends the session, and the host names the unanswered request.
+#[test]
+fn a_sandboxed_worker_ends_the_session_on_a_request_it_cannot_serve() {
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let policy = probe_policy(&bwrap, &probe_dir);
+    let bound = BoundCommand::bind(policy.plan()).expect("bind");
+    let mut probe = runtime_support::ProbeSession::start(&bound, None).expect("start");
+    assert_eq!(
+        probe
+            .session
+            .invoke("probe.echo", json!({"input": [1.50, 1e3]}))
+            .expect("echo"),
+        json!({"input": [1.5, 1000.0]})
+    );
+    match probe.session.invoke("probe.try", json!({"op": "nonsense"})) {
+        Err(SessionError::WorkerEnded {
+            kind,
+            request,
+            tool,
+        }) => {
+            assert_eq!(
+                (kind, request.as_str(), tool.as_str()),
+                ("invoke", "r-2", "probe.try")
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(probe.session.is_poisoned());
+    let status = probe.lifecycle.wait().expect("reap");
+    assert_eq!(status, splash_runtime::WorkerStatus::Exited(1));
+    assert!(runtime_support::live_children().is_empty());
+}

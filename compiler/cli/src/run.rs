@@ -20,7 +20,7 @@ use std::io::{Read, Write};
 use serde_json::Value;
 use splash_protocol::{
     CapabilityManifest, Grant, GrantFormat, HostSession, PrivatePipeWorkerBootstrap, Resource,
-    ResourceKind, SessionKey, Token,
+    ResourceKind, SessionError, SessionKey, Token,
 };
 use splash_runtime::{BoundCommand, WorkerStatus};
 use splashpol::model::Policy;
@@ -184,7 +184,16 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
         Err(e) => {
             let poisoned = session.is_poisoned();
             drop(session);
-            let why = if poisoned {
+            let why = if let SessionError::WorkerEnded { .. } = e {
+                // No error frame exists: the worker ended the session.
+                match lifecycle.wait_timeout(std::time::Duration::from_secs(5)) {
+                    Ok(WorkerStatus::Running) | Err(_) => {
+                        let _ = lifecycle.terminate();
+                        "the worker was stopped".to_owned()
+                    }
+                    Ok(status) => format!("bubblewrap ended with {status}"),
+                }
+            } else if poisoned {
                 lifecycle.startup_failure().to_string()
             } else {
                 let _ = lifecycle.terminate();

@@ -9,13 +9,14 @@
 //! | `probe.report` | `{"statfs": [paths]}` (optional) | ids, maps, cwd, environment, capabilities, no_new_privs, seccomp, fds, mounts, interfaces, limits, namespaces, cgroup, hostname, statfs |
 //! | `probe.path` | `{"path"}` | exists, type, readable, writable (create and remove a file for a directory), executable |
 //! | `probe.write` | `{"path", "bytes", "remove"?}` | bytes written and the errno that stopped the write |
+//! | `probe.create` | `{"dir", "count"}` | files created and the errno that stopped the creation |
 //! | `probe.exec` | `{"argv"}` | exit status or signal, or the errno of the failed exec |
 //! | `probe.try` | `{"op"}` | success or the failing step and errno of one escape attempt |
 //! | `probe.spin` | `{"seconds"}` | a busy loop (cancellable); wall and CPU time |
 //! | `probe.fork` | `{"max"}` | how many waiting children could be forked, and the errno that stopped it |
 //! | `probe.alloc` | `{"bytes"}` | whether a child could touch that much memory, or the signal that killed it |
 //! | `probe.sleep` | `{"ms"}` | a sleep (cancellable) |
-//! | `probe.echo` | `{"input"}` | `input` |
+//! | `probe.echo` | `{"input"}` | `{"input"}`, unchanged |
 //!
 //! It works the same outside any sandbox, for control runs. Nothing but
 //! protocol frames is written to stdout; diagnostics go to stderr.
@@ -34,6 +35,22 @@ use std::process::ExitCode;
 use serde_json::Value;
 use splash_protocol::{CancelSignal, CapabilityManifest, Token, ToolFailure, Worker};
 
+/// The tools the probe has handlers for; a manifest that grants any other
+/// tool is refused when the session opens.
+const TOOLS: [&str; 11] = [
+    "probe.report",
+    "probe.path",
+    "probe.write",
+    "probe.create",
+    "probe.exec",
+    "probe.try",
+    "probe.spin",
+    "probe.fork",
+    "probe.alloc",
+    "probe.sleep",
+    "probe.echo",
+];
+
 /// The tools that stop early when the host cancels them.
 const CANCELLABLE: [&str; 2] = ["probe.spin", "probe.sleep"];
 
@@ -47,6 +64,7 @@ fn dispatch(
         "probe.report" => report::report(&input),
         "probe.path" => tools::path(&input),
         "probe.write" => tools::write(&input),
+        "probe.create" => tools::create(&input),
         "probe.exec" => tools::exec(&input),
         "probe.try" => tools::try_op(&input),
         "probe.spin" => return tools::spin(&input, cancel),
@@ -64,7 +82,7 @@ fn main() -> ExitCode {
         eprintln!("splash-probe {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
-    let worker = match Worker::from_stdio() {
+    let worker = match Worker::from_stdio(&TOOLS) {
         Ok(w) => w,
         Err(e) => {
             eprintln!("splash-probe: failed to start the session: {e}");

@@ -186,6 +186,45 @@ fn write_bytes(path: &str, bytes: u64) -> (u64, Option<std::io::Error>, Option<&
     }
 }
 
+/// The most files one `probe.create` will attempt.
+const MAX_CREATE: u64 = 1 << 20;
+
+/// `probe.create {dir, count}`: creates empty files `f0`, `f1`, ... in
+/// `dir` until `count` exist or an error stops it, and reports how many were
+/// created and the errno that stopped it (an inode limit shows as `EDQUOT`
+/// or `ENOSPC`).
+pub fn create(input: &Value) -> Result<Value, String> {
+    let dir = Path::new(str_field(input, "dir")?);
+    let count = u64_field(input, "count")?;
+    if count > MAX_CREATE {
+        return Err(format!(
+            "`count` is over the probe's maximum of {MAX_CREATE}"
+        ));
+    }
+    let mut created = 0u64;
+    let mut error = None;
+    while created < count {
+        match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(format!("f{created}")))
+        {
+            Ok(_) => created += 1,
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    Ok(json!({
+        "dir": dir.display().to_string(),
+        "requested": count,
+        "created": created,
+        "ok": error.is_none(),
+        "error": error.as_ref().map(io_error_json),
+    }))
+}
+
 /// `probe.exec {argv}`: spawns the program with no stdin, captures up to
 /// 4 KiB of each output stream, and reports the exit status, the signal or
 /// the errno of the failed exec.
@@ -422,7 +461,13 @@ fn millis(start: Instant) -> u64 {
     u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
-/// `probe.echo {input}`: returns `input` unchanged.
+/// `probe.echo {input}`: returns `{"input": input}`, `input` unchanged (a
+/// JSON payload must be an object or an array, so the value is wrapped).
 pub fn echo(input: &Value) -> Result<Value, String> {
-    Ok(input.get("input").cloned().unwrap_or(Value::Null))
+    let mut out = serde_json::Map::new();
+    out.insert(
+        "input".to_owned(),
+        input.get("input").cloned().unwrap_or(Value::Null),
+    );
+    Ok(Value::Object(out))
 }

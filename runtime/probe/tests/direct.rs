@@ -169,7 +169,7 @@ fn path_write_exec_echo_sleep_and_spin() {
 
     assert_eq!(
         p.call("probe.echo", json!({"input": {"z": 1, "a": [2]}})),
-        json!({"a": [2], "z": 1})
+        json!({"input": {"a": [2], "z": 1}})
     );
     assert!(
         p.call("probe.sleep", json!({"ms": 20}))["elapsed_ms"]
@@ -179,15 +179,25 @@ fn path_write_exec_echo_sleep_and_spin() {
     );
     assert!(p.call("probe.spin", json!({"seconds": 0}))["elapsed_ms"].is_u64());
 
+    p.finish();
+    std::fs::remove_dir_all(&dir).expect("cleanup");
+}
+
+#[test]
+fn a_request_the_probe_cannot_serve_ends_the_session() {
+    let mut p = Probe::start(&[]);
     let host = p.host.as_mut().expect("open");
     match host.invoke("probe.try", json!({"op": "nonsense"})) {
-        Err(SessionError::Tool { message, .. }) => {
-            assert!(message.contains("unknown op"), "{message}")
+        Err(SessionError::WorkerEnded { request, tool, .. }) => {
+            assert_eq!((request.as_str(), tool.as_str()), ("r-1", "probe.try"));
         }
         other => panic!("{other:?}"),
     }
-    p.finish();
-    std::fs::remove_dir_all(&dir).expect("cleanup");
+    assert!(host.is_poisoned());
+    drop(p.host.take());
+    // The probe says why on stderr and exits with 1.
+    let status = p.child.wait().expect("wait");
+    assert_eq!(status.code(), Some(1));
 }
 
 #[test]
@@ -364,7 +374,7 @@ fn sleep_and_spin_stop_when_cancelled() {
     );
     assert!(matches!(
         host.next_event().expect("event"),
-        CallEvent::Finished { request_id, output: Ok(_) } if request_id == id
+        CallEvent::Finished { request_id, output: _ } if request_id == id
     ));
     p.finish();
 }

@@ -16,12 +16,25 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use splash_protocol::{
-    CapabilityManifest, Frame, HostSession, JsonLineReader, JsonLineWriter, Message,
-    PrivatePipeWorkerBootstrap, SessionAuthenticator, SessionKey, SessionRole, Token, Worker,
+    CapabilityManifest, Frame, HostSession, Invocation, JsonLineReader, JsonLineWriter,
+    MAX_SESSION_REQUEST_IDS, Message, Payload, PrivatePipeWorkerBootstrap, SessionAuthenticator,
+    SessionKey, SessionRole, Token, Version, Worker,
 };
 
 fn tok(s: &str) -> Token {
     Token::new(s).expect("token")
+}
+
+fn invoke(value: Value) -> Message {
+    Message::Invoke {
+        invocation: Invocation {
+            protocol_version: Version,
+            session_id: tok("s-1"),
+            request_id: tok("r-1"),
+            tool: tok("demo.echo"),
+            payload: Payload::Json(value),
+        },
+    }
 }
 
 fn report(name: &str, runs: u32, elapsed: Duration) {
@@ -38,13 +51,7 @@ fn seal_open(input: Value, runs: u32) -> Duration {
     let mut worker = SessionAuthenticator::new(tok("s-1"), key, SessionRole::Worker);
     let start = Instant::now();
     for _ in 0..runs {
-        let frame = host
-            .seal(Message::Invoke {
-                request_id: tok("r-1"),
-                tool: tok("demo.echo"),
-                input: input.clone(),
-            })
-            .expect("seal");
+        let frame = host.seal(invoke(input.clone())).expect("seal");
         black_box(worker.open(frame).expect("open"));
     }
     start.elapsed()
@@ -54,11 +61,9 @@ fn codec(runs: u32) -> Duration {
     let key = SessionKey::from_bytes([7; 32]).expect("key");
     let mut host = SessionAuthenticator::new(tok("s-1"), key, SessionRole::Host);
     let frame = host
-        .seal(Message::Invoke {
-            request_id: tok("r-1"),
-            tool: tok("demo.echo"),
-            input: json!({"path": "/workspace/project/src/main.rs", "n": 3}),
-        })
+        .seal(invoke(
+            json!({"path": "/workspace/project/src/main.rs", "n": 3}),
+        ))
         .expect("seal");
     let start = Instant::now();
     for _ in 0..runs {
@@ -70,7 +75,20 @@ fn codec(runs: u32) -> Duration {
     start.elapsed()
 }
 
+/// `runs` invokes, in as many sessions as the per-session request-id budget
+/// needs (session setup is not timed).
 fn round_trip(runs: u32) -> Duration {
+    let mut total = Duration::ZERO;
+    let mut left = runs;
+    while left > 0 {
+        let n = left.min(u32::try_from(MAX_SESSION_REQUEST_IDS).unwrap_or(u32::MAX));
+        total += one_session(n);
+        left -= n;
+    }
+    total
+}
+
+fn one_session(runs: u32) -> Duration {
     let manifest = CapabilityManifest::from_value(json!({
         "protocol_version": 5, "session_id": "s-1",
         "grants": [{"tool": "demo.echo", "format": "json", "max_calls": u32::MAX,
@@ -80,7 +98,7 @@ fn round_trip(runs: u32) -> Duration {
     let (worker_in, mut host_in) = pipe().expect("pipe");
     let (host_out, worker_out) = pipe().expect("pipe");
     let worker = thread::spawn(move || {
-        Worker::new(worker_in, worker_out)
+        Worker::new(worker_in, worker_out, &["demo.echo"])
             .and_then(|w| w.serve(|_, input, _| Ok(input)))
             .expect("worker")
     });

@@ -22,7 +22,9 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::PROTOCOL_VERSION;
 use crate::bootstrap::SessionKey;
-use crate::message::Message;
+use crate::canonical;
+use crate::codec::MAX_LINE_BYTES;
+use crate::message::{Message, MessageError};
 use crate::strict::StrictValue;
 use crate::token::Token;
 
@@ -157,6 +159,7 @@ impl<'de> Deserialize<'de> for Frame {
             return Err(de::Error::custom("frame `message` must be a JSON object"));
         }
         let raw: RawFrame = serde_json::from_value(value).map_err(de::Error::custom)?;
+        raw.message.validate().map_err(de::Error::custom)?;
         Ok(Self {
             sequence: raw.sequence,
             message: raw.message,
@@ -181,6 +184,16 @@ pub enum AuthError {
     },
     #[error("failed to serialize the authenticated data: {0}")]
     Encode(#[source] serde_json::Error),
+    #[error("the authenticated data of a frame is {0} bytes; the maximum is {MAX_LINE_BYTES}")]
+    TooLarge(usize),
+    #[error("message is for session `{got}`; this session is `{expected}`")]
+    Session { expected: String, got: String },
+    #[error("invalid `{kind}` message: {error}")]
+    Invalid {
+        kind: &'static str,
+        #[source]
+        error: MessageError,
+    },
 }
 
 #[derive(Serialize)]
@@ -200,7 +213,7 @@ pub fn signed_bytes(
     session_id: &Token,
     message: &Message,
 ) -> Result<Vec<u8>, AuthError> {
-    serde_json::to_vec(&SignedData {
+    let bytes = canonical::to_vec(&SignedData {
         domain: AUTH_DOMAIN,
         protocol_version: PROTOCOL_VERSION,
         sender,
@@ -208,7 +221,11 @@ pub fn signed_bytes(
         session_id,
         message,
     })
-    .map_err(AuthError::Encode)
+    .map_err(AuthError::Encode)?;
+    if bytes.len() > MAX_LINE_BYTES {
+        return Err(AuthError::TooLarge(bytes.len()));
+    }
+    Ok(bytes)
 }
 
 fn compute_tag(
@@ -228,8 +245,8 @@ pub struct FrameSealer {
     session_id: Token,
     key: SessionKey,
     role: SessionRole,
-    /// `None` once `u64::MAX` has been used.
-    next: Option<u64>,
+    /// The next sequence; `u64::MAX` is never sealed.
+    next: u64,
 }
 
 /// The receiving half of one end: opens the peer's frames in sequence.
@@ -237,8 +254,8 @@ pub struct FrameOpener {
     session_id: Token,
     key: SessionKey,
     role: SessionRole,
-    /// `None` once `u64::MAX` has been accepted.
-    next: Option<u64>,
+    /// The next sequence; `u64::MAX` is never accepted.
+    next: u64,
 }
 
 impl fmt::Debug for FrameSealer {
@@ -266,14 +283,16 @@ impl fmt::Debug for FrameOpener {
 impl FrameSealer {
     /// The sequence the next sealed frame will carry (`None`: exhausted).
     pub fn next_sequence(&self) -> Option<u64> {
-        self.next
+        usable(self.next)
     }
 
     pub fn role(&self) -> SessionRole {
         self.role
     }
 
-    /// Seals `message` as this role's next frame.
+    /// Seals `message` as this role's next frame: it must be a message this
+    /// role may send, for this session, valid, and the sequence must not be
+    /// exhausted (`u64::MAX` is never used).
     pub fn seal(&mut self, message: Message) -> Result<Frame, AuthError> {
         if message.sender() != self.role {
             return Err(AuthError::Direction {
@@ -281,11 +300,16 @@ impl FrameSealer {
                 kind: message.kind(),
             });
         }
-        let Some(sequence) = self.next else {
+        check_session(&self.session_id, &message)?;
+        message.validate().map_err(|error| AuthError::Invalid {
+            kind: message.kind(),
+            error,
+        })?;
+        let Some(sequence) = usable(self.next) else {
             return Err(AuthError::SequenceExhausted("send"));
         };
         let auth_tag = compute_tag(&self.key, self.role, sequence, &self.session_id, &message)?;
-        self.next = sequence.checked_add(1);
+        self.next = sequence.saturating_add(1);
         Ok(Frame {
             sequence,
             message,
@@ -297,7 +321,7 @@ impl FrameSealer {
 impl FrameOpener {
     /// The sequence the next accepted frame must carry (`None`: exhausted).
     pub fn next_sequence(&self) -> Option<u64> {
-        self.next
+        usable(self.next)
     }
 
     pub fn role(&self) -> SessionRole {
@@ -305,8 +329,9 @@ impl FrameOpener {
     }
 
     /// Verifies a frame from the peer and returns its message: the tag
-    /// first (constant time, peer role), then the sequence, then the
-    /// direction. On any error the state is unchanged.
+    /// first (constant time, peer role), then the message's session, then
+    /// the sequence (`u64::MAX` is never accepted), then the direction. On
+    /// any error the state is unchanged.
     pub fn open(&mut self, frame: Frame) -> Result<Message, AuthError> {
         let peer = self.role.peer();
         let expected = compute_tag(
@@ -319,14 +344,16 @@ impl FrameOpener {
         if !expected.ct_eq(&frame.auth_tag) {
             return Err(AuthError::BadTag);
         }
-        let Some(next) = self.next else {
-            return Err(AuthError::SequenceExhausted("receive"));
-        };
+        check_session(&self.session_id, &frame.message)?;
+        let next = self.next;
         if frame.sequence != next {
             return Err(AuthError::Sequence {
                 expected: next,
                 got: frame.sequence,
             });
+        }
+        if usable(next).is_none() {
+            return Err(AuthError::SequenceExhausted("receive"));
         }
         if frame.message.sender() != peer {
             return Err(AuthError::Direction {
@@ -334,9 +361,26 @@ impl FrameOpener {
                 kind: frame.message.kind(),
             });
         }
-        self.next = next.checked_add(1);
+        self.next = next.saturating_add(1);
         Ok(frame.message)
     }
+}
+
+/// `Some(next)` unless the direction is exhausted: the last usable
+/// sequence is `u64::MAX - 1`.
+fn usable(next: u64) -> Option<u64> {
+    (next != u64::MAX).then_some(next)
+}
+
+/// A message must name the session it is sent in.
+fn check_session(session_id: &Token, message: &Message) -> Result<(), AuthError> {
+    if message.session_id() != session_id {
+        return Err(AuthError::Session {
+            expected: session_id.to_string(),
+            got: message.session_id().to_string(),
+        });
+    }
+    Ok(())
 }
 
 /// One end's authentication state: the key, the session id, its role and
@@ -355,13 +399,13 @@ impl SessionAuthenticator {
                 session_id: session_id.clone(),
                 key: key.clone(),
                 role,
-                next: Some(1),
+                next: 1,
             },
             sealer: FrameSealer {
                 session_id,
                 key,
                 role,
-                next: Some(1),
+                next: 1,
             },
         }
     }
@@ -376,12 +420,12 @@ impl SessionAuthenticator {
 
     /// The sequence the next sealed frame will carry (`None`: exhausted).
     pub fn next_send_sequence(&self) -> Option<u64> {
-        self.sealer.next
+        self.sealer.next_sequence()
     }
 
     /// The sequence the next accepted frame must carry (`None`: exhausted).
     pub fn next_receive_sequence(&self) -> Option<u64> {
-        self.opener.next
+        self.opener.next_sequence()
     }
 
     /// Seals `message` as this role's next frame.
@@ -402,7 +446,7 @@ impl SessionAuthenticator {
 
     /// Test hook: moves both counters, to exercise exhaustion.
     #[cfg(test)]
-    pub(crate) fn set_sequences(&mut self, next_send: Option<u64>, next_recv: Option<u64>) {
+    pub(crate) fn set_sequences(&mut self, next_send: u64, next_recv: u64) {
         self.sealer.next = next_send;
         self.opener.next = next_recv;
     }
@@ -411,6 +455,7 @@ impl SessionAuthenticator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::message::{CancelRequest, Version};
 
     fn tok(s: &str) -> Token {
         Token::new(s).expect("token")
@@ -426,24 +471,50 @@ mod tests {
 
     fn cancel() -> Message {
         Message::Cancel {
-            request_id: tok("r"),
+            request: CancelRequest {
+                protocol_version: Version,
+                session_id: tok("s"),
+                cancellation_id: tok("c-2"),
+                request_id: tok("r-1"),
+                tool: tok("t.x"),
+            },
         }
     }
 
     #[test]
-    fn the_last_sequence_is_usable_and_then_exhausted() {
+    fn the_last_usable_sequence_is_max_minus_one() {
         let (mut host, mut worker) = pair();
-        host.set_sequences(Some(u64::MAX), Some(1));
-        worker.set_sequences(Some(1), Some(u64::MAX));
+        host.set_sequences(u64::MAX - 1, 1);
+        worker.set_sequences(1, u64::MAX - 1);
         let last = host.seal(cancel()).expect("last sequence");
-        assert_eq!(last.sequence, u64::MAX);
+        assert_eq!(last.sequence, u64::MAX - 1);
+        assert_eq!(host.next_send_sequence(), None);
         assert!(matches!(
             host.seal(cancel()),
             Err(AuthError::SequenceExhausted("send"))
         ));
         worker.open(last.clone()).expect("last frame");
+        assert_eq!(worker.next_receive_sequence(), None);
+    }
+
+    #[test]
+    fn a_frame_at_sequence_max_is_never_accepted() {
+        let (mut host, mut worker) = pair();
+        host.set_sequences(u64::MAX - 1, 1);
+        let mut frame = host.seal(cancel()).expect("seal");
+        // Re-tag the frame at u64::MAX, as a peer that did use it would.
+        frame.sequence = u64::MAX;
+        frame.auth_tag = compute_tag(
+            &SessionKey::from_bytes([9; 32]).expect("key"),
+            SessionRole::Host,
+            u64::MAX,
+            &tok("s"),
+            &frame.message,
+        )
+        .expect("tag");
+        worker.set_sequences(1, u64::MAX);
         assert!(matches!(
-            worker.open(last),
+            worker.open(frame),
             Err(AuthError::SequenceExhausted("receive"))
         ));
     }

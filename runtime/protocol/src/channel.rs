@@ -12,10 +12,9 @@ use serde_json::Value;
 
 use crate::auth::{AuthError, Frame, FrameOpener, FrameSealer, SessionAuthenticator};
 use crate::bootstrap::BootstrapError;
-use crate::canonical;
 use crate::codec::{CodecError, JsonLineReader, JsonLineWriter};
 use crate::manifest::{GrantFormat, ManifestError};
-use crate::message::Message;
+use crate::message::{Message, MessageError, Payload, PayloadError};
 use crate::token::Token;
 
 /// Why a session operation failed.
@@ -60,10 +59,46 @@ pub enum SessionError {
         size: usize,
         max: u32,
     },
-    #[error("{what} of text tool `{tool}` must be a JSON string")]
-    NotText { tool: String, what: &'static str },
-    #[error("tool `{tool}` failed: {message}")]
-    Tool { tool: String, message: String },
+    #[error("{what} of tool `{tool}` does not fit its grant: {error}")]
+    Payload {
+        tool: String,
+        what: &'static str,
+        #[source]
+        error: PayloadError,
+    },
+    #[error("invalid request: {0}")]
+    InvalidRequest(#[source] MessageError),
+    #[error("tool `{0}` is not granted any compensations")]
+    CompensationNotGranted(String),
+    #[error("the session has used all {0} request ids a session allows; open a new session")]
+    RequestLimit(usize),
+    #[error(
+        "the worker ended the session without answering `{kind}` request `{request}` of tool `{tool}`; a worker ends the session on a request it cannot serve, so its effect is indeterminate"
+    )]
+    WorkerEnded {
+        kind: &'static str,
+        request: String,
+        tool: String,
+    },
+    #[error("the `{kind}` reply does not match its request ({field} differs)")]
+    ReplyMismatch {
+        kind: &'static str,
+        field: &'static str,
+    },
+    #[error("the manifest grants tool `{0}`, which this worker has no handler for")]
+    UnhandledTool(String),
+    #[error("ended the session on `{kind}` request `{request}`: {reason}")]
+    Refused {
+        kind: &'static str,
+        request: String,
+        reason: String,
+    },
+    #[error("tool `{tool}` failed on request `{request}`, so the session ends: {message}")]
+    ToolFailed {
+        tool: String,
+        request: String,
+        message: String,
+    },
     #[error("a tool thread panicked")]
     ToolPanicked,
     #[error("call `{0}` is still in flight; collect its answer first")]
@@ -78,7 +113,7 @@ pub enum SessionError {
 
 impl SessionError {
     /// Whether this error left the session unusable. Refusals decided
-    /// before anything was sent, and a tool's own error result, do not.
+    /// before anything was sent do not.
     pub fn poisons_session(&self) -> bool {
         !matches!(
             self,
@@ -88,36 +123,31 @@ impl SessionError {
                 | Self::NotCancellable(_)
                 | Self::CallLimit { .. }
                 | Self::CompensationLimit { .. }
+                | Self::CompensationNotGranted(_)
+                | Self::RequestLimit(_)
+                | Self::InvalidRequest(_)
                 | Self::TooLarge { what: "input", .. }
-                | Self::NotText { what: "input", .. }
-                | Self::Tool { .. }
+                | Self::Payload { what: "input", .. }
         )
     }
 }
 
-/// Checks a payload against its grant's format and byte bound.
-///
-/// A `text` payload must be a JSON string and is measured in UTF-8 bytes; a
-/// `json` payload is measured by its canonical compact serialization.
+/// Checks a payload against its grant's format and byte bound (see
+/// [`Payload::measure`]).
 pub(crate) fn check_payload(
     tool: &Token,
     format: GrantFormat,
     what: &'static str,
-    value: &Value,
+    payload: &Payload,
     max: u32,
 ) -> Result<(), SessionError> {
-    let size = match format {
-        GrantFormat::Text => match value {
-            Value::String(s) => s.len(),
-            _ => {
-                return Err(SessionError::NotText {
-                    tool: tool.to_string(),
-                    what,
-                });
-            }
-        },
-        GrantFormat::Json => canonical::encoded_len(value).map_err(CodecError::Encode)?,
-    };
+    let size = payload
+        .measure(format)
+        .map_err(|error| SessionError::Payload {
+            tool: tool.to_string(),
+            what,
+            error,
+        })?;
     if u64::try_from(size).unwrap_or(u64::MAX) > u64::from(max) {
         return Err(SessionError::TooLarge {
             tool: tool.to_string(),
@@ -127,6 +157,23 @@ pub(crate) fn check_payload(
         });
     }
     Ok(())
+}
+
+/// Builds the payload of a grant from a JSON value and checks it.
+pub(crate) fn payload_for(
+    tool: &Token,
+    format: GrantFormat,
+    what: &'static str,
+    value: Value,
+    max: u32,
+) -> Result<Payload, SessionError> {
+    let payload = Payload::from_value(format, value).map_err(|error| SessionError::Payload {
+        tool: tool.to_string(),
+        what,
+        error,
+    })?;
+    check_payload(tool, format, what, &payload, max)?;
+    Ok(payload)
 }
 
 /// A poison flag shared by the two halves of one channel: an error on

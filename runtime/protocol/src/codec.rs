@@ -170,7 +170,7 @@ impl<W: Write> JsonLineWriter<W> {
     }
 
     fn write_inner<T: Serialize>(&mut self, value: &T) -> Result<(), CodecError> {
-        let mut line = serde_json::to_vec(value).map_err(CodecError::Encode)?;
+        let mut line = crate::canonical::to_vec(value).map_err(CodecError::Encode)?;
         if line.first() != Some(&b'{') {
             return Err(CodecError::NotAnObject);
         }

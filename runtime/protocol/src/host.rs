@@ -2,10 +2,16 @@
 //! runtime spawns the worker and writes the bootstrap preamble first).
 //!
 //! The host enforces the manifest on its own side as well: it refuses to
-//! send a call for an ungranted tool, past `max_calls`, or with input over
-//! `max_input_bytes` (these refusals do not poison the session), and it
-//! treats a reply over `max_output_bytes`, for another request, or of an
-//! unexpected type as a protocol violation that poisons the session.
+//! send a call for an ungranted tool, past `max_calls`, with a payload of
+//! the wrong format or over `max_input_bytes`, or past the session's
+//! [`MAX_SESSION_REQUEST_IDS`] (these refusals do not poison the session),
+//! and it treats a reply over `max_output_bytes`, of the wrong format, for
+//! another request, or of an unexpected type as a protocol violation that
+//! poisons the session.
+//!
+//! The protocol has no error frame: a worker that cannot serve a request
+//! ends the session. The host reports that as
+//! [`SessionError::WorkerEnded`], naming the request that went unanswered.
 
 use std::collections::BTreeMap;
 use std::io::{BufReader, Read, Write};
@@ -14,10 +20,12 @@ use serde_json::Value;
 
 use crate::auth::{SessionAuthenticator, SessionRole};
 use crate::bootstrap::SessionKey;
-use crate::channel::{FrameChannel, SessionError, check_payload};
-use crate::manifest::CapabilityManifest;
-use crate::manifest::GrantFormat;
-use crate::message::{CancelDisposition, Message, OperationState, Outcome};
+use crate::channel::{FrameChannel, SessionError, check_payload, payload_for};
+use crate::manifest::{CapabilityManifest, Grant, GrantFormat};
+use crate::message::{
+    CancelOutcome, CancelRequest, CompensationRequest, DispatchRequest, Invocation,
+    MAX_SESSION_REQUEST_IDS, Message, OperationResult, OperationStatus, ReconcileRequest, Version,
+};
 use crate::token::Token;
 
 /// An open, authenticated host session.
@@ -27,7 +35,8 @@ pub struct HostSession<R, W> {
     manifest: CapabilityManifest,
     calls: BTreeMap<Token, u32>,
     compensations: BTreeMap<Token, u32>,
-    next_request: u64,
+    next_id: u64,
+    ids_used: usize,
     pending: Option<Pending>,
 }
 
@@ -38,7 +47,7 @@ struct Pending {
     tool: Token,
     format: GrantFormat,
     max_output: u32,
-    cancel_sent: bool,
+    cancel: Option<CancelRequest>,
     cancel_answered: bool,
     result_received: bool,
 }
@@ -46,11 +55,9 @@ struct Pending {
 /// One answer about the call in flight.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallEvent {
-    /// The call's result (a tool error is `Err`).
-    Finished {
-        request_id: Token,
-        output: Result<Value, String>,
-    },
+    /// The call's result: the payload value (a JSON string for a `text`
+    /// grant).
+    Finished { request_id: Token, output: Value },
     /// The worker acknowledged the cancel: the effect stopped and no result
     /// follows.
     Cancelled { request_id: Token },
@@ -80,7 +87,8 @@ impl<R: Read, W: Write> HostSession<R, W> {
             manifest,
             calls: BTreeMap::new(),
             compensations: BTreeMap::new(),
-            next_request: 1,
+            next_id: 1,
+            ids_used: 0,
             pending: None,
         })
     }
@@ -89,24 +97,24 @@ impl<R: Read, W: Write> HostSession<R, W> {
         &self.manifest
     }
 
+    pub fn session_id(&self) -> &Token {
+        &self.manifest.session_id
+    }
+
     pub fn is_poisoned(&self) -> bool {
         self.channel.is_poisoned()
     }
 
-    /// Calls one granted tool and waits for its result.
-    ///
-    /// A tool's error result is returned as [`SessionError::Tool`] and
-    /// leaves the session usable.
+    /// Calls one granted tool and waits for its result. For a `json` grant
+    /// the input must be a JSON object or array; for a `text` grant, a JSON
+    /// string.
     pub fn invoke(&mut self, tool: &str, input: Value) -> Result<Value, SessionError> {
         let request_id = self.start(tool, input)?;
         match self.next_event()? {
             CallEvent::Finished {
                 request_id: done,
                 output,
-            } if done == request_id => output.map_err(|message| SessionError::Tool {
-                tool: tool.to_owned(),
-                message,
-            }),
+            } if done == request_id => Ok(output),
             // `next_event` only reports events for the pending call, and no
             // cancel was sent, so only `Finished` can arrive.
             _ => Err(self.violation(SessionError::Unexpected {
@@ -121,40 +129,65 @@ impl<R: Read, W: Write> HostSession<R, W> {
     /// [`Self::next_event`]; [`Self::cancel`] may be sent in between.
     pub fn start(&mut self, tool: &str, input: Value) -> Result<Token, SessionError> {
         self.idle()?;
-        let (tool, format, max_out) = self.admit(tool, &input)?;
-        let request_id = self.next_request_id()?;
-        self.channel.send(Message::Invoke {
-            request_id: request_id.clone(),
-            tool: tool.clone(),
+        let grant = self.grant(tool)?;
+        let payload = payload_for(
+            &grant.tool,
+            grant.format,
+            "input",
             input,
-        })?;
+            grant.max_input_bytes,
+        )?;
+        self.spend_call(&grant)?;
+        let request_id = self.next_id("r")?;
+        self.send_request(
+            Message::Invoke {
+                invocation: Invocation {
+                    protocol_version: Version,
+                    session_id: self.manifest.session_id.clone(),
+                    request_id: request_id.clone(),
+                    tool: grant.tool.clone(),
+                    payload,
+                },
+            },
+            &request_id,
+            &grant.tool,
+        )?;
         self.pending = Some(Pending {
             request_id: request_id.clone(),
-            tool,
-            format,
-            max_output: max_out,
-            cancel_sent: false,
+            tool: grant.tool,
+            format: grant.format,
+            max_output: grant.max_output_bytes,
+            cancel: None,
             cancel_answered: false,
             result_received: false,
         });
         Ok(request_id)
     }
 
-    /// Asks the worker to cancel the call in flight. The answer arrives
-    /// through [`Self::next_event`].
+    /// Asks the worker to cancel the call in flight, under a fresh
+    /// cancellation id. The answer arrives through [`Self::next_event`].
     pub fn cancel(&mut self, request_id: &Token) -> Result<(), SessionError> {
         if self.channel.is_poisoned() {
             return Err(SessionError::Poisoned);
         }
-        match &mut self.pending {
-            Some(p) if &p.request_id == request_id && !p.cancel_sent && !p.result_received => {
-                p.cancel_sent = true;
+        let tool = match &self.pending {
+            Some(p) if &p.request_id == request_id && p.cancel.is_none() && !p.result_received => {
+                p.tool.clone()
             }
             _ => return Err(SessionError::NotCancellable(request_id.to_string())),
-        }
-        self.channel.send(Message::Cancel {
+        };
+        let request = CancelRequest {
+            protocol_version: Version,
+            session_id: self.manifest.session_id.clone(),
+            cancellation_id: self.next_id("c")?,
             request_id: request_id.clone(),
-        })
+            tool,
+        };
+        if let Some(p) = self.pending.as_mut() {
+            p.cancel = Some(request.clone());
+        }
+        let (id, tool) = (request.cancellation_id.clone(), request.tool.clone());
+        self.send_request(Message::Cancel { request }, &id, &tool)
     }
 
     /// Whether a call is in flight (started and not yet fully answered).
@@ -165,11 +198,11 @@ impl<R: Read, W: Write> HostSession<R, W> {
     /// Reads the next answer about the call in flight.
     ///
     /// The worker's answers are checked against what was asked: a result
-    /// only for the call in flight and only once; `acknowledged` only after
-    /// a cancel and before any result (and then no result may follow);
-    /// `too_late` only after a cancel and after the result; `unsupported`
-    /// only after a cancel and before the result (which still follows).
-    /// Anything else poisons the session.
+    /// only for the call in flight and only once; a cancellation result
+    /// only for the cancel that was sent, repeating its ids and tool, with
+    /// `acknowledged` only before any result (and then no result may
+    /// follow), `too_late` only after the result, `unsupported` only before
+    /// the result (which still follows). Anything else poisons the session.
     pub fn next_event(&mut self) -> Result<CallEvent, SessionError> {
         if self.channel.is_poisoned() {
             return Err(SessionError::Poisoned);
@@ -177,51 +210,52 @@ impl<R: Read, W: Write> HostSession<R, W> {
         let Some(pending) = self.pending.as_ref() else {
             return Err(SessionError::Idle);
         };
-        let expected = if pending.cancel_sent && !pending.cancel_answered {
+        let expected = if pending.cancel.is_some() && !pending.cancel_answered {
             "result or cancellation_result"
         } else {
             "result"
         };
-        let reply = self.channel.recv_expected(expected)?;
+        let (kind, request, tool) = (
+            "invoke",
+            pending.request_id.to_string(),
+            pending.tool.to_string(),
+        );
+        let reply = self.recv_reply(kind, request, tool)?;
         let Some(p) = self.pending.as_mut() else {
             return Err(SessionError::Idle);
         };
         match reply {
-            Message::Result {
-                request_id,
-                outcome,
-            } if request_id == p.request_id && !p.result_received => {
-                let output = match outcome {
-                    Outcome::Ok(output) => {
-                        if let Err(e) =
-                            check_payload(&p.tool, p.format, "output", &output, p.max_output)
-                        {
-                            return Err(self.violation(e));
-                        }
-                        Ok(output)
-                    }
-                    Outcome::Error(message) => Err(message),
-                };
+            Message::Result { result }
+                if result.request_id == p.request_id && !p.result_received =>
+            {
+                if let Err(e) =
+                    check_payload(&p.tool, p.format, "output", &result.payload, p.max_output)
+                {
+                    return Err(self.violation(e));
+                }
                 p.result_received = true;
-                if !p.cancel_sent || p.cancel_answered {
+                if p.cancel.is_none() || p.cancel_answered {
                     self.pending = None;
                 }
-                Ok(CallEvent::Finished { request_id, output })
+                Ok(CallEvent::Finished {
+                    request_id: result.request_id,
+                    output: result.payload.into_value(),
+                })
             }
-            Message::CancellationResult {
-                request_id,
-                disposition,
-            } if request_id == p.request_id && p.cancel_sent && !p.cancel_answered => {
-                match (disposition, p.result_received) {
-                    (CancelDisposition::Acknowledged, false) => {
+            Message::CancellationResult { result }
+                if p.cancel.as_ref().is_some_and(|c| result.matches(c)) && !p.cancel_answered =>
+            {
+                let request_id = result.request_id;
+                match (result.outcome, p.result_received) {
+                    (CancelOutcome::Acknowledged, false) => {
                         self.pending = None;
                         Ok(CallEvent::Cancelled { request_id })
                     }
-                    (CancelDisposition::TooLate, true) => {
+                    (CancelOutcome::TooLate, true) => {
                         self.pending = None;
                         Ok(CallEvent::TooLate { request_id })
                     }
-                    (CancelDisposition::Unsupported, false) => {
+                    (CancelOutcome::Unsupported, false) => {
                         p.cancel_answered = true;
                         Ok(CallEvent::Unsupported { request_id })
                     }
@@ -231,13 +265,17 @@ impl<R: Read, W: Write> HostSession<R, W> {
                     })),
                 }
             }
-            Message::Result { request_id, .. } | Message::CancellationResult { request_id, .. }
-                if request_id != p.request_id =>
-            {
+            Message::Result { result } if result.request_id != p.request_id => {
                 let expected_id = p.request_id.to_string();
                 Err(self.violation(SessionError::RequestMismatch {
                     expected: expected_id,
-                    got: request_id.to_string(),
+                    got: result.request_id.to_string(),
+                }))
+            }
+            Message::CancellationResult { .. } if p.cancel.is_some() && !p.cancel_answered => {
+                Err(self.violation(SessionError::ReplyMismatch {
+                    kind: "cancellation_result",
+                    field: "cancellation id, request id or tool",
                 }))
             }
             other => Err(self.violation(SessionError::Unexpected {
@@ -247,33 +285,242 @@ impl<R: Read, W: Write> HostSession<R, W> {
         }
     }
 
-    /// Checks a call of `tool` with `input` against the manifest and counts
-    /// it. Nothing is sent; a refusal does not poison the session.
-    fn admit(
+    /// Dispatches one durable operation of a granted tool (counted against
+    /// its `max_calls`, like `invoke`) and waits for its status.
+    pub fn dispatch(
         &mut self,
         tool: &str,
-        input: &Value,
-    ) -> Result<(Token, GrantFormat, u32), SessionError> {
-        let Some(grant) = self.manifest.grant(tool) else {
-            return Err(SessionError::NotGranted(tool.to_owned()));
-        };
-        let tool = grant.tool.clone();
-        let (format, max_calls, max_in, max_out) = (
+        operation_key: &Token,
+        input: Value,
+    ) -> Result<OperationStatus, SessionError> {
+        self.idle()?;
+        let grant = self.grant(tool)?;
+        let payload = payload_for(
+            &grant.tool,
             grant.format,
-            grant.max_calls,
+            "input",
+            input,
             grant.max_input_bytes,
-            grant.max_output_bytes,
-        );
-        let used = self.calls.get(&tool).copied().unwrap_or(0);
-        if used >= max_calls {
-            return Err(SessionError::CallLimit {
-                tool: tool.to_string(),
-                max: max_calls,
+        )?;
+        self.spend_call(&grant)?;
+        let request = DispatchRequest {
+            protocol_version: Version,
+            session_id: self.manifest.session_id.clone(),
+            request_id: self.next_id("r")?,
+            tool: grant.tool.clone(),
+            operation_key: operation_key.clone(),
+            payload,
+        };
+        self.send_request(
+            Message::DispatchOperation {
+                request: request.clone(),
+            },
+            &request.request_id,
+            &grant.tool,
+        )?;
+        let reply = self.recv_reply(
+            "dispatch_operation",
+            request.request_id.to_string(),
+            grant.tool.to_string(),
+        )?;
+        match reply {
+            Message::OperationResult { result } => {
+                self.operation_status(&grant, &request.request_id, operation_key, result)
+            }
+            other => Err(self.violation(SessionError::Unexpected {
+                expected: "operation_result",
+                got: other.kind(),
+            })),
+        }
+    }
+
+    /// Asks the worker for the status of one operation of a granted tool
+    /// (for example in a fresh session, after the session that dispatched
+    /// it was stopped). Spends a request id but no call.
+    pub fn reconcile(
+        &mut self,
+        tool: &str,
+        operation_key: &Token,
+    ) -> Result<OperationStatus, SessionError> {
+        self.idle()?;
+        let grant = self.grant(tool)?;
+        let request = ReconcileRequest {
+            protocol_version: Version,
+            session_id: self.manifest.session_id.clone(),
+            request_id: self.next_id("r")?,
+            tool: grant.tool.clone(),
+            operation_key: operation_key.clone(),
+        };
+        self.send_request(
+            Message::ReconcileOperation {
+                request: request.clone(),
+            },
+            &request.request_id,
+            &grant.tool,
+        )?;
+        let reply = self.recv_reply(
+            "reconcile_operation",
+            request.request_id.to_string(),
+            grant.tool.to_string(),
+        )?;
+        match reply {
+            Message::ReconciledOperation { result } => {
+                self.operation_status(&grant, &request.request_id, operation_key, result)
+            }
+            other => Err(self.violation(SessionError::Unexpected {
+                expected: "reconciled_operation",
+                got: other.kind(),
+            })),
+        }
+    }
+
+    /// Asks the worker to run the compensating effect `compensation_key`
+    /// (which must start with `cmp-`) for one operation of a granted tool,
+    /// within the worker's `tenant_scope`. At most the grant's
+    /// `max_compensations` per session; the request carries the grant's
+    /// fingerprint.
+    pub fn compensate(
+        &mut self,
+        tool: &str,
+        operation_key: &Token,
+        compensation_key: &Token,
+        tenant_scope: &Token,
+        input: Value,
+    ) -> Result<OperationStatus, SessionError> {
+        self.idle()?;
+        let grant = self.grant(tool)?;
+        if !compensation_key
+            .as_str()
+            .starts_with(crate::message::COMPENSATION_KEY_PREFIX)
+        {
+            return Err(SessionError::InvalidRequest(
+                crate::message::MessageError::CompensationKey(compensation_key.to_string()),
+            ));
+        }
+        if grant.max_compensations == 0 {
+            return Err(SessionError::CompensationNotGranted(grant.tool.to_string()));
+        }
+        let used = self.compensations.get(&grant.tool).copied().unwrap_or(0);
+        if used >= grant.max_compensations {
+            return Err(SessionError::CompensationLimit {
+                tool: grant.tool.to_string(),
+                max: grant.max_compensations,
             });
         }
-        check_payload(&tool, format, "input", input, max_in)?;
-        self.calls.insert(tool.clone(), used + 1);
-        Ok((tool, format, max_out))
+        let payload = payload_for(
+            &grant.tool,
+            grant.format,
+            "input",
+            input,
+            grant.max_input_bytes,
+        )?;
+        let grant_fingerprint = grant
+            .compensation_fingerprint()
+            .map_err(|e| SessionError::Codec(crate::codec::CodecError::Encode(e)))?;
+        let request = CompensationRequest {
+            protocol_version: Version,
+            session_id: self.manifest.session_id.clone(),
+            request_id: self.next_id("r")?,
+            tool: grant.tool.clone(),
+            operation_key: operation_key.clone(),
+            compensation_key: compensation_key.clone(),
+            tenant_scope: tenant_scope.clone(),
+            grant_fingerprint,
+            payload,
+        };
+        self.compensations.insert(grant.tool.clone(), used + 1);
+        self.send_request(
+            Message::CompensateOperation {
+                request: request.clone(),
+            },
+            &request.request_id,
+            &grant.tool,
+        )?;
+        let reply = self.recv_reply(
+            "compensate_operation",
+            request.request_id.to_string(),
+            grant.tool.to_string(),
+        )?;
+        match reply {
+            Message::CompensationResult { result } if result.matches(&request) => {
+                self.checked_status(&grant, result.status)
+            }
+            Message::CompensationResult { .. } => {
+                Err(self.violation(SessionError::ReplyMismatch {
+                    kind: "compensation_result",
+                    field: "request id, tool, keys, scope or fingerprint",
+                }))
+            }
+            other => Err(self.violation(SessionError::Unexpected {
+                expected: "compensation_result",
+                got: other.kind(),
+            })),
+        }
+    }
+
+    /// Sends `close_session` and closes the worker's stdin. With a call
+    /// still in flight nothing is sent: both pipes are closed, the call is
+    /// abandoned and [`SessionError::Abandoned`] says so (its effect is
+    /// indeterminate).
+    pub fn close(mut self) -> Result<(), SessionError> {
+        if let Some(p) = &self.pending {
+            return Err(SessionError::Abandoned(p.request_id.to_string()));
+        }
+        self.channel.send(Message::CloseSession {
+            protocol_version: Version,
+            session_id: self.manifest.session_id.clone(),
+        })?;
+        drop(self.channel.into_writer());
+        Ok(())
+    }
+
+    /// Sends one raw request and returns the worker's authenticated reply,
+    /// for patterns the methods above do not cover. No manifest check is
+    /// made and no request id is counted.
+    pub fn request(&mut self, message: Message) -> Result<Message, SessionError> {
+        self.channel.send(message)?;
+        self.channel.recv_expected("a reply")
+    }
+
+    /// The underlying channel, for callers that need another pattern.
+    pub fn channel_mut(&mut self) -> &mut FrameChannel<BufReader<R>, W> {
+        &mut self.channel
+    }
+
+    /// The grant for `tool`; refused without poisoning if there is none.
+    fn grant(&self, tool: &str) -> Result<Grant, SessionError> {
+        self.manifest
+            .grant(tool)
+            .cloned()
+            .ok_or_else(|| SessionError::NotGranted(tool.to_owned()))
+    }
+
+    /// Counts one call against the grant's `max_calls`.
+    fn spend_call(&mut self, grant: &Grant) -> Result<(), SessionError> {
+        let used = self.calls.get(&grant.tool).copied().unwrap_or(0);
+        if used >= grant.max_calls {
+            return Err(SessionError::CallLimit {
+                tool: grant.tool.to_string(),
+                max: grant.max_calls,
+            });
+        }
+        if self.ids_used >= MAX_SESSION_REQUEST_IDS {
+            return Err(SessionError::RequestLimit(MAX_SESSION_REQUEST_IDS));
+        }
+        self.calls.insert(grant.tool.clone(), used + 1);
+        Ok(())
+    }
+
+    /// A fresh request id (`r-N`) or cancellation id (`c-N`); both share the
+    /// session's request-id budget.
+    fn next_id(&mut self, prefix: &str) -> Result<Token, SessionError> {
+        if self.ids_used >= MAX_SESSION_REQUEST_IDS {
+            return Err(SessionError::RequestLimit(MAX_SESSION_REQUEST_IDS));
+        }
+        let n = self.next_id;
+        self.next_id = n.saturating_add(1);
+        self.ids_used += 1;
+        Token::new(format!("{prefix}-{n}")).map_err(|_| SessionError::Poisoned)
     }
 
     fn idle(&self) -> Result<(), SessionError> {
@@ -286,160 +533,91 @@ impl<R: Read, W: Write> HostSession<R, W> {
         }
     }
 
-    /// Dispatches one durable operation of a granted tool (counted against
-    /// its `max_calls`, like `invoke`) and waits for its outcome.
-    pub fn dispatch(
+    /// Sends one request. A worker that already ended the session shows as
+    /// a closed pipe: that is reported as [`SessionError::WorkerEnded`].
+    fn send_request(
         &mut self,
-        tool: &str,
-        operation_id: &Token,
-        input: Value,
-    ) -> Result<Value, SessionError> {
-        self.idle()?;
-        let (tool, format, max_out) = self.admit(tool, &input)?;
-        self.channel.send(Message::DispatchOperation {
-            operation_id: operation_id.clone(),
-            tool: tool.clone(),
-            input,
-        })?;
-        match self.channel.recv_expected("operation_result")? {
-            Message::OperationResult {
-                operation_id: got,
-                outcome,
-            } if &got == operation_id => self.outcome(&tool, format, max_out, outcome),
-            other => Err(self.mismatch("operation_result", operation_id, other)),
-        }
-    }
-
-    /// Asks the worker to compensate one operation of a granted tool; at
-    /// most the grant's `max_compensations` per session.
-    pub fn compensate(&mut self, tool: &str, operation_id: &Token) -> Result<Value, SessionError> {
-        self.idle()?;
-        let Some(grant) = self.manifest.grant(tool) else {
-            return Err(SessionError::NotGranted(tool.to_owned()));
-        };
-        let (tool, format, max, max_out) = (
-            grant.tool.clone(),
-            grant.format,
-            grant.max_compensations,
-            grant.max_output_bytes,
-        );
-        let used = self.compensations.get(&tool).copied().unwrap_or(0);
-        if used >= max {
-            return Err(SessionError::CompensationLimit {
-                tool: tool.to_string(),
-                max,
-            });
-        }
-        self.compensations.insert(tool.clone(), used + 1);
-        self.channel.send(Message::CompensateOperation {
-            operation_id: operation_id.clone(),
-            tool: tool.clone(),
-        })?;
-        match self.channel.recv_expected("compensation_result")? {
-            Message::CompensationResult {
-                operation_id: got,
-                outcome,
-            } if &got == operation_id => self.outcome(&tool, format, max_out, outcome),
-            other => Err(self.mismatch("compensation_result", operation_id, other)),
-        }
-    }
-
-    /// Asks the worker what became of one operation of a granted tool (in a
-    /// fresh session, after the session that dispatched it was stopped).
-    pub fn reconcile(
-        &mut self,
-        tool: &str,
-        operation_id: &Token,
-    ) -> Result<OperationState, SessionError> {
-        self.idle()?;
-        let Some(grant) = self.manifest.grant(tool) else {
-            return Err(SessionError::NotGranted(tool.to_owned()));
-        };
-        let tool = grant.tool.clone();
-        self.channel.send(Message::ReconcileOperation {
-            operation_id: operation_id.clone(),
-            tool,
-        })?;
-        match self.channel.recv_expected("reconciled_operation")? {
-            Message::ReconciledOperation {
-                operation_id: got,
-                state,
-            } if &got == operation_id => Ok(state),
-            other => Err(self.mismatch("reconciled_operation", operation_id, other)),
-        }
-    }
-
-    /// Checks an outcome's value against the grant; a tool error does not
-    /// poison, an oversized or mistyped value does.
-    fn outcome(
-        &mut self,
+        message: Message,
+        request: &Token,
         tool: &Token,
-        format: GrantFormat,
-        max_out: u32,
-        outcome: Outcome,
-    ) -> Result<Value, SessionError> {
-        match outcome {
-            Outcome::Ok(output) => match check_payload(tool, format, "output", &output, max_out) {
-                Ok(()) => Ok(output),
-                Err(e) => Err(self.violation(e)),
-            },
-            Outcome::Error(message) => Err(SessionError::Tool {
-                tool: tool.to_string(),
-                message,
-            }),
-        }
-    }
-
-    /// The error for a reply of the wrong type or for another operation.
-    fn mismatch(&mut self, expected: &'static str, id: &Token, got: Message) -> SessionError {
-        let e = match &got {
-            Message::OperationResult { operation_id, .. }
-            | Message::CompensationResult { operation_id, .. }
-            | Message::ReconciledOperation { operation_id, .. }
-                if got.kind() == expected =>
+    ) -> Result<(), SessionError> {
+        let kind = message.kind();
+        match self.channel.send(message) {
+            Err(SessionError::Codec(crate::codec::CodecError::Io(e)))
+                if e.kind() == std::io::ErrorKind::BrokenPipe =>
             {
-                SessionError::RequestMismatch {
-                    expected: id.to_string(),
-                    got: operation_id.to_string(),
-                }
+                Err(SessionError::WorkerEnded {
+                    kind,
+                    request: request.to_string(),
+                    tool: tool.to_string(),
+                })
             }
-            _ => SessionError::Unexpected {
-                expected,
-                got: got.kind(),
-            },
-        };
-        self.violation(e)
-    }
-
-    /// Sends `close_session` and closes the worker's stdin. With a call
-    /// still in flight nothing is sent: both pipes are closed, the call is
-    /// abandoned and [`SessionError::Abandoned`] says so (its effect is
-    /// indeterminate).
-    pub fn close(mut self) -> Result<(), SessionError> {
-        if let Some(p) = &self.pending {
-            return Err(SessionError::Abandoned(p.request_id.to_string()));
+            other => other,
         }
-        self.channel.send(Message::CloseSession {})?;
-        drop(self.channel.into_writer());
-        Ok(())
     }
 
-    /// Sends one raw request and returns the worker's authenticated reply,
-    /// for message types [`Self::invoke`] does not cover.
-    pub fn request(&mut self, message: Message) -> Result<Message, SessionError> {
-        self.channel.send(message)?;
-        self.channel.recv_expected("a reply")
+    /// Reads the reply to an outstanding request. End of input means the
+    /// worker ended the session instead of answering.
+    fn recv_reply(
+        &mut self,
+        kind: &'static str,
+        request: String,
+        tool: String,
+    ) -> Result<Message, SessionError> {
+        match self.channel.recv()? {
+            Some(m) => Ok(m),
+            None => Err(self.violation(SessionError::WorkerEnded {
+                kind,
+                request,
+                tool,
+            })),
+        }
     }
 
-    /// The underlying channel, for callers that need another pattern.
-    pub fn channel_mut(&mut self) -> &mut FrameChannel<BufReader<R>, W> {
-        &mut self.channel
+    /// Checks an operation result against its request and grant.
+    fn operation_status(
+        &mut self,
+        grant: &Grant,
+        request_id: &Token,
+        operation_key: &Token,
+        result: OperationResult,
+    ) -> Result<OperationStatus, SessionError> {
+        let field = if &result.request_id != request_id {
+            Some("request id")
+        } else if result.tool != grant.tool {
+            Some("tool")
+        } else if &result.operation_key != operation_key {
+            Some("operation key")
+        } else {
+            None
+        };
+        if let Some(field) = field {
+            return Err(self.violation(SessionError::ReplyMismatch {
+                kind: "operation_result",
+                field,
+            }));
+        }
+        self.checked_status(grant, result.status)
     }
 
-    fn next_request_id(&mut self) -> Result<Token, SessionError> {
-        let n = self.next_request;
-        self.next_request = n.saturating_add(1);
-        Token::new(format!("r-{n}")).map_err(|_| SessionError::Poisoned)
+    /// A `succeeded` payload must fit the grant's format and output bound.
+    fn checked_status(
+        &mut self,
+        grant: &Grant,
+        status: OperationStatus,
+    ) -> Result<OperationStatus, SessionError> {
+        if let OperationStatus::Succeeded { payload } = &status
+            && let Err(e) = check_payload(
+                &grant.tool,
+                grant.format,
+                "output",
+                payload,
+                grant.max_output_bytes,
+            )
+        {
+            return Err(self.violation(e));
+        }
+        Ok(status)
     }
 
     fn violation(&mut self, e: SessionError) -> SessionError {

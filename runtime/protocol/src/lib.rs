@@ -10,7 +10,10 @@
 //! - [`token`]: the token rule for ids and tool names;
 //! - [`manifest`]: the capability manifest and its strict decoder;
 //! - [`bootstrap`]: the session key and the preamble written on stdin;
-//! - [`message`], [`auth`]: messages, frames, tags and sequences;
+//! - [`canonical`]: the deterministic serialization tags cover (sorted
+//!   payload keys, the canonical number layout);
+//! - [`message`], [`auth`]: messages in the Splash v5 shapes, frames, tags
+//!   and sequences;
 //! - [`codec`]: one bounded JSON object per line, poisoned by any error;
 //! - [`channel`]: codec plus authenticator;
 //! - [`host`], [`worker`]: the two ends of a session.
@@ -44,7 +47,12 @@ pub use channel::{FrameChannel, FrameReceiver, FrameSender, SessionError};
 pub use codec::{CodecError, JsonLineReader, JsonLineWriter, MAX_LINE_BYTES};
 pub use host::{CallEvent, HostSession};
 pub use manifest::{CapabilityManifest, Grant, GrantFormat, ManifestError, Resource, ResourceKind};
-pub use message::{CancelDisposition, Message, OperationState, Outcome};
+pub use message::{
+    CancelOutcome, CancelRequest, CancelResult, CompensationRequest, CompensationResult,
+    DispatchRequest, Invocation, MAX_JSON_PAYLOAD_DEPTH, MAX_SESSION_REQUEST_IDS, Message,
+    MessageError, OperationResult, OperationStatus, Payload, PayloadError, ReconcileRequest,
+    ToolResult, Version,
+};
 pub use token::{Token, TokenError};
 pub use worker::{CancelSignal, ServeEnd, ToolFailure, Worker};
 

@@ -4,7 +4,7 @@
 //! ```no_run
 //! use splash_protocol::worker::Worker;
 //!
-//! let worker = Worker::from_stdio()?;
+//! let worker = Worker::from_stdio(&["demo.echo"])?;
 //! worker.serve(|tool, input, _manifest| match tool.as_str() {
 //!     "demo.echo" => Ok(input),
 //!     other => Err(format!("unknown tool `{other}`")),
@@ -12,16 +12,25 @@
 //! # Ok::<(), splash_protocol::SessionError>(())
 //! ```
 //!
-//! The library enforces the manifest before the tool runs: the tool must be
-//! granted, its `max_calls` not used up, and its input of the grant's format
-//! and within `max_input_bytes`. An output over `max_output_bytes` or of the
-//! wrong format is replaced by an error result. Durable operations are not
-//! supported by this library: `dispatch_operation` and
-//! `compensate_operation` get an error outcome (after the grant checks:
-//! the tool must be granted and a compensation within `max_compensations`)
-//! and `reconcile_operation` gets state `unknown`. A synchronous worker has always answered a request
-//! before it reads the next frame, so `cancel` gets `too_late` for a request
-//! it answered and `unsupported` otherwise.
+//! As in Splash, the protocol has no error frame: a request the worker
+//! cannot serve ends the session. The worker sends nothing more, closes
+//! its side and `serve` returns the reason ([`SessionError::Refused`] or
+//! [`SessionError::ToolFailed`]); the host sees the session end with the
+//! request unanswered. Requests that end the session:
+//!
+//! - an `invoke` of a tool the manifest does not grant, past `max_calls`,
+//!   with a payload of the wrong format, over `max_input_bytes` or (JSON)
+//!   not an object or array nested at most 32 levels, or with a request id
+//!   the session already used (at most 1024 per session);
+//! - an `invoke` whose handler fails, or whose output does not fit the
+//!   grant (format, `max_output_bytes`);
+//! - a `cancel` that names no call of this session, or a call already being
+//!   cancelled;
+//! - any durable request (`dispatch_operation`, `compensate_operation`,
+//!   `reconcile_operation`): this library keeps no operation journal.
+//!
+//! A manifest that grants a tool the worker has no handler for is refused
+//! when the session opens.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -35,9 +44,12 @@ use serde_json::Value;
 
 use crate::auth::{SessionAuthenticator, SessionRole};
 use crate::bootstrap::PrivatePipeWorkerBootstrap;
-use crate::channel::{FrameChannel, FrameSender, SessionError, check_payload};
+use crate::channel::{FrameChannel, FrameSender, SessionError, check_payload, payload_for};
 use crate::manifest::{CapabilityManifest, GrantFormat};
-use crate::message::{CancelDisposition, Message, OperationState, Outcome};
+use crate::message::{
+    CancelOutcome, CancelRequest, CancelResult, Invocation, MAX_SESSION_REQUEST_IDS, Message,
+    ToolResult, Version,
+};
 use crate::token::Token;
 
 /// Why [`Worker::serve`] returned normally.
@@ -54,17 +66,145 @@ pub enum ServeEnd {
 pub struct Worker<R, W> {
     channel: FrameChannel<BufReader<R>, W>,
     manifest: CapabilityManifest,
+    ledger: Ledger,
+}
+
+/// What the session has admitted so far.
+#[derive(Debug, Default)]
+struct Ledger {
     calls: BTreeMap<Token, u32>,
-    compensations: BTreeMap<Token, u32>,
-    answered: BTreeSet<Token>,
+    ids: BTreeSet<Token>,
+    /// Answered calls: request id → tool.
+    answered: BTreeMap<Token, Token>,
+}
+
+/// The limits of an admitted call that still apply to its output.
+#[derive(Debug, Clone, Copy)]
+struct Admitted {
+    format: GrantFormat,
+    max_output: u32,
+}
+
+impl Ledger {
+    fn reserve_id(&mut self, id: &Token) -> Result<(), String> {
+        if self.ids.contains(id) {
+            return Err(format!(
+                "request id `{id}` was already used in this session"
+            ));
+        }
+        if self.ids.len() >= MAX_SESSION_REQUEST_IDS {
+            return Err(format!(
+                "the session has used all {MAX_SESSION_REQUEST_IDS} request ids it allows"
+            ));
+        }
+        self.ids.insert(id.clone());
+        Ok(())
+    }
+
+    /// Checks one call against the manifest before the tool runs, and
+    /// counts it.
+    fn admit(
+        &mut self,
+        manifest: &CapabilityManifest,
+        inv: &Invocation,
+    ) -> Result<Admitted, String> {
+        let Some(grant) = manifest.grant(inv.tool.as_str()) else {
+            return Err(SessionError::NotGranted(inv.tool.to_string()).to_string());
+        };
+        check_payload(
+            &inv.tool,
+            grant.format,
+            "input",
+            &inv.payload,
+            grant.max_input_bytes,
+        )
+        .map_err(|e| e.to_string())?;
+        let used = self.calls.get(&inv.tool).copied().unwrap_or(0);
+        if used >= grant.max_calls {
+            return Err(SessionError::CallLimit {
+                tool: inv.tool.to_string(),
+                max: grant.max_calls,
+            }
+            .to_string());
+        }
+        self.reserve_id(&inv.request_id)?;
+        self.calls.insert(inv.tool.clone(), used + 1);
+        Ok(Admitted {
+            format: grant.format,
+            max_output: grant.max_output_bytes,
+        })
+    }
+
+    /// Whether `request` names a call this session already answered.
+    fn answered(&self, request: &CancelRequest) -> bool {
+        self.answered.get(&request.request_id) == Some(&request.tool)
+    }
+}
+
+fn refused(kind: &'static str, request: &Token, reason: String) -> SessionError {
+    SessionError::Refused {
+        kind,
+        request: request.to_string(),
+        reason,
+    }
+}
+
+/// The request id of a host request, for error reports.
+fn request_of(message: &Message) -> Token {
+    match message {
+        Message::DispatchOperation { request } => request.request_id.clone(),
+        Message::CompensateOperation { request } => request.request_id.clone(),
+        Message::ReconcileOperation { request } => request.request_id.clone(),
+        Message::Cancel { request } => request.cancellation_id.clone(),
+        Message::Invoke { invocation } => invocation.request_id.clone(),
+        other => other.session_id().clone(),
+    }
+}
+
+/// The answer to a request that ends the session: nothing is sent.
+fn unservable(message: &Message) -> SessionError {
+    let reason = match message {
+        Message::DispatchOperation { .. }
+        | Message::CompensateOperation { .. }
+        | Message::ReconcileOperation { .. } => {
+            "this worker keeps no operation journal, so it serves no durable operations".to_owned()
+        }
+        other => format!("`{}` is not a request a worker answers", other.kind()),
+    };
+    refused(message.kind(), &request_of(message), reason)
+}
+
+fn result_message(session_id: &Token, request_id: Token, payload: crate::Payload) -> Message {
+    Message::Result {
+        result: ToolResult {
+            protocol_version: Version,
+            session_id: session_id.clone(),
+            request_id,
+            payload,
+        },
+    }
+}
+
+fn cancel_result(request: CancelRequest, outcome: CancelOutcome) -> Message {
+    Message::CancellationResult {
+        result: CancelResult {
+            protocol_version: Version,
+            session_id: request.session_id,
+            cancellation_id: request.cancellation_id,
+            request_id: request.request_id,
+            tool: request.tool,
+            outcome,
+        },
+    }
 }
 
 impl Worker<File, File> {
     /// Takes over standard input and output. The preamble is read from a
     /// duplicate of descriptor 0 with no buffering in between, and frames are
     /// written unbuffered (one write per line) to a duplicate of descriptor 1.
-    /// Nothing else in the process may write to standard output.
-    pub fn from_stdio() -> Result<Self, SessionError> {
+    /// Nothing else in the process may write to standard output. `tools` are
+    /// the tools this worker has handlers for.
+    pub fn from_stdio(tools: &[&str]) -> Result<Self, SessionError> {
         let input = std::io::stdin()
             .as_fd()
             .try_clone_to_owned()
@@ -73,15 +213,17 @@ impl Worker<File, File> {
             .as_fd()
             .try_clone_to_owned()
             .map_err(SessionError::Stdio)?;
-        Self::new(File::from(input), File::from(output))
+        Self::new(File::from(input), File::from(output), tools)
     }
 }
 
 impl<R: Read, W: Write> Worker<R, W> {
     /// Reads the bootstrap preamble from the raw `reader` (exactly once,
     /// before any buffering), then reads and authenticates the host's
-    /// `open_session` frame.
-    pub fn new(mut reader: R, writer: W) -> Result<Self, SessionError> {
+    /// `open_session` frame. The session is refused (nothing is sent) if the
+    /// manifest grants a tool that is not in `tools`, the tools this worker
+    /// has handlers for.
+    pub fn new(mut reader: R, writer: W, tools: &[&str]) -> Result<Self, SessionError> {
         let bootstrap = PrivatePipeWorkerBootstrap::read_from(&mut reader)?;
         let (session_id, key) = bootstrap.into_parts();
         let auth = SessionAuthenticator::new(session_id.clone(), key, SessionRole::Worker);
@@ -103,12 +245,18 @@ impl<R: Read, W: Write> Worker<R, W> {
                 manifest: manifest.session_id.to_string(),
             });
         }
+        if let Some(g) = manifest
+            .grants
+            .iter()
+            .find(|g| !tools.contains(&g.tool.as_str()))
+        {
+            channel.poison();
+            return Err(SessionError::UnhandledTool(g.tool.to_string()));
+        }
         Ok(Self {
             channel,
             manifest,
-            calls: BTreeMap::new(),
-            compensations: BTreeMap::new(),
-            answered: BTreeSet::new(),
+            ledger: Ledger::default(),
         })
     }
 
@@ -117,7 +265,9 @@ impl<R: Read, W: Write> Worker<R, W> {
         &self.manifest
     }
 
-    /// Answers requests until `close_session` or end of input.
+    /// Answers requests until `close_session` or end of input; a request it
+    /// cannot serve ends the session with an error (see the module
+    /// documentation).
     pub fn serve<F>(mut self, mut handler: F) -> Result<ServeEnd, SessionError>
     where
         F: FnMut(&Token, Value, &CapabilityManifest) -> Result<Value, String>,
@@ -127,104 +277,83 @@ impl<R: Read, W: Write> Worker<R, W> {
                 return Ok(ServeEnd::EndOfInput);
             };
             let reply = match message {
-                Message::Invoke {
-                    request_id,
-                    tool,
-                    input,
-                } => {
-                    let outcome = self.call(&tool, input, &mut handler);
-                    self.answered.insert(request_id.clone());
-                    Message::Result {
-                        request_id,
-                        outcome,
-                    }
-                }
-                Message::Cancel { request_id } => {
-                    let disposition = if self.answered.contains(&request_id) {
-                        CancelDisposition::TooLate
-                    } else {
-                        CancelDisposition::Unsupported
-                    };
-                    Message::CancellationResult {
-                        request_id,
-                        disposition,
-                    }
-                }
-                Message::CloseSession {} => return Ok(ServeEnd::Closed),
-                other => match durable_reply(&self.manifest, &mut self.compensations, other) {
+                Message::Invoke { invocation } => match self.call(invocation, &mut handler) {
                     Ok(reply) => reply,
-                    Err(e) => {
-                        self.channel.poison();
-                        return Err(e);
-                    }
+                    Err(e) => return Err(self.end(e)),
                 },
+                Message::Cancel { request } => {
+                    // Nothing runs between two reads: a cancel can only name
+                    // an answered call.
+                    let known = self.ledger.answered(&request);
+                    if let Err(reason) = self.ledger.reserve_id(&request.cancellation_id) {
+                        return Err(self.end(refused("cancel", &request.cancellation_id, reason)));
+                    }
+                    if !known {
+                        let e = refused(
+                            "cancel",
+                            &request.cancellation_id,
+                            format!(
+                                "call `{}` of tool `{}` is not a call of this session",
+                                request.request_id, request.tool
+                            ),
+                        );
+                        return Err(self.end(e));
+                    }
+                    cancel_result(request, CancelOutcome::TooLate)
+                }
+                Message::CloseSession { .. } => return Ok(ServeEnd::Closed),
+                other => return Err(self.end(unservable(&other))),
             };
             self.channel.send(reply)?;
         }
     }
 
-    fn call<F>(&mut self, tool: &Token, input: Value, handler: &mut F) -> Outcome
+    fn call<F>(&mut self, inv: Invocation, handler: &mut F) -> Result<Message, SessionError>
     where
         F: FnMut(&Token, Value, &CapabilityManifest) -> Result<Value, String>,
     {
-        let admitted = match admit(&self.manifest, &mut self.calls, tool, &input) {
-            Ok(a) => a,
-            Err(e) => return Outcome::Error(e),
-        };
-        match handler(tool, input, &self.manifest) {
-            Ok(output) => admitted.check_output(tool, output),
-            Err(e) => Outcome::Error(e),
-        }
+        let admitted = self
+            .ledger
+            .admit(&self.manifest, &inv)
+            .map_err(|reason| refused("invoke", &inv.request_id, reason))?;
+        let Invocation {
+            session_id,
+            request_id,
+            tool,
+            payload,
+            ..
+        } = inv;
+        let payload = handler(&tool, payload.into_value(), &self.manifest)
+            .and_then(|output| {
+                payload_for(
+                    &tool,
+                    admitted.format,
+                    "output",
+                    output,
+                    admitted.max_output,
+                )
+                .map_err(|e| e.to_string())
+            })
+            .map_err(|message| SessionError::ToolFailed {
+                tool: tool.to_string(),
+                request: request_id.to_string(),
+                message,
+            })?;
+        self.ledger.answered.insert(request_id.clone(), tool);
+        Ok(result_message(&session_id, request_id, payload))
     }
-}
 
-/// The limits of an admitted call that still apply to its output.
-#[derive(Debug, Clone, Copy)]
-struct Admitted {
-    format: GrantFormat,
-    max_output: u32,
-}
-
-impl Admitted {
-    fn check_output(self, tool: &Token, output: Value) -> Outcome {
-        match check_payload(tool, self.format, "output", &output, self.max_output) {
-            Ok(()) => Outcome::Ok(output),
-            Err(e) => Outcome::Error(e.to_string()),
-        }
+    /// Ends the session: nothing more is read or written.
+    fn end(&mut self, e: SessionError) -> SessionError {
+        self.channel.poison();
+        e
     }
-}
-
-/// Checks one call against the manifest before the tool runs and counts it.
-fn admit(
-    manifest: &CapabilityManifest,
-    calls: &mut BTreeMap<Token, u32>,
-    tool: &Token,
-    input: &Value,
-) -> Result<Admitted, String> {
-    let Some(grant) = manifest.grant(tool.as_str()) else {
-        return Err(SessionError::NotGranted(tool.to_string()).to_string());
-    };
-    let used = calls.entry(tool.clone()).or_insert(0);
-    if *used >= grant.max_calls {
-        return Err(SessionError::CallLimit {
-            tool: tool.to_string(),
-            max: grant.max_calls,
-        }
-        .to_string());
-    }
-    *used += 1;
-    check_payload(tool, grant.format, "input", input, grant.max_input_bytes)
-        .map_err(|e| e.to_string())?;
-    Ok(Admitted {
-        format: grant.format,
-        max_output: grant.max_output_bytes,
-    })
 }
 
 /// How a cancellable tool call ended without a value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ToolFailure {
-    /// The tool failed; the host gets an `{"error": ...}` result.
+    /// The tool failed; the worker ends the session.
     Error(String),
     /// The tool stopped its effect after a cancellation request and
     /// guarantees no result follows; the host gets `acknowledged`.
@@ -237,7 +366,8 @@ impl From<String> for ToolFailure {
     }
 }
 
-/// Handed to a cancellable tool: becomes set when the host cancels the call.
+/// Handed to a cancellable tool: becomes set when the host cancels the call
+/// (or the session ends while it runs).
 #[derive(Debug, Clone, Default)]
 pub struct CancelSignal(Arc<AtomicBool>);
 
@@ -255,8 +385,10 @@ impl CancelSignal {
 #[derive(Debug)]
 struct Running {
     request_id: Token,
+    tool: Token,
     cancellable: bool,
-    cancel_requested: bool,
+    /// The cancel the tool thread must answer.
+    cancel: Option<CancelRequest>,
     signal: CancelSignal,
 }
 
@@ -267,7 +399,7 @@ struct Running {
 struct Shared<W> {
     tx: FrameSender<W>,
     running: Option<Running>,
-    answered: BTreeSet<Token>,
+    ledger: Ledger,
 }
 
 fn lock<W>(m: &Mutex<Shared<W>>) -> MutexGuard<'_, Shared<W>> {
@@ -276,21 +408,32 @@ fn lock<W>(m: &Mutex<Shared<W>>) -> MutexGuard<'_, Shared<W>> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-impl<R: Read + Send, W: Write + Send> Worker<R, W> {
-    /// Like [`Self::serve`], but a tool listed in `cancellable` runs on its
-    /// own thread while the worker keeps reading, so the host can `cancel`
-    /// it. One call runs at a time; an `invoke` that arrives while a call is
-    /// running gets an error result.
+/// What the dispatcher of a cancellable session waits for.
+enum Event {
+    /// The reader thread read a frame, the end of input or an error.
+    Frame(Result<Option<Message>, SessionError>),
+    /// The tool thread finished a call (and answered it, unless it failed).
+    Finished(Result<(), SessionError>),
+}
+
+impl<R: Read + Send + 'static, W: Write + Send> Worker<R, W> {
+    /// Like [`Self::serve`], but each call runs on its own thread while the
+    /// worker keeps reading, so the host can `cancel` it. One call runs at a
+    /// time; an `invoke` that arrives while a call is running ends the
+    /// session.
     ///
     /// For a `cancel` of the running call:
-    /// - a cancellable tool has its [`CancelSignal`] set. If it then returns
-    ///   [`ToolFailure::Cancelled`], the worker answers `acknowledged` and
-    ///   sends no result; if it returns anything else, the worker sends the
-    ///   result and then `too_late`;
+    /// - a tool listed in `cancellable` has its [`CancelSignal`] set. If it
+    ///   then returns [`ToolFailure::Cancelled`], the worker answers
+    ///   `acknowledged` and sends no result; if it returns a value, the
+    ///   worker sends the result and then `too_late`;
     /// - any other tool: `unsupported` at once, and its result follows.
     ///
-    /// A `cancel` for a call already answered gets `too_late`; for an
-    /// unknown request, `unsupported`.
+    /// A `cancel` of a call already answered gets `too_late`.
+    ///
+    /// Frames are read on a thread of their own, so a failed call ends the
+    /// session at once, even while the host is still waiting for its answer;
+    /// that thread ends when the input does.
     pub fn serve_cancellable<F>(
         self,
         cancellable: &[&str],
@@ -303,216 +446,231 @@ impl<R: Read + Send, W: Write + Send> Worker<R, W> {
         let Self {
             channel,
             manifest,
-            mut calls,
-            mut compensations,
-            answered,
+            ledger,
         } = self;
         let (mut rx, tx) = channel.split();
+        let (events, inbox) = std::sync::mpsc::channel::<Event>();
+        let reader_events = events.clone();
+        thread::spawn(move || {
+            loop {
+                let frame = rx.recv();
+                let last = !matches!(frame, Ok(Some(_)));
+                if reader_events.send(Event::Frame(frame)).is_err() || last {
+                    break;
+                }
+            }
+        });
         let shared = Mutex::new(Shared {
             tx,
             running: None,
-            answered,
+            ledger,
         });
         let manifest = &manifest;
         let handler = &handler;
         let shared = &shared;
         thread::scope(|scope| {
-            let mut call: Option<thread::ScopedJoinHandle<'_, Result<(), SessionError>>> = None;
             let end = loop {
-                if let Some(h) = call.take_if(|h| h.is_finished())
-                    && let Err(e) = h.join().unwrap_or(Err(SessionError::ToolPanicked))
-                {
-                    break Err(e);
-                }
-                let message = match rx.recv() {
-                    Ok(Some(m)) => m,
-                    Ok(None) => break Ok(ServeEnd::EndOfInput),
-                    Err(e) => break Err(e),
+                let Ok(event) = inbox.recv() else {
+                    break Err(SessionError::Closed {
+                        expected: "a host request",
+                    });
                 };
-                let sent = match message {
-                    Message::Invoke {
-                        request_id,
-                        tool,
-                        input,
-                    } => {
+                let message = match event {
+                    Event::Finished(Ok(())) => continue,
+                    Event::Finished(Err(e)) | Event::Frame(Err(e)) => break Err(e),
+                    Event::Frame(Ok(None)) => break Ok(ServeEnd::EndOfInput),
+                    Event::Frame(Ok(Some(m))) => m,
+                };
+                let step = match message {
+                    Message::Invoke { invocation } => {
                         let mut st = lock(shared);
                         if st.running.is_some() {
-                            st.answered.insert(request_id.clone());
-                            st.tx.send(Message::Result {
-                                request_id,
-                                outcome: Outcome::Error(
-                                    "another call is still running in this session".into(),
-                                ),
-                            })
+                            Err(refused(
+                                "invoke",
+                                &invocation.request_id,
+                                "another call is still running in this session".into(),
+                            ))
                         } else {
-                            match admit(manifest, &mut calls, &tool, &input) {
-                                Err(e) => {
-                                    st.answered.insert(request_id.clone());
-                                    st.tx.send(Message::Result {
-                                        request_id,
-                                        outcome: Outcome::Error(e),
-                                    })
+                            match st.ledger.admit(manifest, &invocation) {
+                                Err(reason) => {
+                                    Err(refused("invoke", &invocation.request_id, reason))
                                 }
                                 Ok(admitted) => {
                                     let signal = CancelSignal::default();
+                                    let Invocation {
+                                        session_id,
+                                        request_id,
+                                        tool,
+                                        payload,
+                                        ..
+                                    } = invocation;
                                     st.running = Some(Running {
                                         request_id: request_id.clone(),
+                                        tool: tool.clone(),
                                         cancellable: cancellable.contains(&tool.as_str()),
-                                        cancel_requested: false,
+                                        cancel: None,
                                         signal: signal.clone(),
                                     });
                                     drop(st);
-                                    call = Some(scope.spawn(move || {
-                                        let result = handler(&tool, input, manifest, &signal);
-                                        finish(shared, request_id, &tool, admitted, result)
-                                    }));
+                                    let done_events = events.clone();
+                                    scope.spawn(move || {
+                                        let result =
+                                            handler(&tool, payload.into_value(), manifest, &signal);
+                                        let done = Done {
+                                            session_id,
+                                            request_id,
+                                            tool,
+                                            admitted,
+                                        };
+                                        let outcome = finish(shared, done, result);
+                                        // The dispatcher may be gone already.
+                                        let _ = done_events.send(Event::Finished(outcome));
+                                    });
                                     Ok(())
                                 }
                             }
                         }
                     }
-                    Message::Cancel { request_id } => {
-                        let mut st = lock(shared);
-                        let st = &mut *st;
-                        let disposition = match st.running.as_mut() {
-                            Some(r) if r.request_id == request_id => {
-                                if r.cancellable && !r.cancel_requested {
-                                    r.cancel_requested = true;
-                                    r.signal.set();
-                                    // Answered by the tool thread when the
-                                    // call ends.
-                                    None
-                                } else {
-                                    Some(CancelDisposition::Unsupported)
-                                }
-                            }
-                            _ if st.answered.contains(&request_id) => {
-                                Some(CancelDisposition::TooLate)
-                            }
-                            _ => Some(CancelDisposition::Unsupported),
-                        };
-                        match disposition {
-                            Some(disposition) => st.tx.send(Message::CancellationResult {
-                                request_id,
-                                disposition,
-                            }),
-                            None => Ok(()),
-                        }
-                    }
-                    Message::CloseSession {} => break Ok(ServeEnd::Closed),
-                    other => match durable_reply(manifest, &mut compensations, other) {
-                        Ok(reply) => lock(shared).tx.send(reply),
-                        Err(e) => {
-                            rx.poison();
-                            break Err(e);
-                        }
-                    },
+                    Message::Cancel { request } => on_cancel(shared, request),
+                    Message::CloseSession { .. } => break Ok(ServeEnd::Closed),
+                    other => Err(unservable(&other)),
                 };
-                if let Err(e) = sent {
+                if let Err(e) = step {
                     break Err(e);
                 }
             };
-            // Let a running call finish and send its answer.
-            let tail = match call.take() {
-                Some(h) => h.join().unwrap_or(Err(SessionError::ToolPanicked)),
-                None => Ok(()),
-            };
-            match (end, tail) {
-                (Err(e), _) => Err(e),
-                (Ok(_), Err(e)) => Err(e),
-                (Ok(end), Ok(())) => Ok(end),
+            {
+                let mut st = lock(shared);
+                if end.is_err() {
+                    // The session is over: nothing more is sent, and a
+                    // running call is asked to stop early.
+                    st.tx.poison();
+                    if let Some(r) = &st.running {
+                        r.signal.set();
+                    }
+                }
+            }
+            end
+            // The scope joins a running call here; after `close_session` or
+            // the end of input it still sends its answer.
+        })
+        .and_then(|end| {
+            // A call that finished after the loop ended may have failed.
+            match inbox.try_iter().find_map(|e| match e {
+                Event::Finished(Err(e)) => Some(e),
+                _ => None,
+            }) {
+                Some(e) => Err(e),
+                None => Ok(end),
             }
         })
     }
 }
 
-/// Sends the answer of a finished call from the tool thread.
+/// Handles a `cancel` in a cancellable session.
+fn on_cancel<W: Write>(
+    shared: &Mutex<Shared<W>>,
+    request: CancelRequest,
+) -> Result<(), SessionError> {
+    let mut st = lock(shared);
+    let st = &mut *st;
+    if let Err(reason) = st.ledger.reserve_id(&request.cancellation_id) {
+        return Err(refused("cancel", &request.cancellation_id, reason));
+    }
+    let outcome = match st.running.as_mut() {
+        Some(r) if r.request_id == request.request_id && r.tool == request.tool => {
+            if r.cancel.is_some() {
+                return Err(refused(
+                    "cancel",
+                    &request.cancellation_id,
+                    format!("call `{}` is already being cancelled", request.request_id),
+                ));
+            }
+            if r.cancellable {
+                r.signal.set();
+                r.cancel = Some(request);
+                // Answered by the tool thread when the call ends.
+                return Ok(());
+            }
+            CancelOutcome::Unsupported
+        }
+        _ if st.ledger.answered(&request) => CancelOutcome::TooLate,
+        _ => {
+            return Err(refused(
+                "cancel",
+                &request.cancellation_id,
+                format!(
+                    "call `{}` of tool `{}` is not a call of this session",
+                    request.request_id, request.tool
+                ),
+            ));
+        }
+    };
+    st.tx.send(cancel_result(request, outcome))
+}
+
+/// The identity of a finished call.
+struct Done {
+    session_id: Token,
+    request_id: Token,
+    tool: Token,
+    admitted: Admitted,
+}
+
+/// Sends the answer of a finished call from the tool thread, or ends the
+/// session if the call failed.
 fn finish<W: Write>(
     shared: &Mutex<Shared<W>>,
-    request_id: Token,
-    tool: &Token,
-    admitted: Admitted,
+    done: Done,
     result: Result<Value, ToolFailure>,
 ) -> Result<(), SessionError> {
     let mut st = lock(shared);
-    let cancel_requested = st.running.take().is_some_and(|r| r.cancel_requested);
-    st.answered.insert(request_id.clone());
-    let outcome = match result {
-        Err(ToolFailure::Cancelled) if cancel_requested => {
-            return st.tx.send(Message::CancellationResult {
-                request_id,
-                disposition: CancelDisposition::Acknowledged,
-            });
-        }
-        Err(ToolFailure::Cancelled) => Outcome::Error(format!(
-            "tool `{tool}` reported a cancellation nobody requested"
-        )),
-        Err(ToolFailure::Error(e)) => Outcome::Error(e),
-        Ok(output) => admitted.check_output(tool, output),
+    let cancel = st.running.take().and_then(|r| r.cancel);
+    let failed = |message: String| SessionError::ToolFailed {
+        tool: done.tool.to_string(),
+        request: done.request_id.to_string(),
+        message,
     };
-    st.tx.send(Message::Result {
-        request_id: request_id.clone(),
-        outcome,
-    })?;
-    if cancel_requested {
-        st.tx.send(Message::CancellationResult {
-            request_id,
-            disposition: CancelDisposition::TooLate,
-        })?;
-    }
-    Ok(())
-}
-
-/// The answer of a worker without a journal to the durable requests, after
-/// the same grant checks a journaling worker would make; any other message
-/// here is a protocol error.
-fn durable_reply(
-    manifest: &CapabilityManifest,
-    compensations: &mut BTreeMap<Token, u32>,
-    message: Message,
-) -> Result<Message, SessionError> {
-    let not_granted = |tool: &Token| SessionError::NotGranted(tool.to_string()).to_string();
-    Ok(match message {
-        Message::DispatchOperation {
-            operation_id, tool, ..
-        } => Message::OperationResult {
-            operation_id,
-            outcome: Outcome::Error(match manifest.grant(tool.as_str()) {
-                None => not_granted(&tool),
-                Some(_) => "durable operations are not supported by this worker".into(),
-            }),
-        },
-        Message::CompensateOperation { operation_id, tool } => {
-            let error = match manifest.grant(tool.as_str()) {
-                None => not_granted(&tool),
-                Some(g) => {
-                    let used = compensations.entry(tool.clone()).or_insert(0);
-                    if *used >= g.max_compensations {
-                        SessionError::CompensationLimit {
-                            tool: tool.to_string(),
-                            max: g.max_compensations,
-                        }
-                        .to_string()
-                    } else {
-                        *used += 1;
-                        "compensation is not supported by this worker".into()
-                    }
+    let output = match result {
+        Err(ToolFailure::Cancelled) => {
+            return match cancel {
+                Some(request) => st
+                    .tx
+                    .send(cancel_result(request, CancelOutcome::Acknowledged)),
+                None => {
+                    st.tx.poison();
+                    Err(failed(
+                        "the tool reported a cancellation nobody requested".into(),
+                    ))
                 }
             };
-            Message::CompensationResult {
-                operation_id,
-                outcome: Outcome::Error(error),
-            }
         }
-        Message::ReconcileOperation { operation_id, .. } => Message::ReconciledOperation {
-            operation_id,
-            state: OperationState::Unknown,
-        },
-        other => {
-            return Err(SessionError::Unexpected {
-                expected: "a host request",
-                got: other.kind(),
-            });
+        Err(ToolFailure::Error(e)) => {
+            st.tx.poison();
+            return Err(failed(e));
         }
-    })
+        Ok(output) => output,
+    };
+    let payload = match payload_for(
+        &done.tool,
+        done.admitted.format,
+        "output",
+        output,
+        done.admitted.max_output,
+    ) {
+        Ok(p) => p,
+        Err(e) => {
+            st.tx.poison();
+            return Err(failed(e.to_string()));
+        }
+    };
+    st.ledger
+        .answered
+        .insert(done.request_id.clone(), done.tool.clone());
+    st.tx
+        .send(result_message(&done.session_id, done.request_id, payload))?;
+    if let Some(request) = cancel {
+        st.tx.send(cancel_result(request, CancelOutcome::TooLate))?;
+    }
+    Ok(())
 }

@@ -1,15 +1,14 @@
 //! Frame authentication: tampering, replay, reflection, reordering and
 //! direction are rejected, and a rejected frame changes no state.
 
+mod common;
+
 use serde_json::json;
 use splash_protocol::{
-    AuthError, AuthTag, Frame, Message, Outcome, SessionAuthenticator, SessionKey, SessionRole,
-    Token,
+    AuthError, AuthTag, Frame, Message, SessionAuthenticator, SessionKey, SessionRole,
 };
 
-fn tok(s: &str) -> Token {
-    Token::new(s).expect("token")
-}
+use common::tok;
 
 fn pair() -> (SessionAuthenticator, SessionAuthenticator) {
     let key = SessionKey::from_bytes([0x42; 32]).expect("key");
@@ -20,18 +19,16 @@ fn pair() -> (SessionAuthenticator, SessionAuthenticator) {
 }
 
 fn invoke(n: u32) -> Message {
-    Message::Invoke {
-        request_id: tok(&format!("r-{n}")),
-        tool: tok("demo.echo"),
-        input: json!({"n": n, "b": [1, {"z": 1, "a": 2}]}),
-    }
+    common::invoke(
+        "s-1",
+        &format!("r-{n}"),
+        "demo.echo",
+        json!({"n": n, "b": [1, {"z": 1, "a": 2}]}),
+    )
 }
 
 fn result(n: u32) -> Message {
-    Message::Result {
-        request_id: tok(&format!("r-{n}")),
-        outcome: Outcome::Ok(json!({"n": n})),
-    }
+    common::result("s-1", &format!("r-{n}"), json!({"n": n}))
 }
 
 /// Sends the frame over the wire form and back, as a receiver sees it.
@@ -58,7 +55,7 @@ fn frame_wire_shape_is_fixed() {
     let (mut host, _) = pair();
     let frame = host.seal(invoke(1)).expect("seal");
     let line = serde_json::to_string(&frame).expect("encode");
-    let prefix = r#"{"sequence":1,"message":{"type":"invoke","request_id":"r-1","tool":"demo.echo","input":{"b":[1,{"a":2,"z":1}],"n":1}},"auth_tag":""#;
+    let prefix = r#"{"sequence":1,"message":{"type":"invoke","invocation":{"protocol_version":5,"session_id":"s-1","request_id":"r-1","tool":"demo.echo","payload":{"format":"json","value":{"b":[1,{"a":2,"z":1}],"n":1}}}},"auth_tag":""#;
     assert!(line.starts_with(prefix), "{line}");
     let tag = &line[prefix.len()..line.len() - 2];
     assert_eq!(tag.len(), 64);
@@ -74,11 +71,12 @@ fn tampered_frames_are_rejected_without_advancing() {
     let frame = host.seal(invoke(1)).expect("seal");
 
     let mut changed_input = frame.clone();
-    changed_input.message = Message::Invoke {
-        request_id: tok("r-1"),
-        tool: tok("demo.echo"),
-        input: json!({"n": 2, "b": [1, {"z": 1, "a": 2}]}),
-    };
+    changed_input.message = common::invoke(
+        "s-1",
+        "r-1",
+        "demo.echo",
+        json!({"n": 2, "b": [1, {"z": 1, "a": 2}]}),
+    );
     assert!(matches!(worker.open(changed_input), Err(AuthError::BadTag)));
 
     let mut changed_tag = frame.clone();
@@ -213,7 +211,11 @@ fn repeated_keys_do_not_decode() {
     for (from, to) in [
         (r#"{"sequence":1,"#, r#"{"sequence":1,"sequence":1,"#),
         (r#""type":"invoke","#, r#""type":"invoke","type":"invoke","#),
-        (r#""input":{"b""#, r#""input":{"n":1,"b""#),
+        (r#""value":{"b""#, r#""value":{"n":1,"b""#),
+        (
+            r#""request_id":"r-1","#,
+            r#""request_id":"r-1","request_id":"r-1","#,
+        ),
         (r#"{"a":2,"#, r#"{"a":2,"a":2,"#),
     ] {
         assert!(line.contains(from), "{line}");
@@ -221,4 +223,54 @@ fn repeated_keys_do_not_decode() {
         let e = serde_json::from_str::<Frame>(&tampered).expect_err("repeated key");
         assert!(e.to_string().contains("duplicate"), "{e}");
     }
+}
+
+#[test]
+fn a_message_must_name_the_session_it_is_sent_in() {
+    let (mut host, mut worker) = pair();
+    // Our sealer refuses to send it.
+    assert!(matches!(
+        host.seal(common::invoke("s-2", "r-1", "demo.echo", json!({}))),
+        Err(AuthError::Session { .. })
+    ));
+    // A peer that tags it anyway: authentic, but for another session.
+    let message = common::invoke("s-2", "r-1", "demo.echo", json!({}));
+    let bytes = splash_protocol::auth::signed_bytes(SessionRole::Host, 1, &tok("s-1"), &message)
+        .expect("bytes");
+    let frame = Frame {
+        sequence: 1,
+        message,
+        auth_tag: AuthTag::from_bytes(*blake3::keyed_hash(&[0x42; 32], &bytes).as_bytes()),
+    };
+    assert!(matches!(worker.open(frame), Err(AuthError::Session { .. })));
+    assert_eq!(worker.next_receive_sequence(), Some(1));
+}
+
+#[test]
+fn the_hashed_bytes_are_capped_at_one_mebibyte() {
+    let (mut host, _) = pair();
+    let big = |n: usize| Message::Invoke {
+        invocation: splash_protocol::Invocation {
+            protocol_version: splash_protocol::Version,
+            session_id: tok("s-1"),
+            request_id: tok("r-1"),
+            tool: tok("demo.echo"),
+            payload: splash_protocol::Payload::Text("a".repeat(n)),
+        },
+    };
+    let overhead = splash_protocol::auth::signed_bytes(SessionRole::Host, 1, &tok("s-1"), &big(0))
+        .expect("bytes")
+        .len();
+    let limit = splash_protocol::MAX_LINE_BYTES;
+    assert!(matches!(
+        host.seal(big(limit - overhead + 1)),
+        Err(AuthError::TooLarge(n)) if n == limit + 1
+    ));
+    assert_eq!(
+        host.next_send_sequence(),
+        Some(1),
+        "a refused seal uses no sequence"
+    );
+    let frame = host.seal(big(limit - overhead)).expect("exactly the bound");
+    assert_eq!(frame.sequence, 1);
 }

@@ -1,23 +1,29 @@
 //! Cooperative cancellation between a host session and a cancellable
 //! worker over real pipes.
 
-use std::io::{BufReader, PipeReader, PipeWriter, pipe};
+mod common;
+
+use std::io::{PipeReader, PipeWriter};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use common::{cancel, cancel_result, close, invoke, pipes, raw_host, raw_worker, result, tok};
 use serde_json::{Value, json};
 use splash_protocol::{
-    CallEvent, CancelDisposition, CancelSignal, CapabilityManifest, FrameChannel, HostSession,
-    Message, Outcome, PrivatePipeWorkerBootstrap, ServeEnd, SessionAuthenticator, SessionError,
-    SessionKey, SessionRole, Token, ToolFailure, Worker,
+    CallEvent, CancelOutcome, CancelSignal, CapabilityManifest, HostSession, Message,
+    PrivatePipeWorkerBootstrap, ServeEnd, SessionError, SessionKey, Token, ToolFailure, Worker,
 };
 
-fn tok(s: &str) -> Token {
-    Token::new(s).expect("token")
-}
+const TOOLS: [&str; 5] = [
+    "demo.wait",
+    "demo.quick",
+    "demo.slow",
+    "demo.stubborn",
+    "demo.broken",
+];
 
 fn manifest() -> CapabilityManifest {
-    let grants: Vec<Value> = ["demo.wait", "demo.quick", "demo.slow", "demo.stubborn"]
+    let grants: Vec<Value> = TOOLS
         .iter()
         .map(|t| {
             json!({"tool": t, "format": "json", "max_calls": 10,
@@ -32,7 +38,8 @@ fn manifest() -> CapabilityManifest {
 
 /// `demo.wait` stops when cancelled (and fails after 5 s otherwise);
 /// `demo.quick` returns at once; `demo.slow` (not cancellable) and
-/// `demo.stubborn` (cancellable, but ignores the signal) take 300 ms.
+/// `demo.stubborn` (cancellable, but ignores the signal) take 300 ms;
+/// `demo.broken` fails after 100 ms.
 fn tools(
     tool: &Token,
     input: Value,
@@ -51,9 +58,13 @@ fn tools(
             thread::sleep(Duration::from_millis(2));
         },
         "demo.quick" => Ok(input),
+        "demo.broken" => {
+            thread::sleep(Duration::from_millis(100));
+            Err(ToolFailure::Error("broken".into()))
+        }
         _ => {
             thread::sleep(Duration::from_millis(300));
-            Ok(json!("done"))
+            Ok(json!(["done"]))
         }
     }
 }
@@ -61,10 +72,9 @@ fn tools(
 type WorkerThread = JoinHandle<Result<ServeEnd, SessionError>>;
 
 fn spawn_worker() -> (PipeWriter, PipeReader, WorkerThread) {
-    let (worker_in, host_in) = pipe().expect("pipe");
-    let (host_out, worker_out) = pipe().expect("pipe");
+    let (worker_in, worker_out, host_in, host_out) = pipes();
     let worker = thread::spawn(move || {
-        Worker::new(worker_in, worker_out)?
+        Worker::new(worker_in, worker_out, &TOOLS)?
             .serve_cancellable(&["demo.wait", "demo.quick", "demo.stubborn"], tools)
     });
     (host_in, host_out, worker)
@@ -85,7 +95,7 @@ fn a_cancellable_call_is_acknowledged_and_sends_no_result() {
     let (mut host, worker) = start();
     let id = host.start("demo.wait", json!({})).expect("start");
     assert!(matches!(
-        host.start("demo.quick", json!(1)),
+        host.start("demo.quick", json!([1])),
         Err(SessionError::Busy(_))
     ));
     host.cancel(&id).expect("cancel");
@@ -111,7 +121,7 @@ fn a_cancellable_call_is_acknowledged_and_sends_no_result() {
 #[test]
 fn a_cancel_after_the_result_is_too_late() {
     let (mut host, worker) = start();
-    let id = host.start("demo.quick", json!(7)).expect("start");
+    let id = host.start("demo.quick", json!([7])).expect("start");
     // Give the worker time to answer before the cancel is written.
     thread::sleep(Duration::from_millis(100));
     host.cancel(&id).expect("cancel");
@@ -119,11 +129,11 @@ fn a_cancel_after_the_result_is_too_late() {
         host.next_event().expect("result"),
         CallEvent::Finished {
             request_id: id.clone(),
-            output: Ok(json!(7))
+            output: json!([7])
         }
     );
     assert_eq!(
-        host.next_event().expect("disposition"),
+        host.next_event().expect("outcome"),
         CallEvent::TooLate { request_id: id }
     );
     assert!(matches!(host.next_event(), Err(SessionError::Idle)));
@@ -143,11 +153,11 @@ fn a_tool_that_ignores_the_signal_reports_its_result_then_too_late() {
         host.next_event().expect("result"),
         CallEvent::Finished {
             request_id: id.clone(),
-            output: Ok(json!("done"))
+            output: json!(["done"])
         }
     );
     assert_eq!(
-        host.next_event().expect("disposition"),
+        host.next_event().expect("outcome"),
         CallEvent::TooLate { request_id: id }
     );
     host.close().expect("close");
@@ -167,7 +177,7 @@ fn a_call_that_cannot_be_cancelled_stays_active() {
         Err(SessionError::NotCancellable(_))
     ));
     assert_eq!(
-        host.next_event().expect("disposition"),
+        host.next_event().expect("outcome"),
         CallEvent::Unsupported {
             request_id: id.clone()
         }
@@ -176,7 +186,7 @@ fn a_call_that_cannot_be_cancelled_stays_active() {
         host.next_event().expect("result"),
         CallEvent::Finished {
             request_id: id,
-            output: Ok(json!("done"))
+            output: json!(["done"])
         }
     );
     assert!(host.call_in_flight().is_none());
@@ -188,9 +198,25 @@ fn a_call_that_cannot_be_cancelled_stays_active() {
 }
 
 #[test]
+fn a_call_that_fails_while_the_host_waits_ends_the_session_at_once() {
+    let (mut host, worker) = start();
+    let began = Instant::now();
+    let e = host.invoke("demo.broken", json!({})).expect_err("ended");
+    assert!(
+        matches!(&e, SessionError::WorkerEnded { request, .. } if request == "r-1"),
+        "{e:?}"
+    );
+    assert!(began.elapsed() < Duration::from_secs(3));
+    assert!(matches!(
+        worker.join().expect("thread"),
+        Err(SessionError::ToolFailed { message, .. }) if message == "broken"
+    ));
+}
+
+#[test]
 fn closing_with_a_call_in_flight_abandons_it() {
     let (mut host, worker) = start();
-    let id = host.start("demo.slow", json!(1)).expect("start");
+    let id = host.start("demo.slow", json!([1])).expect("start");
     let Err(SessionError::Abandoned(abandoned)) = host.close() else {
         panic!("close with a call in flight must report the abandoned call");
     };
@@ -203,125 +229,169 @@ fn closing_with_a_call_in_flight_abandons_it() {
 }
 
 #[test]
-fn the_worker_answers_a_second_invoke_and_stray_cancels_itself() {
-    let (mut host_in, host_out, worker) = spawn_worker();
-    let key = SessionKey::generate().expect("rng");
-    PrivatePipeWorkerBootstrap::new(tok("s-1"), key.clone())
-        .write_to(&mut host_in)
-        .expect("preamble");
-    let auth = SessionAuthenticator::new(tok("s-1"), key, SessionRole::Host);
-    let mut ch = FrameChannel::new(BufReader::new(host_out), host_in, auth);
+fn the_worker_checks_cancels_itself() {
+    let (host_in, host_out, worker) = spawn_worker();
+    let mut ch = raw_host(
+        "s-1",
+        SessionKey::generate().expect("rng"),
+        host_in,
+        host_out,
+    );
     ch.send(Message::OpenSession {
         manifest: manifest(),
     })
     .expect("open");
-    let invoke = |id: &str, tool: &str| Message::Invoke {
-        request_id: tok(id),
-        tool: tok(tool),
-        input: json!({}),
-    };
-    ch.send(invoke("r-1", "demo.wait")).expect("send");
-    ch.send(invoke("r-2", "demo.quick")).expect("send");
-    match ch.recv().expect("reply") {
-        Some(Message::Result {
-            request_id,
-            outcome: Outcome::Error(e),
-        }) => {
-            assert_eq!(request_id, tok("r-2"));
-            assert!(e.contains("still running"), "{e}");
-        }
-        other => panic!("{other:?}"),
-    }
-    ch.send(Message::Cancel {
-        request_id: tok("r-9"),
-    })
-    .expect("send");
+    ch.send(invoke("s-1", "r-1", "demo.wait", json!({})))
+        .expect("send");
+    ch.send(cancel("s-1", "c-2", "r-1", "demo.wait"))
+        .expect("send");
     assert_eq!(
         ch.recv().expect("reply"),
-        Some(Message::CancellationResult {
-            request_id: tok("r-9"),
-            disposition: CancelDisposition::Unsupported
-        })
+        Some(cancel_result(
+            "s-1",
+            "c-2",
+            "r-1",
+            "demo.wait",
+            CancelOutcome::Acknowledged
+        ))
     );
-    ch.send(Message::Cancel {
-        request_id: tok("r-1"),
-    })
-    .expect("send");
+    // A cancel of an answered call is too late.
+    ch.send(invoke("s-1", "r-3", "demo.quick", json!([3])))
+        .expect("send");
     assert_eq!(
         ch.recv().expect("reply"),
-        Some(Message::CancellationResult {
-            request_id: tok("r-1"),
-            disposition: CancelDisposition::Acknowledged
-        })
+        Some(result("s-1", "r-3", json!([3])))
     );
-    ch.send(Message::Cancel {
-        request_id: tok("r-1"),
-    })
-    .expect("send");
+    ch.send(cancel("s-1", "c-4", "r-3", "demo.quick"))
+        .expect("send");
     assert_eq!(
         ch.recv().expect("reply"),
-        Some(Message::CancellationResult {
-            request_id: tok("r-1"),
-            disposition: CancelDisposition::TooLate
-        })
+        Some(cancel_result(
+            "s-1",
+            "c-4",
+            "r-3",
+            "demo.quick",
+            CancelOutcome::TooLate
+        ))
     );
     // close_session while a call runs: the worker answers it, then ends.
-    ch.send(invoke("r-3", "demo.slow")).expect("send");
-    ch.send(Message::CloseSession {}).expect("close");
-    assert!(matches!(
+    ch.send(invoke("s-1", "r-5", "demo.slow", json!({})))
+        .expect("send");
+    ch.send(close("s-1")).expect("close");
+    assert_eq!(
         ch.recv().expect("reply"),
-        Some(Message::Result { request_id, outcome: Outcome::Ok(_) }) if request_id == tok("r-3")
-    ));
+        Some(result("s-1", "r-5", json!(["done"])))
+    );
     assert_eq!(
         worker.join().expect("thread").expect("serve"),
         ServeEnd::Closed
     );
+
+    // A cancel that names the running call under another tool ends the
+    // session; so does a second invoke while a call runs.
+    for second in [
+        cancel("s-1", "c-2", "r-1", "demo.quick"),
+        invoke("s-1", "r-2", "demo.quick", json!({})),
+    ] {
+        let (host_in, host_out, worker) = spawn_worker();
+        let mut ch = raw_host(
+            "s-1",
+            SessionKey::generate().expect("rng"),
+            host_in,
+            host_out,
+        );
+        ch.send(Message::OpenSession {
+            manifest: manifest(),
+        })
+        .expect("open");
+        ch.send(invoke("s-1", "r-1", "demo.wait", json!({})))
+            .expect("send");
+        ch.send(second).expect("send");
+        assert!(matches!(
+            worker.join().expect("thread"),
+            Err(SessionError::Refused { .. })
+        ));
+        assert_eq!(ch.recv().expect("end"), None);
+    }
 }
 
 #[test]
-fn the_host_refuses_dispositions_that_contradict_the_call() {
-    let (mut worker_in, mut host_in) = pipe().expect("pipe");
-    let (host_out, worker_out) = pipe().expect("pipe");
-    // A worker that sends the result and then claims it stopped the effect.
-    let rogue = thread::spawn(move || {
-        let boot = PrivatePipeWorkerBootstrap::read_from(&mut worker_in).expect("preamble");
-        let (id, key) = boot.into_parts();
-        let auth = SessionAuthenticator::new(id, key, SessionRole::Worker);
-        let mut ch = FrameChannel::new(BufReader::new(worker_in), worker_out, auth);
-        assert!(matches!(ch.recv(), Ok(Some(Message::OpenSession { .. }))));
-        let Ok(Some(Message::Invoke { request_id, .. })) = ch.recv() else {
-            panic!("expected invoke");
-        };
-        assert!(matches!(ch.recv(), Ok(Some(Message::Cancel { .. }))));
-        ch.send(Message::Result {
-            request_id: request_id.clone(),
-            outcome: Outcome::Ok(json!(1)),
-        })
-        .expect("send");
-        ch.send(Message::CancellationResult {
-            request_id,
-            disposition: CancelDisposition::Acknowledged,
-        })
-        .expect("send");
-        let _ = ch.recv();
-    });
-    let key = SessionKey::generate().expect("rng");
-    PrivatePipeWorkerBootstrap::new(tok("s-1"), key.clone())
-        .write_to(&mut host_in)
-        .expect("preamble");
-    let mut host = HostSession::open(manifest(), key, host_in, host_out).expect("open");
-    let id = host.start("demo.wait", json!({})).expect("start");
-    host.cancel(&id).expect("cancel");
-    assert!(matches!(host.next_event(), Ok(CallEvent::Finished { .. })));
-    assert!(matches!(
-        host.next_event(),
-        Err(SessionError::Unexpected {
-            got: "cancellation_result",
-            ..
-        })
-    ));
-    assert!(host.is_poisoned());
-    assert!(matches!(host.next_event(), Err(SessionError::Poisoned)));
-    drop(host);
-    rogue.join().expect("rogue worker");
+fn the_host_refuses_answers_that_contradict_the_call() {
+    type Rogue = fn(&mut common::Channel, Token);
+    let rogues: [(Rogue, &str); 2] = [
+        // The result, then a claim that the effect was stopped.
+        (
+            |ch, id| {
+                ch.send(result("s-1", id.as_str(), json!([1])))
+                    .expect("send");
+                ch.send(cancel_result(
+                    "s-1",
+                    "c-2",
+                    id.as_str(),
+                    "demo.wait",
+                    CancelOutcome::Acknowledged,
+                ))
+                .expect("send");
+            },
+            "contradiction",
+        ),
+        // A cancellation result under another cancellation id.
+        (
+            |ch, id| {
+                ch.send(cancel_result(
+                    "s-1",
+                    "c-9",
+                    id.as_str(),
+                    "demo.wait",
+                    CancelOutcome::Acknowledged,
+                ))
+                .expect("send");
+            },
+            "mismatch",
+        ),
+    ];
+    for (rogue, name) in rogues {
+        let (worker_in, worker_out, mut host_in, host_out) = pipes();
+        let script = thread::spawn(move || {
+            let mut ch = raw_worker(worker_in, worker_out);
+            assert!(matches!(ch.recv(), Ok(Some(Message::OpenSession { .. }))));
+            let Ok(Some(Message::Invoke { invocation })) = ch.recv() else {
+                panic!("expected invoke");
+            };
+            assert!(matches!(ch.recv(), Ok(Some(Message::Cancel { .. }))));
+            rogue(&mut ch, invocation.request_id);
+            let _ = ch.recv();
+        });
+        let key = SessionKey::generate().expect("rng");
+        PrivatePipeWorkerBootstrap::new(tok("s-1"), key.clone())
+            .write_to(&mut host_in)
+            .expect("preamble");
+        let mut host = HostSession::open(manifest(), key, host_in, host_out).expect("open");
+        let id = host.start("demo.wait", json!({})).expect("start");
+        host.cancel(&id).expect("cancel");
+        let mut last = host.next_event();
+        if name == "contradiction" {
+            assert!(matches!(last, Ok(CallEvent::Finished { .. })));
+            last = host.next_event();
+            assert!(
+                matches!(
+                    last,
+                    Err(SessionError::Unexpected {
+                        got: "cancellation_result",
+                        ..
+                    })
+                ),
+                "{last:?}"
+            );
+        } else {
+            assert!(
+                matches!(last, Err(SessionError::ReplyMismatch { .. })),
+                "{last:?}"
+            );
+        }
+        assert!(host.is_poisoned());
+        assert!(matches!(host.next_event(), Err(SessionError::Poisoned)));
+        drop(host);
+        script.join().expect("rogue worker");
+    }
 }

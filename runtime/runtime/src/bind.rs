@@ -23,6 +23,8 @@
 //!    appear in `bwrap --help` (run through the same pinned descriptor that
 //!    will be launched), so an old build fails here with a named option;
 //! 6. project quotas (see [`crate::quota`]) and their aggregate maximum;
+//!    while an aggregate is set, a read-write mount that is not a verified
+//!    quota root is refused;
 //! 7. the cgroup-v2 boundary, when the plan has one: the parent is verified
 //!    and the runner checked ([`crate::cgroup::CgroupBoundary::prepare`]);
 //!    each spawn then creates a fresh child cgroup;
@@ -33,7 +35,7 @@ use std::collections::BTreeSet;
 use std::fs::{self, File, Metadata};
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -95,8 +97,9 @@ pub enum BindError {
         "bubblewrap `{path}` does not support `{option}`, which this plan needs; the launch is refused (there is no fallback without it)"
     )]
     UnsupportedOption { path: String, option: String },
-    #[error("failed to verify the project quota of `{path}`")]
+    #[error("failed to verify the project quota of root `{root}` (`{path}`)")]
     Quota {
+        root: String,
         path: String,
         #[source]
         source: QuotaError,
@@ -105,6 +108,10 @@ pub enum BindError {
     AggregateQuota(#[source] QuotaError),
     #[error("failed to prepare the cgroup-v2 boundary")]
     Cgroup(#[source] CgroupError),
+    #[error(
+        "read-write mount at `{destination}` has no verified project quota, which the aggregate quota bound forbids"
+    )]
+    UnverifiedWritableMount { destination: String },
     #[error("launch preparation `{step}` failed")]
     Preparation {
         step: String,
@@ -581,38 +588,7 @@ impl BoundCommand {
         bound.check_bubblewrap_options()?;
 
         // 6. Project quotas.
-        let mut verified = Vec::new();
-        for check in &bound.plan.quota_checks {
-            let pinned = bound.pins.get(usize::from(check.slot.0)).ok_or_else(|| {
-                BindError::Plan(format!("quota check names missing pin {}", check.slot.0))
-            })?;
-            let path = pinned.pin.host_path.to_string();
-            let device = File::from(pinned.duplicate().map_err(|source| BindError::Inspect {
-                path: path.clone(),
-                source,
-            })?)
-            .metadata()
-            .map_err(|source| BindError::Inspect {
-                path: path.clone(),
-                source,
-            })?
-            .dev();
-            let v = quota::verify(
-                options.quota_inspector.as_ref(),
-                pinned.fd.as_fd(),
-                device,
-                &check.quota,
-            )
-            .map_err(|source| BindError::Quota { path, source })?;
-            verified.push(v);
-        }
-        if !bound.plan.quota_checks.is_empty() {
-            let aggregate = bound.plan.aggregate_quota.ok_or_else(|| {
-                BindError::Plan("quota roots without an aggregate maximum".into())
-            })?;
-            quota::check_aggregate(&verified, &aggregate).map_err(BindError::AggregateQuota)?;
-        }
-        bound.quotas = verified;
+        bound.quotas = bound.verify_quotas(options.quota_inspector.as_ref())?;
 
         // 7. The cgroup-v2 boundary. The runner is executed through its
         //    descriptor when the plan pins executables.
@@ -633,6 +609,71 @@ impl BoundCommand {
         }
         bound.preparations = preparations;
         Ok(bound)
+    }
+
+    /// Step 6: every quota check on its pinned root, then the aggregate.
+    /// While an aggregate is set, every read-write mount must be one of the
+    /// verified pinned roots (the lowering refuses raw read-write roots; a
+    /// plan from elsewhere is held to the same rule here).
+    fn verify_quotas(
+        &self,
+        inspector: &dyn QuotaInspector,
+    ) -> Result<Vec<VerifiedQuota>, BindError> {
+        let plan = &self.plan;
+        let checked: BTreeSet<u16> = plan.quota_checks.iter().map(|c| c.slot.0).collect();
+        let mut writable: BTreeSet<u16> = BTreeSet::new();
+        for op in &plan.ops {
+            if let BwrapOp::Bind {
+                source,
+                destination,
+            } = op
+            {
+                match source {
+                    MountSource::Pinned(slot) if checked.contains(&slot.0) => {
+                        writable.insert(slot.0);
+                    }
+                    _ if plan.aggregate_quota.is_some() => {
+                        return Err(BindError::UnverifiedWritableMount {
+                            destination: destination.to_string(),
+                        });
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut verified = Vec::with_capacity(plan.quota_checks.len());
+        for check in &plan.quota_checks {
+            let pinned = self.pins.get(usize::from(check.slot.0)).ok_or_else(|| {
+                BindError::Plan(format!("quota check names missing pin {}", check.slot.0))
+            })?;
+            let PinRole::FileRoot(root) = &pinned.pin.role else {
+                return Err(BindError::Plan(format!(
+                    "quota check names pin {}, which is not a file root",
+                    check.slot.0
+                )));
+            };
+            if !writable.contains(&check.slot.0) {
+                return Err(BindError::Plan(format!(
+                    "quota root `{root}` is not mounted read-write from its pin"
+                )));
+            }
+            let v =
+                quota::verify(inspector, pinned.fd.as_fd(), &check.quota).map_err(|source| {
+                    BindError::Quota {
+                        root: root.to_string(),
+                        path: pinned.pin.host_path.to_string(),
+                        source,
+                    }
+                })?;
+            verified.push(v);
+        }
+        if !plan.quota_checks.is_empty() {
+            let aggregate = plan.aggregate_quota.as_ref().ok_or_else(|| {
+                BindError::Plan("quota roots without an aggregate maximum".into())
+            })?;
+            quota::check_aggregate(&verified, aggregate).map_err(BindError::AggregateQuota)?;
+        }
+        Ok(verified)
     }
 
     fn check_bubblewrap_options(&self) -> Result<(), BindError> {
