@@ -29,7 +29,7 @@ use runtime_support::{TempDir, bin_dir, lowered, manifest_selecting, serial};
 use serde_json::Value;
 use splash_protocol::{PrivatePipeWorkerBootstrap, Resource, ResourceKind, SessionKey, Token};
 use splash_runtime::{
-    BindError, BindOptions, BoundCommand, LaunchPreparation, LaunchSpec, WorkerStatus,
+    BindError, BindOptions, BoundCommand, Deadlines, LaunchPreparation, LaunchSpec, WorkerStatus,
 };
 
 const UNPRIVILEGED: u32 = 65534;
@@ -504,16 +504,18 @@ fn bind(
 fn launch(bound: &BoundCommand, timeout: Duration) -> (Vec<Value>, WorkerStatus) {
     let key = SessionKey::generate().expect("key");
     let boot = PrivatePipeWorkerBootstrap::new(Token::new("s-1").expect("token"), key);
-    let worker = bound.spawn_with_bootstrap(&boot).expect("spawn");
-    let (mut lifecycle, stdin, mut stdout) = worker.into_lifecycle_parts();
+    // Watched, so a plan with a `watchdog` block launches under it.
+    let (watchdog, stdin, mut stdout) = bound
+        .spawn_watched(&boot, Deadlines::none())
+        .expect("spawn");
     drop(stdin);
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = stdout.read_to_string(&mut s);
         s
     });
-    let status = match lifecycle.wait_timeout(timeout).expect("wait") {
-        WorkerStatus::Running => lifecycle.terminate().expect("terminate"),
+    let status = match watchdog.wait_exit(timeout).expect("wait") {
+        WorkerStatus::Running => watchdog.stop().expect("terminate"),
         s => s,
     };
     let out = reader.join().expect("reader");
@@ -820,7 +822,7 @@ fn policies(host: &Host) -> Vec<PolicyRun> {
         // bind must say about the unmodified policy.
         let unenforceable: &[(&str, &str)] = &[
             ("cgroup ", "cgroup-v2 boundary"),
-            ("network-broker ", "network broker directory"),
+            ("network-broker ", "network broker"),
             ("root \"durable-output\"", "project quota"),
         ];
         let mut adapted_text = text.clone();

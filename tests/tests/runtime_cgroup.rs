@@ -23,7 +23,8 @@ use runtime_support::{
 use serde_json::json;
 use splash_runtime::cgroup::{CgroupParent, REMOVE_TIMEOUT};
 use splash_runtime::{
-    BindError, BoundCommand, CgroupError, SpawnError, WorkerLifecycle, WorkerStatus,
+    BindError, BoundCommand, CallError, CgroupError, Deadlines, Session, SpawnError,
+    WorkerLifecycle, WorkerStatus,
 };
 use splashpol::model::CgroupLimits;
 
@@ -620,4 +621,80 @@ fn soak_spawn_terminate_cycles_leave_nothing() {
         live_children()
     );
     assert!(parent.children().is_empty());
+}
+
+/// The host API ([`Session`]) stops through the same lifecycle: a clean
+/// close and a watchdog deadline each remove the worker's cgroup, and a
+/// cgroup that cannot be removed makes `close` return a containment error.
+#[test]
+fn a_host_api_session_removes_the_cgroup_on_close_and_on_a_deadline() {
+    let _serial = serial();
+    let Some(parent) = TestParent::new() else {
+        return;
+    };
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let mut policy = probe_policy(&bwrap, &probe_dir);
+    with_cgroup(&mut policy, parent.path(), &runner(), "pids 64");
+    let bound = BoundCommand::bind(boundary_only(&policy)).expect("bind");
+    let fds_before = open_fds();
+
+    // A clean close: the probe exits, and its cgroup, with the background
+    // process it started, is gone.
+    let mut session =
+        Session::open(&bound, policy.manifest(), Deadlines::none()).expect("open session");
+    let out = session
+        .call(
+            "probe.exec",
+            json!({"argv": ["/bin/sh", "-c", "sleep 1000 </dev/null >/dev/null 2>&1 &"]}),
+        )
+        .expect("fork");
+    assert_eq!(out["exit_code"], json!(0), "{out}");
+    let children = parent.children();
+    assert_eq!(children.len(), 1, "{children:?}");
+    let members = pids_of(&parent.path().join(&children[0]));
+    assert!(members.len() >= 3, "bwrap, the probe, sleep: {members:?}");
+    let status = session.close(Duration::from_secs(5)).expect("close");
+    assert_eq!(status, WorkerStatus::Exited(0));
+    assert!(parent.children().is_empty(), "{:?}", parent.children());
+    for pid in members {
+        assert!(!running(pid), "{pid} survived the close");
+    }
+
+    // A session deadline force-stops the worker through the same path.
+    let mut session = Session::open(
+        &bound,
+        policy.manifest(),
+        Deadlines::session(Duration::from_millis(500)),
+    )
+    .expect("open session");
+    assert_eq!(parent.children().len(), 1);
+    let err = session
+        .call("probe.exec", json!({"argv": ["/bin/sleep", "30"]}))
+        .expect_err("the deadline ends the call");
+    assert!(err.poisons_session(), "{err}");
+    assert!(parent.children().is_empty(), "{:?}", parent.children());
+    drop(session);
+
+    // A cgroup that cannot be removed (a nested cgroup the runtime did not
+    // make) turns a clean close into a containment error for the host.
+    let session =
+        Session::open(&bound, policy.manifest(), Deadlines::none()).expect("open session");
+    let cgroup = parent.path().join(&parent.children()[0]);
+    std::fs::create_dir(cgroup.join("nested")).expect("nested");
+    let err = session
+        .close(Duration::from_secs(5))
+        .expect_err("cannot remove");
+    let CallError::Containment(e) = &err else {
+        panic!("{err}");
+    };
+    let failure = WorkerLifecycle::containment_failure(e).expect("a containment failure");
+    assert!(matches!(failure, CgroupError::Remove { .. }), "{failure}");
+    assert!(pids_of(&cgroup).is_empty(), "the tree itself is dead");
+    std::fs::remove_dir(cgroup.join("nested")).expect("remove nested");
+    std::fs::remove_dir(&cgroup).expect("remove the child");
+
+    assert_eq!(open_fds(), fds_before, "a descriptor was left open");
+    assert!(live_children().is_empty(), "{:?}", live_children());
 }

@@ -116,7 +116,11 @@ fn run_launches_the_probe_and_prints_its_authenticated_report() {
         stderr.contains("the worker ended the session without answering `invoke` request `r-1` of tool `probe.try`"),
         "{stderr}"
     );
-    assert!(stderr.contains("bubblewrap ended with"), "{stderr}");
+    // The worker was reaped and its status is named.
+    assert!(
+        stderr.contains("the session is poisoned (exit status"),
+        "{stderr}"
+    );
     assert!(out.stdout.is_empty());
 }
 
@@ -150,4 +154,44 @@ fn run_works_with_the_host_side_as_an_unprivileged_user() {
     assert_eq!(report["ids"]["euid"], 65534, "{report}");
     assert_eq!(report["capabilities"]["effective"], "0000000000000000");
     assert_eq!(report["seccomp"], 2);
+}
+
+#[test]
+fn run_enforces_the_policy_watchdog_and_names_what_happened() {
+    let _serial = serial();
+    let Some((_bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let Some(splashc) = splashc() else { return };
+    let work = TempDir::new("cli-watchdog");
+    let policy_path = work.path().join("policy.splashpol");
+    let mut text = policy(&probe_dir);
+    text = text.replacen("\n}\n", "\n  watchdog session 1 s\n}\n", 1);
+    std::fs::write(&policy_path, text).expect("policy");
+    let started = std::time::Instant::now();
+    let out = Command::new(&splashc)
+        .arg("run")
+        .arg(&policy_path)
+        .args(["--invoke", "probe.sleep", "--input", r#"{"ms":30000}"#])
+        .output()
+        .expect("run splashc");
+    let elapsed = started.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("watchdog session 1000 ms"), "{stderr}");
+    assert!(stderr.contains("the session deadline passed"), "{stderr}");
+    assert!(!stderr.contains("before the session started"), "{stderr}");
+    assert!(elapsed < std::time::Duration::from_secs(10), "{elapsed:?}");
+    // Control: a call that fits in the deadline succeeds.
+    let out = Command::new(&splashc)
+        .arg("run")
+        .arg(&policy_path)
+        .args(["--invoke", "probe.sleep", "--input", r#"{"ms":10}"#])
+        .output()
+        .expect("run splashc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

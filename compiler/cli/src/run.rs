@@ -1,9 +1,11 @@
 //! `splashc run POLICY [--manifest FILE] [--invoke TOOL --input JSON]`.
 //!
-//! Check (or load a compiled artifact), activate, lower for this host's
-//! architecture, bind, spawn with a fresh CSPRNG session key, open the
-//! authenticated session, make one call, print the authenticated response
-//! on stdout, close, reap.
+//! A thin user of the runtime's host API ([`splash_runtime::LoadedPolicy`],
+//! [`splash_runtime::Session`]): check (or load a compiled artifact),
+//! activate, lower for this host's architecture, bind, spawn under the
+//! watchdog (the policy's `watchdog` block is enforced) with a fresh CSPRNG
+//! session key, open the authenticated session, make one call, print the
+//! authenticated response on stdout, close, reap.
 //!
 //! Without `--manifest` a manifest is generated for a fresh session: a random
 //! session id, one grant for the tool to call, and every file root the policy
@@ -16,18 +18,15 @@
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
+use std::time::Duration;
 
 use serde_json::Value;
-use splash_protocol::{
-    CapabilityManifest, Grant, GrantFormat, HostSession, PrivatePipeWorkerBootstrap, Resource,
-    ResourceKind, SessionError, SessionKey, Token,
-};
-use splash_runtime::{BoundCommand, WorkerStatus};
+use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, ResourceKind, Token};
+use splash_runtime::{BindOptions, Deadlines, LaunchError, LoadedPolicy, Session, WorkerStatus};
 use splashpol::model::Policy;
-use splashpol::{activate, lower};
 
 use crate::RunArgs;
-use crate::emit::{arch, load_manifest, load_policy};
+use crate::emit::load_manifest;
 
 /// Exit status of a launch or session failure.
 const LAUNCH_FAILED: u8 = 3;
@@ -73,6 +72,20 @@ fn generated_manifest(policy: &Policy, tool: &Token) -> Result<CapabilityManifes
     })
 }
 
+fn launch_failed(e: &LaunchError) -> u8 {
+    eprintln!("splashc run: {}", chain(e));
+    match e {
+        LaunchError::Read { .. } => 2,
+        LaunchError::Artifact { .. }
+        | LaunchError::NotUtf8 { .. }
+        | LaunchError::Check { .. }
+        | LaunchError::Manifest(_)
+        | LaunchError::Activation(_)
+        | LaunchError::Lower(_) => 1,
+        _ => LAUNCH_FAILED,
+    }
+}
+
 fn run_main(args: &RunArgs) -> Result<(), u8> {
     let tool_name = args.invoke.as_deref().unwrap_or(DEFAULT_TOOL);
     let tool = Token::new(tool_name).map_err(|e| {
@@ -87,8 +100,17 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
         None => Value::Object(serde_json::Map::new()),
     };
 
-    // Check, activate, lower.
-    let loaded = load_policy(&args.policy)?;
+    // Load (check or validate), then the manifest.
+    let loaded = LoadedPolicy::from_path(&args.policy).map_err(|e| match &e {
+        LaunchError::Check { rendered, .. } => {
+            eprint!("{rendered}");
+            1
+        }
+        _ => launch_failed(&e),
+    })?;
+    if !loaded.warnings.is_empty() {
+        eprint!("{}", loaded.warnings);
+    }
     let manifest = match &args.manifest {
         Some(path) => load_manifest(path)?,
         None => {
@@ -117,89 +139,45 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
         );
         return Err(1);
     }
-    let activation = activate::activate(&loaded.policy, Some(&manifest)).map_err(|e| {
-        eprintln!("splashc run: activation failed: {e}");
-        1
-    })?;
-    let arch = arch(None)?;
-    let plan =
-        lower::lower(&loaded.policy, &activation, arch, &loaded.source_digest).map_err(|e| {
-            eprintln!("splashc run: cannot lower the policy: {e}");
-            1
-        })?;
 
-    if let Some(w) = &plan.watchdog {
-        eprintln!(
-            "splashc run: the policy sets a watchdog ({} ms per session), which `splashc run` does not enforce; refusing to launch without it",
-            w.session_deadline_ms
-        );
-        return Err(LAUNCH_FAILED);
-    }
-
-    // Bind, spawn, session.
-    let bound = BoundCommand::bind(plan).map_err(|e| {
-        eprintln!("splashc run: bind failed: {}", chain(&e));
-        LAUNCH_FAILED
-    })?;
+    // Activate, lower, bind; then spawn under the watchdog and open.
+    let bound = loaded
+        .bind(&manifest, BindOptions::default())
+        .map_err(|e| launch_failed(&e))?;
+    let plan = bound.plan();
+    let deadlines = Deadlines::for_plan(plan, Deadlines::none());
     eprintln!(
-        "bound `{}`: {} pinned descriptor(s), bubblewrap launched {}, seccomp {}",
-        bound.plan().policy_name,
+        "bound `{}`: {} pinned descriptor(s), bubblewrap launched {}, seccomp {}, watchdog {}",
+        plan.policy_name,
         bound.pins().len(),
         match bound.bubblewrap_launch() {
             splash_runtime::BubblewrapLaunch::Path => "by path",
             splash_runtime::BubblewrapLaunch::Pinned(_) => "through its pinned descriptor",
         },
-        bound
-            .plan()
-            .seccomp
-            .as_ref()
-            .map_or("off", |s| s.profile.as_str()),
+        plan.seccomp.as_ref().map_or("off", |s| s.profile.as_str()),
+        match (deadlines.session, deadlines.call) {
+            (None, None) => "off".to_owned(),
+            (s, c) => format!(
+                "session {} call {}",
+                s.map_or("none".into(), |d| format!("{} ms", d.as_millis())),
+                c.map_or("none".into(), |d| format!("{} ms", d.as_millis()))
+            ),
+        },
     );
-    let key = SessionKey::generate().map_err(|e| {
-        eprintln!("splashc run: {e}");
-        LAUNCH_FAILED
-    })?;
-    let bootstrap = PrivatePipeWorkerBootstrap::new(manifest.session_id.clone(), key.clone());
-    let worker = bound.spawn_with_bootstrap(&bootstrap).map_err(|e| {
-        eprintln!("splashc run: launch failed: {}", chain(&e));
-        LAUNCH_FAILED
-    })?;
-    drop(bootstrap);
-    let (mut lifecycle, stdin, stdout) = worker.into_lifecycle_parts();
+    let session_id = manifest.session_id.clone();
+    let mut session =
+        Session::open_owned(bound, manifest, Deadlines::none()).map_err(|e| launch_failed(&e))?;
     eprintln!(
-        "launched bubblewrap pid {}; session `{}` opening",
-        lifecycle.pid(),
-        manifest.session_id
+        "launched bubblewrap pid {}; session `{session_id}` open",
+        session.pid()
     );
-    let mut session = HostSession::open(manifest, key, stdin, stdout).map_err(|e| {
-        eprintln!(
-            "splashc run: cannot open the session: {}; {}",
-            chain(&e),
-            lifecycle.startup_failure()
-        );
-        LAUNCH_FAILED
-    })?;
-    let response = match session.invoke(tool.as_str(), input) {
+    let response = match session.call(tool.as_str(), input) {
         Ok(v) => v,
         Err(e) => {
-            let poisoned = session.is_poisoned();
-            drop(session);
-            let why = if let SessionError::WorkerEnded { .. } = e {
-                // No error frame exists: the worker ended the session.
-                match lifecycle.wait_timeout(std::time::Duration::from_secs(5)) {
-                    Ok(WorkerStatus::Running) | Err(_) => {
-                        let _ = lifecycle.terminate();
-                        "the worker was stopped".to_owned()
-                    }
-                    Ok(status) => format!("bubblewrap ended with {status}"),
-                }
-            } else if poisoned {
-                lifecycle.startup_failure().to_string()
-            } else {
-                let _ = lifecycle.terminate();
-                "the session stays authenticated; the worker was stopped".to_owned()
-            };
-            eprintln!("splashc run: `{tool}` failed: {}; {why}", chain(&e));
+            eprintln!("splashc run: `{tool}`: {}", chain(&e));
+            if !e.poisons_session() {
+                let _ = session.stop();
+            }
             return Err(LAUNCH_FAILED);
         }
     };
@@ -216,16 +194,8 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
             2
         })?;
 
-    session.close().map_err(|e| {
-        eprintln!("splashc run: cannot close the session: {}", chain(&e));
-        LAUNCH_FAILED
-    })?;
-    let status = match lifecycle.wait_timeout(std::time::Duration::from_secs(5)) {
-        Ok(WorkerStatus::Running) => lifecycle.terminate(),
-        other => other,
-    }
-    .map_err(|e| {
-        eprintln!("splashc run: cannot reap the worker: {e}");
+    let status = session.close(Duration::from_secs(5)).map_err(|e| {
+        eprintln!("splashc run: closing the session: {}", chain(&e));
         LAUNCH_FAILED
     })?;
     eprintln!("worker closed; bubblewrap ended with {status}");

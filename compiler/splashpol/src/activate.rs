@@ -3,6 +3,11 @@
 //! The manifest only *selects* among what the policy registered, by opaque
 //! id. The steps run in this order, and the first failure stops activation:
 //!
+//! 0. the manifest itself is validated
+//!    ([`CapabilityManifest::validate`]: protocol version 5, at most 128
+//!    grants, each tool granted once, `max_calls`, `max_input_bytes` and
+//!    `max_output_bytes` at least 1, at most 64 resources per grant), so a
+//!    manifest built in code cannot reach lowering, bind or spawn unchecked;
 //! 1. the active resources are the union over all grants;
 //! 2. the number of distinct `file_root` selectors is compared with the
 //!    policy's active-root maximum *before* any selector is resolved;
@@ -61,6 +66,8 @@ impl Activation {
 /// Why a manifest cannot be activated against a policy.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ActivationError {
+    #[error("the manifest is invalid: {reason}")]
+    InvalidManifest { reason: String },
     #[error(
         "manifest selects {count} distinct file roots; the policy allows at most {max} active file roots"
     )]
@@ -133,6 +140,11 @@ pub fn activate(
     policy: &Policy,
     manifest: Option<&CapabilityManifest>,
 ) -> Result<Activation, ActivationError> {
+    if let Some(m) = manifest {
+        m.validate().map_err(|e| ActivationError::InvalidManifest {
+            reason: e.to_string(),
+        })?;
+    }
     let (session_id, file_roots, network_origins) = match manifest {
         Some(m) => select(policy, m)?,
         None => select_all(policy)?,
@@ -350,6 +362,29 @@ mod tests {
     use super::*;
     use crate::lower::tests::{id, manifest, sample};
     use crate::model::{BrokerCatalog, NetworkBroker};
+
+    #[test]
+    fn invalid_manifests_are_refused_before_selection() {
+        let policy = sample();
+        let mut version = manifest(&[(K::FileRoot, "scratch")]);
+        version.protocol_version = 4;
+        let mut duplicate = manifest(&[(K::FileRoot, "scratch")]);
+        duplicate.grants.push(duplicate.grants[0].clone());
+        let mut zero = manifest(&[(K::FileRoot, "scratch")]);
+        zero.grants[0].max_calls = 0;
+        for (m, needle) in [
+            (version, "protocol_version is 4"),
+            (duplicate, "more than once"),
+            (zero, "max_calls = 0"),
+        ] {
+            match activate(&policy, Some(&m)) {
+                Err(ActivationError::InvalidManifest { reason }) => {
+                    assert!(reason.contains(needle), "{reason}");
+                }
+                other => panic!("expected an invalid manifest, got {other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn union_of_grants_in_policy_order() {

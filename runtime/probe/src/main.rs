@@ -12,6 +12,7 @@
 //! | `probe.create` | `{"dir", "count"}` | files created and the errno that stopped the creation |
 //! | `probe.exec` | `{"argv"}` | exit status or signal, or the errno of the failed exec |
 //! | `probe.try` | `{"op"}` | success or the failing step and errno of one escape attempt |
+//! | `probe.http` | `{"socket", "id", "method", "path", ...}` | one request through the network broker's client |
 //! | `probe.spin` | `{"seconds"}` | a busy loop (cancellable); wall and CPU time |
 //! | `probe.fork` | `{"max"}` | how many waiting children could be forked, and the errno that stopped it |
 //! | `probe.alloc` | `{"bytes"}` | whether a child could touch that much memory, or the signal that killed it |
@@ -37,13 +38,14 @@ use splash_protocol::{CancelSignal, CapabilityManifest, Token, ToolFailure, Work
 
 /// The tools the probe has handlers for; a manifest that grants any other
 /// tool is refused when the session opens.
-const TOOLS: [&str; 11] = [
+const TOOLS: [&str; 12] = [
     "probe.report",
     "probe.path",
     "probe.write",
     "probe.create",
     "probe.exec",
     "probe.try",
+    "probe.http",
     "probe.spin",
     "probe.fork",
     "probe.alloc",
@@ -57,7 +59,7 @@ const CANCELLABLE: [&str; 2] = ["probe.spin", "probe.sleep"];
 fn dispatch(
     tool: &Token,
     input: Value,
-    _: &CapabilityManifest,
+    manifest: &CapabilityManifest,
     cancel: &CancelSignal,
 ) -> Result<Value, ToolFailure> {
     let result = match tool.as_str() {
@@ -67,6 +69,7 @@ fn dispatch(
         "probe.create" => tools::create(&input),
         "probe.exec" => tools::exec(&input),
         "probe.try" => tools::try_op(&input),
+        "probe.http" => tools::http(&input, manifest),
         "probe.spin" => return tools::spin(&input, cancel),
         "probe.sleep" => return tools::sleep(&input, cancel),
         "probe.echo" => tools::echo(&input),
@@ -95,5 +98,29 @@ fn main() -> ExitCode {
             eprintln!("splash-probe: session failed: {e}");
             ExitCode::from(1)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TOOLS;
+
+    /// Every tool `dispatch` serves is declared, and nothing else is: a
+    /// handler missing from `TOOLS` would make the probe refuse a manifest
+    /// that grants it.
+    #[test]
+    fn declared_tools_are_exactly_the_dispatched_ones() {
+        let source = include_str!("main.rs");
+        let body = &source[source.find("fn dispatch(").expect("dispatch")..];
+        let body = &body[..body.find("\n}\n").expect("end of dispatch")];
+        let mut served: Vec<&str> = body
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix('"'))
+            .filter_map(|l| l.split_once("\" =>").map(|(name, _)| name))
+            .collect();
+        served.sort_unstable();
+        let mut declared = TOOLS.to_vec();
+        declared.sort_unstable();
+        assert_eq!(served, declared);
     }
 }

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use splash_protocol::{CancelSignal, ToolFailure};
+use splash_protocol::{CancelSignal, CapabilityManifest, Token, ToolFailure};
 
 use crate::errno::{self, io_error_json};
 use crate::sys::{self, ChildOp, ChildOutcome};
@@ -322,7 +322,10 @@ pub fn try_op(input: &Value) -> Result<Value, String> {
                 path: c_path(path)?,
             })?
         }
-        "socket-inet" => ChildOutcome::Reported(sys::socket_inet_connect([1, 1, 1, 1], 53, 2000)),
+        "socket-inet" => {
+            let (ip, port) = inet_target(input)?;
+            ChildOutcome::Reported(sys::socket_inet_connect(ip, port, 2000))
+        }
         "chroot" => child(ChildOp::Chroot { path: c_path("/")? })?,
         "keyctl" => ChildOutcome::Reported(sys::keyctl_probe()),
         "bpf" => ChildOutcome::Reported(sys::bpf_probe()),
@@ -335,6 +338,82 @@ pub fn try_op(input: &Value) -> Result<Value, String> {
         }
     };
     Ok(describe(op, outcome))
+}
+
+/// The `socket-inet` target: `ip` (dotted IPv4) and `port`, or 1.1.1.1:53.
+fn inet_target(input: &Value) -> Result<([u8; 4], u16), String> {
+    let ip = match input.get("ip").and_then(Value::as_str) {
+        None => [1, 1, 1, 1],
+        Some(s) => s
+            .parse::<std::net::Ipv4Addr>()
+            .map_err(|_| format!("`ip` `{s}` is not an IPv4 address"))?
+            .octets(),
+    };
+    let port = match input.get("port") {
+        None => 53,
+        Some(p) => p
+            .as_u64()
+            .and_then(|p| u16::try_from(p).ok())
+            .ok_or_else(|| "`port` is not a port number".to_owned())?,
+    };
+    Ok((ip, port))
+}
+
+/// `probe.http {socket, id, method, path, headers?, body?}`: one request
+/// through the network broker's client, with the `probe.http` grant of the
+/// session's manifest (the client refuses an id the grant does not hold
+/// before it connects). `{socket, raw}` instead writes `raw` as one line
+/// to the socket and returns the reply line, as a worker that skips the
+/// client would.
+pub fn http(input: &Value, manifest: &CapabilityManifest) -> Result<Value, String> {
+    let socket = str_field(input, "socket")?;
+    if let Some(raw) = input.get("raw").and_then(Value::as_str) {
+        return Ok(raw_broker_exchange(socket, raw));
+    }
+    let grant = manifest
+        .grant("probe.http")
+        .ok_or_else(|| "the manifest has no `probe.http` grant".to_owned())?;
+    let id = Token::new(str_field(input, "id")?).map_err(|e| format!("`id`: {e}"))?;
+    let method: splash_broker::Method =
+        serde_json::from_value(input.get("method").cloned().unwrap_or(json!("GET")))
+            .map_err(|e| format!("`method`: {e}"))?;
+    let mut request = splash_broker::Request::new(id, method, str_field(input, "path")?);
+    if let Some(headers) = input.get("headers").and_then(Value::as_object) {
+        for (k, v) in headers {
+            request = request.header(k, v.as_str().unwrap_or_default());
+        }
+    }
+    if let Some(body) = input.get("body").and_then(Value::as_str) {
+        request = request.body(body);
+    }
+    let client = splash_broker::BrokerClient::new(socket).map_err(|e| e.to_string())?;
+    Ok(match client.request(grant, &request) {
+        Ok(r) => json!({"ok": true, "status": r.status, "headers": r.headers, "body": r.body}),
+        Err(e) => json!({"ok": false, "error": e.to_string(), "kind": format!("{e:?}")}),
+    })
+}
+
+fn raw_broker_exchange(socket: &str, raw: &str) -> Value {
+    use std::io::BufRead;
+    let attempt = || -> std::io::Result<String> {
+        let stream = std::os::unix::net::UnixStream::connect(socket)?;
+        stream.set_read_timeout(Some(Duration::from_secs(70)))?;
+        let mut w = &stream;
+        w.write_all(raw.as_bytes())?;
+        if !raw.ends_with('\n') {
+            w.write_all(b"\n")?;
+        }
+        let _ = stream.shutdown(std::net::Shutdown::Write);
+        let mut reply = String::new();
+        std::io::BufReader::new(&stream)
+            .take(64 * 1024)
+            .read_line(&mut reply)?;
+        Ok(reply)
+    };
+    match attempt() {
+        Ok(reply) => json!({"ok": true, "reply": reply}),
+        Err(e) => json!({"ok": false, "error": io_error_json(&e)}),
+    }
 }
 
 fn child(op: ChildOp) -> Result<ChildOutcome, String> {

@@ -1,5 +1,6 @@
 //! Launch latency: time from spawn to the worker's first authenticated
-//! response, for a minimal policy, for the hardened demo policy and, when the
+//! response, for a minimal policy, for the hardened demo policy (also through
+//! the host API's watched `Session`, which adds the watchdog) and, when the
 //! runners are built, for the hardened policy with the two separate runners
 //! (Landlock runner → limit runner) and with the one-hop combined runner
 //! (same limits, same allowlist), against raw Bubblewrap starting the same
@@ -173,6 +174,21 @@ fn runtime_launch(bound: &BoundCommand) -> Duration {
     elapsed
 }
 
+/// The host API's watched session: spawn under the watchdog (one thread),
+/// open, one call, close.
+fn session_launch(bound: &BoundCommand) -> Duration {
+    let start = Instant::now();
+    let mut session =
+        splash_runtime::Session::open(bound, manifest(), splash_runtime::Deadlines::none())
+            .expect("open");
+    session
+        .call("probe.echo", json!({"input": 1}))
+        .expect("first response");
+    let elapsed = start.elapsed();
+    session.close(Duration::from_secs(5)).expect("close");
+    elapsed
+}
+
 fn raw_launch(probe_dir: &Path) -> Duration {
     let key = SessionKey::generate().expect("key");
     let boot = PrivatePipeWorkerBootstrap::new(Token::new("bench-1").expect("token"), key.clone());
@@ -295,6 +311,10 @@ fn main() {
         name: "splash runtime, hardened demo policy",
         samples: Vec::new(),
     };
+    let mut watched = Stats {
+        name: "splash host API (watched Session), hardened demo policy",
+        samples: Vec::new(),
+    };
     let mut two = Stats {
         name: "splash runtime, hardened + limit and landlock runners",
         samples: Vec::new(),
@@ -307,12 +327,14 @@ fn main() {
         let r = raw_launch(&dir);
         let m = runtime_launch(&minimal);
         let h = runtime_launch(&hardened);
+        let w = session_launch(&hardened);
         let t = two_hop.as_ref().map(runtime_launch);
         let o = one_hop.as_ref().map(runtime_launch);
         if round >= warmup {
             raw.samples.push(r);
             min.samples.push(m);
             hard.samples.push(h);
+            watched.samples.push(w);
             two.samples.extend(t);
             one.samples.extend(o);
         }
@@ -323,7 +345,7 @@ fn main() {
     println!("spawn → first authenticated response ({rounds} rounds, interleaved)");
     println!("| variant | median ms | p90 ms | ratio to raw (median) |");
     println!("|---|---:|---:|---:|");
-    for s in [&raw, &min, &hard, &two, &one] {
+    for s in [&raw, &min, &hard, &watched, &two, &one] {
         if s.samples.is_empty() {
             continue;
         }

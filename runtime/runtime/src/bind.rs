@@ -3,7 +3,11 @@
 //! Nothing is launched here except Bubblewrap's own `--help`, which tells
 //! which options the installed build understands. The steps, in order:
 //!
-//! 0. a plan with `require_cgroup_v2` must carry a cgroup policy;
+//! 0. the plan is re-verified ([`crate::verify`]): the fixed hardening
+//!    prefix and this host's architecture for the plan and its seccomp
+//!    program; a plan with `require_cgroup_v2` must carry a cgroup policy,
+//!    and a plan with a network broker needs the matching host broker
+//!    ([`BindOptions::with_network_broker`]); otherwise bind fails;
 //! 1. the Bubblewrap program: canonicalized, a regular file with an execute
 //!    bit; in executable-pinned mode the canonical file is opened and retained
 //!    as one of the pins;
@@ -14,11 +18,14 @@
 //!    canonical path is opened `O_PATH | O_NOFOLLOW | O_CLOEXEC` with
 //!    `RESOLVE_NO_SYMLINKS`, so a link swapped in after canonicalization fails
 //!    instead of being followed; the type is re-checked through the descriptor
-//!    (`fstat`);
+//!    (`fstat`); the network broker's pin is instead the private directory
+//!    of the host's broker (see [`crate::broker`]), never the policy's parent;
 //! 3. every path-based mount source (unpinned mode): canonicalized, not `/`,
 //!    the right type (a read-write source must be a directory);
-//! 4. the program Bubblewrap executes: reached through a read-only bind mount,
-//!    a regular executable and not a symbolic link on the host;
+//! 4. every program of the exec chain (the first program Bubblewrap
+//!    executes and the program after each runner's `--`): reached through a
+//!    read-only bind mount, a regular executable and not a symbolic link on
+//!    the host;
 //! 5. Bubblewrap's options: every option the plan's argument list uses must
 //!    appear in `bwrap --help` (run through the same pinned descriptor that
 //!    will be launched), so an old build fails here with a named option;
@@ -40,7 +47,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use splashpol::model::AbsPath;
-use splashpol::plan::{BwrapOp, ExecArg, LaunchPlan, MountSource, Pin, PinKind, PinRole};
+use splashpol::plan::{BwrapOp, LaunchPlan, MountSource, Pin, PinKind, PinRole};
 
 use crate::cgroup::{CgroupBoundary, CgroupError};
 use crate::quota::{self, KernelQuotaInspector, QuotaError, QuotaInspector, VerifiedQuota};
@@ -49,7 +56,22 @@ use crate::sys;
 
 /// Why a plan could not be bound to this host.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BindError {
+    #[error(
+        "the plan does not start with the fixed hardening prefix: operation {position} should be `{expected}`, found {found}; the launch is refused"
+    )]
+    HardeningPrefix {
+        position: usize,
+        expected: &'static str,
+        found: String,
+    },
+    #[error("{what} is for {plan}, but this host is {host}; the launch is refused")]
+    ForeignArch {
+        what: &'static str,
+        plan: &'static str,
+        host: &'static str,
+    },
     #[error("failed to resolve source `{path}`")]
     Resolve {
         path: String,
@@ -118,6 +140,8 @@ pub enum BindError {
         #[source]
         source: io::Error,
     },
+    #[error("failed to bind the network broker")]
+    Broker(#[from] crate::broker::BrokerBindError),
 }
 
 /// A descriptor retained at bind, duplicated fresh for every launch.
@@ -162,6 +186,7 @@ pub trait LaunchPreparation: std::fmt::Debug + Send + Sync {
 pub struct BindOptions {
     quota_inspector: Box<dyn QuotaInspectorDebug>,
     preparations: Vec<Box<dyn LaunchPreparation>>,
+    network_broker: Option<splash_broker::BrokerMount>,
 }
 
 /// A [`QuotaInspector`] that can be printed in debug output.
@@ -173,6 +198,7 @@ impl Default for BindOptions {
         Self {
             quota_inspector: Box::new(KernelQuotaInspector),
             preparations: Vec::new(),
+            network_broker: None,
         }
     }
 }
@@ -187,6 +213,15 @@ impl BindOptions {
     /// Adds a launch preparation step.
     pub fn with_preparation(mut self, step: impl LaunchPreparation + 'static) -> Self {
         self.preparations.push(Box::new(step));
+        self
+    }
+
+    /// Supplies the host's network broker (`HostBroker::mount`). A plan with
+    /// a `network_broker` binds only with one whose catalog kind and ids are
+    /// the plan's; its private directory is what gets pinned. A broker for a
+    /// plan without one is refused.
+    pub fn with_network_broker(mut self, mount: splash_broker::BrokerMount) -> Self {
+        self.network_broker = Some(mount);
         self
     }
 }
@@ -392,16 +427,18 @@ fn host_file_behind(
     Ok(found.flatten())
 }
 
-fn check_exec_target(plan: &LaunchPlan, pins: &[PinnedSource]) -> Result<(), BindError> {
-    let program = match plan.command.first() {
-        Some(ExecArg::Literal(p)) => p.clone(),
-        Some(ExecArg::Slot(_)) => {
-            return Err(BindError::Plan(
-                "the launched program is a descriptor slot".into(),
-            ));
-        }
-        None => return Err(BindError::Plan("the plan has no command".into())),
-    };
+fn check_exec_chain(plan: &LaunchPlan, pins: &[PinnedSource]) -> Result<(), BindError> {
+    for program in crate::verify::exec_chain(plan)? {
+        check_exec_target(plan, pins, program)?;
+    }
+    Ok(())
+}
+
+fn check_exec_target(
+    plan: &LaunchPlan,
+    pins: &[PinnedSource],
+    program: String,
+) -> Result<(), BindError> {
     let sandbox = AbsPath::new(program.clone())
         .map_err(|e| BindError::Plan(format!("launched program `{program}`: {e}")))?;
     let host = host_file_behind(plan, pins, &sandbox)?.ok_or_else(|| {
@@ -484,6 +521,7 @@ impl BoundCommand {
                 splashpol::lower::PLAN_FORMAT
             )));
         }
+        crate::verify::verify_plan(&plan)?;
         if plan.stdio != splashpol::plan::Stdio::default() || !plan.environment.is_empty() {
             return Err(BindError::Unsupported {
                 what: "worker standard streams other than a stdin pipe, a stdout pipe and stderr on `/dev/null`, or a worker environment".into(),
@@ -495,6 +533,7 @@ impl BoundCommand {
                     .into(),
             });
         }
+        crate::broker::check_plan(&plan, options.network_broker.as_ref())?;
 
         // 1. Bubblewrap.
         let bwrap_str = plan.bwrap.as_str().to_owned();
@@ -517,8 +556,18 @@ impl BoundCommand {
         let pins = plan
             .pins
             .iter()
-            .map(pin_source)
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|pin| match pin.kind {
+                PinKind::BrokerDirectory => {
+                    let (canonical, fd) = crate::broker::pin(pin, options.network_broker.as_ref())?;
+                    Ok(PinnedSource {
+                        pin: pin.clone(),
+                        canonical,
+                        fd,
+                    })
+                }
+                _ => pin_source(pin),
+            })
+            .collect::<Result<Vec<_>, BindError>>()?;
         let bwrap_launch = match plan.bwrap_pin {
             None => BubblewrapLaunch::Path,
             Some(slot) => {
@@ -571,8 +620,8 @@ impl BoundCommand {
             }
         }
 
-        // 4. The program Bubblewrap executes.
-        check_exec_target(&plan, &pins)?;
+        // 4. Every program of the exec chain.
+        check_exec_chain(&plan, &pins)?;
 
         let mut bound = BoundCommand {
             plan,

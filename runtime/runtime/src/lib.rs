@@ -1,16 +1,27 @@
 //! Host side of a launch: bind, pin, spawn, supervise.
 //!
-//! A [`splashpol::plan::LaunchPlan`] goes through a typestate:
+//! Most hosts use the front door ([`launch()`]): [`LoadedPolicy::launch`]
+//! validates and activates a manifest, lowers, binds, spawns under the
+//! [`Watchdog`] and opens an authenticated [`Session`], or returns a typed
+//! [`LaunchError`] with nothing left running. A [`Session`] enforces the
+//! deadlines, one call at a time and cooperative cancellation; its
+//! [`CallError`]s say whether the session was poisoned.
 //!
-//! 1. [`BoundCommand::bind`] checks the plan against this host (canonical
-//!    sources, types, the Bubblewrap build's options, project quotas) and
-//!    retains every pinned descriptor ([`bind`]); a plan with a `cgroup`
-//!    block gets its verified cgroup-v2 parent and runner ([`cgroup`]);
-//! 2. [`BoundCommand::spawn_with_bootstrap`] launches Bubblewrap with fresh
-//!    duplicates of those descriptors and the seccomp program, and delivers
-//!    the bootstrap preamble ([`spawn`]); with a cgroup, the launch starts
-//!    through the cgroup runner in a fresh child cgroup and returns only once
-//!    the host has seen it join;
+//! Underneath, a [`splashpol::plan::LaunchPlan`] goes through a typestate:
+//!
+//! 1. [`BoundCommand::bind`] re-verifies the plan ([`verify`]) and checks it
+//!    against this host (canonical sources, types, every program of the exec
+//!    chain, the Bubblewrap build's options, project quotas) and retains
+//!    every pinned descriptor ([`bind`]); a plan with a `cgroup` block gets
+//!    its verified cgroup-v2 parent and runner ([`cgroup`]);
+//! 2. [`BoundCommand::spawn_watched`] launches Bubblewrap with fresh
+//!    duplicates of those descriptors and the seccomp program, delivers the
+//!    bootstrap preamble ([`spawn`]) and hands the lifecycle to a
+//!    [`Watchdog`] before returning the worker's private pipes ([`watchdog`]);
+//!    [`BoundCommand::spawn_with_bootstrap`] is the unwatched path for plans
+//!    without a `watchdog` block. With a cgroup, the launch starts through
+//!    the cgroup runner in a fresh child cgroup and returns only once the
+//!    host has seen it join;
 //! 3. [`SpawnedWorker::into_lifecycle_parts`] hands the host a
 //!    [`WorkerLifecycle`] (status, terminate — `cgroup.kill` and removal of
 //!    the child cgroup when there is one — reap-on-drop) and the worker's
@@ -19,16 +30,27 @@
 //! Every raw system call lives in the private `sys` module.
 
 pub mod bind;
+pub mod broker;
 pub mod cgroup;
+pub mod launch;
 pub mod lifecycle;
 pub mod quota;
+pub mod recovery;
+pub mod session;
 pub mod spawn;
 mod sys;
+pub mod verify;
+pub mod watchdog;
 
 pub use bind::{
     BindError, BindOptions, BoundCommand, BubblewrapLaunch, LaunchPreparation, PinnedSource,
 };
+pub use broker::BrokerBindError;
 pub use cgroup::{CgroupBoundary, CgroupError, WorkerCgroup};
+pub use launch::{LaunchError, LaunchOptions, LoadedPolicy, launch};
 pub use lifecycle::{LaunchFailure, WorkerLifecycle, WorkerStatus};
 pub use quota::{KernelQuotaInspector, QuotaError, QuotaInspector};
+pub use recovery::{Reaped, ReconcileError, Reconciled};
+pub use session::{CallError, Event, Indeterminate, Session};
 pub use spawn::{LaunchSpec, SpawnError, SpawnedWorker};
+pub use watchdog::{Deadlines, StopHandle, StopReason, Watchdog};

@@ -155,25 +155,53 @@ impl WorkerLifecycle {
     /// returned after every other step has still been tried. Calling it
     /// again after success does nothing more.
     pub fn terminate(&mut self) -> io::Result<WorkerStatus> {
+        let (status, contained) = self.stop();
+        contained.map_err(io::Error::other)?;
+        status
+    }
+
+    /// The steps of [`terminate`](Self::terminate): the final status, and
+    /// the failure of `cgroup.kill` or the removal, if any.
+    fn stop(&mut self) -> (io::Result<WorkerStatus>, Result<(), CgroupError>) {
         let live = |c: &&mut WorkerCgroup| !c.is_removed();
         let killed = match self.cgroup.as_mut().filter(live) {
             Some(cg) => cg.kill(),
             None => Ok(()),
         };
         let status = self.stop_and_reap();
-        if let Some(cg) = self.cgroup.as_mut().filter(live) {
-            let removed = cg.remove(REMOVE_TIMEOUT);
-            let failure = match killed {
-                Ok(()) => removed.err(),
-                Err(e) => Some(e.then_cleanup(removed)),
-            };
-            if let Some(e) = failure {
-                return Err(io::Error::other(e));
+        let contained = match self.cgroup.as_mut().filter(live) {
+            Some(cg) => {
+                let removed = cg.remove(REMOVE_TIMEOUT);
+                match killed {
+                    Ok(()) => removed,
+                    Err(e) => Err(e.then_cleanup(removed)),
+                }
             }
-        } else if let Err(e) = killed {
-            return Err(io::Error::other(e));
-        }
-        status
+            None => killed,
+        };
+        (status, contained)
+    }
+
+    /// Waits at most `timeout` for the direct child (the cgroup runner) to
+    /// appear in the cgroup's `cgroup.procs`. When it does not (it is still
+    /// outside, or it exited), the sandbox is stopped the way
+    /// [`terminate`](Self::terminate) stops it (`cgroup.kill` for what
+    /// joined, SIGKILL to the runner, reap, removal) and the error carries
+    /// any failure of that cleanup. Without a cgroup there is nothing to
+    /// wait for.
+    pub(crate) fn await_cgroup_join(&mut self, timeout: Duration) -> Result<(), CgroupError> {
+        let Some(cg) = self.cgroup.as_ref() else {
+            return Ok(());
+        };
+        let pid = self.child.id();
+        let child = &mut self.child;
+        let joined = cg.await_join(pid, timeout, || {
+            child.try_wait().map(|s| s.map(describe_status))
+        });
+        joined.map_err(|e| {
+            let (_, contained) = self.stop();
+            e.then_cleanup(contained)
+        })
     }
 
     fn stop_and_reap(&mut self) -> io::Result<WorkerStatus> {

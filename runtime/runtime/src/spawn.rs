@@ -33,6 +33,7 @@ use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::process::{ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Instant;
 
 use splash_protocol::PrivatePipeWorkerBootstrap;
 use splashpol::plan::{LaunchPlan, SeccompDelivery, Slot};
@@ -44,7 +45,14 @@ use crate::sys;
 
 /// Why a launch failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SpawnError {
+    #[error(
+        "the plan sets a watchdog ({session_ms} ms per session); launch it with `BoundCommand::spawn_watched`, which enforces it, not with `spawn_with_bootstrap`"
+    )]
+    WatchdogRequired { session_ms: u64 },
+    #[error("failed to start the watchdog; the worker was stopped and reaped")]
+    Watchdog(#[source] io::Error),
     #[error("the plan was lowered without a manifest; activate a manifest before launch")]
     NoSession,
     #[error(
@@ -156,9 +164,12 @@ impl LaunchSpec {
 /// A launched worker before the host takes its parts.
 #[derive(Debug)]
 pub struct SpawnedWorker {
-    lifecycle: WorkerLifecycle,
-    stdin: ChildStdin,
-    stdout: ChildStdout,
+    pub(crate) lifecycle: WorkerLifecycle,
+    pub(crate) stdin: ChildStdin,
+    pub(crate) stdout: ChildStdout,
+    /// Taken just before the process was created: the start of the
+    /// session deadline.
+    pub(crate) started: Instant,
 }
 
 impl SpawnedWorker {
@@ -169,6 +180,11 @@ impl SpawnedWorker {
 
     pub fn lifecycle(&mut self) -> &mut WorkerLifecycle {
         &mut self.lifecycle
+    }
+
+    /// When the launch began (taken just before the process was created).
+    pub fn started(&self) -> Instant {
+        self.started
     }
 }
 
@@ -266,7 +282,24 @@ impl BoundCommand {
     }
 
     /// Launches the worker and delivers `bootstrap` on its stdin.
+    ///
+    /// A plan with a watchdog is refused here
+    /// ([`SpawnError::WatchdogRequired`]): the parts this returns have no
+    /// deadline. Launch it with [`BoundCommand::spawn_watched`].
     pub fn spawn_with_bootstrap(
+        &self,
+        bootstrap: &PrivatePipeWorkerBootstrap,
+    ) -> Result<SpawnedWorker, SpawnError> {
+        if let Some(w) = &self.plan.watchdog {
+            return Err(SpawnError::WatchdogRequired {
+                session_ms: w.session_deadline_ms,
+            });
+        }
+        self.spawn_unwatched(bootstrap)
+    }
+
+    /// The launch itself; the caller owns enforcing any deadline.
+    pub(crate) fn spawn_unwatched(
         &self,
         bootstrap: &PrivatePipeWorkerBootstrap,
     ) -> Result<SpawnedWorker, SpawnError> {
@@ -294,6 +327,7 @@ impl BoundCommand {
             None => None,
         };
         let mut command = spec.command();
+        let started = Instant::now();
         let spawned = command.spawn();
         // The child has its copies (or never started): close the parent's.
         let shown = spec.shown.clone();
@@ -311,37 +345,26 @@ impl BoundCommand {
                 });
             }
         };
-        if let (Some(cg), Some(boundary)) = (cgroup.as_mut(), self.cgroup.as_ref()) {
-            let pid = child.id();
-            let joined = cg.await_join(pid, boundary.join_timeout(), || {
-                child
-                    .try_wait()
-                    .map(|s| s.map(crate::lifecycle::describe_status))
-            });
-            if let Err(e) = joined {
-                // Kill what joined, then the runner itself if it never did.
-                let killed = cg.kill();
-                let _ = child.kill();
-                let _ = child.wait();
-                let removed = cg.remove(crate::cgroup::REMOVE_TIMEOUT);
-                let e = e.then_cleanup(killed).then_cleanup(removed);
-                return Err(SpawnError::Cgroup(e));
-            }
+        let pipes = (child.stdin.take(), child.stdout.take());
+        // From here every stop goes through `WorkerLifecycle::terminate`.
+        let mut lifecycle = match cgroup {
+            Some(cg) => WorkerLifecycle::in_cgroup(child, cg),
+            None => WorkerLifecycle::new(child),
+        };
+        if let Some(boundary) = self.cgroup.as_ref() {
+            lifecycle
+                .await_cgroup_join(boundary.join_timeout())
+                .map_err(SpawnError::Cgroup)?;
         }
-        let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            let _ = child.kill();
-            let status = child
-                .wait()
-                .map(crate::lifecycle::describe_status)
-                .unwrap_or_default();
+        let (Some(mut stdin), Some(stdout)) = pipes else {
+            let status = lifecycle
+                .terminate()
+                .map(|s| s.to_string())
+                .unwrap_or_else(|e| format!("reap failed: {e}"));
             return Err(SpawnError::Bootstrap {
                 status,
                 source: io::Error::other("the worker pipes were not created"),
             });
-        };
-        let mut lifecycle = match cgroup {
-            Some(cg) => WorkerLifecycle::in_cgroup(child, cg),
-            None => WorkerLifecycle::new(child),
         };
         if let Err(source) = bootstrap.write_to(&mut stdin).and_then(|()| stdin.flush()) {
             let status = lifecycle
@@ -354,6 +377,7 @@ impl BoundCommand {
             lifecycle,
             stdin,
             stdout,
+            started,
         })
     }
 }

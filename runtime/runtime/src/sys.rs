@@ -9,8 +9,9 @@
 //! read-only directory relative to a pin), `memfd_create(2)` and
 //! `fcntl(F_ADD_SEALS)` (the seccomp program), `ioctl(FS_IOC_FSGETXATTR)` and
 //! `quotactl_fd(2)` with `Q_XGETQSTATV` and `Q_GETQUOTA` (project quotas),
-//! `fstatfs(2)`, `openat(2)`, `fstatat(2)`, `mkdirat(2)` and `unlinkat(2)`
-//! relative to directory descriptors (the cgroup-v2 boundary), and — only in
+//! `poll(2)` (a session waiting for the worker's first answer), `fstatfs(2)`,
+//! `openat(2)`, `fstatat(2)`, `mkdirat(2)` and `unlinkat(2)` relative to
+//! directory descriptors (the cgroup-v2 boundary), and — only in
 //! the forked child, through [`install_child_descriptor_hook`] —
 //! `close_range(2)` and `fcntl(F_SETFD)`.
 #![expect(
@@ -433,6 +434,29 @@ pub fn remove_directory_at(dir: BorrowedFd<'_>, name: &str) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Waits at most `timeout` for `fd` to become readable (data, end of input
+/// or an error condition) with `poll(2)`; `false` when the time ran out.
+/// An interrupted wait is reported as not yet readable.
+pub fn wait_readable(fd: BorrowedFd<'_>, timeout: std::time::Duration) -> io::Result<bool> {
+    let millis = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+    let mut pfd = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: `pfd` is one valid `pollfd` that outlives the call, and the
+    // count passed is 1; `fd` is borrowed, so it stays open meanwhile.
+    let n = unsafe { libc::poll(&mut pfd, 1, millis) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() == io::ErrorKind::Interrupted {
+            return Ok(false);
+        }
+        return Err(e);
+    }
+    Ok(n > 0)
 }
 
 #[cfg(test)]

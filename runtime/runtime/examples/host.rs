@@ -1,0 +1,194 @@
+//! A Rust host embedding the runtime: load a compiled `.splashc` artifact,
+//! launch the probe worker under it, call a tool, and handle a deadline.
+//!
+//! ```sh
+//! cargo build --bins                      # the probe worker
+//! cargo run -p splash-runtime --example host [ARTIFACT.splashc]
+//! ```
+//!
+//! With an artifact argument the artifact must grant nothing itself (an
+//! artifact is a policy; grants come from the manifest built below) and
+//! name a probe worker. Without one, the example compiles a small hardened
+//! policy for the probe built next to it (`target/<profile>/splash-probe`)
+//! into a temporary artifact first, the way `splashc compile` would.
+//!
+//! Exit status 0 when every step behaved as expected.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::json;
+use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Token};
+use splash_runtime::{
+    CallError, Deadlines, Indeterminate, LaunchOptions, LoadedPolicy, StopReason,
+};
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("host: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A temporary directory removed on drop.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The manifest of one session: the probe's echo and sleep tools.
+fn manifest(session: &str) -> Result<CapabilityManifest, String> {
+    let mut grants = Vec::new();
+    for tool in ["probe.echo", "probe.sleep"] {
+        let mut g = Grant::new(
+            Token::new(tool).map_err(|e| e.to_string())?,
+            GrantFormat::Json,
+        );
+        g.max_calls = 4;
+        g.max_input_bytes = 1024;
+        g.max_output_bytes = 64 * 1024;
+        grants.push(g);
+    }
+    Ok(CapabilityManifest {
+        protocol_version: splash_protocol::PROTOCOL_VERSION,
+        session_id: Token::new(session).map_err(|e| e.to_string())?,
+        grants,
+    })
+}
+
+/// Compiles a policy for the probe next to this example into `dir`.
+fn compile_example_artifact(dir: &Path) -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    // target/<profile>/examples/host -> target/<profile>/splash-probe
+    let probe = exe
+        .parent()
+        .and_then(Path::parent)
+        .map(|d| d.join("splash-probe"))
+        .filter(|p| p.is_file())
+        .ok_or("the probe worker is not built; run `cargo build --bins` first")?;
+    let bwrap = ["/usr/bin/bwrap", "/bin/bwrap"]
+        .into_iter()
+        .find(|p| Path::new(p).is_file())
+        .ok_or("bubblewrap is not installed")?;
+    let worker_dir = dir.join("bin");
+    std::fs::create_dir_all(&worker_dir).map_err(|e| e.to_string())?;
+    std::fs::copy(&probe, worker_dir.join("splash-probe")).map_err(|e| e.to_string())?;
+
+    let mut mounts = String::new();
+    for d in ["/usr", "/lib", "/lib64", "/bin"] {
+        if Path::new(d).exists() {
+            mounts.push_str(&format!("  runtime \"{d}\" at \"{d}\"\n"));
+        }
+    }
+    let source = format!(
+        r#"splashpol 1
+policy "example-host" {{
+  bubblewrap "{bwrap}"
+  worker "/opt/worker/splash-probe"
+  runtime "{worker_dir}" at "/opt/worker"
+{mounts}
+  tmp private size 8 MiB
+  writes bounded
+  user-namespaces none
+  pin mounts, executables
+  seccomp deny-known-escape-surface
+  watchdog session 30 s call 5 s
+}}
+"#,
+        worker_dir = worker_dir.display(),
+    );
+    let outcome = splashpol::check_source("example-host.splashpol", &source);
+    let policy = match outcome.policy {
+        Some(p) if !outcome.has_errors() => p,
+        _ => return Err(outcome.render_human("example-host.splashpol", &source)),
+    };
+    let bytes =
+        splashpol::artifact::write(&policy, source.as_bytes()).map_err(|e| e.to_string())?;
+    let path = dir.join("example-host.splashc");
+    std::fs::write(&path, bytes).map_err(|e| e.to_string())?;
+    Ok(path)
+}
+
+fn run() -> Result<(), String> {
+    let scratch = Scratch(std::env::temp_dir().join(format!("splash-host-{}", std::process::id())));
+    let artifact = match std::env::args_os().nth(1) {
+        Some(path) => PathBuf::from(path),
+        None => compile_example_artifact(&scratch.0)?,
+    };
+
+    // 1. Load the artifact once; it is re-validated (digest, invariants).
+    let policy = LoadedPolicy::from_path(&artifact).map_err(|e| e.to_string())?;
+    println!(
+        "loaded `{}` from {}",
+        policy.policy.name,
+        artifact.display()
+    );
+
+    // 2. Launch: activate the manifest, lower, bind (every control is
+    //    enforced or the launch is refused), spawn under the watchdog, open
+    //    the authenticated session. The host's per-call deadline (1 s) is
+    //    tighter than the policy's (5 s), so it wins.
+    let deadlines = Deadlines::session(Duration::from_secs(60)).with_call(Duration::from_secs(1));
+    let mut session = policy
+        .launch(
+            manifest("example-1")?,
+            LaunchOptions::default().with_deadlines(deadlines),
+        )
+        .map_err(|e| format!("launch refused or failed: {}", chain(&e)))?;
+    println!("session open, bubblewrap pid {}", session.pid());
+
+    // 3. One ordinary call.
+    let out = session
+        .call("probe.echo", json!({"input": {"hello": "sandbox"}}))
+        .map_err(|e| chain(&e))?;
+    println!("probe.echo answered {out}");
+
+    // 4. A call that outlives its deadline: the watchdog force-stops and
+    //    reaps the worker, and the outcome is indeterminate.
+    match session.call("probe.sleep", json!({"ms": 10_000})) {
+        Err(CallError::Indeterminate {
+            reason: Indeterminate::ForceStopped(StopReason::CallDeadline),
+            status,
+        }) => println!(
+            "probe.sleep passed its 1 s deadline: worker stopped ({status}); outcome indeterminate, session discarded"
+        ),
+        other => return Err(format!("expected a call deadline, got {other:?}")),
+    }
+    if !session.is_poisoned() {
+        return Err("a deadline must poison the session".into());
+    }
+    drop(session);
+
+    // 5. Recovery is a fresh session with a fresh id and key.
+    let mut fresh = policy
+        .launch(
+            manifest("example-2")?,
+            LaunchOptions::default().with_deadlines(deadlines),
+        )
+        .map_err(|e| chain(&e))?;
+    let out = fresh
+        .call("probe.echo", json!({"input": "again"}))
+        .map_err(|e| chain(&e))?;
+    let status = fresh.close(Duration::from_secs(5)).map_err(|e| chain(&e))?;
+    println!("fresh session answered {out}; worker ended with {status}");
+    Ok(())
+}
+
+/// An error and its sources, `: `-separated.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}

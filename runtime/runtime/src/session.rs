@@ -1,0 +1,453 @@
+//! An open, authenticated, watched worker session.
+//!
+//! A [`Session`] joins the protocol's [`HostSession`] (one authenticated
+//! writer and one authenticated reader over the worker's private pipes,
+//! both owned here) with the worker's [`Watchdog`]:
+//!
+//! - one call is in flight at a time; its deadline is armed before `invoke`
+//!   is written;
+//! - an answer is accepted only after the watchdog confirms, atomically,
+//!   that termination did not win ([`Watchdog::settle_call`]), so a result
+//!   that races a deadline or a stop is still reported as indeterminate;
+//! - cooperative cancellation: [`Session::cancel`] sends an authenticated
+//!   `cancel`; `acknowledged` ends the call without a result, `too_late` is
+//!   accepted only after the result, and `unsupported` leaves the call (and
+//!   its deadline) running;
+//! - any deadline, stop, transport or protocol error poisons the session:
+//!   the call's outcome is [`CallError::Indeterminate`], every later call
+//!   fails with [`CallError::Poisoned`], and the host should discard the
+//!   session and reconcile any durable effect in a fresh one.
+//!
+//! A refusal decided before anything was sent (an ungranted tool, the
+//! grant's call limit or input bound) and a tool's own error result leave
+//! the session usable.
+
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::process::{ChildStdin, ChildStdout};
+use std::time::Duration;
+
+use serde_json::Value;
+use splash_protocol::{
+    CallEvent, CapabilityManifest, HostSession, OperationStatus, PrivatePipeWorkerBootstrap,
+    SessionError, SessionKey, Token,
+};
+
+use crate::bind::BoundCommand;
+use crate::launch::LaunchError;
+use crate::lifecycle::WorkerStatus;
+use crate::sys;
+use crate::watchdog::{Deadlines, StopHandle, StopReason, Watchdog};
+
+/// Why the outcome of a call (or of the session) is unknown.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Indeterminate {
+    /// The watchdog force-stopped the worker (a deadline or a host stop).
+    #[error("{0}; the worker was force-stopped and reaped")]
+    ForceStopped(StopReason),
+    /// The channel failed (end of input, a bad frame, a protocol violation).
+    #[error("the session transport failed")]
+    Transport(#[source] SessionError),
+}
+
+/// Why a call failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CallError {
+    /// Refused before anything was sent; the session stays usable.
+    #[error("the call was refused before it was sent")]
+    Refused(#[source] SessionError),
+    /// The session is poisoned now: whether the call's effect happened is
+    /// unknown. `status` is the worker's status once the session knew it.
+    #[error("the outcome is indeterminate and the session is poisoned ({status})")]
+    Indeterminate {
+        #[source]
+        reason: Indeterminate,
+        status: WorkerStatus,
+    },
+    /// An earlier error poisoned the session.
+    #[error("the session is poisoned by an earlier error")]
+    Poisoned,
+    /// The worker ended, but its sandbox could not be torn down: the
+    /// cgroup's `cgroup.kill` or removal failed
+    /// ([`WorkerLifecycle::containment_failure`](crate::WorkerLifecycle::containment_failure)
+    /// extracts the [`CgroupError`](crate::CgroupError)).
+    #[error("the worker's sandbox could not be torn down")]
+    Containment(#[source] io::Error),
+}
+
+impl CallError {
+    /// True when the session can no longer be used.
+    pub fn poisons_session(&self) -> bool {
+        matches!(
+            self,
+            Self::Indeterminate { .. } | Self::Poisoned | Self::Containment(_)
+        )
+    }
+}
+
+/// One answer about the call in flight.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// The call's result.
+    Finished { request_id: Token, output: Value },
+    /// The worker acknowledged the cancel (termination did not win): the
+    /// effect stopped and no result follows.
+    Cancelled { request_id: Token },
+    /// The cancel came after the result, which was reported first.
+    TooLate { request_id: Token },
+    /// The call cannot be cancelled; it keeps running and its result follows.
+    Unsupported { request_id: Token },
+}
+
+/// An open authenticated session with a watched worker.
+#[derive(Debug)]
+pub struct Session {
+    host: HostSession<ChildStdout, ChildStdin>,
+    /// A duplicate of the worker's stdout, only polled for readability.
+    readable: OwnedFd,
+    /// Whether an answer about the call in flight has been read.
+    answered: bool,
+    /// The tool of the last call started.
+    tool: String,
+    poisoned: bool,
+    watchdog: Watchdog,
+    /// The bound command of a one-call launch, kept until the worker is
+    /// gone (its launch preparations may own host state).
+    bound: Option<BoundCommand>,
+}
+
+impl Session {
+    /// Spawns `bound` with a fresh session key under the tighter of
+    /// `deadlines` and the plan's `watchdog` block, and opens the
+    /// authenticated session with `manifest` (which must be the manifest
+    /// the plan was activated with).
+    pub fn open(
+        bound: &BoundCommand,
+        manifest: CapabilityManifest,
+        deadlines: Deadlines,
+    ) -> Result<Self, LaunchError> {
+        manifest.validate().map_err(LaunchError::Manifest)?;
+        let key = SessionKey::generate().map_err(LaunchError::Key)?;
+        let bootstrap = PrivatePipeWorkerBootstrap::new(manifest.session_id.clone(), key.clone());
+        let (watchdog, stdin, stdout) = bound
+            .spawn_watched(&bootstrap, deadlines)
+            .map_err(LaunchError::Spawn)?;
+        drop(bootstrap);
+        let readable = match stdout.as_fd().try_clone_to_owned() {
+            Ok(fd) => fd,
+            Err(source) => {
+                let _ = watchdog.stop();
+                return Err(LaunchError::Descriptor(source));
+            }
+        };
+        let host = HostSession::open(manifest, key, stdin, stdout).map_err(|source| {
+            let failure = watchdog.startup_failure();
+            LaunchError::Open { source, failure }
+        })?;
+        Ok(Self {
+            host,
+            readable,
+            answered: false,
+            tool: String::new(),
+            poisoned: false,
+            watchdog,
+            bound: None,
+        })
+    }
+
+    /// [`Session::open`] that keeps `bound` until the session is gone.
+    pub fn open_owned(
+        bound: BoundCommand,
+        manifest: CapabilityManifest,
+        deadlines: Deadlines,
+    ) -> Result<Self, LaunchError> {
+        let mut session = Self::open(&bound, manifest, deadlines)?;
+        session.bound = Some(bound);
+        Ok(session)
+    }
+
+    /// The manifest the session was opened with.
+    pub fn manifest(&self) -> &CapabilityManifest {
+        self.host.manifest()
+    }
+
+    /// The host pid of the Bubblewrap process.
+    pub fn pid(&self) -> u32 {
+        self.watchdog.pid()
+    }
+
+    /// A handle that force-stops the worker from any thread; a caller
+    /// blocked in [`Session::call`] then gets [`CallError::Indeterminate`].
+    pub fn stop_handle(&self) -> StopHandle {
+        self.watchdog.stop_handle()
+    }
+
+    /// True once an error poisoned the session.
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned
+    }
+
+    /// The request id of the call in flight.
+    pub fn call_in_flight(&self) -> Option<&Token> {
+        self.host.call_in_flight()
+    }
+
+    /// Calls one granted tool and waits for its result (bounded by the
+    /// deadlines).
+    pub fn call(&mut self, tool: &str, input: Value) -> Result<Value, CallError> {
+        self.start(tool, input)?;
+        loop {
+            match self.next_event()? {
+                Event::Finished { output, .. } => return Ok(output),
+                // No cancel was sent, so nothing else can arrive; stay
+                // defensive and keep reading until the call settles.
+                _ if self.host.call_in_flight().is_some() => {}
+                _ => return Err(self.indeterminate_now(SessionError::Idle)),
+            }
+        }
+    }
+
+    /// Arms the call deadline, then sends one `invoke`; returns its request
+    /// id. Collect answers with [`Session::next_event`] or
+    /// [`Session::wait_event`].
+    pub fn start(&mut self, tool: &str, input: Value) -> Result<Token, CallError> {
+        self.usable()?;
+        if let Some(id) = self.host.call_in_flight() {
+            return Err(CallError::Refused(SessionError::Busy(id.to_string())));
+        }
+        if let Err(why) = self.watchdog.arm_call() {
+            return Err(self.force_stopped(why));
+        }
+        match self.host.start(tool, input) {
+            Ok(id) => {
+                self.answered = false;
+                tool.clone_into(&mut self.tool);
+                Ok(id)
+            }
+            Err(e) if !e.poisons_session() => match self.watchdog.settle_call(true) {
+                Ok(()) => Err(CallError::Refused(e)),
+                Err(why) => Err(self.force_stopped(why)),
+            },
+            Err(e) => Err(self.transport_failed(e)),
+        }
+    }
+
+    /// Sends an authenticated `cancel` for the call in flight. The answer
+    /// arrives as an [`Event`].
+    pub fn cancel(&mut self, request_id: &Token) -> Result<(), CallError> {
+        self.usable()?;
+        if let Some(why) = self.watchdog.fired() {
+            return Err(self.force_stopped(why));
+        }
+        match self.host.cancel(request_id) {
+            Ok(()) => Ok(()),
+            Err(e) if !e.poisons_session() => Err(CallError::Refused(e)),
+            Err(e) => Err(self.transport_failed(e)),
+        }
+    }
+
+    /// Reads the next answer about the call in flight, blocking until one
+    /// arrives or a deadline or stop ends the worker.
+    pub fn next_event(&mut self) -> Result<Event, CallError> {
+        self.usable()?;
+        let event = match self.host.next_event() {
+            Ok(event) => event,
+            Err(e) if !e.poisons_session() => return Err(CallError::Refused(e)),
+            Err(e) => return Err(self.transport_failed(e)),
+        };
+        self.answered = true;
+        let finished = self.host.call_in_flight().is_none();
+        if let Err(why) = self.watchdog.settle_call(finished) {
+            return Err(self.force_stopped(why));
+        }
+        Ok(match event {
+            CallEvent::Finished { request_id, output } => Event::Finished { request_id, output },
+            CallEvent::Cancelled { request_id } => Event::Cancelled { request_id },
+            CallEvent::TooLate { request_id } => Event::TooLate { request_id },
+            CallEvent::Unsupported { request_id } => Event::Unsupported { request_id },
+        })
+    }
+
+    /// Like [`Session::next_event`], but returns `Ok(None)` when nothing
+    /// arrived within `timeout`, so one thread can interleave waiting with
+    /// [`Session::cancel`]. Only the first answer of a call is waited for
+    /// this way; once one has been read (an `unsupported`, or a result
+    /// before `too_late`) the rest may already be buffered, so this blocks
+    /// like `next_event` (still bounded by the deadlines).
+    pub fn wait_event(&mut self, timeout: Duration) -> Result<Option<Event>, CallError> {
+        self.usable()?;
+        if !self.answered && self.host.call_in_flight().is_some() {
+            match sys::wait_readable(self.readable.as_fd(), timeout) {
+                Ok(true) => {}
+                Ok(false) => return Ok(None),
+                Err(e) => {
+                    return Err(self.transport_failed(SessionError::Stdio(e)));
+                }
+            }
+        }
+        self.next_event().map(Some)
+    }
+
+    /// Sends `close_session`, closes the worker's stdin and waits up to
+    /// `grace` for the worker to exit; a worker still running then is
+    /// force-stopped. Returns the final status. With a call in flight the
+    /// call is abandoned: the worker is stopped and the outcome is
+    /// [`CallError::Indeterminate`].
+    pub fn close(self, grace: Duration) -> Result<WorkerStatus, CallError> {
+        let Self {
+            host,
+            readable,
+            poisoned,
+            watchdog,
+            bound,
+            ..
+        } = self;
+        drop(readable);
+        let result = Self::finish(host, poisoned, &watchdog, grace);
+        drop(watchdog);
+        drop(bound);
+        result
+    }
+
+    fn finish(
+        host: HostSession<ChildStdout, ChildStdin>,
+        poisoned: bool,
+        watchdog: &Watchdog,
+        grace: Duration,
+    ) -> Result<WorkerStatus, CallError> {
+        if poisoned {
+            drop(host);
+            let _ = watchdog.stop();
+            return Err(CallError::Poisoned);
+        }
+        if let Err(e) = host.close() {
+            let status = watchdog.stop().unwrap_or(WorkerStatus::Running);
+            let reason = match watchdog.fired() {
+                Some(why) if !matches!(e, SessionError::Abandoned(_)) => {
+                    Indeterminate::ForceStopped(why)
+                }
+                _ => Indeterminate::Transport(e),
+            };
+            return Err(CallError::Indeterminate { reason, status });
+        }
+        let status = match watchdog.wait_exit(grace) {
+            Ok(WorkerStatus::Running) | Err(_) => watchdog.stop().unwrap_or(WorkerStatus::Running),
+            Ok(status) => status,
+        };
+        if let Some(why) = watchdog.fired() {
+            return Err(CallError::Indeterminate {
+                reason: Indeterminate::ForceStopped(why),
+                status,
+            });
+        }
+        // Kills whatever the worker left in its cgroup and removes it.
+        watchdog.release().map_err(CallError::Containment)?;
+        Ok(status)
+    }
+
+    /// One `reconcile_operation` exchange under the call deadline (the
+    /// recovery path's only request).
+    pub(crate) fn reconcile_once(
+        &mut self,
+        tool: &str,
+        operation_id: &Token,
+    ) -> Result<OperationStatus, CallError> {
+        self.usable()?;
+        if let Err(why) = self.watchdog.arm_call() {
+            return Err(self.force_stopped(why));
+        }
+        match self.host.reconcile(tool, operation_id) {
+            Ok(state) => match self.watchdog.settle_call(true) {
+                Ok(()) => Ok(state),
+                Err(why) => Err(self.force_stopped(why)),
+            },
+            Err(e) if !e.poisons_session() => match self.watchdog.settle_call(true) {
+                Ok(()) => Err(CallError::Refused(e)),
+                Err(why) => Err(self.force_stopped(why)),
+            },
+            Err(e) => Err(self.transport_failed(e)),
+        }
+    }
+
+    /// Ends the session and reaps the worker: a healthy idle session is
+    /// closed and given `grace` to exit, anything else is force-stopped.
+    pub(crate) fn end(self, grace: Duration) -> io::Result<WorkerStatus> {
+        let Self {
+            host,
+            readable,
+            poisoned,
+            watchdog,
+            bound,
+            ..
+        } = self;
+        drop(readable);
+        let status = if !poisoned && host.call_in_flight().is_none() && host.close().is_ok() {
+            match watchdog.wait_exit(grace)? {
+                WorkerStatus::Running => watchdog.stop()?,
+                status => watchdog.release().map(|_| status)?,
+            }
+        } else {
+            watchdog.stop()?
+        };
+        drop(watchdog);
+        drop(bound);
+        Ok(status)
+    }
+
+    /// Force-stops and reaps the worker and discards the session.
+    pub fn stop(self) -> io::Result<WorkerStatus> {
+        let Self {
+            host,
+            watchdog,
+            bound,
+            ..
+        } = self;
+        drop(host);
+        let status = watchdog.stop();
+        drop(watchdog);
+        drop(bound);
+        status
+    }
+
+    fn usable(&self) -> Result<(), CallError> {
+        if self.poisoned {
+            Err(CallError::Poisoned)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Poisons the session after the watchdog won; the worker is reaped.
+    fn force_stopped(&mut self, why: StopReason) -> CallError {
+        self.poisoned = true;
+        self.host.channel_mut().poison();
+        let status = self.watchdog.stop().unwrap_or(WorkerStatus::Running);
+        CallError::Indeterminate {
+            reason: Indeterminate::ForceStopped(why),
+            status,
+        }
+    }
+
+    /// Poisons the session after a transport error. If the watchdog fired
+    /// meanwhile, that is the reason; otherwise the worker is stopped.
+    fn transport_failed(&mut self, e: SessionError) -> CallError {
+        if let Some(why) = self.watchdog.fired() {
+            return self.force_stopped(why);
+        }
+        self.indeterminate_now(e)
+    }
+
+    fn indeterminate_now(&mut self, e: SessionError) -> CallError {
+        self.poisoned = true;
+        self.host.channel_mut().poison();
+        let status = self.watchdog.stop().unwrap_or(WorkerStatus::Running);
+        let reason = match self.watchdog.fired() {
+            Some(why) if why != StopReason::Stopped => Indeterminate::ForceStopped(why),
+            _ => Indeterminate::Transport(e),
+        };
+        CallError::Indeterminate { reason, status }
+    }
+}

@@ -1,0 +1,345 @@
+//! Re-verification of a [`LaunchPlan`] at bind.
+//!
+//! A plan is data: a host can build or edit one by hand, or lower it for
+//! another machine. Bind therefore does not trust that the plan came from
+//! this host's lowering and checks, before anything is opened or launched:
+//!
+//! 1. the fixed hardening prefix of the Bubblewrap operations, exactly as
+//!    lowering emits it ([`HARDENING_PREFIX`]), after the optional
+//!    `--seccomp` and with the optional user-namespace lockdown in its place;
+//! 2. the architecture: the plan's and its seccomp program's must be this
+//!    host's, and the program itself, run in the interpreter, must allow at
+//!    least one system call of this host's architecture (a program compiled
+//!    for another architecture kills every one of them);
+//! 3. the seccomp delivery matches the operations and the command (a
+//!    `--seccomp` operation exactly when Bubblewrap installs the filter, one
+//!    runner `--seccomp-fd` slot exactly when a runner does, and no profile
+//!    without a delivery);
+//! 4. the exec chain is split into its programs (`exec_chain`) so bind can
+//!    check every one of them, not only the first.
+
+use splashpol::plan::{
+    Arch, BwrapOp, ExecArg, LaunchPlan, MountPoint, SeccompDelivery, SeccompPlan,
+};
+
+use crate::bind::BindError;
+
+/// The operations every plan starts with, after an optional `--seccomp`, as
+/// Bubblewrap options. `--unshare-user --disable-userns` may follow
+/// `--unshare-all` (the user-namespace lockdown).
+pub const HARDENING_PREFIX: &[&str] = &[
+    "--unshare-all",
+    "--cap-drop ALL",
+    "--clearenv",
+    "--new-session",
+    "--die-with-parent",
+    "--as-pid-1",
+    "--chdir /",
+    "--proc /proc",
+    "--remount-ro /proc",
+    "--dev /dev",
+];
+
+fn expected_prefix(lockdown: bool) -> Vec<(BwrapOp, &'static str)> {
+    let fixed = |s: &str| splashpol::model::AbsPath::new(s).expect("fixed sandbox path");
+    let ops = [
+        BwrapOp::UnshareAll,
+        BwrapOp::CapDropAll,
+        BwrapOp::ClearEnv,
+        BwrapOp::NewSession,
+        BwrapOp::DieWithParent,
+        BwrapOp::AsPid1,
+        BwrapOp::Chdir(MountPoint::Root),
+        BwrapOp::Proc(fixed("/proc")),
+        BwrapOp::RemountRo(MountPoint::Path(fixed("/proc"))),
+        BwrapOp::Dev(fixed("/dev")),
+    ];
+    let mut out: Vec<(BwrapOp, &'static str)> = ops
+        .into_iter()
+        .zip(HARDENING_PREFIX.iter().copied())
+        .collect();
+    if lockdown {
+        out.splice(
+            1..1,
+            [
+                (BwrapOp::UnshareUser, "--unshare-user"),
+                (BwrapOp::DisableUserns, "--disable-userns"),
+            ],
+        );
+    }
+    out
+}
+
+/// Checks steps 1–3 of the module documentation (the network broker is
+/// checked against the host's broker by bind, `crate::broker::check_plan`).
+pub(crate) fn verify_plan(plan: &LaunchPlan) -> Result<(), BindError> {
+    check_prefix(plan)?;
+    check_delivery(plan)?;
+    check_arch(plan)?;
+    Ok(())
+}
+
+fn check_prefix(plan: &LaunchPlan) -> Result<(), BindError> {
+    let bwrap_seccomp = matches!(
+        plan.seccomp.as_ref().map(|s| &s.delivery),
+        Some(SeccompDelivery::Bubblewrap)
+    );
+    let mut ops = plan.ops.as_slice();
+    match ops.first() {
+        Some(BwrapOp::Seccomp) if bwrap_seccomp => ops = &ops[1..],
+        Some(BwrapOp::Seccomp) => {
+            return Err(BindError::Plan(
+                "the plan passes `--seccomp` but its seccomp program is not delivered by bubblewrap"
+                    .into(),
+            ));
+        }
+        _ if bwrap_seccomp => {
+            return Err(BindError::Plan(
+                "the plan's seccomp program is delivered by bubblewrap but `--seccomp` is not its first operation".into(),
+            ));
+        }
+        _ => {}
+    }
+    if ops.contains(&BwrapOp::Seccomp) {
+        return Err(BindError::Plan(
+            "`--seccomp` may only be the first operation".into(),
+        ));
+    }
+    let lockdown = ops.get(1) == Some(&BwrapOp::UnshareUser);
+    for (i, (want, option)) in expected_prefix(lockdown).iter().enumerate() {
+        if ops.get(i) != Some(want) {
+            return Err(BindError::HardeningPrefix {
+                position: i,
+                expected: option,
+                found: ops
+                    .get(i)
+                    .map_or_else(|| "nothing".to_owned(), |op| format!("{op:?}")),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The seccomp program must reach its installer: a `--seccomp` operation
+/// for Bubblewrap delivery (checked with the prefix), exactly one runner
+/// `--seccomp-fd` slot for runner delivery, and no plan may name a profile
+/// it does not deliver.
+fn check_delivery(plan: &LaunchPlan) -> Result<(), BindError> {
+    use splashpol::plan::Slot;
+    let runner_slots = plan
+        .command
+        .iter()
+        .filter(|a| **a == ExecArg::Slot(Slot::RunnerSeccomp))
+        .count();
+    match plan
+        .seccomp
+        .as_ref()
+        .map(|s| (&s.delivery, s.profile.as_str()))
+    {
+        Some((SeccompDelivery::Runner, _)) if runner_slots == 1 => Ok(()),
+        Some((SeccompDelivery::Runner, profile)) => Err(BindError::Plan(format!(
+            "seccomp profile `{profile}` is delivered by a runner, but the command passes it {runner_slots} times"
+        ))),
+        Some((SeccompDelivery::None, profile)) => Err(BindError::Unsupported {
+            what: format!("seccomp profile `{profile}` without a way to install it"),
+        }),
+        _ if runner_slots > 0 => Err(BindError::Plan(
+            "the command passes a runner seccomp descriptor the plan does not deliver".into(),
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn check_arch(plan: &LaunchPlan) -> Result<(), BindError> {
+    let host = Arch::host().ok_or_else(|| BindError::Unsupported {
+        what: "launches on this host architecture (no seccomp tables for it)".into(),
+    })?;
+    if plan.arch != host {
+        return Err(BindError::ForeignArch {
+            what: "the launch plan",
+            plan: plan.arch.name(),
+            host: host.name(),
+        });
+    }
+    if let Some(seccomp) = &plan.seccomp {
+        if seccomp.arch != host {
+            return Err(BindError::ForeignArch {
+                what: "the seccomp program",
+                plan: seccomp.arch.name(),
+                host: host.name(),
+            });
+        }
+        check_program_arch(seccomp, host)?;
+    }
+    Ok(())
+}
+
+/// The program must be valid cBPF and allow at least one system call of the
+/// host's architecture.
+fn check_program_arch(seccomp: &SeccompPlan, host: Arch) -> Result<(), BindError> {
+    use splash_seccomp::bpf::{SECCOMP_RET_ACTION_FULL, SECCOMP_RET_ALLOW};
+    use splash_seccomp::{SeccompData, SockFilter};
+
+    let bytes = &seccomp.program;
+    if bytes.is_empty() || !bytes.len().is_multiple_of(8) {
+        return Err(BindError::Plan(format!(
+            "the seccomp program is {} bytes, not a whole number of instructions",
+            bytes.len()
+        )));
+    }
+    let insns: Vec<SockFilter> = bytes
+        .chunks_exact(8)
+        .map(|c| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(c);
+            SockFilter::from_bytes(b)
+        })
+        .collect();
+    splash_seccomp::interp::verify(&insns)
+        .map_err(|e| BindError::Plan(format!("the seccomp program is not valid: {e}")))?;
+    let allows_host = host.syscalls().iter().any(|&(_, nr)| {
+        splash_seccomp::interp::execute(&insns, &SeccompData::new(host, nr))
+            .is_ok_and(|e| e.ret & SECCOMP_RET_ACTION_FULL == SECCOMP_RET_ALLOW)
+    });
+    if !allows_host {
+        return Err(BindError::ForeignArch {
+            what: "the seccomp program (it allows no system call of this host)",
+            plan: seccomp.arch.name(),
+            host: host.name(),
+        });
+    }
+    Ok(())
+}
+
+/// The runner options that take a value, and the ones that do not.
+const RUNNER_OPTIONS_WITH_VALUE: &[&str] = &[
+    "--cpu-seconds",
+    "--address-space-bytes",
+    "--process-count",
+    "--open-files",
+    "--file-size-bytes",
+    "--allow",
+    "--seccomp-fd",
+];
+
+/// The programs of the exec chain, in order: the first program Bubblewrap
+/// executes, then the program after each runner's `--`.
+///
+/// A runner segment is `PROGRAM [runner options] --`; the first segment that
+/// is not one is the worker, and the rest of the command is its arguments.
+/// (A worker whose own arguments happen to look like a runner segment makes
+/// the next argument count as a program too, which can only add a check.)
+pub(crate) fn exec_chain(plan: &LaunchPlan) -> Result<Vec<String>, BindError> {
+    let mut programs = Vec::new();
+    let mut i = 0;
+    loop {
+        let program = match plan.command.get(i) {
+            Some(ExecArg::Literal(p)) => p.clone(),
+            Some(ExecArg::Slot(_)) => {
+                return Err(BindError::Plan(
+                    "a program of the exec chain is a descriptor slot".into(),
+                ));
+            }
+            None if programs.is_empty() => {
+                return Err(BindError::Plan("the plan has no command".into()));
+            }
+            None => {
+                return Err(BindError::Plan(
+                    "a runner's `--` is not followed by a program".into(),
+                ));
+            }
+        };
+        programs.push(program);
+        // Walk the runner options; stop at `--` (next program) or at
+        // anything else (this program is the worker).
+        let mut j = i + 1;
+        let next = loop {
+            match plan.command.get(j) {
+                Some(ExecArg::Literal(a)) if a == "--" => break Some(j + 1),
+                Some(ExecArg::Literal(a)) if RUNNER_OPTIONS_WITH_VALUE.contains(&a.as_str()) => {
+                    j += 2;
+                }
+                _ => break None,
+            }
+        };
+        match next {
+            Some(n) => i = n,
+            None => return Ok(programs),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lowered(file: &str, arch: Arch) -> LaunchPlan {
+        let path = format!("{}/../../policies/{file}", env!("CARGO_MANIFEST_DIR"));
+        let source = std::fs::read_to_string(&path).expect("policy");
+        let outcome = splashpol::check_source(file, &source);
+        let policy = outcome.policy.expect("valid policy");
+        let activation = splashpol::activate::activate(&policy, None).expect("activate");
+        splashpol::lower::lower(&policy, &activation, arch, "test").expect("lower")
+    }
+
+    #[test]
+    fn exec_chain_names_every_runner_and_the_worker() {
+        let plan = lowered("agent-worker.splashpol", Arch::X86_64);
+        assert_eq!(
+            exec_chain(&plan).expect("chain"),
+            [
+                "/opt/splash/bin/splash-landlock-runner",
+                "/opt/splash/bin/splash-limit-runner",
+                "/opt/splash/bin/worker",
+            ]
+        );
+        let plan = lowered("one-hop.splashpol", Arch::X86_64);
+        let chain = exec_chain(&plan).expect("chain");
+        assert_eq!(chain.len(), 2, "{chain:?}");
+        let plan = lowered("minimal.splashpol", Arch::X86_64);
+        assert_eq!(exec_chain(&plan).expect("chain").len(), 1);
+    }
+
+    #[test]
+    fn every_lowered_policy_has_the_hardening_prefix() {
+        let dir = format!("{}/../../policies", env!("CARGO_MANIFEST_DIR"));
+        for entry in std::fs::read_dir(dir).expect("policies") {
+            let name = entry.expect("entry").file_name();
+            let name = name.to_string_lossy();
+            let plan = lowered(&name, Arch::X86_64);
+            check_prefix(&plan).unwrap_or_else(|e| panic!("{name}: {e}"));
+        }
+    }
+
+    #[test]
+    fn a_program_for_another_architecture_allows_nothing_here() {
+        let plan = lowered("agent-worker.splashpol", Arch::Aarch64);
+        let seccomp = plan.seccomp.expect("seccomp");
+        assert!(check_program_arch(&seccomp, Arch::X86_64).is_err());
+        assert!(check_program_arch(&seccomp, Arch::Aarch64).is_ok());
+    }
+
+    #[test]
+    fn a_seccomp_program_must_reach_its_installer() {
+        // A strict list behind the one-hop runner: the runner installs it.
+        let plan = lowered("one-hop.splashpol", Arch::X86_64);
+        assert_eq!(
+            plan.seccomp.as_ref().map(|s| &s.delivery),
+            Some(&SeccompDelivery::Runner)
+        );
+        check_delivery(&plan).expect("control: the lowered plan delivers it");
+        let mut dropped = plan.clone();
+        dropped
+            .command
+            .retain(|a| *a != ExecArg::Slot(splashpol::plan::Slot::RunnerSeccomp));
+        assert!(check_delivery(&dropped).is_err());
+        let mut undelivered = plan;
+        if let Some(s) = undelivered.seccomp.as_mut() {
+            s.delivery = SeccompDelivery::None;
+        }
+        assert!(matches!(
+            check_delivery(&undelivered),
+            Err(BindError::Unsupported { .. })
+        ));
+    }
+}
