@@ -32,6 +32,7 @@
 pub mod bind;
 pub mod broker;
 pub mod cgroup;
+pub mod devices;
 pub mod launch;
 pub mod lifecycle;
 pub mod quota;
@@ -47,6 +48,7 @@ pub use bind::{
 };
 pub use broker::BrokerBindError;
 pub use cgroup::{CgroupBoundary, CgroupError, WorkerCgroup};
+pub use devices::{DeviceDirectory, DeviceError, DeviceSources};
 pub use launch::{LaunchError, LaunchOptions, LoadedPolicy, launch};
 pub use lifecycle::{LaunchFailure, WorkerLifecycle, WorkerStatus};
 pub use quota::{KernelQuotaInspector, QuotaError, QuotaInspector};

@@ -24,6 +24,7 @@ use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
 use crate::cgroup::{CgroupError, REMOVE_TIMEOUT, WorkerCgroup};
+use crate::devices::DeviceDirectory;
 
 /// What the host knows about the Bubblewrap process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,25 +69,40 @@ pub struct WorkerLifecycle {
     child: Child,
     reaped: Option<WorkerStatus>,
     cgroup: Option<WorkerCgroup>,
+    /// The launch's private device nodes: removed once the worker is reaped.
+    devices: Option<DeviceDirectory>,
 }
 
 impl WorkerLifecycle {
     /// A lifecycle without a cgroup.
-    pub(crate) fn new(child: Child) -> Self {
+    pub(crate) fn new(child: Child, devices: Option<DeviceDirectory>) -> Self {
         Self {
             child,
             reaped: None,
             cgroup: None,
+            devices,
         }
     }
 
-    /// A lifecycle that owns `cgroup`, which `child` has joined.
-    pub(crate) fn in_cgroup(child: Child, cgroup: WorkerCgroup) -> Self {
+    /// A lifecycle that owns `cgroup`, which `child` is joining.
+    pub(crate) fn in_cgroup(
+        child: Child,
+        cgroup: WorkerCgroup,
+        devices: Option<DeviceDirectory>,
+    ) -> Self {
         Self {
             child,
             reaped: None,
             cgroup: Some(cgroup),
+            devices,
         }
+    }
+
+    fn reaped(&mut self, status: WorkerStatus) -> WorkerStatus {
+        self.reaped = Some(status);
+        // Nothing in the sandbox uses the nodes any more.
+        self.devices = None;
+        status
     }
 
     /// The worker's child cgroup, when the plan has a cgroup-v2 boundary
@@ -114,11 +130,7 @@ impl WorkerLifecycle {
             return Ok(s);
         }
         match self.child.try_wait()? {
-            Some(status) => {
-                let s = WorkerStatus::from_exit(status);
-                self.reaped = Some(s);
-                Ok(s)
-            }
+            Some(status) => Ok(self.reaped(WorkerStatus::from_exit(status))),
             None => Ok(WorkerStatus::Running),
         }
     }
@@ -129,8 +141,7 @@ impl WorkerLifecycle {
             return Ok(s);
         }
         let s = WorkerStatus::from_exit(self.child.wait()?);
-        self.reaped = Some(s);
-        Ok(s)
+        Ok(self.reaped(s))
     }
 
     /// Waits at most `timeout` for an exit; `Running` when it did not come.
