@@ -230,7 +230,10 @@ pub fn parse(
     })
 }
 
-fn flag_value(args: &mut impl Iterator<Item = OsString>, flag: &str) -> Result<OsString, Failure> {
+pub(crate) fn flag_value(
+    args: &mut impl Iterator<Item = OsString>,
+    flag: &str,
+) -> Result<OsString, Failure> {
     match args.next() {
         Some(v) if v != "--" => Ok(v),
         _ => Err(usage(format!("`{flag}` needs a value"))),
@@ -239,7 +242,7 @@ fn flag_value(args: &mut impl Iterator<Item = OsString>, flag: &str) -> Result<O
 
 /// Parses a canonical unsigned decimal: digits only, no sign, no leading
 /// zero, no whitespace.
-fn parse_decimal(flag: &str, raw: &OsStr) -> Result<u64, Failure> {
+pub(crate) fn parse_decimal(flag: &str, raw: &OsStr) -> Result<u64, Failure> {
     let text = raw.to_str().unwrap_or("");
     let canonical = !text.is_empty()
         && text.bytes().all(|b| b.is_ascii_digit())

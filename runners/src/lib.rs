@@ -8,6 +8,10 @@
 //!   strict seccomp filter, exec;
 //! - `splash-runner`: any combination of the above in one exec.
 //!
+//! A fourth, `splash-cgroup-runner`, runs on the host side before
+//! Bubblewrap: it joins a prepared cgroup-v2 child and executes Bubblewrap
+//! ([`cgroup`], which documents its own operation order).
+//!
 //! # Operation order
 //!
 //! Every step before `execve`, in order; a step that is not selected is
@@ -40,6 +44,7 @@
 //! then killed by it). Either way the program does not start.
 
 pub mod args;
+pub mod cgroup;
 pub mod fds;
 pub mod filter;
 pub mod landlock;
@@ -77,7 +82,7 @@ pub struct Failure {
 }
 
 impl Failure {
-    fn usage(message: String) -> Self {
+    pub(crate) fn usage(message: String) -> Self {
         Failure {
             code: exit::USAGE,
             message,
@@ -89,7 +94,7 @@ impl Failure {
             message,
         }
     }
-    fn setup(message: String) -> Self {
+    pub(crate) fn setup(message: String) -> Self {
         Failure {
             code: exit::SETUP,
             message,

@@ -300,3 +300,41 @@ impl ExecVector {
         io::Error::last_os_error()
     }
 }
+
+/// Whether `fd` refers to a directory (`fstat`).
+pub fn is_directory(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    let mut buf = std::mem::MaybeUninit::<libc::stat>::zeroed();
+    // SAFETY: `buf` is writable memory of the size of `struct stat`; the
+    // descriptor is borrowed and open.
+    check_int(unsafe { libc::fstat(fd.as_raw_fd(), buf.as_mut_ptr()) })?;
+    // SAFETY: fstat succeeded, so the (zeroed) structure is initialised.
+    let stat = unsafe { buf.assume_init() };
+    Ok(stat.st_mode & libc::S_IFMT == libc::S_IFDIR)
+}
+
+/// Opens `name` (one component) relative to `dir` for writing, with
+/// `O_CLOEXEC | O_NOFOLLOW`.
+pub fn open_for_write_at(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<OwnedFd> {
+    // SAFETY: `dir` is borrowed and open; `name` is NUL-terminated and
+    // outlives the call.
+    let fd = check_int(unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+        )
+    })?;
+    // SAFETY: a fresh descriptor from the kernel, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Clears `FD_CLOEXEC` on an inherited descriptor number, so the program
+/// inherits it.
+pub fn clear_cloexec(fd: RawFd) -> io::Result<()> {
+    // SAFETY: F_GETFD/F_SETFD only read and change the descriptor flags of
+    // `fd`; an invalid number yields EBADF, never undefined behaviour.
+    let flags = check_int(unsafe { libc::fcntl(fd, libc::F_GETFD) })?;
+    // SAFETY: as above.
+    let ret = unsafe { libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) };
+    check_int(ret).map(drop)
+}

@@ -1,5 +1,6 @@
-//! Controls this runtime cannot enforce yet make bind fail instead of being
-//! dropped: a cgroup-v2 boundary without a cgroup preparation step.
+//! Controls this runtime cannot enforce make bind fail instead of being
+//! dropped: a plan that requires the cgroup-v2 boundary but carries no
+//! cgroup policy, and a cgroup policy whose parent is not usable.
 
 mod runtime_support;
 
@@ -7,19 +8,26 @@ use runtime_support::{host_with_probe, probe_policy, serial};
 use splash_runtime::{BindError, BoundCommand};
 
 #[test]
-fn a_required_cgroup_without_a_preparation_step_fails_to_bind() {
+fn a_cgroup_boundary_that_cannot_be_provided_fails_to_bind() {
     let _serial = serial();
     let Some((bwrap, probe_dir)) = host_with_probe() else {
         return;
     };
     let mut policy = probe_policy(&bwrap, &probe_dir);
     policy.extra.push(
-        r#"cgroup parent "/sys/fs/cgroup/splash" runner "/usr/libexec/splash/cgroup-runner" required { pids 64 }"#
+        r#"cgroup parent "/sys/fs/cgroup/splash-absent" runner "/usr/libexec/splash/cgroup-runner" required { pids 64 }"#
             .into(),
     );
     let plan = policy.plan();
     assert!(plan.require_cgroup_v2 && plan.cgroup.is_some());
-    let err = BoundCommand::bind(plan).expect_err("cgroup required");
+    let err = BoundCommand::bind(plan.clone()).expect_err("no such parent");
+    assert!(matches!(err, BindError::Cgroup(_)), "{err}");
+    assert!(err.to_string().contains("cgroup-v2 boundary"), "{err}");
+
+    // Required, with the cgroup policy removed from the plan.
+    let mut stripped = plan;
+    stripped.cgroup = None;
+    let err = BoundCommand::bind(stripped).expect_err("required");
     assert!(matches!(err, BindError::Unsupported { .. }), "{err}");
     assert!(err.to_string().contains("cgroup-v2 boundary"), "{err}");
 

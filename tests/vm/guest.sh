@@ -17,13 +17,20 @@ mkdir -p /run/splash-quota
 # read-write roots to be on a nosuid mount.
 mount -o prjquota,nosuid /dev/vda /run/splash-quota
 
+# A 96 MiB swap file (root-owned, project 0) so that `swap 0 B` can be shown
+# against a kernel that could swap.
+dd if=/dev/zero of=/run/splash-quota/swapfile bs=1M count=96 status=none
+chmod 600 /run/splash-quota/swapfile
+mkswap -q /run/splash-quota/swapfile
+swapon /run/splash-quota/swapfile
+
 export SPLASH_IN_VM=1
 export SPLASH_VM_CGROUP_PARENT=/sys/fs/cgroup/splash-vm
 export SPLASH_VM_QUOTA_MNT=/run/splash-quota
 export SPLASH_VM_BIN="$PWD/bin"
 export SPLASH_REQUIRE_HOST=1
 
-echo "guest: kernel $(uname -r); controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+echo "guest: kernel $(uname -r); controllers: $(cat /sys/fs/cgroup/cgroup.controllers); swap: $(tail -n +2 /proc/swaps)"
 status=0
 for t in tests/*; do
   echo "=== $(basename "$t")"

@@ -6,6 +6,7 @@
 //! `SPLASH_REQUIRE_HOST=1`. Every denial has a control that shows the same
 //! probe succeeding without that layer.
 
+mod cgroup;
 mod common;
 mod fds;
 mod landlock;

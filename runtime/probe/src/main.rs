@@ -13,7 +13,9 @@
 //! | `probe.exec` | `{"argv"}` | exit status or signal, or the errno of the failed exec |
 //! | `probe.try` | `{"op"}` | success or the failing step and errno of one escape attempt |
 //! | `probe.http` | `{"socket", "id", "method", "path", ...}` | one request through the network broker's client |
-//! | `probe.spin` | `{"seconds"}` | a busy loop (cancellable) |
+//! | `probe.spin` | `{"seconds"}` | a busy loop (cancellable); wall and CPU time |
+//! | `probe.fork` | `{"max"}` | how many waiting children could be forked, and the errno that stopped it |
+//! | `probe.alloc` | `{"bytes"}` | whether a child could touch that much memory, or the signal that killed it |
 //! | `probe.sleep` | `{"ms"}` | a sleep (cancellable) |
 //! | `probe.echo` | `{"input"}` | `{"input"}`, unchanged |
 //!
@@ -36,7 +38,7 @@ use splash_protocol::{CancelSignal, CapabilityManifest, Token, ToolFailure, Work
 
 /// The tools the probe has handlers for; a manifest that grants any other
 /// tool is refused when the session opens.
-const TOOLS: [&str; 10] = [
+const TOOLS: [&str; 12] = [
     "probe.report",
     "probe.path",
     "probe.write",
@@ -45,6 +47,8 @@ const TOOLS: [&str; 10] = [
     "probe.try",
     "probe.http",
     "probe.spin",
+    "probe.fork",
+    "probe.alloc",
     "probe.sleep",
     "probe.echo",
 ];
@@ -69,6 +73,8 @@ fn dispatch(
         "probe.spin" => return tools::spin(&input, cancel),
         "probe.sleep" => return tools::sleep(&input, cancel),
         "probe.echo" => tools::echo(&input),
+        "probe.fork" => tools::fork(&input),
+        "probe.alloc" => tools::alloc(&input),
         other => Err(format!("the probe has no tool `{other}`")),
     };
     result.map_err(ToolFailure::Error)

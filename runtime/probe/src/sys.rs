@@ -299,6 +299,107 @@ fn wait(pid: libc::pid_t) -> io::Result<ChildOutcome> {
     }
 }
 
+/// Forks up to `max` children, stopping at the first failed `fork`.
+/// Each child closes the pipe's write end and blocks reading it; once every
+/// child exists, the write end is closed here, every child sees end of file
+/// and exits, and all are reaped. Returns how many started and the errno
+/// of the fork that failed, if one did.
+pub fn fork_until_failure(max: u32) -> io::Result<(u32, Option<i32>)> {
+    let (reader, writer) = io::pipe()?;
+    let (read_fd, write_fd) = (reader.as_raw_fd(), writer.as_raw_fd());
+    let mut pids: Vec<libc::pid_t> = Vec::with_capacity(usize::try_from(max).unwrap_or(0));
+    let mut failure = None;
+    for _ in 0..max {
+        // SAFETY: the child only makes the async-signal-safe calls close,
+        // read and _exit on descriptors and a stack byte that exist before
+        // the fork, so no lock held by another thread is touched.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            failure = Some(errno());
+            break;
+        }
+        if pid == 0 {
+            let mut byte = 0u8;
+            // SAFETY: see above; `byte` is a live one-byte buffer.
+            unsafe {
+                libc::close(write_fd);
+                libc::read(read_fd, (&raw mut byte).cast(), 1);
+                libc::_exit(0)
+            }
+        }
+        pids.push(pid);
+    }
+    drop(writer);
+    drop(reader);
+    for pid in &pids {
+        wait(*pid)?;
+    }
+    let started = u32::try_from(pids.len()).unwrap_or(u32::MAX);
+    Ok((started, failure))
+}
+
+/// In a forked child, maps `bytes` of private anonymous memory and writes
+/// one byte to every page. Reports `Ok` when the child touched it all, the
+/// failing step (`mmap`) and errno, or the signal that killed the child
+/// (SIGKILL from the memory cgroup's OOM killer).
+pub fn touch_in_child(bytes: usize) -> io::Result<ChildOutcome> {
+    // SAFETY: the child only calls mmap, writes to the fresh mapping and
+    // leaves through _exit; all are async-signal-safe and use no memory
+    // allocated after the fork.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: an anonymous private mapping of `bytes` bytes; nothing
+        // else refers to the address range.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            // SAFETY: leaves the child; the exit code carries the errno.
+            unsafe { libc::_exit(100) }
+        }
+        let base = base.cast::<u8>();
+        let mut offset = 0;
+        while offset < bytes {
+            // SAFETY: `offset < bytes`, inside the mapping just created.
+            unsafe { std::ptr::write_volatile(base.add(offset), 1) };
+            offset += 4096;
+        }
+        // SAFETY: leaves the child without running any Rust code.
+        unsafe { libc::_exit(0) }
+    }
+    match wait(pid)? {
+        ChildOutcome::Exited(0) => Ok(ChildOutcome::Reported(Ok(()))),
+        ChildOutcome::Exited(100) => Ok(ChildOutcome::Reported(Err(("mmap", libc::ENOMEM)))),
+        other => Ok(other),
+    }
+}
+
+/// CPU time consumed by the calling thread (`CLOCK_THREAD_CPUTIME_ID`).
+pub fn thread_cpu_time() -> std::time::Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out pointer for the call.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) } != 0 {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::new(
+        u64::try_from(ts.tv_sec).unwrap_or(0),
+        u32::try_from(ts.tv_nsec).unwrap_or(0),
+    )
+}
+
 /// `clone(CLONE_NEWNS | SIGCHLD)`: the child exits at once; reports whether
 /// the kernel allowed the new mount namespace.
 pub fn clone_newns() -> io::Result<ChildOutcome> {

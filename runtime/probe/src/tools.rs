@@ -463,6 +463,7 @@ fn describe(op: &str, outcome: ChildOutcome) -> Value {
 pub fn spin(input: &Value, cancel: &CancelSignal) -> Result<Value, ToolFailure> {
     let seconds = u64_field(input, "seconds")?;
     let start = Instant::now();
+    let cpu_start = sys::thread_cpu_time();
     let limit = Duration::from_secs(seconds);
     let mut x: u64 = 0;
     while start.elapsed() < limit {
@@ -473,7 +474,47 @@ pub fn spin(input: &Value, cancel: &CancelSignal) -> Result<Value, ToolFailure> 
             x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
         }
     }
-    Ok(json!({"seconds": seconds, "elapsed_ms": millis(start), "state": x & 0xff}))
+    Ok(json!({
+        "seconds": seconds,
+        "elapsed_ms": millis(start),
+        "cpu_ms": u64::try_from(sys::thread_cpu_time().saturating_sub(cpu_start).as_millis()).unwrap_or(u64::MAX),
+        "state": x & 0xff,
+    }))
+}
+
+/// The most children one `probe.fork` starts.
+const MAX_FORKS: u64 = 4096;
+
+/// `probe.fork {max}`: forks up to `max` waiting children, stopping at the
+/// first failed fork; reports how many started and the errno that stopped
+/// it. Every child is released and reaped before the answer.
+pub fn fork(input: &Value) -> Result<Value, String> {
+    let max = u64_field(input, "max")?;
+    if max > MAX_FORKS {
+        return Err(format!("`max` is over the probe's maximum of {MAX_FORKS}"));
+    }
+    let max = u32::try_from(max).map_err(|_| "`max` is too large".to_owned())?;
+    let (started, failure) =
+        sys::fork_until_failure(max).map_err(|e| format!("fork loop failed: {e}"))?;
+    Ok(json!({
+        "max": max,
+        "started": started,
+        "error": failure.map(errno::json),
+    }))
+}
+
+/// `probe.alloc {bytes}`: a child maps and touches `bytes` of anonymous
+/// memory; reports whether it finished, or the signal that killed it.
+pub fn alloc(input: &Value) -> Result<Value, String> {
+    let bytes = u64_field(input, "bytes")?;
+    if bytes > MAX_WRITE {
+        return Err(format!(
+            "`bytes` is over the probe's maximum of {MAX_WRITE}"
+        ));
+    }
+    let bytes = usize::try_from(bytes).map_err(|_| "`bytes` is too large".to_owned())?;
+    let outcome = sys::touch_in_child(bytes).map_err(|e| format!("fork failed: {e}"))?;
+    Ok(describe("alloc", outcome))
 }
 
 /// `probe.sleep {ms}`: sleeps in steps of at most 5 ms; stops early when

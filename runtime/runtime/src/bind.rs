@@ -5,9 +5,8 @@
 //!
 //! 0. the plan is re-verified ([`crate::verify`]): the fixed hardening
 //!    prefix and this host's architecture for the plan and its seccomp
-//!    program; a plan with cgroup limits or `require_cgroup_v2` needs a
-//!    [`LaunchPreparation`] that provides the cgroup, and a plan with a
-//!    network broker needs the matching host broker
+//!    program; a plan with `require_cgroup_v2` must carry a cgroup policy,
+//!    and a plan with a network broker needs the matching host broker
 //!    ([`BindOptions::with_network_broker`]); otherwise bind fails;
 //! 1. the Bubblewrap program: canonicalized, a regular file with an execute
 //!    bit; in executable-pinned mode the canonical file is opened and retained
@@ -33,16 +32,19 @@
 //! 6. project quotas (see [`crate::quota`]) and their aggregate maximum;
 //!    while an aggregate is set, a read-write mount that is not a verified
 //!    quota root is refused;
-//! 7. the device nodes (see [`crate::devices`]; the plan's binds of them
-//!    are part of the prefix [`crate::verify`] checks): when the worker's uid owns any of the host's
-//!    nodes, launches get private nodes, and one directory of them is made
-//!    and removed here to prove that this host can; when that uid is 0
-//!    (the host launches as root), every read-write host mount must be on a
-//!    host mount that is `nosuid`, itself and every mount beneath it (see
-//!    [`crate::nosuid`]), or bind fails naming the root and the fixes.
-//!
-//! A cgroup preparation step joins as a [`LaunchPreparation`]: it runs after
-//! these checks and can wrap the launch program (see [`crate::LaunchSpec`]).
+//! 7. the cgroup-v2 boundary, when the plan has one: the parent is verified
+//!    and the runner checked ([`crate::cgroup::CgroupBoundary::prepare`]);
+//!    each spawn then creates a fresh child cgroup;
+//! 8. the uid the worker will run as: when it is 0 (the host launches as
+//!    root), every read-write host mount must be on a host mount that is
+//!    `nosuid`, itself and every mount beneath it (see [`crate::nosuid`]), or
+//!    bind fails naming the root and the fixes; and the device nodes (see
+//!    [`crate::devices`]; the plan's binds of them are part of the prefix
+//!    [`crate::verify`] checks): when that uid owns any of the host's nodes,
+//!    launches get private nodes, and one directory of them is made and
+//!    removed here to prove that this host can;
+//! 9. [`LaunchPreparation`] steps, which can wrap each launch (see
+//!    [`crate::LaunchSpec`]); the cgroup runner always wraps outermost.
 
 use std::collections::BTreeSet;
 use std::fs::{self, File, Metadata};
@@ -55,6 +57,7 @@ use std::process::{Command, Stdio};
 use splashpol::model::AbsPath;
 use splashpol::plan::{BwrapOp, LaunchPlan, MountSource, Pin, PinKind, PinRole};
 
+use crate::cgroup::{CgroupBoundary, CgroupError};
 use crate::devices::{DEFAULT_DEVICE_PARENT, DeviceError, DeviceSources};
 use crate::quota::{self, KernelQuotaInspector, QuotaError, QuotaInspector, VerifiedQuota};
 use crate::spawn::LaunchSpec;
@@ -134,6 +137,8 @@ pub enum BindError {
     },
     #[error("failed to verify the aggregate project quota")]
     AggregateQuota(#[source] QuotaError),
+    #[error("failed to prepare the cgroup-v2 boundary")]
+    Cgroup(#[source] CgroupError),
     #[error(
         "read-write mount at `{destination}` has no verified project quota, which the aggregate quota bound forbids"
     )]
@@ -177,8 +182,9 @@ impl PinnedSource {
 }
 
 /// A step that runs at the end of bind and may change how the command is
-/// launched (a cgroup runner is the intended implementation: prepare a fresh
-/// child cgroup at bind, then prefix the launch program with the runner).
+/// launched (wrap the program with a prefix). The cgroup-v2 boundary is not
+/// one of these: a plan's `cgroup` policy is always prepared by bind itself,
+/// and its runner wraps outside every preparation.
 pub trait LaunchPreparation: std::fmt::Debug + Send + Sync {
     /// Short name for error messages.
     fn name(&self) -> &str;
@@ -186,12 +192,6 @@ pub trait LaunchPreparation: std::fmt::Debug + Send + Sync {
     fn prepare(&mut self, command: &BoundCommand) -> io::Result<()>;
     /// Adjusts one launch (e.g. wraps the program); called by spawn.
     fn wrap(&self, spec: &mut LaunchSpec) -> io::Result<()>;
-    /// True when this step places the launch in the plan's cgroup-v2
-    /// boundary. A plan with cgroup limits (or `require_cgroup_v2`) binds
-    /// only when some step does.
-    fn provides_cgroup(&self) -> bool {
-        false
-    }
     /// The host uid that Bubblewrap and the worker run as when this step's
     /// wrapper changes it (`None`: the wrapper keeps the runtime's uid). Bind
     /// uses it to decide whether the worker would own the host's device
@@ -275,6 +275,7 @@ pub struct BoundCommand {
     pub(crate) pins: Vec<PinnedSource>,
     pub(crate) quotas: Vec<VerifiedQuota>,
     pub(crate) preparations: Vec<Box<dyn LaunchPreparation>>,
+    pub(crate) cgroup: Option<CgroupBoundary>,
     pub(crate) devices: DeviceSources,
 }
 
@@ -558,11 +559,10 @@ impl BoundCommand {
                 what: "worker standard streams other than a stdin pipe, a stdout pipe and stderr on `/dev/null`, or a worker environment".into(),
             });
         }
-        if (plan.cgroup.is_some() || plan.require_cgroup_v2)
-            && !options.preparations.iter().any(|p| p.provides_cgroup())
-        {
+        if plan.require_cgroup_v2 && plan.cgroup.is_none() {
             return Err(BindError::Unsupported {
-                what: "the cgroup-v2 boundary this plan requires (no cgroup preparation step is configured)".into(),
+                what: "the cgroup-v2 boundary this plan requires (it carries no cgroup policy)"
+                    .into(),
             });
         }
         crate::broker::check_plan(&plan, options.network_broker.as_ref())?;
@@ -662,6 +662,7 @@ impl BoundCommand {
             pins,
             quotas: Vec::new(),
             preparations: Vec::new(),
+            cgroup: None,
             devices: DeviceSources::Host,
         };
 
@@ -671,7 +672,15 @@ impl BoundCommand {
         // 6. Project quotas.
         bound.quotas = bound.verify_quotas(options.quota_inspector.as_ref())?;
 
-        // 7. Read-write host roots of a worker that runs as host uid 0, and
+        // 7. The cgroup-v2 boundary. The runner is executed through its
+        //    descriptor when the plan pins executables.
+        if let Some(policy) = &bound.plan.cgroup {
+            let pin_runner = bound.plan.bwrap_pin.is_some();
+            bound.cgroup =
+                Some(CgroupBoundary::prepare(policy, pin_runner).map_err(BindError::Cgroup)?);
+        }
+
+        // 8. Read-write host roots of a worker that runs as host uid 0, and
         //    device nodes, for the uid the worker will run as.
         let worker_uid = options
             .preparations
@@ -684,7 +693,7 @@ impl BoundCommand {
         }
         bound.devices = DeviceSources::decide(worker_uid, &options.device_parent)?;
 
-        // 8. Launch preparations (cgroup).
+        // 9. Launch preparations.
         let mut preparations = options.preparations;
         for step in &mut preparations {
             step.prepare(&bound)
@@ -851,5 +860,10 @@ impl BoundCommand {
     /// The verified project quotas.
     pub fn verified_quotas(&self) -> &[VerifiedQuota] {
         &self.quotas
+    }
+
+    /// The prepared cgroup-v2 boundary, when the plan has one.
+    pub fn cgroup(&self) -> Option<&CgroupBoundary> {
+        self.cgroup.as_ref()
     }
 }

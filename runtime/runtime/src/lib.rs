@@ -11,23 +11,28 @@
 //!
 //! 1. [`BoundCommand::bind`] re-verifies the plan ([`verify`]) and checks it
 //!    against this host (canonical sources, types, every program of the exec
-//!    chain, the Bubblewrap build's options, project quotas, `nosuid` host mounts
-//!    under read-write roots of a root launch) and retains
-//!    every pinned descriptor ([`bind`]);
+//!    chain, the Bubblewrap build's options, project quotas, `nosuid` host
+//!    mounts under read-write roots of a root launch) and retains every
+//!    pinned descriptor ([`bind`]); a plan with a `cgroup` block gets its
+//!    verified cgroup-v2 parent and runner ([`cgroup`]);
 //! 2. [`BoundCommand::spawn_watched`] launches Bubblewrap with fresh
 //!    duplicates of those descriptors and the seccomp program, delivers the
 //!    bootstrap preamble ([`spawn`]) and hands the lifecycle to a
 //!    [`Watchdog`] before returning the worker's private pipes ([`watchdog`]);
 //!    [`BoundCommand::spawn_with_bootstrap`] is the unwatched path for plans
-//!    without a `watchdog` block;
+//!    without a `watchdog` block. With a cgroup, the launch starts through
+//!    the cgroup runner in a fresh child cgroup and returns only once the
+//!    host has seen it join;
 //! 3. [`SpawnedWorker::into_lifecycle_parts`] hands the host a
-//!    [`WorkerLifecycle`] (status, terminate, reap-on-drop) and the worker's
+//!    [`WorkerLifecycle`] (status, terminate — `cgroup.kill` and removal of
+//!    the child cgroup when there is one — reap-on-drop) and the worker's
 //!    private pipes ([`lifecycle`]).
 //!
 //! Every raw system call lives in the private `sys` module.
 
 pub mod bind;
 pub mod broker;
+pub mod cgroup;
 pub mod devices;
 pub mod launch;
 pub mod lifecycle;
@@ -44,6 +49,7 @@ pub use bind::{
     BindError, BindOptions, BoundCommand, BubblewrapLaunch, LaunchPreparation, PinnedSource,
 };
 pub use broker::BrokerBindError;
+pub use cgroup::{CgroupBoundary, CgroupError, WorkerCgroup};
 pub use devices::{DeviceDirectory, DeviceError, DeviceSources};
 pub use launch::{LaunchError, LaunchOptions, LoadedPolicy, launch};
 pub use lifecycle::{LaunchFailure, WorkerLifecycle, WorkerStatus};

@@ -5,6 +5,15 @@
 //! A [`WorkerLifecycle`] always reaps what it started: [`Drop`] kills and
 //! waits if the host did not.
 //!
+//! With a cgroup-v2 boundary the lifecycle also owns the worker's child
+//! cgroup. [`WorkerLifecycle::terminate`] is then the one function that
+//! stops the whole tree: `cgroup.kill` first (every process in the cgroup,
+//! including one forked a moment before), then SIGKILL to Bubblewrap if it
+//! still runs, reap, and remove the cgroup, retrying while the killed
+//! processes exit. A failed kill or removal is returned as an error that
+//! wraps a [`CgroupError`]: a containment failure the host must not ignore.
+//! Drop does the same and can only swallow that error.
+//!
 //! `--die-with-parent` is bound to the *thread* that spawned Bubblewrap
 //! (`PR_SET_PDEATHSIG` fires when that thread exits): spawn from a thread
 //! that lives as long as the worker should.
@@ -14,6 +23,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
+use crate::cgroup::{CgroupError, REMOVE_TIMEOUT, WorkerCgroup};
 use crate::devices::DeviceDirectory;
 
 /// What the host knows about the Bubblewrap process.
@@ -52,20 +62,38 @@ pub(crate) fn describe_status(status: ExitStatus) -> String {
     WorkerStatus::from_exit(status).to_string()
 }
 
-/// Owns the Bubblewrap child process.
+/// Owns the Bubblewrap child process and, with a cgroup-v2 boundary, its
+/// child cgroup.
 #[derive(Debug)]
 pub struct WorkerLifecycle {
     child: Child,
     reaped: Option<WorkerStatus>,
+    cgroup: Option<WorkerCgroup>,
     /// The launch's private device nodes: removed once the worker is reaped.
     devices: Option<DeviceDirectory>,
 }
 
 impl WorkerLifecycle {
+    /// A lifecycle without a cgroup.
     pub(crate) fn new(child: Child, devices: Option<DeviceDirectory>) -> Self {
         Self {
             child,
             reaped: None,
+            cgroup: None,
+            devices,
+        }
+    }
+
+    /// A lifecycle that owns `cgroup`, which `child` is joining.
+    pub(crate) fn in_cgroup(
+        child: Child,
+        cgroup: WorkerCgroup,
+        devices: Option<DeviceDirectory>,
+    ) -> Self {
+        Self {
+            child,
+            reaped: None,
+            cgroup: Some(cgroup),
             devices,
         }
     }
@@ -75,6 +103,20 @@ impl WorkerLifecycle {
         // Nothing in the sandbox uses the nodes any more.
         self.devices = None;
         status
+    }
+
+    /// The worker's child cgroup, when the plan has a cgroup-v2 boundary
+    /// (for reading `memory.events`, `cpu.stat`, ...).
+    pub fn cgroup(&self) -> Option<&WorkerCgroup> {
+        self.cgroup.as_ref()
+    }
+
+    /// The [`CgroupError`] inside an error returned by
+    /// [`terminate`](Self::terminate), if it is a containment failure.
+    pub fn containment_failure(error: &io::Error) -> Option<&CgroupError> {
+        error
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<CgroupError>())
     }
 
     /// The host pid of the Bubblewrap process.
@@ -114,10 +156,66 @@ impl WorkerLifecycle {
         }
     }
 
-    /// Force-stops the sandbox (SIGKILL to Bubblewrap; its pid namespace dies
-    /// with it) and reaps it. Returns the final status; a worker that had
-    /// already exited keeps its own status.
+    /// Force-stops the sandbox and reaps it: with a cgroup, `cgroup.kill`
+    /// first; then SIGKILL to Bubblewrap if it still runs (its pid namespace
+    /// dies with it); reap; then remove the cgroup. Returns the final status;
+    /// a worker that had already exited keeps its own status.
+    ///
+    /// A failed `cgroup.kill` or removal is an error wrapping a
+    /// [`CgroupError`] ([`containment_failure`](Self::containment_failure)),
+    /// returned after every other step has still been tried. Calling it
+    /// again after success does nothing more.
     pub fn terminate(&mut self) -> io::Result<WorkerStatus> {
+        let (status, contained) = self.stop();
+        contained.map_err(io::Error::other)?;
+        status
+    }
+
+    /// The steps of [`terminate`](Self::terminate): the final status, and
+    /// the failure of `cgroup.kill` or the removal, if any.
+    fn stop(&mut self) -> (io::Result<WorkerStatus>, Result<(), CgroupError>) {
+        let live = |c: &&mut WorkerCgroup| !c.is_removed();
+        let killed = match self.cgroup.as_mut().filter(live) {
+            Some(cg) => cg.kill(),
+            None => Ok(()),
+        };
+        let status = self.stop_and_reap();
+        let contained = match self.cgroup.as_mut().filter(live) {
+            Some(cg) => {
+                let removed = cg.remove(REMOVE_TIMEOUT);
+                match killed {
+                    Ok(()) => removed,
+                    Err(e) => Err(e.then_cleanup(removed)),
+                }
+            }
+            None => killed,
+        };
+        (status, contained)
+    }
+
+    /// Waits at most `timeout` for the direct child (the cgroup runner) to
+    /// appear in the cgroup's `cgroup.procs`. When it does not (it is still
+    /// outside, or it exited), the sandbox is stopped the way
+    /// [`terminate`](Self::terminate) stops it (`cgroup.kill` for what
+    /// joined, SIGKILL to the runner, reap, removal) and the error carries
+    /// any failure of that cleanup. Without a cgroup there is nothing to
+    /// wait for.
+    pub(crate) fn await_cgroup_join(&mut self, timeout: Duration) -> Result<(), CgroupError> {
+        let Some(cg) = self.cgroup.as_ref() else {
+            return Ok(());
+        };
+        let pid = self.child.id();
+        let child = &mut self.child;
+        let joined = cg.await_join(pid, timeout, || {
+            child.try_wait().map(|s| s.map(describe_status))
+        });
+        joined.map_err(|e| {
+            let (_, contained) = self.stop();
+            e.then_cleanup(contained)
+        })
+    }
+
+    fn stop_and_reap(&mut self) -> io::Result<WorkerStatus> {
         if let Some(s) = self.reaped {
             return Ok(s);
         }

@@ -69,12 +69,21 @@ pub enum CallError {
     /// An earlier error poisoned the session.
     #[error("the session is poisoned by an earlier error")]
     Poisoned,
+    /// The worker ended, but its sandbox could not be torn down: the
+    /// cgroup's `cgroup.kill` or removal failed
+    /// ([`WorkerLifecycle::containment_failure`](crate::WorkerLifecycle::containment_failure)
+    /// extracts the [`CgroupError`](crate::CgroupError)).
+    #[error("the worker's sandbox could not be torn down")]
+    Containment(#[source] io::Error),
 }
 
 impl CallError {
     /// True when the session can no longer be used.
     pub fn poisons_session(&self) -> bool {
-        matches!(self, Self::Indeterminate { .. } | Self::Poisoned)
+        matches!(
+            self,
+            Self::Indeterminate { .. } | Self::Poisoned | Self::Containment(_)
+        )
     }
 }
 
@@ -334,6 +343,8 @@ impl Session {
                 status,
             });
         }
+        // Kills whatever the worker left in its cgroup and removes it.
+        watchdog.release().map_err(CallError::Containment)?;
         Ok(status)
     }
 
@@ -376,7 +387,7 @@ impl Session {
         let status = if !poisoned && host.call_in_flight().is_none() && host.close().is_ok() {
             match watchdog.wait_exit(grace)? {
                 WorkerStatus::Running => watchdog.stop()?,
-                status => status,
+                status => watchdog.release().map(|_| status)?,
             }
         } else {
             watchdog.stop()?

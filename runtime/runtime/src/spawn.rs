@@ -11,7 +11,9 @@
 //!    ([`LaunchPlan::bwrap_arguments`]) with each descriptor [`Slot`]
 //!    rendered as the number of the descriptor made for it and each device
 //!    slot as the node's host path;
-//! 3. launch preparations may wrap the spec (a cgroup runner prefix);
+//! 3. launch preparations may wrap the spec; with a cgroup policy, a fresh
+//!    child cgroup is created and the cgroup runner wraps outermost
+//!    ([`crate::cgroup`]);
 //! 4. Bubblewrap is started with an empty environment, cwd `/`, private
 //!    stdin/stdout pipes and stderr on `/dev/null`; in the child, every
 //!    descriptor from 3 up is marked close-on-exec and only the spec's
@@ -19,7 +21,11 @@
 //!    in executable-pinned mode the program is `/proc/self/fd/N` of a fresh
 //!    duplicate of the pinned Bubblewrap (itself close-on-exec: the kernel
 //!    opens the file before it closes the descriptor);
-//! 5. the parent's copies of the launch descriptors are closed;
+//! 5. the parent's copies of the launch descriptors are closed; with a
+//!    cgroup, the host waits (the policy's join timeout) until the direct
+//!    child's pid is listed in the child cgroup's `cgroup.procs`; a runner
+//!    that exits first or does not join in time is killed with the cgroup,
+//!    reaped, the cgroup removed, and the launch fails;
 //! 6. the bootstrap preamble is written and flushed to the worker's stdin
 //!    before any JSON; a failure kills and reaps Bubblewrap.
 //!
@@ -39,6 +45,7 @@ use splash_protocol::PrivatePipeWorkerBootstrap;
 use splashpol::plan::{LaunchPlan, SeccompDelivery, Slot};
 
 use crate::bind::{BoundCommand, BubblewrapLaunch};
+use crate::cgroup::CgroupError;
 use crate::devices::{self, DeviceDirectory};
 use crate::lifecycle::WorkerLifecycle;
 use crate::sys;
@@ -73,6 +80,10 @@ pub enum SpawnError {
     Devices(#[from] crate::devices::DeviceError),
     #[error("the plan's argument list uses {0:?}, which this launch did not prepare")]
     UnpreparedSlot(Slot),
+    #[error("this plan requires its cgroup-v2 boundary; only `spawn_with_bootstrap` launches it")]
+    Uncgrouped,
+    #[error("the cgroup-v2 boundary failed; nothing was left running")]
+    Cgroup(#[source] CgroupError),
     #[error("launch preparation `{step}` failed")]
     Preparation {
         step: String,
@@ -203,8 +214,17 @@ fn seccomp_slot(plan: &LaunchPlan) -> Option<Slot> {
 
 impl BoundCommand {
     /// Prepares one launch (step 2 of the module documentation) without
-    /// starting anything. Every call makes fresh descriptors.
+    /// starting anything. Every call makes fresh descriptors. The spec has
+    /// no cgroup runner (spawn adds it), so a plan with `require_cgroup_v2`
+    /// refuses: it must never be started outside its cgroup.
     pub fn launch_spec(&self) -> Result<LaunchSpec, SpawnError> {
+        if self.plan.require_cgroup_v2 {
+            return Err(SpawnError::Uncgrouped);
+        }
+        self.uncgrouped_spec()
+    }
+
+    fn uncgrouped_spec(&self) -> Result<LaunchSpec, SpawnError> {
         let mut fresh: Vec<Option<OwnedFd>> = Vec::with_capacity(self.pins.len());
         for p in &self.pins {
             let fd = p.duplicate().map_err(|source| SpawnError::Duplicate {
@@ -310,7 +330,10 @@ impl BoundCommand {
                 manifest: manifest.to_string(),
             });
         }
-        let mut spec = self.launch_spec()?;
+        if (self.plan.require_cgroup_v2 || self.plan.cgroup.is_some()) && self.cgroup.is_none() {
+            return Err(SpawnError::Uncgrouped);
+        }
+        let mut spec = self.uncgrouped_spec()?;
         for step in &self.preparations {
             step.wrap(&mut spec)
                 .map_err(|source| SpawnError::Preparation {
@@ -318,6 +341,11 @@ impl BoundCommand {
                     source,
                 })?;
         }
+        // The cgroup runner wraps last, so it is the first program to run.
+        let mut cgroup = match &self.cgroup {
+            Some(boundary) => Some(boundary.wrap(&mut spec).map_err(SpawnError::Cgroup)?),
+            None => None,
+        };
         let mut command = spec.command();
         let devices = spec.devices.take();
         let started = Instant::now();
@@ -326,13 +354,29 @@ impl BoundCommand {
         let shown = spec.shown.clone();
         drop(command);
         drop(spec);
-        let mut child = spawned.map_err(|source| SpawnError::Exec {
-            program: shown,
-            source,
-        })?;
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(source) => {
+                if let Some(cg) = cgroup.as_mut() {
+                    cg.kill_and_remove().map_err(SpawnError::Cgroup)?;
+                }
+                return Err(SpawnError::Exec {
+                    program: shown,
+                    source,
+                });
+            }
+        };
         let pipes = (child.stdin.take(), child.stdout.take());
         // From here every stop goes through `WorkerLifecycle::terminate`.
-        let mut lifecycle = WorkerLifecycle::new(child, devices);
+        let mut lifecycle = match cgroup {
+            Some(cg) => WorkerLifecycle::in_cgroup(child, cg, devices),
+            None => WorkerLifecycle::new(child, devices),
+        };
+        if let Some(boundary) = self.cgroup.as_ref() {
+            lifecycle
+                .await_cgroup_join(boundary.join_timeout())
+                .map_err(SpawnError::Cgroup)?;
+        }
         let (Some(mut stdin), Some(stdout)) = pipes else {
             let status = lifecycle
                 .terminate()

@@ -11,8 +11,10 @@
 //! `quotactl_fd(2)` with `Q_XGETQSTATV` and `Q_GETQUOTA` (project quotas),
 //! `poll(2)` (a session waiting for the worker's first answer), `mkdirat(2)`,
 //! `mknodat(2)`, `fchownat(2)`, `fchmodat(2)`, `fstatat(2)`, `unlinkat(2)`,
-//! `fstatvfs(3)` (private device nodes, read-write roots of a root
-//! launch) and `getrandom(2)` (private device nodes), and — only in
+//! `fstatvfs(3)` (private device nodes, read-write roots of a root launch),
+//! `getrandom(2)` (private device nodes), `fstatfs(2)`, `openat(2)`,
+//! `fstatat(2)`, `mkdirat(2)` and `unlinkat(2)` relative to directory
+//! descriptors (the cgroup-v2 boundary), and — only in
 //! the forked child, through [`install_child_descriptor_hook`] —
 //! `close_range(2)` and `fcntl(F_SETFD)`.
 #![expect(
@@ -448,6 +450,133 @@ pub fn random_bytes(buf: &mut [u8]) -> io::Result<()> {
             return Err(e);
         }
         done += n as usize;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------- cgroup v2
+//
+// The cgroup boundary (`crate::cgroup`) works relative to directory
+// descriptors: the parent is opened once, the child is created with
+// `mkdirat`, every control file is opened with `openat` relative to the
+// child's descriptor, and the child is removed with `unlinkat`.
+
+fn c_name(name: &str) -> io::Result<CString> {
+    if name.is_empty() || name.contains('/') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "a name relative to a directory descriptor must be one non-empty component",
+        ));
+    }
+    CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "name contains a NUL byte"))
+}
+
+/// Opens the directory `path` for reading (`O_RDONLY | O_DIRECTORY |
+/// O_NOFOLLOW | O_CLOEXEC`) through `openat2(2)` with `RESOLVE_NO_SYMLINKS |
+/// RESOLVE_NO_MAGICLINKS`: no component of `path` may be a symbolic link.
+pub fn open_directory_no_symlinks(path: &Path) -> io::Result<OwnedFd> {
+    let c_path = cstring(path)?;
+    // SAFETY: `open_how` is plain-old-data; all-zero is a valid value.
+    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
+    how.flags = (libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64;
+    how.resolve = libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
+    // SAFETY: `c_path` is a valid NUL-terminated string and `how` a valid
+    // `open_how` whose exact size is passed; both outlive the call.
+    let fd = unsafe {
+        libc::syscall(
+            libc::SYS_openat2,
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            &how as *const libc::open_how,
+            std::mem::size_of::<libc::open_how>(),
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fd = RawFd::try_from(fd)
+        .map_err(|_| io::Error::other("openat2 returned an out-of-range descriptor"))?;
+    // SAFETY: a fresh descriptor from the kernel, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The filesystem magic (`f_type` of `fstatfs(2)`) of the filesystem that
+/// holds `fd`.
+pub fn filesystem_magic(fd: BorrowedFd<'_>) -> io::Result<i64> {
+    let mut buf = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: `buf` is writable memory of the size of `struct statfs`, live
+    // for the call; `fd` is a live descriptor.
+    if unsafe { libc::fstatfs(fd.as_raw_fd(), buf.as_mut_ptr()) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: fstatfs succeeded and filled the (already zeroed) structure.
+    Ok(unsafe { buf.assume_init() }.f_type)
+}
+
+/// `openat(dir, name, flags | O_CLOEXEC | O_NOFOLLOW)`: one component
+/// relative to `dir`, never following a symbolic link.
+pub fn open_at(dir: BorrowedFd<'_>, name: &str, flags: libc::c_int) -> io::Result<OwnedFd> {
+    let c = c_name(name)?;
+    // SAFETY: `dir` is live and `c` a NUL-terminated string that outlives
+    // the call.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            flags | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor from the kernel, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Whether `name` exists in `dir` (`fstatat(2)` without following a link).
+pub fn exists_at(dir: BorrowedFd<'_>, name: &str) -> io::Result<bool> {
+    let c = c_name(name)?;
+    let mut buf = std::mem::MaybeUninit::<libc::stat>::zeroed();
+    // SAFETY: `dir` is live, `c` is NUL-terminated and `buf` is writable
+    // memory of the size of `struct stat`; all outlive the call.
+    let rc = unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            c.as_ptr(),
+            buf.as_mut_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    };
+    if rc == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::ENOENT) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}
+
+/// `mkdirat(dir, name, mode)`; fails with `EEXIST` if `name` exists.
+pub fn make_directory_at(dir: BorrowedFd<'_>, name: &str, mode: libc::mode_t) -> io::Result<()> {
+    let c = c_name(name)?;
+    // SAFETY: `dir` is live and `c` a NUL-terminated string that outlives
+    // the call.
+    if unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), mode) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `unlinkat(dir, name, AT_REMOVEDIR)`: removes the (empty) directory.
+pub fn remove_directory_at(dir: BorrowedFd<'_>, name: &str) -> io::Result<()> {
+    let c = c_name(name)?;
+    // SAFETY: `dir` is live and `c` a NUL-terminated string that outlives
+    // the call.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) } < 0 {
+        return Err(io::Error::last_os_error());
     }
     Ok(())
 }

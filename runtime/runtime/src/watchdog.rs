@@ -276,6 +276,15 @@ impl Watchdog {
         self.shared.force_stop(StopReason::Stopped)
     }
 
+    /// Tears the sandbox down without recording a stop, once the worker has
+    /// exited or the caller is done with it: [`WorkerLifecycle::terminate`]
+    /// (with a cgroup, `cgroup.kill` for anything the worker left running,
+    /// then the removal). A worker that already exited keeps its status; a
+    /// failed kill or removal is the error (a containment failure).
+    pub fn release(&self) -> io::Result<WorkerStatus> {
+        lock(&self.shared.lifecycle).terminate()
+    }
+
     /// Why the worker was force-stopped, if it was.
     pub fn fired(&self) -> Option<StopReason> {
         lock(&self.shared.state).fired
