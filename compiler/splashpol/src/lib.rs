@@ -24,6 +24,6 @@ pub mod plan;
 pub mod span;
 pub mod units;
 
-pub use check::check_source;
+pub use check::{check_bytes, check_source};
 pub use diag::{CheckOutcome, Diagnostic, RenderOptions, Severity};
 pub use span::Span;

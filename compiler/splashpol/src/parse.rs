@@ -126,10 +126,23 @@ pub fn parse(source: &str) -> ParseOutput {
         failed_keywords: BTreeSet::new(),
     };
     let file = match SplashpolParser::parse(Rule::file, source) {
-        Ok(mut pairs) => pairs.next().map(|file| p.file(file)),
+        Ok(mut pairs) => {
+            p.diagnostics.extend(control_characters(pairs.clone()));
+            pairs.next().map(|file| p.file(file))
+        }
         Err(e) => {
-            p.diagnostics
-                .push(syntax_error(&e, source, 0, Context::File));
+            let (start, word) = first_word(source);
+            let error_pos = match e.location {
+                InputLocation::Pos(p) => p,
+                InputLocation::Span((s, _)) => s,
+            };
+            if word != "splashpol" {
+                p.diagnostics.push(missing_header(start, word));
+            }
+            if word == "splashpol" || error_pos != start {
+                p.diagnostics
+                    .push(syntax_error(&e, source, 0, Context::File));
+            }
             None
         }
     };
@@ -138,6 +151,101 @@ pub fn parse(source: &str) -> ParseOutput {
         diagnostics: p.diagnostics,
         failed_keywords: p.failed_keywords,
     }
+}
+
+/// True for a character no string may contain: a control character (C0,
+/// DEL, C1) or a bidirectional formatting character, which makes a path or
+/// id read differently from what it is.
+pub(crate) fn is_forbidden_in_string(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// One `splash::parse::control-character` error for each forbidden
+/// character inside a string literal of the parsed file.
+fn control_characters(pairs: pest::iterators::Pairs<'_, Rule>) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for p in pairs
+        .flatten()
+        .filter(|p| p.as_rule() == Rule::string_inner)
+    {
+        let start = p.as_span().start();
+        for (i, c) in p
+            .as_str()
+            .char_indices()
+            .filter(|(_, c)| is_forbidden_in_string(*c))
+        {
+            let kind = if c.is_control() {
+                "control character"
+            } else {
+                "bidirectional formatting character"
+            };
+            out.push(
+                Diagnostic::error(
+                    "splash::parse::control-character",
+                    Span::new(start + i, start + i + c.len_utf8()),
+                    format!("{kind} U+{:04X} in a string", u32::from(c)),
+                )
+                .with_label(format!("U+{:04X}", u32::from(c)))
+                .with_help(
+                    "strings cannot contain control or bidirectional formatting characters; \
+                     remove it (a tab or escape sequence in a path or id is almost always a \
+                     mistake, and can make the policy read differently from what it does)",
+                ),
+            );
+        }
+    }
+    out
+}
+
+/// The byte offset and text of the first word of the file, after a
+/// byte-order mark, blank lines and comments (`""` at the end of the file).
+fn first_word(source: &str) -> (usize, &str) {
+    let mut pos = source
+        .strip_prefix(crate::span::BYTE_ORDER_MARK)
+        .map_or(0, |_| crate::span::BYTE_ORDER_MARK.len_utf8());
+    loop {
+        let rest = &source[pos..];
+        let blank = rest.len() - rest.trim_start_matches([' ', '\t', '\n', '\r']).len();
+        pos += blank;
+        let rest = &source[pos..];
+        if rest.starts_with('#') {
+            pos += rest.find(['\n', '\r']).unwrap_or(rest.len());
+            continue;
+        }
+        let len = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_'))
+            .unwrap_or(rest.len());
+        let len = if len == 0 {
+            rest.chars().next().map_or(0, char::len_utf8)
+        } else {
+            len
+        };
+        return (pos, &rest[..len]);
+    }
+}
+
+/// A file whose first word is not `splashpol`: the header is missing (or
+/// misspelled), so say that, with what a file looks like.
+fn missing_header(start: usize, word: &str) -> Diagnostic {
+    let d = Diagnostic::error(
+        "splash::parse::missing-version",
+        Span::new(start, start + word.len()),
+        if word.is_empty() {
+            "the file is empty: it has no `splashpol 1` header and no policy".to_string()
+        } else {
+            format!("missing `splashpol 1` header: the file starts with `{word}`")
+        },
+    )
+    .with_label("the `splashpol 1` header belongs here");
+    if !word.is_empty() && suggest(word, ["splashpol"]).is_some() {
+        return d
+            .with_help("did you mean `splashpol`? The first line of a policy is `splashpol 1`");
+    }
+    d.with_help(
+        "a policy file starts with the line `splashpol 1`, followed by \
+         `policy \"NAME\" { ... }` (see docs/language.md)",
+    )
 }
 
 struct Parsing {
