@@ -982,7 +982,7 @@ fn rule_keywords(rule: Rule) -> Vec<&'static str> {
     }
 }
 
-/// Every keyword of the language (for [`rule_keywords`] and editor syntax files).
+/// Every keyword of the language (for `rule_keywords` and editor syntax files).
 pub const KEYWORD_SPELLINGS: &[&str] = &[
     "splashpol",
     "policy",
