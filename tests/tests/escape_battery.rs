@@ -47,12 +47,13 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 const ONE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Layers every plan has.
-const ALWAYS_ON: [&str; 5] = [
+const ALWAYS_ON: [&str; 6] = [
     "namespaces",
     "cap-drop",
     "read-only-proc",
     "pid1-is-worker",
     "launcher-hygiene",
+    "private-device-nodes",
 ];
 
 /// One attempt as the probe lists it.
@@ -61,7 +62,8 @@ struct AttemptInfo {
     name: String,
     what: String,
     layers: Vec<String>,
-    host_shared: bool,
+    /// `contained`, `host-shared` or `cap-dropped`.
+    control: String,
 }
 
 /// The static binaries, built for the host's target triple with the C
@@ -144,7 +146,7 @@ fn list_attempts(probe: &Path) -> Vec<AttemptInfo> {
                     .iter()
                     .map(|l| l.as_str().expect("layer").to_owned())
                     .collect(),
-                host_shared: v["control"] == "host-shared",
+                control: v["control"].as_str().expect("control").to_owned(),
             }
         })
         .collect()
@@ -476,6 +478,9 @@ impl LaunchPreparation for AsUser {
     fn prepare(&mut self, _: &BoundCommand) -> std::io::Result<()> {
         Ok(())
     }
+    fn launch_uid(&self) -> Option<u32> {
+        Some(self.0)
+    }
     fn wrap(&self, spec: &mut LaunchSpec) -> std::io::Result<()> {
         spec.wrap(
             self.1.clone(),
@@ -604,6 +609,28 @@ fn run_policy(
                 policy.name
             );
         }
+        // The worker owns none of its device nodes, and they work. (In a
+        // user namespace an unmapped owner shows as the overflow uid 65534,
+        // so the owner check is meaningful for the root runs; the
+        // `dev-node-*` attempts prove the refusal for both users.)
+        if let Some(devices) = lines.iter().find_map(|l| l.get("devices")) {
+            for name in ["null", "zero", "full", "random", "urandom", "tty"] {
+                let node = &devices[name];
+                assert!(
+                    uid == UNPRIVILEGED
+                        || node["uid"].as_u64().is_some_and(|o| o != u64::from(uid)),
+                    "{} as uid {uid}: the worker owns /dev/{name}: {devices}",
+                    policy.name
+                );
+                if name != "tty" {
+                    assert_eq!(
+                        node["works"], true,
+                        "{} as uid {uid}: /dev/{name} does not work: {devices}",
+                        policy.name
+                    );
+                }
+            }
+        }
     };
     if policy.strict {
         // fork is not on a strict list: one launch per attempt, the attempt
@@ -641,6 +668,11 @@ fn run_policy(
             "{} as uid {uid}: the probe did not start",
             policy.name
         );
+        assert!(
+            lines.iter().any(|l| l.get("devices").is_some()),
+            "{} as uid {uid}: the probe reported no device nodes",
+            policy.name
+        );
         for a in &host.attempts {
             let s = match lines.iter().find(|l| l["attempt"] == a.name.as_str()) {
                 Some(l) => {
@@ -664,7 +696,9 @@ fn run_policy(
 /// The raw bwrap argv of the contained control: host root with every
 /// capability in fresh namespaces, no seccomp, no Landlock, no rlimits, a
 /// writable root, runtime and `/sys`, unbounded tmpfs.
-fn contained_control(host: &Host) -> Vec<String> {
+/// With `caps` false, the same without any capability (`--cap-drop ALL`):
+/// host uid 0 and nothing else, as a root host's worker is.
+fn contained_control(host: &Host, caps: bool) -> Vec<String> {
     let rt = host.rt();
     [
         "--unshare-pid",
@@ -672,7 +706,7 @@ fn contained_control(host: &Host) -> Vec<String> {
         "--unshare-ipc",
         "--unshare-uts",
         "--unshare-cgroup",
-        "--cap-add",
+        if caps { "--cap-add" } else { "--cap-drop" },
         "ALL",
         "--die-with-parent",
         "--proc",
@@ -724,23 +758,29 @@ fn run_controls(host: &Host) -> BTreeMap<String, Seen> {
             .filter_map(|l| serde_json::from_str(l).ok())
             .collect()
     };
-    let contained: Vec<&str> = host
-        .attempts
-        .iter()
-        .filter(|a| !a.host_shared)
-        .map(|a| a.name.as_str())
-        .collect();
-    let shared: Vec<&str> = host
-        .attempts
-        .iter()
-        .filter(|a| a.host_shared)
-        .map(|a| a.name.as_str())
-        .collect();
+    let of_kind = |kind: &str| -> Vec<&str> {
+        host.attempts
+            .iter()
+            .filter(|a| a.control == kind)
+            .map(|a| a.name.as_str())
+            .collect()
+    };
+    let (contained, shared, dropped) = (
+        of_kind("contained"),
+        of_kind("host-shared"),
+        of_kind("cap-dropped"),
+    );
     let mut lines = run(
-        contained_control(host),
+        contained_control(host, true),
         contained,
         host.options(canary.pid(), Some("/scratch"), true),
     );
+    // Host root without capabilities, with bwrap's own `--dev`.
+    lines.extend(run(
+        contained_control(host, false),
+        dropped,
+        host.options(canary.pid(), Some("/scratch"), true),
+    ));
     // Sharing the host's pid and network namespaces, as host root.
     let worker = host.runtime.path().join("bin/worker");
     lines.extend(run(
@@ -1059,7 +1099,8 @@ reviewed change:\n\n```\nSPLASH_BLESS=1 cargo test -p splash-tests --test escape
 one of them is present. Always-on layers (every plan): `namespaces` (pid, network, \
 mount and the rest; read-only runtime mounts), `cap-drop`, `read-only-proc`, \
 `pid1-is-worker` (the worker chain is pid 1), `launcher-hygiene` (empty \
-environment, no inherited descriptors). Policy layers: `seccomp` (either \
+environment, no inherited descriptors), `private-device-nodes` (the worker owns \
+no node in `/dev`; checked with every run, which also shows the nodes work). Policy layers: `seccomp` (either \
 profile), `landlock` (executable allowlist), `rlimits`, `userns-lockdown`, \
 `bounded-writes`, `tmp-size` (`tmp private size`), `tmpfs-size` (a tmpfs root).\n\n",
     );
@@ -1074,7 +1115,9 @@ layers (every capability, writable root and runtime, a fresh `/proc` without \
 read-only covers, an inherited descriptor and a variable, no seccomp, Landlock, \
 rlimits or size limits; the host attempts share the host's pid and network \
 namespaces instead, and the signal control kills the canary by pid rather than \
-with `kill(-1)`). `reached (E...)`: the kernel passed its permission checks and \
+with `kill(-1)`; the device-node controls run as host root without any \
+capability, with bwrap's own `--dev`, and change nothing: each sets a node's own \
+mode, times or owner). `reached (E...)`: the kernel passed its permission checks and \
 failed on the purposely invalid arguments. `unavailable`: this kernel or host \
 cannot do it at all, so there is nothing to stop here.\n\n",
     );

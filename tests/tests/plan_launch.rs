@@ -187,13 +187,17 @@ fn plan_for(policy: &Policy, roots: &[&str]) -> LaunchPlan {
 
 /// Run the plan with the real bwrap; the worker's report as key → values.
 ///
-/// A path-mode plan has no pinned descriptors; its only possible slot is
-/// Bubblewrap's seccomp program (a policy with a `landlock` block always has
-/// one), which a shell opens on descriptor 9 just before it execs bwrap.
+/// A path-mode plan has no pinned descriptors; its only possible descriptor
+/// slot is Bubblewrap's seccomp program (a policy with a `landlock` block
+/// always has one), which a shell opens on descriptor 9 just before it execs
+/// bwrap. Device sources are the host's own nodes, as the runtime renders
+/// them for a worker that does not own them (the runtime's private nodes
+/// are `runtime_devices.rs`'s subject).
 fn launch(plan: &LaunchPlan) -> BTreeMap<String, Vec<String>> {
     const SECCOMP_FD: &str = "9";
     let mut slots = |slot| match slot {
         Slot::BwrapSeccomp => SECCOMP_FD.to_string(),
+        Slot::Device(node) => splashpol::emit::device_destination(node),
         other => panic!("path mode plan has a descriptor slot {other:?}"),
     };
     let program = plan.bwrap_program(&mut slots);
@@ -334,7 +338,7 @@ fn control_user_namespaces_are_available_without_the_lockdown() {
     let plan = plan_for(&policy, &["ro"]);
     assert!(
         !plan
-            .bwrap_arguments(&mut |_| unreachable!())
+            .bwrap_arguments(&mut |_| String::new())
             .iter()
             .any(|a| a == "--disable-userns")
     );
@@ -397,6 +401,7 @@ fn pinned_plan_launches_through_descriptors() {
         Slot::Pin(PinSlot(n)) => (FIRST_PIN_FD + n).to_string(),
         Slot::BwrapSeccomp => "9".to_string(),
         Slot::RunnerSeccomp => panic!("no runner in this plan"),
+        Slot::Device(node) => splashpol::emit::device_destination(node),
     };
     let mut line = vec![plan.bwrap_program(&mut render)];
     line.extend(plan.bwrap_arguments(&mut render));

@@ -12,6 +12,8 @@ mod bpf;
 mod check;
 mod compile;
 mod emit;
+mod fmt;
+mod help;
 mod run;
 
 #[derive(Debug, Parser)]
@@ -35,6 +37,12 @@ enum Command {
     Compile(CompileArgs),
     /// Launch a worker under a policy and open an authenticated session.
     Run(RunArgs),
+    /// Rewrite policy files in the canonical layout, keeping comments.
+    Fmt(FmtArgs),
+    /// Print a shell completion script.
+    Completions(CompletionsArgs),
+    /// Print the manual page, or write one page per command into a directory.
+    Man(ManArgs),
 }
 
 /// Output format for diagnostics and plans.
@@ -101,6 +109,32 @@ pub struct RunArgs {
     pub input: Option<String>,
 }
 
+#[derive(Debug, Args)]
+pub struct FmtArgs {
+    /// Policy files to format in place; `-` reads standard input and writes
+    /// standard output.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// Write nothing; list the files that would change and exit 1 if any.
+    #[arg(long)]
+    pub check: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to generate completions for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `splashc.1` and `splashc-COMMAND.1` for every command into this
+    /// directory instead of printing `splashc.1`.
+    #[arg(long)]
+    pub out_dir: Option<PathBuf>,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
@@ -108,6 +142,9 @@ fn main() -> ExitCode {
         Command::Emit(a) => emit::run(&a),
         Command::Compile(a) => compile::run(&a),
         Command::Run(a) => run::run(&a),
+        Command::Fmt(a) => fmt::run(&a),
+        Command::Completions(a) => help::completions(&a),
+        Command::Man(a) => help::man(&a),
     };
     ExitCode::from(code)
 }

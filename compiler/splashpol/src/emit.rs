@@ -13,8 +13,9 @@
 //! | pin `N` of host path `P` | `{fd:pin:N:P}` |
 //! | the filter for bwrap `--seccomp` | `{fd:seccomp}` |
 //! | the filter for the runner handoff | `{fd:runner-seccomp}` |
+//! | the source of device node `NAME` | `{dev:NAME}` |
 
-use crate::plan::{BwrapOp, ExecArg, LaunchPlan, MountPoint, MountSource, Slot};
+use crate::plan::{BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, MountSource, Slot};
 
 /// Bubblewrap refuses a command line whose `argc` (program name included)
 /// exceeds this (`MAX_ARGS` in `bubblewrap.c`).
@@ -29,6 +30,10 @@ pub const MAX_ARGV_BYTES: usize = 32 * 4096;
 /// Widest rendering of a descriptor number (`i32::MAX`), used to bound the
 /// real argument list without knowing which descriptors a launch will get.
 const WIDEST_FD: &str = "2147483647";
+/// Longest device-node source path a runtime may render for
+/// [`Slot::Device`]; the argument limits count every such source at this
+/// length, and the runtime refuses a longer one.
+pub const DEVICE_SOURCE_MAX_BYTES: usize = 255;
 
 /// Why an argument list would be refused by bwrap or the kernel.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -96,7 +101,13 @@ pub fn display_slot(plan: &LaunchPlan, slot: Slot) -> String {
         }
         Slot::BwrapSeccomp => "{fd:seccomp}".to_string(),
         Slot::RunnerSeccomp => "{fd:runner-seccomp}".to_string(),
+        Slot::Device(node) => format!("{{dev:{}}}", node.name()),
     }
+}
+
+/// The sandbox path of `node` (`/dev/NAME`).
+pub fn device_destination(node: DeviceNode) -> String {
+    format!("/dev/{}", node.name())
 }
 
 fn mount_point(p: &MountPoint) -> String {
@@ -135,6 +146,11 @@ fn render_op(op: &BwrapOp, render: &mut dyn FnMut(Slot) -> String, out: &mut Vec
         BwrapOp::Dev(p) => {
             push("--dev");
             out.push(p.to_string());
+        }
+        BwrapOp::DevBind(node) => {
+            push("--dev-bind");
+            out.push(render(Slot::Device(*node)));
+            out.push(device_destination(*node));
         }
         BwrapOp::Tmpfs {
             destination,
@@ -189,7 +205,10 @@ fn bind(
 /// Check the real command line of `plan` (with the widest possible
 /// descriptor numbers) against bwrap's and the kernel's argument limits.
 pub fn check_argument_limits(plan: &LaunchPlan) -> Result<(), ArgvError> {
-    let mut render = |_| WIDEST_FD.to_string();
+    let mut render = |slot| match slot {
+        Slot::Device(_) => "/".repeat(DEVICE_SOURCE_MAX_BYTES),
+        _ => WIDEST_FD.to_string(),
+    };
     let mut argv = vec![plan.bwrap_program(&mut render)];
     argv.extend(plan.bwrap_arguments(&mut render));
     check_argv(&argv)
@@ -291,6 +310,10 @@ pub const EMITTED_OPTIONS: &[EmittedOption] = &[
     },
     EmittedOption {
         option: "--dev",
+        since: "0.1.0",
+    },
+    EmittedOption {
+        option: "--dev-bind",
         since: "0.1.0",
     },
     EmittedOption {

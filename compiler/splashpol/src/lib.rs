@@ -17,6 +17,7 @@ pub mod ast;
 pub mod check;
 pub mod diag;
 pub mod emit;
+pub mod format;
 pub mod lower;
 pub mod model;
 pub mod parse;

@@ -29,8 +29,8 @@ use crate::model::{
     SeccompPolicy, SelectorId,
 };
 use crate::plan::{
-    ActiveRoot, BrokerPlan, BwrapOp, ExecArg, LaunchPlan, MountPoint, MountSource, Pin, PinKind,
-    PinRole, PinSlot, QuotaCheck, SeccompDelivery, SeccompPlan, Slot, Stdio,
+    ActiveRoot, BrokerPlan, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, MountSource, Pin,
+    PinKind, PinRole, PinSlot, QuotaCheck, SeccompDelivery, SeccompPlan, Slot, Stdio,
 };
 use splash_seccomp::Arch;
 
@@ -477,6 +477,11 @@ pub fn lower(
         BwrapOp::RemountRo(MountPoint::Path(fixed("/proc"))),
         BwrapOp::Dev(fixed("/dev")),
     ]);
+    // `--dev` binds the host's own nodes, which a worker launched by a root
+    // host owns; each is bound again from a source the runtime picks per
+    // launch (a private node the worker does not own, when it would own the
+    // host's).
+    ops.extend(DeviceNode::ALL.map(BwrapOp::DevBind));
     match policy.tmp {
         PrivateTmp::Off => {}
         PrivateTmp::Unbounded => ops.push(BwrapOp::Tmpfs {
@@ -938,7 +943,10 @@ pub(crate) mod tests {
         let want = "--seccomp {fd:seccomp} \
             --unshare-all --unshare-user --disable-userns --cap-drop ALL --clearenv \
             --new-session --die-with-parent --as-pid-1 --chdir / --proc /proc --remount-ro /proc \
-            --dev /dev --size 67108864 --tmpfs /tmp \
+            --dev /dev --dev-bind {dev:null} /dev/null --dev-bind {dev:zero} /dev/zero \
+            --dev-bind {dev:full} /dev/full --dev-bind {dev:random} /dev/random \
+            --dev-bind {dev:urandom} /dev/urandom --dev-bind {dev:tty} /dev/tty \
+            --size 67108864 --tmpfs /tmp \
             --ro-bind-fd {fd:pin:1:/opt/splash/runtime} /opt/splash \
             --ro-bind-fd {fd:pin:2:/srv/splash/project} /workspace/project \
             --size 33554432 --tmpfs /workspace/scratch \

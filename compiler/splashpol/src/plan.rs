@@ -28,6 +28,72 @@ pub enum Slot {
     BwrapSeccomp,
     /// The anonymous descriptor holding the cBPF program for the runner handoff.
     RunnerSeccomp,
+    /// The host path of the device node bound at `/dev/NAME` for one launch
+    /// (a path, not a descriptor: Bubblewrap has no descriptor form of
+    /// `--dev-bind`).
+    Device(DeviceNode),
+}
+
+/// A device node that Bubblewrap's `--dev` binds from the host's `/dev`.
+///
+/// A host that launches as root runs the worker as host uid 0, the owner of
+/// the host's nodes: without a capability it could still `chmod`, `chown`,
+/// `utimensat` them or set an ACL on them, changing the host's own
+/// `/dev/null`. Every plan therefore binds each of these again with
+/// `--dev-bind` right after `--dev`; the runtime renders the source as a
+/// private node the worker does not own when the worker would own the
+/// host's node, and as the host's node otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceNode {
+    Null,
+    Zero,
+    Full,
+    Random,
+    Urandom,
+    Tty,
+}
+
+impl DeviceNode {
+    /// Every node Bubblewrap 0.8's `--dev` binds from the host, in its order.
+    /// (`--dev` also creates `/dev/pts` as a new devpts instance, `/dev/ptmx`,
+    /// `/dev/fd`, `/dev/stdin`, `/dev/stdout`, `/dev/stderr` and `/dev/core`
+    /// as symbolic links and `/dev/shm` as a directory, all inside the
+    /// sandbox's own tmpfs; `/dev/console` only when its stdout is a
+    /// terminal, which a launch's private pipe never is.)
+    pub const ALL: [DeviceNode; 6] = [
+        DeviceNode::Null,
+        DeviceNode::Zero,
+        DeviceNode::Full,
+        DeviceNode::Random,
+        DeviceNode::Urandom,
+        DeviceNode::Tty,
+    ];
+
+    /// The file name under `/dev`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceNode::Null => "null",
+            DeviceNode::Zero => "zero",
+            DeviceNode::Full => "full",
+            DeviceNode::Random => "random",
+            DeviceNode::Urandom => "urandom",
+            DeviceNode::Tty => "tty",
+        }
+    }
+
+    /// The character device's fixed Linux major and minor numbers
+    /// (`Documentation/admin-guide/devices.txt`).
+    pub fn major_minor(self) -> (u32, u32) {
+        match self {
+            DeviceNode::Null => (1, 3),
+            DeviceNode::Zero => (1, 5),
+            DeviceNode::Full => (1, 7),
+            DeviceNode::Random => (1, 8),
+            DeviceNode::Urandom => (1, 9),
+            DeviceNode::Tty => (5, 0),
+        }
+    }
 }
 
 /// What kind of object a pinned descriptor must refer to (re-checked through
@@ -116,6 +182,9 @@ pub enum BwrapOp {
     Chdir(MountPoint),
     Proc(SandboxPath),
     Dev(SandboxPath),
+    /// `--dev-bind SOURCE /dev/NAME` with [`Slot::Device`] as the source:
+    /// emitted for every [`DeviceNode`] right after [`BwrapOp::Dev`].
+    DevBind(DeviceNode),
     Tmpfs {
         destination: SandboxPath,
         size_bytes: Option<u64>,

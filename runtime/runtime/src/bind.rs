@@ -32,7 +32,11 @@
 //!    will be launched), so an old build fails here with a named option;
 //! 6. project quotas (see [`crate::quota`]) and their aggregate maximum;
 //!    while an aggregate is set, a read-write mount that is not a verified
-//!    quota root is refused.
+//!    quota root is refused;
+//! 7. the device nodes (see [`crate::devices`]; the plan's binds of them
+//!    are part of the prefix [`crate::verify`] checks): when the worker's uid owns any of the host's
+//!    nodes, launches get private nodes, and one directory of them is made
+//!    and removed here to prove that this host can.
 //!
 //! A cgroup preparation step joins as a [`LaunchPreparation`]: it runs after
 //! these checks and can wrap the launch program (see [`crate::LaunchSpec`]).
@@ -48,6 +52,7 @@ use std::process::{Command, Stdio};
 use splashpol::model::AbsPath;
 use splashpol::plan::{BwrapOp, LaunchPlan, MountSource, Pin, PinKind, PinRole};
 
+use crate::devices::{DEFAULT_DEVICE_PARENT, DeviceError, DeviceSources};
 use crate::quota::{self, KernelQuotaInspector, QuotaError, QuotaInspector, VerifiedQuota};
 use crate::spawn::LaunchSpec;
 use crate::sys;
@@ -136,6 +141,8 @@ pub enum BindError {
         #[source]
         source: io::Error,
     },
+    #[error("cannot provide the sandbox's device nodes")]
+    Devices(#[from] DeviceError),
     #[error("failed to bind the network broker")]
     Broker(#[from] crate::broker::BrokerBindError),
 }
@@ -180,6 +187,14 @@ pub trait LaunchPreparation: std::fmt::Debug + Send + Sync {
     fn provides_cgroup(&self) -> bool {
         false
     }
+    /// The host uid that Bubblewrap and the worker run as when this step's
+    /// wrapper changes it (`None`: the wrapper keeps the runtime's uid). Bind
+    /// uses it to decide whether the worker would own the host's device
+    /// nodes ([`crate::devices`]); a wrapper that changes the uid without
+    /// saying so gets private nodes it cannot reach, and the launch fails.
+    fn launch_uid(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// Options of [`BoundCommand::bind_with`].
@@ -187,6 +202,7 @@ pub trait LaunchPreparation: std::fmt::Debug + Send + Sync {
 pub struct BindOptions {
     quota_inspector: Box<dyn QuotaInspectorDebug>,
     preparations: Vec<Box<dyn LaunchPreparation>>,
+    device_parent: PathBuf,
     network_broker: Option<splash_broker::BrokerMount>,
 }
 
@@ -199,6 +215,7 @@ impl Default for BindOptions {
         Self {
             quota_inspector: Box::new(KernelQuotaInspector),
             preparations: Vec::new(),
+            device_parent: PathBuf::from(DEFAULT_DEVICE_PARENT),
             network_broker: None,
         }
     }
@@ -208,6 +225,14 @@ impl BindOptions {
     /// Replaces the project-quota inspector (the default reads the kernel).
     pub fn with_quota_inspector(mut self, inspector: impl QuotaInspectorDebug + 'static) -> Self {
         self.quota_inspector = Box::new(inspector);
+        self
+    }
+
+    /// Replaces the parent directory of the per-launch private device
+    /// directories (default `/dev`): owned by root, writable by nobody else
+    /// (or sticky), on a filesystem not mounted `nodev`.
+    pub fn with_device_directory(mut self, parent: impl Into<PathBuf>) -> Self {
+        self.device_parent = parent.into();
         self
     }
 
@@ -245,6 +270,7 @@ pub struct BoundCommand {
     pub(crate) pins: Vec<PinnedSource>,
     pub(crate) quotas: Vec<VerifiedQuota>,
     pub(crate) preparations: Vec<Box<dyn LaunchPreparation>>,
+    pub(crate) devices: DeviceSources,
 }
 
 fn type_name(meta: &Metadata) -> &'static str {
@@ -631,6 +657,7 @@ impl BoundCommand {
             pins,
             quotas: Vec::new(),
             preparations: Vec::new(),
+            devices: DeviceSources::Host,
         };
 
         // 5. Bubblewrap's options, asked of the very file that will run.
@@ -639,7 +666,16 @@ impl BoundCommand {
         // 6. Project quotas.
         bound.quotas = bound.verify_quotas(options.quota_inspector.as_ref())?;
 
-        // 7. Launch preparations (cgroup).
+        // 7. Device nodes, for the uid the worker will run as.
+        let worker_uid = options
+            .preparations
+            .iter()
+            .rev()
+            .find_map(|p| p.launch_uid())
+            .unwrap_or_else(sys::real_uid);
+        bound.devices = DeviceSources::decide(worker_uid, &options.device_parent)?;
+
+        // 8. Launch preparations (cgroup).
         let mut preparations = options.preparations;
         for step in &mut preparations {
             step.prepare(&bound)
@@ -740,6 +776,12 @@ impl BoundCommand {
             });
         }
         Ok(())
+    }
+
+    /// Whether each launch gets private device nodes (the worker's uid owns
+    /// the host's).
+    pub fn private_device_nodes(&self) -> bool {
+        self.devices.private()
     }
 
     /// The plan this command was bound from.

@@ -27,6 +27,7 @@
 
 pub mod bind;
 pub mod broker;
+pub mod devices;
 pub mod launch;
 pub mod lifecycle;
 pub mod quota;
@@ -41,6 +42,7 @@ pub use bind::{
     BindError, BindOptions, BoundCommand, BubblewrapLaunch, LaunchPreparation, PinnedSource,
 };
 pub use broker::BrokerBindError;
+pub use devices::{DeviceDirectory, DeviceError, DeviceSources};
 pub use launch::{LaunchError, LaunchOptions, LoadedPolicy, launch};
 pub use lifecycle::{LaunchFailure, WorkerLifecycle, WorkerStatus};
 pub use quota::{KernelQuotaInspector, QuotaError, QuotaInspector};

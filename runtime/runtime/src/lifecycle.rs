@@ -14,6 +14,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
+use crate::devices::DeviceDirectory;
+
 /// What the host knows about the Bubblewrap process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WorkerStatus {
@@ -55,14 +57,24 @@ pub(crate) fn describe_status(status: ExitStatus) -> String {
 pub struct WorkerLifecycle {
     child: Child,
     reaped: Option<WorkerStatus>,
+    /// The launch's private device nodes: removed once the worker is reaped.
+    devices: Option<DeviceDirectory>,
 }
 
 impl WorkerLifecycle {
-    pub(crate) fn new(child: Child) -> Self {
+    pub(crate) fn new(child: Child, devices: Option<DeviceDirectory>) -> Self {
         Self {
             child,
             reaped: None,
+            devices,
         }
+    }
+
+    fn reaped(&mut self, status: WorkerStatus) -> WorkerStatus {
+        self.reaped = Some(status);
+        // Nothing in the sandbox uses the nodes any more.
+        self.devices = None;
+        status
     }
 
     /// The host pid of the Bubblewrap process.
@@ -76,11 +88,7 @@ impl WorkerLifecycle {
             return Ok(s);
         }
         match self.child.try_wait()? {
-            Some(status) => {
-                let s = WorkerStatus::from_exit(status);
-                self.reaped = Some(s);
-                Ok(s)
-            }
+            Some(status) => Ok(self.reaped(WorkerStatus::from_exit(status))),
             None => Ok(WorkerStatus::Running),
         }
     }
@@ -91,8 +99,7 @@ impl WorkerLifecycle {
             return Ok(s);
         }
         let s = WorkerStatus::from_exit(self.child.wait()?);
-        self.reaped = Some(s);
-        Ok(s)
+        Ok(self.reaped(s))
     }
 
     /// Waits at most `timeout` for an exit; `Running` when it did not come.

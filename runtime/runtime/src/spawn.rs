@@ -5,9 +5,12 @@
 //! 1. the bootstrap's session id must equal the session id of the manifest
 //!    the plan was activated with (checked before any descriptor is made);
 //! 2. a [`LaunchSpec`] is prepared: a fresh close-on-exec duplicate of every
-//!    retained pin, the seccomp program in a sealed `memfd`, and the argument
-//!    list from the plan's one builder ([`LaunchPlan::bwrap_arguments`]) with
-//!    each [`Slot`] rendered as the number of the descriptor made for it;
+//!    retained pin, the seccomp program in a sealed `memfd`, the launch's
+//!    private device nodes when bind chose them ([`crate::devices`]), and the
+//!    argument list from the plan's one builder
+//!    ([`LaunchPlan::bwrap_arguments`]) with each descriptor [`Slot`]
+//!    rendered as the number of the descriptor made for it and each device
+//!    slot as the node's host path;
 //! 3. launch preparations may wrap the spec (a cgroup runner prefix);
 //! 4. Bubblewrap is started with an empty environment, cwd `/`, private
 //!    stdin/stdout pipes and stderr on `/dev/null`; in the child, every
@@ -19,6 +22,9 @@
 //! 5. the parent's copies of the launch descriptors are closed;
 //! 6. the bootstrap preamble is written and flushed to the worker's stdin
 //!    before any JSON; a failure kills and reaps Bubblewrap.
+//!
+//! The private device directory lives as long as the launch: it is removed
+//! when the launch fails or when the [`WorkerLifecycle`] reaps the worker.
 //!
 //! Nothing is retried: a failed exec, an unsupported option or an
 //! undeliverable filter is a launch failure.
@@ -33,6 +39,7 @@ use splash_protocol::PrivatePipeWorkerBootstrap;
 use splashpol::plan::{LaunchPlan, SeccompDelivery, Slot};
 
 use crate::bind::{BoundCommand, BubblewrapLaunch};
+use crate::devices::{self, DeviceDirectory};
 use crate::lifecycle::WorkerLifecycle;
 use crate::sys;
 
@@ -62,6 +69,8 @@ pub enum SpawnError {
     Seccomp(#[source] io::Error),
     #[error("the plan selects seccomp profile `{0}` but carries no program")]
     EmptySeccomp(String),
+    #[error("failed to make the launch's private device nodes")]
+    Devices(#[from] crate::devices::DeviceError),
     #[error("the plan's argument list uses {0:?}, which this launch did not prepare")]
     UnpreparedSlot(Slot),
     #[error("launch preparation `{step}` failed")]
@@ -103,6 +112,8 @@ pub struct LaunchSpec {
     inherit: Vec<OwnedFd>,
     /// Kept open (close-on-exec) until the exec, e.g. the pinned Bubblewrap.
     keep_open: Vec<OwnedFd>,
+    /// The private device nodes the arguments name, if any.
+    devices: Option<DeviceDirectory>,
 }
 
 impl LaunchSpec {
@@ -112,6 +123,11 @@ impl LaunchSpec {
 
     pub fn args(&self) -> &[String] {
         &self.args
+    }
+
+    /// The private device directory the arguments name, if any.
+    pub fn device_directory(&self) -> Option<&DeviceDirectory> {
+        self.devices.as_ref()
     }
 
     /// Descriptor numbers the child inherits.
@@ -211,9 +227,12 @@ impl BoundCommand {
             _ => None,
         };
 
+        let device_directory = self.devices.prepare()?;
+
         let mut missing = None;
         let mut render = |slot: Slot| -> String {
             let fd = match slot {
+                Slot::Device(node) => return devices::source(node, device_directory.as_ref()),
                 Slot::Pin(p) => fresh.get(usize::from(p.0)).and_then(Option::as_ref),
                 other => seccomp
                     .as_ref()
@@ -258,6 +277,7 @@ impl BoundCommand {
             args,
             inherit,
             keep_open,
+            devices: device_directory,
         })
     }
 
@@ -299,6 +319,7 @@ impl BoundCommand {
                 })?;
         }
         let mut command = spec.command();
+        let devices = spec.devices.take();
         let started = Instant::now();
         let spawned = command.spawn();
         // The child has its copies (or never started): close the parent's.
@@ -311,7 +332,7 @@ impl BoundCommand {
         })?;
         let pipes = (child.stdin.take(), child.stdout.take());
         // From here every stop goes through `WorkerLifecycle::terminate`.
-        let mut lifecycle = WorkerLifecycle::new(child);
+        let mut lifecycle = WorkerLifecycle::new(child, devices);
         let (Some(mut stdin), Some(stdout)) = pipes else {
             let status = lifecycle
                 .terminate()

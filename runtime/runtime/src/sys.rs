@@ -9,7 +9,9 @@
 //! read-only directory relative to a pin), `memfd_create(2)` and
 //! `fcntl(F_ADD_SEALS)` (the seccomp program), `ioctl(FS_IOC_FSGETXATTR)` and
 //! `quotactl_fd(2)` with `Q_XGETQSTATV` and `Q_GETQUOTA` (project quotas),
-//! `poll(2)` (a session waiting for the worker's first answer), and — only in
+//! `poll(2)` (a session waiting for the worker's first answer), `mkdirat(2)`,
+//! `mknodat(2)`, `fchownat(2)`, `fchmodat(2)`, `fstatat(2)`, `unlinkat(2)`,
+//! `fstatvfs(3)` and `getrandom(2)` (private device nodes), and — only in
 //! the forked child, through [`install_child_descriptor_hook`] —
 //! `close_range(2)` and `fcntl(F_SETFD)`.
 #![expect(
@@ -17,7 +19,7 @@
     reason = "the one module of this crate that makes raw system calls"
 )]
 
-use std::ffi::CString;
+use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
@@ -305,6 +307,136 @@ pub fn install_child_descriptor_hook(command: &mut Command, inherit: Vec<RawFd>)
     unsafe {
         command.pre_exec(hook);
     }
+}
+
+fn check(rc: libc::c_int) -> io::Result<()> {
+    if rc < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// The process's real user id (the uid Bubblewrap gives the worker).
+pub fn real_uid() -> u32 {
+    // SAFETY: getuid has no arguments and cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// `mkdirat(dir, name, mode)`.
+pub fn mkdir_at(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> io::Result<()> {
+    // SAFETY: `dir` is live and `name` a NUL-terminated string for the call.
+    check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode as libc::mode_t) })
+}
+
+/// `openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)`.
+pub fn open_directory_path_at(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<OwnedFd> {
+    // SAFETY: `dir` is live and `name` a NUL-terminated string for the call.
+    let fd = unsafe {
+        libc::openat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor from the kernel, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `mknodat(dir, name, S_IFCHR | mode, makedev(major, minor))`.
+pub fn mknod_char_at(
+    dir: BorrowedFd<'_>,
+    name: &CStr,
+    mode: u32,
+    (major, minor): (u32, u32),
+) -> io::Result<()> {
+    let device = libc::makedev(major, minor);
+    // SAFETY: `dir` is live and `name` a NUL-terminated string for the call.
+    check(unsafe {
+        libc::mknodat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            libc::S_IFCHR | mode as libc::mode_t,
+            device,
+        )
+    })
+}
+
+/// `fchownat(dir, name, uid, gid, AT_SYMLINK_NOFOLLOW)`.
+pub fn chown_at(dir: BorrowedFd<'_>, name: &CStr, uid: u32, gid: u32) -> io::Result<()> {
+    // SAFETY: `dir` is live and `name` a NUL-terminated string for the call.
+    check(unsafe {
+        libc::fchownat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            uid,
+            gid,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    })
+}
+
+/// `fchmodat(dir, name, mode, 0)`.
+pub fn chmod_at(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> io::Result<()> {
+    // SAFETY: `dir` is live and `name` a NUL-terminated string for the call.
+    check(unsafe { libc::fchmodat(dir.as_raw_fd(), name.as_ptr(), mode as libc::mode_t, 0) })
+}
+
+/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: (mode, uid, gid, rdev major, minor).
+pub fn stat_at(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<(u32, u32, u32, (u32, u32))> {
+    // SAFETY: `stat` is plain-old-data; all-zero is a valid value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `dir` is live, `name` NUL-terminated, and the kernel writes one
+    // `struct stat` into `st`, which outlives the call.
+    check(unsafe {
+        libc::fstatat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            &mut st,
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    })?;
+    let rdev = (libc::major(st.st_rdev), libc::minor(st.st_rdev));
+    Ok((st.st_mode, st.st_uid, st.st_gid, rdev))
+}
+
+/// `unlinkat(dir, name, AT_REMOVEDIR when directory)`.
+pub fn unlink_at(dir: BorrowedFd<'_>, name: &CStr, directory: bool) -> io::Result<()> {
+    let flags = if directory { libc::AT_REMOVEDIR } else { 0 };
+    // SAFETY: `dir` is live and `name` a NUL-terminated string for the call.
+    check(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), flags) })
+}
+
+/// Whether the filesystem mount holding `fd` forbids device access
+/// (`ST_NODEV` from `fstatvfs`).
+pub fn mounted_nodev(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    // SAFETY: `statvfs` is plain-old-data; all-zero is a valid value.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `fd` is live and the kernel writes one `struct statvfs`.
+    check(unsafe { libc::fstatvfs(fd.as_raw_fd(), &mut st) })?;
+    Ok(st.f_flag & libc::ST_NODEV != 0)
+}
+
+/// Fills `buf` from the kernel's random source (`getrandom(2)`).
+pub fn random_bytes(buf: &mut [u8]) -> io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let rest = &mut buf[done..];
+        // SAFETY: `rest` is a writable buffer of exactly `rest.len()` bytes.
+        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        done += n as usize;
+    }
+    Ok(())
 }
 
 /// Waits at most `timeout` for `fd` to become readable (data, end of input

@@ -6,7 +6,9 @@
 //!
 //! 1. the fixed hardening prefix of the Bubblewrap operations, exactly as
 //!    lowering emits it ([`HARDENING_PREFIX`]), after the optional
-//!    `--seccomp` and with the optional user-namespace lockdown in its place;
+//!    `--seccomp` and with the optional user-namespace lockdown in its place,
+//!    ending with the six device-node binds after `--dev /dev` (no later
+//!    operation may mount `/dev` or a device node again);
 //! 2. the architecture: the plan's and its seccomp program's must be this
 //!    host's, and the program itself, run in the interpreter, must allow at
 //!    least one system call of this host's architecture (a program compiled
@@ -19,7 +21,7 @@
 //!    check every one of them, not only the first.
 
 use splashpol::plan::{
-    Arch, BwrapOp, ExecArg, LaunchPlan, MountPoint, SeccompDelivery, SeccompPlan,
+    Arch, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, SeccompDelivery, SeccompPlan,
 };
 
 use crate::bind::BindError;
@@ -38,6 +40,12 @@ pub const HARDENING_PREFIX: &[&str] = &[
     "--proc /proc",
     "--remount-ro /proc",
     "--dev /dev",
+    "--dev-bind {dev:null} /dev/null",
+    "--dev-bind {dev:zero} /dev/zero",
+    "--dev-bind {dev:full} /dev/full",
+    "--dev-bind {dev:random} /dev/random",
+    "--dev-bind {dev:urandom} /dev/urandom",
+    "--dev-bind {dev:tty} /dev/tty",
 ];
 
 fn expected_prefix(lockdown: bool) -> Vec<(BwrapOp, &'static str)> {
@@ -53,11 +61,10 @@ fn expected_prefix(lockdown: bool) -> Vec<(BwrapOp, &'static str)> {
         BwrapOp::Proc(fixed("/proc")),
         BwrapOp::RemountRo(MountPoint::Path(fixed("/proc"))),
         BwrapOp::Dev(fixed("/dev")),
-    ];
-    let mut out: Vec<(BwrapOp, &'static str)> = ops
-        .into_iter()
-        .zip(HARDENING_PREFIX.iter().copied())
-        .collect();
+    ]
+    .into_iter()
+    .chain(DeviceNode::ALL.map(BwrapOp::DevBind));
+    let mut out: Vec<(BwrapOp, &'static str)> = ops.zip(HARDENING_PREFIX.iter().copied()).collect();
     if lockdown {
         out.splice(
             1..1,
@@ -106,7 +113,8 @@ fn check_prefix(plan: &LaunchPlan) -> Result<(), BindError> {
         ));
     }
     let lockdown = ops.get(1) == Some(&BwrapOp::UnshareUser);
-    for (i, (want, option)) in expected_prefix(lockdown).iter().enumerate() {
+    let prefix = expected_prefix(lockdown);
+    for (i, (want, option)) in prefix.iter().enumerate() {
         if ops.get(i) != Some(want) {
             return Err(BindError::HardeningPrefix {
                 position: i,
@@ -116,6 +124,16 @@ fn check_prefix(plan: &LaunchPlan) -> Result<(), BindError> {
                     .map_or_else(|| "nothing".to_owned(), |op| format!("{op:?}")),
             });
         }
+    }
+    // The device nodes are bound once: a later `--dev` or `--dev-bind` would
+    // mount the host's nodes again over the ones the runtime chose.
+    if ops[prefix.len()..]
+        .iter()
+        .any(|op| matches!(op, BwrapOp::Dev(_) | BwrapOp::DevBind(_)))
+    {
+        return Err(BindError::Plan(
+            "`--dev` and the device-node `--dev-bind` operations may only appear in the hardening prefix".into(),
+        ));
     }
     Ok(())
 }

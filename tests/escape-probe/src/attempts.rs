@@ -44,6 +44,10 @@ pub enum Control {
     /// A raw bwrap sandbox as host root sharing the host's pid and network
     /// namespaces.
     HostShared,
+    /// A raw bwrap sandbox as host root without any capability
+    /// (`--cap-drop ALL`), with bwrap's own `--dev /dev`: what a worker of a
+    /// root host is without the private device nodes.
+    CapDropped,
 }
 
 #[derive(Debug)]
@@ -62,6 +66,7 @@ const CAP: &str = "cap-drop";
 const PROC: &str = "read-only-proc";
 const PID1: &str = "pid1-is-worker";
 const HYGIENE: &str = "launcher-hygiene";
+const DEVNODES: &str = "private-device-nodes";
 // Policy layers.
 const SECCOMP: &str = "seccomp";
 const LANDLOCK: &str = "landlock";
@@ -601,6 +606,118 @@ fn mknod_somewhere() -> Outcome {
     last
 }
 
+// -------------------------------------------------------------- device nodes
+
+/// The nodes bwrap's `--dev` binds from the host.
+pub const DEVICE_NODES: [&str; 6] = ["null", "zero", "full", "random", "urandom", "tty"];
+
+/// Runs `change` on every `/dev` node (with its current `lstat`): it worked
+/// when it worked on any node. Every change leaves the node as it was (its
+/// own mode, times, owner), so a control that works harms nothing.
+fn each_dev_node(change: fn(&CStr, &libc::stat) -> Sys) -> Outcome {
+    let mut refused = None;
+    for name in DEVICE_NODES {
+        let path = cs(&format!("/dev/{name}"));
+        let st = match sys::lstat(&path) {
+            Ok(st) => st,
+            Err(e) => {
+                refused.get_or_insert((e, format!("/dev/{name}")));
+                continue;
+            }
+        };
+        match change(&path, &st) {
+            Ok(_) => return Worked(format!("/dev/{name} (owner {})", st.st_uid)),
+            Err(e) => {
+                refused.get_or_insert((e, format!("/dev/{name} (owner {})", st.st_uid)));
+            }
+        }
+    }
+    match refused {
+        Some((e, what)) => Denied(e, what),
+        None => NotApplicable("no device nodes".into()),
+    }
+}
+
+fn dev_chmod(path: &CStr, st: &libc::stat) -> Sys {
+    sys::chmod(path, st.st_mode & 0o7777)
+}
+
+fn dev_chown(path: &CStr, _: &libc::stat) -> Sys {
+    let (uid, gid) = sys::ids();
+    sys::fchown_path(path, uid, gid)
+}
+
+fn dev_utimes(path: &CStr, st: &libc::stat) -> Sys {
+    let at = |sec, nsec| libc::timespec {
+        tv_sec: sec,
+        tv_nsec: nsec,
+    };
+    sys::utimensat(
+        path,
+        [
+            at(st.st_atime, st.st_atime_nsec),
+            at(st.st_mtime, st.st_mtime_nsec),
+        ],
+    )
+}
+
+/// A POSIX access ACL with exactly the node's mode (`system.posix_acl_access`
+/// version 2: owner, group, other); the kernel stores it as that mode.
+fn dev_acl(path: &CStr, st: &libc::stat) -> Sys {
+    let mut acl = 2u32.to_le_bytes().to_vec();
+    for (tag, shift) in [(0x01u16, 6), (0x04, 3), (0x20, 0)] {
+        acl.extend(tag.to_le_bytes());
+        acl.extend(((st.st_mode >> shift) as u16 & 7).to_le_bytes());
+        acl.extend(u32::MAX.to_le_bytes());
+    }
+    sys::lsetxattr(path, c"system.posix_acl_access", &acl)
+}
+
+/// What the worker sees of its `/dev` nodes and whether they work, as one
+/// JSON object: per node its owner, `major:minor`, and whether the node did
+/// what it is for (`null` and `full` take a write, `null` with success and
+/// `full` with `ENOSPC`; `zero` reads zeros; `random` and `urandom` read).
+pub fn device_report() -> String {
+    let mut out = Vec::new();
+    for name in DEVICE_NODES {
+        let path = cs(&format!("/dev/{name}"));
+        let Ok(st) = sys::lstat(&path) else {
+            out.push(format!("{}:null", json::string(name)));
+            continue;
+        };
+        let rdev = format!("{}:{}", libc::major(st.st_rdev), libc::minor(st.st_rdev));
+        let works = match name {
+            "null" | "full" => {
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(format!("/dev/{name}"));
+                match (name, f.map(|mut f| f.write(b"x"))) {
+                    ("null", Ok(Ok(1))) => "true".to_owned(),
+                    ("full", Ok(Err(e))) if e.raw_os_error() == Some(libc::ENOSPC) => {
+                        "true".to_owned()
+                    }
+                    _ => "false".to_owned(),
+                }
+            }
+            "zero" | "random" | "urandom" => {
+                let mut buf = [1u8; 16];
+                let read = std::fs::File::open(format!("/dev/{name}"))
+                    .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut buf));
+                (read.is_ok() && (name != "zero" || buf == [0; 16])).to_string()
+            }
+            _ => "null".to_owned(),
+        };
+        out.push(format!(
+            "{}:{{\"uid\":{},\"gid\":{},\"rdev\":{},\"works\":{works}}}",
+            json::string(name),
+            st.st_uid,
+            st.st_gid,
+            json::string(&rdev)
+        ));
+    }
+    format!("{{\"devices\":{{{}}}}}", out.join(","))
+}
+
 // ----------------------------------------------------------------------- pid 1
 
 /// `name: value` lines of `/proc/PID/status`.
@@ -917,6 +1034,39 @@ pub static ATTEMPTS: &[Attempt] = &[
         [CAP, SECCOMP],
         Contained,
         |_| setns_own("mnt", libc::CLONE_NEWNS)
+    ),
+    // Host device nodes in /dev (a root host's worker is their owner).
+    attempt!(
+        "dev-node-chmod",
+        "device nodes",
+        "chmod a /dev node (to its own mode)",
+        [DEVNODES],
+        CapDropped,
+        |_| each_dev_node(dev_chmod)
+    ),
+    attempt!(
+        "dev-node-utimensat",
+        "device nodes",
+        "utimensat a /dev node to explicit times (its own)",
+        [DEVNODES],
+        CapDropped,
+        |_| each_dev_node(dev_utimes)
+    ),
+    attempt!(
+        "dev-node-fchown",
+        "device nodes",
+        "fchown a /dev node to the worker's uid and gid",
+        [DEVNODES],
+        CapDropped,
+        |_| each_dev_node(dev_chown)
+    ),
+    attempt!(
+        "dev-node-acl",
+        "device nodes",
+        "setxattr system.posix_acl_access on a /dev node (its own mode)",
+        [DEVNODES],
+        CapDropped,
+        |_| each_dev_node(dev_acl)
     ),
     // Old and new mount API.
     attempt!(

@@ -24,6 +24,7 @@ pub fn attempt_entry(a: &Attempt) -> String {
     let control = match a.control {
         Control::Contained => "contained",
         Control::HostShared => "host-shared",
+        Control::CapDropped => "cap-dropped",
     };
     format!(
         "{{\"attempt\":{},\"group\":{},\"layers\":[{}],\"control\":{},\"what\":{}}}",

@@ -28,7 +28,8 @@
 //! `--lower-nofile` (lower this process's own open-file limit first, so a
 //! control can show a pid 1 with weaker limits than the worker).
 //!
-//! `all` first prints `{"ids": {"uid", "gid"}}`. A result line is `{"attempt", "result", "errno"?, "signal"?, "code"?,
+//! `all` first prints `{"ids": {"uid", "gid"}}`, then `{"devices": {NAME:
+//! {"uid", "gid", "rdev", "works"}}}` for the `/dev` nodes bwrap binds. A result line is `{"attempt", "result", "errno"?, "signal"?, "code"?,
 //! "detail"?}` with `result` one of `ok` (it worked), `reached` (the kernel
 //! got past its permission checks and failed later, on purpose-invalid
 //! arguments), `denied`, `n/a`, `sent` (a signal; the host decides),
@@ -146,6 +147,7 @@ pub fn run() -> c_int {
             if name.is_none() {
                 let (uid, gid) = sys::ids();
                 print_line(&format!("{{\"ids\":{{\"uid\":{uid},\"gid\":{gid}}}}}"));
+                print_line(&attempts::device_report());
             }
             if lower {
                 // Best effort: the control then shows the pid 1 comparison.

@@ -759,6 +759,58 @@ pub fn mknod_char(path: &CStr) -> Sys {
     }))
 }
 
+/// `lstat(path)`.
+pub fn lstat(path: &CStr) -> Result<libc::stat, i32> {
+    // SAFETY: `stat` is plain-old-data; all-zero is a valid value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `path` is NUL-terminated; the kernel writes one `struct stat`.
+    check(c_long::from(unsafe { libc::lstat(path.as_ptr(), &mut st) }))?;
+    Ok(st)
+}
+
+pub fn chmod(path: &CStr, mode: libc::mode_t) -> Sys {
+    // SAFETY: `path` is NUL-terminated.
+    check(c_long::from(unsafe { libc::chmod(path.as_ptr(), mode) }))
+}
+
+/// `fchownat(fd, "", uid, gid, AT_EMPTY_PATH)` on an `O_PATH` descriptor of
+/// `path` (the file itself, never a link it names).
+pub fn fchown_path(path: &CStr, uid: u32, gid: u32) -> Sys {
+    let fd = open(path, libc::O_PATH | libc::O_NOFOLLOW, 0)?;
+    // SAFETY: `fd` is live and the empty path is a static NUL-terminated string.
+    check(c_long::from(unsafe {
+        libc::fchownat(fd.as_raw_fd(), c"".as_ptr(), uid, gid, libc::AT_EMPTY_PATH)
+    }))
+}
+
+/// `utimensat(AT_FDCWD, path, times, AT_SYMLINK_NOFOLLOW)` with explicit times.
+pub fn utimensat(path: &CStr, times: [libc::timespec; 2]) -> Sys {
+    // SAFETY: `path` is NUL-terminated and `times` two live timespecs.
+    check(c_long::from(unsafe {
+        libc::utimensat(
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            times.as_ptr(),
+            libc::AT_SYMLINK_NOFOLLOW,
+        )
+    }))
+}
+
+/// `lsetxattr(path, name, value, 0)`.
+pub fn lsetxattr(path: &CStr, name: &CStr, value: &[u8]) -> Sys {
+    // SAFETY: both strings are NUL-terminated and `value` is a live buffer
+    // of the given length.
+    check(c_long::from(unsafe {
+        libc::lsetxattr(
+            path.as_ptr(),
+            name.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    }))
+}
+
 pub fn sethostname(name: &[u8]) -> Sys {
     // SAFETY: `name` is a live buffer of the given length.
     check(c_long::from(unsafe {

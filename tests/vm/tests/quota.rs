@@ -226,6 +226,9 @@ impl LaunchPreparation for AsNobody {
     fn prepare(&mut self, _: &BoundCommand) -> std::io::Result<()> {
         Ok(())
     }
+    fn launch_uid(&self) -> Option<u32> {
+        Some(NOBODY)
+    }
     fn wrap(&self, spec: &mut LaunchSpec) -> std::io::Result<()> {
         let id = NOBODY.to_string();
         spec.wrap(

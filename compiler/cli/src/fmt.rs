@@ -1,0 +1,157 @@
+//! `splashc fmt [--check] FILE...`: canonical layout of `.splashpol` files
+//! (`splashpol::format`), comments kept.
+//!
+//! Without `--check` each file that is not already formatted is replaced
+//! atomically (a temporary file beside it, with the original's mode and
+//! owner, renamed over it; a symbolic link keeps pointing at the formatted
+//! file). `-` reads standard input and writes the result to standard output.
+//! With `--check` nothing is written: the files that would change are listed
+//! on stdout.
+//!
+//! Exit status: 0 all files are formatted (or were formatted now), 1 a file
+//! would change (`--check`) or does not parse (its syntax diagnostics on
+//! stderr, the file untouched), 2 a file cannot be read or written.
+
+use std::io::{IsTerminal, Read, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use splashpol::format::{FormatError, format_source};
+use splashpol::{CheckOutcome, RenderOptions};
+
+use crate::FmtArgs;
+
+pub fn run(args: &FmtArgs) -> u8 {
+    let mut worst = 0;
+    for path in &args.files {
+        let code = one(path, args.check);
+        worst = worst.max(code);
+    }
+    worst
+}
+
+fn one(path: &Path, check: bool) -> u8 {
+    let stdin = path == Path::new("-");
+    let name = if stdin {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let source = match read(path, stdin) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("splashc fmt: cannot read `{name}`: {e}");
+            return 2;
+        }
+    };
+    let formatted = match format_source(&source) {
+        Ok(f) => f,
+        Err(FormatError::Syntax(diagnostics)) => {
+            let outcome = CheckOutcome {
+                policy: None,
+                diagnostics,
+            };
+            let options = RenderOptions {
+                color: std::io::stderr().is_terminal(),
+                ..RenderOptions::default()
+            };
+            let text = outcome.render_human_with(&name, &source, options);
+            let _ = std::io::stderr().write_all(text.as_bytes());
+            eprintln!("splashc fmt: `{name}` does not parse; not formatted");
+            return 1;
+        }
+        Err(e) => {
+            eprintln!("splashc fmt: `{name}`: {e}; not formatted");
+            return 1;
+        }
+    };
+    if check {
+        if formatted != source {
+            println!("{name}");
+            return 1;
+        }
+        return 0;
+    }
+    if stdin {
+        let mut out = std::io::stdout().lock();
+        return match out
+            .write_all(formatted.as_bytes())
+            .and_then(|()| out.flush())
+        {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("splashc fmt: cannot write standard output: {e}");
+                2
+            }
+        };
+    }
+    if formatted == source {
+        return 0;
+    }
+    match replace(path, formatted.as_bytes()) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("splashc fmt: cannot write `{name}`: {e}");
+            2
+        }
+    }
+}
+
+fn read(path: &Path, stdin: bool) -> std::io::Result<String> {
+    let bytes = if stdin {
+        let mut b = Vec::new();
+        std::io::stdin().lock().read_to_end(&mut b)?;
+        b
+    } else {
+        std::fs::read(path)?
+    };
+    String::from_utf8(bytes).map_err(|e| std::io::Error::other(format!("not valid UTF-8: {e}")))
+}
+
+/// Replaces the file `path` refers to with `bytes`: write a temporary file in
+/// the same directory with the original's mode and owner, sync it, rename it
+/// over the original. The temporary file is removed on any failure.
+fn replace(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let target = std::fs::canonicalize(path)?;
+    let meta = std::fs::metadata(&target)?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    let dir = target
+        .parent()
+        .ok_or_else(|| std::io::Error::other("no parent directory"))?;
+    let file_name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = temp_path(dir, &file_name);
+    let result = write_temp(&temp, bytes, &meta).and_then(|()| std::fs::rename(&temp, &target));
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    result
+}
+
+fn temp_path(dir: &Path, file_name: &str) -> PathBuf {
+    dir.join(format!(".{file_name}.splashc-fmt.{}", std::process::id()))
+}
+
+fn write_temp(temp: &Path, bytes: &[u8], meta: &std::fs::Metadata) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(temp)?;
+    file.write_all(bytes)?;
+    let current = file.metadata()?;
+    if (current.uid(), current.gid()) != (meta.uid(), meta.gid()) {
+        std::os::unix::fs::fchown(&file, Some(meta.uid()), Some(meta.gid())).map_err(|e| {
+            std::io::Error::other(format!(
+                "cannot give the formatted file the original's owner {}:{}: {e}",
+                meta.uid(),
+                meta.gid()
+            ))
+        })?;
+    }
+    file.set_permissions(std::fs::Permissions::from_mode(meta.mode() & 0o7777))?;
+    file.sync_all()
+}

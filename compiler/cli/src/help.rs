@@ -1,0 +1,150 @@
+//! `splashc completions SHELL` and `splashc man [--out-dir DIR]`: shell
+//! completion scripts and manual pages generated from the command-line
+//! definition itself, so they never fall behind it.
+
+use std::io::Write;
+use std::path::Path;
+
+use clap::CommandFactory;
+
+use crate::{Cli, CompletionsArgs, ManArgs};
+
+/// The command-line definition, named as installed.
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+pub fn completions(args: &CompletionsArgs) -> u8 {
+    let mut cmd = command();
+    let mut out = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "splashc", &mut out);
+    write_stdout(&out)
+}
+
+pub fn man(args: &ManArgs) -> u8 {
+    let cmd = command();
+    match &args.out_dir {
+        None => match render(&cmd) {
+            Ok(page) => write_stdout(&page),
+            Err(e) => {
+                eprintln!("splashc man: {e}");
+                2
+            }
+        },
+        Some(dir) => match write_pages(&cmd, dir) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("splashc man: cannot write into `{}`: {e}", dir.display());
+                2
+            }
+        },
+    }
+}
+
+/// The roff page of `cmd`.
+pub fn render(cmd: &clap::Command) -> std::io::Result<Vec<u8>> {
+    let mut page = Vec::new();
+    clap_mangen::Man::new(cmd.clone()).render(&mut page)?;
+    Ok(page)
+}
+
+/// `splashc.1` and one `splashc-NAME.1` per subcommand (except `help`).
+fn write_pages(cmd: &clap::Command, dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join("splashc.1"), render(cmd)?)?;
+    for sub in cmd.get_subcommands() {
+        let name = format!("splashc-{}", sub.get_name());
+        let mut page = sub.clone().name(name.clone()).bin_name(name.clone());
+        if let Some(version) = cmd.get_version() {
+            page = page.version(version.to_string());
+        }
+        std::fs::write(dir.join(format!("{name}.1")), render(&page)?)?;
+    }
+    Ok(())
+}
+
+fn write_stdout(bytes: &[u8]) -> u8 {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("splashc: cannot write standard output: {e}");
+            2
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subcommands() -> Vec<String> {
+        let names: Vec<String> = command()
+            .get_subcommands()
+            .map(|s| s.get_name().to_string())
+            .collect();
+        assert!(names.len() >= 7, "{names:?}");
+        names
+    }
+
+    #[test]
+    fn completions_mention_every_subcommand_and_its_long_options() {
+        for shell in [
+            clap_complete::Shell::Bash,
+            clap_complete::Shell::Zsh,
+            clap_complete::Shell::Fish,
+        ] {
+            let mut cmd = command();
+            let mut out = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "splashc", &mut out);
+            let script = String::from_utf8(out).expect("utf-8");
+            for name in subcommands() {
+                assert!(script.contains(&name), "{shell}: no `{name}`");
+            }
+            for sub in command().get_subcommands() {
+                for arg in sub.get_arguments() {
+                    if let Some(long) = arg.get_long() {
+                        assert!(
+                            script.contains(long),
+                            "{shell}: no `--{long}` of `{}`",
+                            sub.get_name()
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn man_pages_mention_every_subcommand_and_each_gets_a_page() {
+        let page = String::from_utf8(render(&command()).expect("render")).expect("utf-8");
+        assert!(page.contains(".TH splashc 1"), "{page}");
+        for name in subcommands() {
+            assert!(
+                page.contains(&format!("splashc\\-{name}(1)")),
+                "no `{name}` in:\n{page}"
+            );
+        }
+        let dir = std::env::temp_dir().join(format!("splashc-man-test-{}", std::process::id()));
+        write_pages(&command(), &dir).expect("pages");
+        for sub in command().get_subcommands() {
+            let name = sub.get_name();
+            let text = std::fs::read_to_string(dir.join(format!("splashc-{name}.1")))
+                .unwrap_or_else(|e| panic!("page of `{name}`: {e}"));
+            assert!(
+                text.contains(&format!(
+                    ".TH splashc-{name} 1  \"splashc-{name} {}\"",
+                    env!("CARGO_PKG_VERSION")
+                )),
+                "{text}"
+            );
+            for arg in sub.get_arguments() {
+                if let Some(long) = arg.get_long() {
+                    let roff = long.replace('-', "\\-");
+                    assert!(text.contains(&roff), "`--{long}` missing from:\n{text}");
+                }
+            }
+        }
+        std::fs::remove_dir_all(&dir).expect("remove the test's temporary directory");
+    }
+}

@@ -1,0 +1,295 @@
+//! The device nodes of the sandbox's `/dev`.
+//!
+//! Bubblewrap's `--dev` bind-mounts six nodes from the host's `/dev`
+//! ([`DeviceNode::ALL`]). A worker that runs as their owner (host uid 0 when
+//! the host launches as root) could `chmod`, `chown` (to its own groups),
+//! `utimensat` with explicit times or give a POSIX ACL to the host's own
+//! nodes without any capability. Every plan therefore binds each node again
+//! from a [`Slot::Device`](splashpol::plan::Slot::Device) source, and bind
+//! decides what that source is ([`DeviceSources`]):
+//!
+//! - when the worker's uid owns none of the host's nodes, the host's node
+//!   itself (`/dev/NAME`, what `--dev` bound already);
+//! - otherwise, for every launch, a private node: a fresh directory
+//!   `.splash-dev-<random>` (mode `0700`, owned by root) under a parent on a
+//!   filesystem that allows devices (default `/dev`), holding a character
+//!   device per name with the fixed Linux major and minor, mode `0666`,
+//!   owned by [`DEVICE_NODE_OWNER`]. The worker can read and write them but
+//!   is not their owner and holds no `CAP_FOWNER` or `CAP_CHOWN`, so every
+//!   change of their metadata is refused. The directory is removed when the
+//!   launch fails or the worker is reaped ([`DeviceDirectory`]'s `Drop`).
+
+use std::ffi::CString;
+use std::fs::{self, File};
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use splashpol::emit::DEVICE_SOURCE_MAX_BYTES;
+use splashpol::plan::DeviceNode;
+
+use crate::sys;
+
+/// The owner (uid and gid) of private device nodes: the overflow id, never
+/// a uid the worker runs as when private nodes are made.
+pub const DEVICE_NODE_OWNER: u32 = 65534;
+/// The default parent of the per-launch device directories: `/dev` allows
+/// devices on every Linux host (`/run` and `/tmp` are often `nodev`).
+pub const DEFAULT_DEVICE_PARENT: &str = "/dev";
+/// The name prefix of a per-launch device directory.
+pub const DEVICE_DIRECTORY_PREFIX: &str = ".splash-dev-";
+/// Random bytes in a directory name (hex-encoded).
+const RANDOM_BYTES: usize = 10;
+/// The mode of a private node.
+const NODE_MODE: u32 = 0o666;
+
+/// Why the device nodes of a launch cannot be provided.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    #[error("failed to inspect the host's `{path}`")]
+    Host {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("the host's `{path}` is not the character device {major}:{minor}")]
+    NotTheDevice {
+        path: String,
+        major: u32,
+        minor: u32,
+    },
+    #[error(
+        "the worker runs as uid {uid}, which would own both the host's `{path}` and the private device nodes"
+    )]
+    OwnerIsWorker { path: String, uid: u32 },
+    #[error("device directory parent `{path}`: {reason}")]
+    Parent { path: String, reason: String },
+    #[error(
+        "failed to make the private device nodes under `{path}` (a worker that owns the host's device nodes needs them; the launch is refused)"
+    )]
+    Create {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Where the `--dev-bind` sources of one bound plan come from.
+#[derive(Debug)]
+pub enum DeviceSources {
+    /// The host's own nodes: the worker owns none of them.
+    Host,
+    /// A private directory of nodes for every launch.
+    Private(PrivateDevices),
+}
+
+/// The parent of the per-launch directories, pinned at bind.
+#[derive(Debug)]
+pub struct PrivateDevices {
+    parent: PathBuf,
+    parent_fd: OwnedFd,
+}
+
+fn host_path(node: DeviceNode) -> String {
+    splashpol::emit::device_destination(node)
+}
+
+impl DeviceSources {
+    /// Decides for a worker that runs as host uid `worker_uid`: private nodes
+    /// when it owns any of the host's, made under `parent`. With private
+    /// nodes, one directory is made and removed here, so a host that cannot
+    /// make them fails at bind rather than at the first launch.
+    pub fn decide(worker_uid: u32, parent: &Path) -> Result<Self, DeviceError> {
+        let mut owned = None;
+        for node in DeviceNode::ALL {
+            let path = host_path(node);
+            let meta = fs::symlink_metadata(&path).map_err(|source| DeviceError::Host {
+                path: path.clone(),
+                source,
+            })?;
+            let (major, minor) = node.major_minor();
+            let rdev = meta.rdev();
+            if !meta.file_type().is_char_device()
+                || (libc::major(rdev), libc::minor(rdev)) != (major, minor)
+            {
+                return Err(DeviceError::NotTheDevice { path, major, minor });
+            }
+            if meta.uid() == worker_uid && owned.is_none() {
+                owned = Some(path);
+            }
+        }
+        let Some(owned) = owned else {
+            return Ok(Self::Host);
+        };
+        if worker_uid == DEVICE_NODE_OWNER {
+            return Err(DeviceError::OwnerIsWorker {
+                path: owned,
+                uid: worker_uid,
+            });
+        }
+        let private = PrivateDevices::open(parent)?;
+        drop(private.create()?);
+        Ok(Self::Private(private))
+    }
+
+    /// Makes the nodes of one launch (private sources only).
+    pub fn prepare(&self) -> Result<Option<DeviceDirectory>, DeviceError> {
+        match self {
+            Self::Host => Ok(None),
+            Self::Private(p) => p.create().map(Some),
+        }
+    }
+
+    /// Whether launches get private nodes.
+    pub fn private(&self) -> bool {
+        matches!(self, Self::Private(_))
+    }
+}
+
+/// The source path of `node` for one launch.
+pub fn source(node: DeviceNode, directory: Option<&DeviceDirectory>) -> String {
+    match directory {
+        Some(d) => d.path.join(node.name()).display().to_string(),
+        None => host_path(node),
+    }
+}
+
+impl PrivateDevices {
+    fn open(parent: &Path) -> Result<Self, DeviceError> {
+        let shown = parent.display().to_string();
+        let refuse = |reason: String| DeviceError::Parent {
+            path: shown.clone(),
+            reason,
+        };
+        let canonical = fs::canonicalize(parent).map_err(|e| refuse(e.to_string()))?;
+        let parent_fd =
+            sys::open_path_no_symlinks(&canonical).map_err(|e| refuse(e.to_string()))?;
+        let meta = File::from(parent_fd.try_clone().map_err(|e| refuse(e.to_string()))?)
+            .metadata()
+            .map_err(|e| refuse(e.to_string()))?;
+        if !meta.is_dir() {
+            return Err(refuse("not a directory".into()));
+        }
+        let mode = meta.permissions().mode();
+        if meta.uid() != 0 || (mode & 0o022 != 0 && mode & 0o1000 == 0) {
+            return Err(refuse(format!(
+                "must be owned by root and writable by nobody else (it is uid {}, mode {:o})",
+                meta.uid(),
+                mode & 0o7777
+            )));
+        }
+        if sys::mounted_nodev(parent_fd.as_fd()).map_err(|e| refuse(e.to_string()))? {
+            return Err(refuse(
+                "its filesystem is mounted `nodev`, so nodes there cannot be used".into(),
+            ));
+        }
+        // `PARENT/.splash-dev-HEX/urandom` must fit the length the argument
+        // limits were checked with.
+        let longest = canonical.as_os_str().len()
+            + 1
+            + DEVICE_DIRECTORY_PREFIX.len()
+            + 2 * RANDOM_BYTES
+            + 1
+            + "urandom".len();
+        if longest > DEVICE_SOURCE_MAX_BYTES {
+            return Err(refuse(format!(
+                "the node paths would be {longest} bytes; at most {DEVICE_SOURCE_MAX_BYTES} are allowed"
+            )));
+        }
+        Ok(Self {
+            parent: canonical,
+            parent_fd,
+        })
+    }
+
+    fn create(&self) -> Result<DeviceDirectory, DeviceError> {
+        let fail = |source| DeviceError::Create {
+            path: self.parent.display().to_string(),
+            source,
+        };
+        let mut random = [0u8; RANDOM_BYTES];
+        sys::random_bytes(&mut random).map_err(fail)?;
+        let name: String = std::iter::once(DEVICE_DIRECTORY_PREFIX.to_owned())
+            .chain(random.iter().map(|b| format!("{b:02x}")))
+            .collect();
+        let c_name =
+            CString::new(name.clone()).map_err(|_| fail(io::ErrorKind::InvalidInput.into()))?;
+        let parent_fd = self.parent_fd.try_clone().map_err(fail)?;
+        sys::mkdir_at(parent_fd.as_fd(), &c_name, 0o700).map_err(fail)?;
+        // From here on the guard removes whatever exists.
+        let mut directory = DeviceDirectory {
+            path: self.parent.join(&name),
+            parent_fd,
+            name: c_name,
+            dir: None,
+        };
+        directory.fill().map_err(fail)?;
+        Ok(directory)
+    }
+}
+
+/// One launch's private device directory; removed (nodes first) on drop.
+#[derive(Debug)]
+pub struct DeviceDirectory {
+    path: PathBuf,
+    parent_fd: OwnedFd,
+    name: CString,
+    dir: Option<OwnedFd>,
+}
+
+fn node_name(node: DeviceNode) -> CString {
+    CString::new(node.name()).unwrap_or_default()
+}
+
+impl DeviceDirectory {
+    /// The host path of the directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn fill(&mut self) -> io::Result<()> {
+        let dir = sys::open_directory_path_at(self.parent_fd.as_fd(), &self.name)?;
+        sys::chmod_at(self.parent_fd.as_fd(), &self.name, 0o700)?;
+        let dir = self.dir.insert(dir);
+        for node in DeviceNode::ALL {
+            let name = node_name(node);
+            sys::mknod_char_at(dir.as_fd(), &name, NODE_MODE, node.major_minor())?;
+            sys::chown_at(dir.as_fd(), &name, DEVICE_NODE_OWNER, DEVICE_NODE_OWNER)?;
+            // The umask may have cleared bits; chown never adds any.
+            sys::chmod_at(dir.as_fd(), &name, NODE_MODE)?;
+            let (mode, uid, gid, rdev) = sys::stat_at(dir.as_fd(), &name)?;
+            if mode != libc::S_IFCHR | NODE_MODE
+                || uid != DEVICE_NODE_OWNER
+                || gid != DEVICE_NODE_OWNER
+                || rdev != node.major_minor()
+            {
+                return Err(io::Error::other(format!(
+                    "node `{}` came out as mode {mode:o}, owner {uid}:{gid}, device {}:{}",
+                    node.name(),
+                    rdev.0,
+                    rdev.1
+                )));
+            }
+        }
+        let (mode, uid, _, _) = sys::stat_at(self.parent_fd.as_fd(), &self.name)?;
+        if mode & 0o7777 != 0o700 || uid != 0 {
+            return Err(io::Error::other(format!(
+                "the directory came out as mode {:o}, owner {uid}",
+                mode & 0o7777
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for DeviceDirectory {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.dir {
+            for node in DeviceNode::ALL {
+                let _ = sys::unlink_at(dir.as_fd(), &node_name(node), false);
+            }
+        }
+        let _ = sys::unlink_at(self.parent_fd.as_fd(), &self.name, true);
+    }
+}

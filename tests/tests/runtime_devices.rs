@@ -1,0 +1,299 @@
+//! The private device nodes of a root launch, with the real bwrap: what the
+//! runtime makes on the host, and that nothing of it is left behind. (What
+//! the worker can do with its nodes is proven from inside the sandbox by the
+//! escape battery's `dev-node-*` attempts and its device report.)
+
+mod runtime_support;
+
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use runtime_support::{TempDir, TestPolicy};
+use splash_protocol::{PrivatePipeWorkerBootstrap, SessionKey, Token};
+use splash_runtime::{
+    BindError, BindOptions, BoundCommand, LaunchPreparation, LaunchSpec, SpawnError, WorkerStatus,
+};
+use splashpol::plan::{BwrapOp, DeviceNode};
+
+const NODES: [(&str, u32, u32); 6] = [
+    ("null", 1, 3),
+    ("zero", 1, 5),
+    ("full", 1, 7),
+    ("random", 1, 8),
+    ("urandom", 1, 9),
+    ("tty", 5, 0),
+];
+
+/// The per-launch device directories that exist under `/dev` now.
+fn device_directories() -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir("/dev")
+        .expect("read /dev")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".splash-dev-"))
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    out
+}
+
+/// A root host with bwrap and a copy of `cat` as the worker.
+fn root_host() -> Option<(TempDir, PathBuf)> {
+    let bwrap = splash_tests::bwrap_path();
+    if !splash_tests::require_host(bwrap.is_some(), "bubblewrap") {
+        return None;
+    }
+    // The worker gets this process's real uid.
+    let root = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .map(str::to_owned)
+        })
+        .is_some_and(|v| v.split_whitespace().all(|f| f == "0"));
+    if !splash_tests::require_host(root, "host root (private device nodes are made by root)") {
+        return None;
+    }
+    let dir = TempDir::new("devices");
+    std::fs::copy("/usr/bin/cat", dir.path().join("cat")).expect("copy cat");
+    Some((dir, bwrap.expect("checked above")))
+}
+
+fn bootstrap() -> PrivatePipeWorkerBootstrap {
+    PrivatePipeWorkerBootstrap::new(
+        Token::new("s-1").expect("token"),
+        SessionKey::generate().expect("csprng key"),
+    )
+}
+
+fn assert_private_nodes(dir: &Path) {
+    let meta = std::fs::symlink_metadata(dir).expect("device directory");
+    assert!(meta.is_dir());
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o700, "{dir:?}");
+    assert_eq!((meta.uid(), meta.gid()), (0, 0), "{dir:?}");
+    for (name, major, minor) in NODES {
+        let node = std::fs::symlink_metadata(dir.join(name)).expect("node");
+        assert!(node.file_type().is_char_device(), "{name}");
+        assert_eq!(
+            (libc::major(node.rdev()), libc::minor(node.rdev())),
+            (major, minor),
+            "{name}"
+        );
+        assert_eq!(node.permissions().mode() & 0o7777, 0o666, "{name}");
+        assert_eq!((node.uid(), node.gid()), (65534, 65534), "{name}");
+    }
+    let entries = std::fs::read_dir(dir).expect("list").count();
+    assert_eq!(entries, NODES.len(), "nothing but the nodes");
+}
+
+#[test]
+fn a_root_launch_gets_private_nodes_that_are_removed_when_the_worker_is_reaped() {
+    let _serial = runtime_support::serial();
+    let Some((dir, bwrap)) = root_host() else {
+        return;
+    };
+    let before = device_directories();
+    let bound =
+        BoundCommand::bind(TestPolicy::new(&bwrap, dir.path(), "cat").plan()).expect("bind");
+    assert!(bound.private_device_nodes());
+    assert_eq!(
+        device_directories(),
+        before,
+        "bind's trial directory is gone"
+    );
+
+    // A prepared launch names its directory in the arguments.
+    let spec = bound.launch_spec().expect("launch spec");
+    let private = spec
+        .device_directory()
+        .expect("private nodes")
+        .path()
+        .to_path_buf();
+    assert_private_nodes(&private);
+    for (name, _, _) in NODES {
+        let source = private.join(name).display().to_string();
+        let at = spec
+            .args()
+            .windows(3)
+            .position(|w| w[0] == "--dev-bind" && w[1] == source && w[2] == format!("/dev/{name}"));
+        assert!(
+            at.is_some(),
+            "--dev-bind {source} /dev/{name} in {:?}",
+            spec.args()
+        );
+    }
+    drop(spec);
+    assert!(!private.exists(), "a dropped launch spec removes its nodes");
+
+    // A real launch: the nodes exist while the worker runs, and go with it.
+    let worker = bound.spawn_with_bootstrap(&bootstrap()).expect("spawn");
+    let (mut lifecycle, stdin, _stdout) = worker.into_lifecycle_parts();
+    let during: Vec<PathBuf> = device_directories()
+        .into_iter()
+        .filter(|d| !before.contains(d))
+        .collect();
+    assert_eq!(during.len(), 1, "one directory for the launch: {during:?}");
+    assert_private_nodes(&during[0]);
+    assert_eq!(
+        lifecycle.try_status().expect("status"),
+        WorkerStatus::Running
+    );
+    drop(stdin);
+    let status = lifecycle.wait().expect("wait");
+    assert_eq!(status, WorkerStatus::Exited(0), "cat ends at end of input");
+    assert!(!during[0].exists(), "removed once the worker is reaped");
+    drop(lifecycle);
+    assert_eq!(device_directories(), before);
+}
+
+/// A preparation that launches nothing itself: it may fail every launch
+/// after the launch spec was made, and may say the launch runs as another
+/// user.
+#[derive(Debug)]
+struct Step {
+    fail: bool,
+    uid: Option<u32>,
+}
+
+impl LaunchPreparation for Step {
+    fn name(&self) -> &str {
+        "test-step"
+    }
+    fn prepare(&mut self, _: &BoundCommand) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn wrap(&self, _: &mut LaunchSpec) -> std::io::Result<()> {
+        if self.fail {
+            return Err(std::io::Error::other("refused on purpose"));
+        }
+        Ok(())
+    }
+    fn launch_uid(&self) -> Option<u32> {
+        self.uid
+    }
+}
+
+#[test]
+fn a_failed_launch_leaves_no_nodes_and_another_uid_gets_the_host_nodes() {
+    let _serial = runtime_support::serial();
+    let Some((dir, bwrap)) = root_host() else {
+        return;
+    };
+    let before = device_directories();
+    let plan = TestPolicy::new(&bwrap, dir.path(), "cat").plan();
+    let bound = BoundCommand::bind_with(
+        plan.clone(),
+        BindOptions::default().with_preparation(Step {
+            fail: true,
+            uid: None,
+        }),
+    )
+    .expect("bind");
+    assert!(bound.private_device_nodes());
+    let err = bound
+        .spawn_with_bootstrap(&bootstrap())
+        .expect_err("the preparation fails");
+    assert!(matches!(err, SpawnError::Preparation { .. }), "{err}");
+    assert_eq!(
+        device_directories(),
+        before,
+        "nothing left after the failure"
+    );
+
+    // Control: a worker that runs as 65534 owns none of the host's nodes, so
+    // its launches bind the host's own.
+    let bound = BoundCommand::bind_with(
+        plan,
+        BindOptions::default().with_preparation(Step {
+            fail: false,
+            uid: Some(65534),
+        }),
+    )
+    .expect("bind");
+    assert!(!bound.private_device_nodes());
+    let spec = bound.launch_spec().expect("launch spec");
+    assert!(spec.device_directory().is_none());
+    assert!(
+        spec.args()
+            .windows(3)
+            .any(|w| w == ["--dev-bind", "/dev/null", "/dev/null"]),
+        "{:?}",
+        spec.args()
+    );
+}
+
+#[test]
+fn bind_refuses_a_device_parent_others_could_change() {
+    let _serial = runtime_support::serial();
+    let Some((dir, bwrap)) = root_host() else {
+        return;
+    };
+    let plan = TestPolicy::new(&bwrap, dir.path(), "cat").plan();
+    let parent = TempDir::new("device-parent");
+    let refused = |why: &str| {
+        let err = BoundCommand::bind_with(
+            plan.clone(),
+            BindOptions::default().with_device_directory(parent.path()),
+        )
+        .expect_err(why);
+        assert!(matches!(err, BindError::Devices(_)), "{why}: {err}");
+        let text = format!("{}", std::error::Error::source(&err).expect("source"));
+        assert!(
+            text.contains(&parent.path().display().to_string()),
+            "{text}"
+        );
+    };
+    std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    refused("world-writable without the sticky bit");
+    std::fs::set_permissions(parent.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::os::unix::fs::chown(parent.path(), Some(65534), None).expect("chown");
+    refused("not owned by root");
+    // Control: the same directory owned by root and writable by root only
+    // is accepted, and holds nothing after bind.
+    std::os::unix::fs::chown(parent.path(), Some(0), None).expect("chown");
+    let bound = BoundCommand::bind_with(
+        plan.clone(),
+        BindOptions::default().with_device_directory(parent.path()),
+    )
+    .expect("a root-owned 0755 parent on this filesystem is accepted");
+    assert!(bound.private_device_nodes());
+    assert_eq!(std::fs::read_dir(parent.path()).expect("list").count(), 0);
+}
+
+#[test]
+fn bind_refuses_a_plan_without_every_device_bind_after_dev() {
+    let _serial = runtime_support::serial();
+    let Some(bwrap) = splash_tests::bwrap_path() else {
+        splash_tests::require_host(false, "bubblewrap");
+        return;
+    };
+    let dir = TempDir::new("devices-plan");
+    std::fs::copy("/usr/bin/cat", dir.path().join("cat")).expect("copy cat");
+    let plan = TestPolicy::new(&bwrap, dir.path(), "cat").plan();
+    let is_device = |op: &BwrapOp| matches!(op, BwrapOp::DevBind(_));
+    let first = plan.ops.iter().position(is_device).expect("device binds");
+
+    let mut missing = plan.clone();
+    missing
+        .ops
+        .retain(|op| *op != BwrapOp::DevBind(DeviceNode::Null));
+    let mut moved = plan.clone();
+    let op = moved.ops.remove(first);
+    moved.ops.push(op);
+    let mut repeated = plan.clone();
+    repeated.ops.push(BwrapOp::DevBind(DeviceNode::Tty));
+    for (what, bad) in [
+        ("missing", missing),
+        ("moved", moved),
+        ("repeated", repeated),
+    ] {
+        let err = BoundCommand::bind(bad).expect_err(what);
+        assert!(
+            matches!(&err, BindError::HardeningPrefix { expected, .. } if expected.starts_with("--dev-bind"))
+                || matches!(&err, BindError::Plan(m) if m.contains("--dev-bind")),
+            "{what}: {err}"
+        );
+    }
+    // Control: the plan as lowered binds.
+    BoundCommand::bind(plan).expect("the lowered plan binds");
+}
