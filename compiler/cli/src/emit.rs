@@ -92,16 +92,38 @@ pub fn arch(flag: Option<&str>) -> Result<Arch, u8> {
 
 /// Load, activate and lower: the plan `emit` and `run` display or launch.
 pub fn plan(policy_path: &Path, manifest: Option<&Path>, arch: Arch) -> Result<LaunchPlan, u8> {
-    let loaded = load_policy(policy_path)?;
+    policy_and_plan(policy_path, manifest, arch).map(|(_, plan)| plan)
+}
+
+/// [`plan`], also returning the checked policy the plan was lowered from.
+pub fn policy_and_plan(
+    policy_path: &Path,
+    manifest: Option<&Path>,
+    arch: Arch,
+) -> Result<(Policy, LaunchPlan), u8> {
+    let bytes = read(policy_path, "policy")?;
+    policy_and_plan_from_bytes(policy_path, bytes, manifest, arch)
+}
+
+/// [`policy_and_plan`] for bytes already read from `policy_path`.
+pub fn policy_and_plan_from_bytes(
+    policy_path: &Path,
+    bytes: Vec<u8>,
+    manifest: Option<&Path>,
+    arch: Arch,
+) -> Result<(Policy, LaunchPlan), u8> {
+    let loaded = policy_from_bytes(policy_path, bytes)?;
     let manifest = manifest.map(load_manifest).transpose()?;
     let activation = activate::activate(&loaded.policy, manifest.as_ref()).map_err(|e| {
         eprintln!("splashc: activation failed: {e}");
         1
     })?;
-    lower::lower(&loaded.policy, &activation, arch, &loaded.source_digest).map_err(|e| {
-        eprintln!("splashc: cannot lower the policy: {e}");
-        1
-    })
+    let plan =
+        lower::lower(&loaded.policy, &activation, arch, &loaded.source_digest).map_err(|e| {
+            eprintln!("splashc: cannot lower the policy: {e}");
+            1
+        })?;
+    Ok((loaded.policy, plan))
 }
 
 pub fn run(args: &EmitArgs) -> u8 {

@@ -11,10 +11,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 mod bpf;
 mod check;
 mod compile;
+mod diff;
+mod doctor;
 mod emit;
+mod explain;
 mod fmt;
 mod help;
 mod run;
+mod sys;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -37,6 +41,14 @@ enum Command {
     Compile(CompileArgs),
     /// Launch a worker under a policy and open an authenticated session.
     Run(RunArgs),
+    /// Prove that this host can enforce every control of a policy, or name
+    /// what is missing and the fix.
+    Doctor(DoctorArgs),
+    /// Show the effective sandbox of a policy: paths, writes, execution,
+    /// syscalls, limits, and what is not enforced.
+    Explain(ExplainArgs),
+    /// Compare two policies layer by layer; exit 1 when B widens A.
+    Diff(DiffArgs),
     /// Rewrite policy files in the canonical layout, keeping comments.
     Fmt(FmtArgs),
     /// Print a shell completion script.
@@ -110,6 +122,49 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct DoctorArgs {
+    pub policy: PathBuf,
+    /// Capability manifest JSON; without it every registered root is checked.
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    pub policy: PathBuf,
+    /// Capability manifest JSON; without it every registered root is active.
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+    /// Architecture of the plan (default: this host).
+    #[arg(long)]
+    pub arch: Option<String>,
+    #[arg(long, value_enum, default_value = "human", conflicts_with = "dot")]
+    pub format: Format,
+    /// Print the mount graph in Graphviz `dot` instead.
+    #[arg(long)]
+    pub dot: bool,
+    /// Do not probe this host; explain the plan alone.
+    #[arg(long)]
+    pub plan_only: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The policy as it was.
+    pub a: PathBuf,
+    /// The policy as it would become.
+    pub b: PathBuf,
+    /// Architecture of the plans (default: this host); the filter is
+    /// compared for every architecture.
+    #[arg(long)]
+    pub arch: Option<String>,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: Format,
+}
+
+#[derive(Debug, Args)]
 pub struct FmtArgs {
     /// Policy files to format in place; `-` reads standard input and writes
     /// standard output.
@@ -142,6 +197,9 @@ fn main() -> ExitCode {
         Command::Emit(a) => emit::run(&a),
         Command::Compile(a) => compile::run(&a),
         Command::Run(a) => run::run(&a),
+        Command::Doctor(a) => doctor::run(&a),
+        Command::Explain(a) => explain::run(&a),
+        Command::Diff(a) => diff::run(&a),
         Command::Fmt(a) => fmt::run(&a),
         Command::Completions(a) => help::completions(&a),
         Command::Man(a) => help::man(&a),

@@ -387,3 +387,42 @@ mod tests {
         assert_eq!(suggest_unit("furlong"), None);
     }
 }
+
+/// `bytes` in the largest binary unit that divides it exactly (`8 MiB`,
+/// `1536 KiB`, `100 B`): the spelling a policy would use.
+pub fn format_bytes(bytes: u64) -> String {
+    for (name, size) in [("TiB", TIB), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB)] {
+        if bytes >= size && bytes.is_multiple_of(size) {
+            return format!("{} {name}", bytes / size);
+        }
+    }
+    format!("{bytes} B")
+}
+
+/// `millis` in the largest unit that divides it exactly (`30 s`, `50 ms`).
+pub fn format_millis(millis: u64) -> String {
+    for (name, size) in [("h", 3_600_000), ("min", 60_000), ("s", 1_000)] {
+        if millis >= size && millis.is_multiple_of(size) {
+            return format!("{} {name}", millis / size);
+        }
+    }
+    format!("{millis} ms")
+}
+
+#[cfg(test)]
+mod format_tests {
+    use super::*;
+
+    #[test]
+    fn values_format_in_the_largest_exact_unit() {
+        assert_eq!(format_bytes(8 * MIB), "8 MiB");
+        assert_eq!(format_bytes(1536 * KIB), "1536 KiB");
+        assert_eq!(format_bytes(100), "100 B");
+        assert_eq!(format_bytes(0), "0 B");
+        assert_eq!(format_bytes(2 * TIB), "2 TiB");
+        assert_eq!(format_millis(30_000), "30 s");
+        assert_eq!(format_millis(50), "50 ms");
+        assert_eq!(format_millis(300_000), "5 min");
+        assert_eq!(format_millis(0), "0 ms");
+    }
+}

@@ -1,0 +1,68 @@
+//! `splashc explain POLICY [--manifest FILE] [--arch A] [--format json | --dot]`:
+//! the effective sandbox of the lowered plan and its compiled filter
+//! (`splashpol::explain`): visible paths, the writable-bytes bound, the exec
+//! surface, denied syscalls per architecture, limits, isolation and what is
+//! not enforced. When the plan is for this host's architecture, the probes of
+//! `splashc doctor` add what this host cannot enforce (skipped with
+//! `--plan-only`, which makes the output depend on the policy alone).
+//! `--dot` prints the mount graph for Graphviz.
+//!
+//! Exit status: 0 explained, 1 the policy or manifest has errors, 2 usage or
+//! I/O problems.
+
+use std::io::Write;
+
+use splashpol::explain;
+use splashpol::plan::Arch;
+
+use crate::{ExplainArgs, Format, doctor};
+
+pub fn run(args: &ExplainArgs) -> u8 {
+    let arch = match crate::emit::arch(args.arch.as_deref()) {
+        Ok(a) => a,
+        Err(code) => return code,
+    };
+    let (policy, plan) =
+        match crate::emit::policy_and_plan(&args.policy, args.manifest.as_deref(), arch) {
+            Ok(p) => p,
+            Err(code) => return code,
+        };
+    let mut explanation = explain::explain(&policy, &plan);
+    if !args.plan_only && !args.dot && Some(arch) == Arch::host() {
+        let gaps = doctor::diagnose(&doctor::RealHost, &policy, &plan)
+            .into_iter()
+            .filter(|f| f.status != doctor::Status::Ok)
+            .map(|f| explain::HostGap {
+                control: f.control.to_string(),
+                status: f.status.name().to_string(),
+                detail: f.detail,
+                fix: f.fix,
+            })
+            .collect();
+        explanation.on_this_host = Some(gaps);
+    }
+    let text = if args.dot {
+        explain::render_dot(&explanation)
+    } else if args.format == Format::Json {
+        match serde_json::to_string_pretty(&explanation) {
+            Ok(mut t) => {
+                t.push('\n');
+                t
+            }
+            Err(e) => {
+                eprintln!("splashc explain: cannot render JSON: {e}");
+                return 2;
+            }
+        }
+    } else {
+        explain::render_human(&explanation)
+    };
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("splashc explain: cannot write the output: {e}");
+            2
+        }
+    }
+}
