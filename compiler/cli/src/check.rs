@@ -9,7 +9,6 @@ use std::io::{IsTerminal, Write};
 
 use serde_json::json;
 use splashpol::RenderOptions;
-use splashpol::span::line_col;
 
 use crate::Format;
 
@@ -20,27 +19,16 @@ pub fn run(args: &crate::CheckArgs) -> u8 {
     let color = std::io::stderr().is_terminal();
     for path in &args.policies {
         let name = path.display().to_string();
-        let source = match std::fs::read(path) {
-            Ok(bytes) => match String::from_utf8(bytes) {
-                Ok(s) => s,
-                Err(e) => {
-                    io_failure = true;
-                    report_io(
-                        args.format,
-                        &mut reports,
-                        &name,
-                        &format!("not valid UTF-8: {e}"),
-                    );
-                    continue;
-                }
-            },
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
             Err(e) => {
                 io_failure = true;
                 report_io(args.format, &mut reports, &name, &e.to_string());
                 continue;
             }
         };
-        let outcome = splashpol::check_source(&name, &source);
+        // A file that is not UTF-8 is a policy error at a line and column.
+        let (source, outcome) = splashpol::check_bytes(&name, &bytes);
         any_errors |= outcome.has_errors();
         match args.format {
             Format::Human => {
@@ -63,16 +51,7 @@ pub fn run(args: &crate::CheckArgs) -> u8 {
                 let _ = std::io::stderr().write_all(text.as_bytes());
             }
             Format::Json => {
-                let mut value = outcome.to_json();
-                if let Some(list) = value.get_mut("diagnostics").and_then(|d| d.as_array_mut()) {
-                    for d in list {
-                        let start = d["span"]["start"].as_u64().unwrap_or(0);
-                        let (line, column) =
-                            line_col(&source, usize::try_from(start).unwrap_or(usize::MAX));
-                        d["line"] = json!(line);
-                        d["column"] = json!(column);
-                    }
-                }
+                let mut value = outcome.to_json_with_positions(&source);
                 value["file"] = json!(name);
                 reports.push(value);
             }
@@ -175,7 +154,8 @@ mod tests {
                 policies: vec![not_utf8],
                 format: Format::Human
             }),
-            2
+            1,
+            "a file that is not UTF-8 is a policy error, not an I/O failure"
         );
         if let Some(dir) = bad.parent() {
             std::fs::remove_dir_all(dir).expect("remove the test's temporary directory");

@@ -58,12 +58,8 @@ pub fn policy_from_bytes(path: &Path, bytes: Vec<u8>) -> Result<Loaded, u8> {
             }
         };
     }
-    let Ok(source) = String::from_utf8(bytes) else {
-        eprintln!("splashc: policy `{}` is not UTF-8", path.display());
-        return Err(1);
-    };
     let name = path.display().to_string();
-    let outcome = splashpol::check_source(&name, &source);
+    let (source, outcome) = splashpol::check_bytes(&name, &bytes);
     if !outcome.diagnostics.is_empty() {
         eprint!("{}", outcome.render_human(&name, &source));
     }

@@ -72,6 +72,10 @@ pub enum ActivationError {
         "manifest selects {count} distinct file roots; the policy allows at most {max} active file roots"
     )]
     TooManyActiveRoots { count: usize, max: u16 },
+    #[error(
+        "no manifest was given, so all {count} registered file roots would be active; the policy allows at most {max} active file roots (give a manifest that selects at most {max})"
+    )]
+    TooManyRegisteredRoots { count: usize, max: u16 },
     #[error("file_root selector `{id}` names no registered file root")]
     UnknownFileRoot { id: SelectorId },
     #[error("executable selector `{id}` is rejected: the worker program is fixed by the policy")]
@@ -190,9 +194,11 @@ pub fn activate(
 pub fn recheck(policy: &Policy, activation: &Activation) -> Result<(), ActivationError> {
     let distinct: BTreeSet<&SelectorId> = activation.roots.iter().collect();
     if activation.roots.len() > usize::from(policy.max_active_file_roots) {
-        return Err(ActivationError::TooManyActiveRoots {
-            count: activation.roots.len(),
-            max: policy.max_active_file_roots,
+        let (count, max) = (activation.roots.len(), policy.max_active_file_roots);
+        return Err(if activation.is_all_registered() {
+            ActivationError::TooManyRegisteredRoots { count, max }
+        } else {
+            ActivationError::TooManyActiveRoots { count, max }
         });
     }
     for id in &activation.roots {
@@ -286,7 +292,7 @@ fn select(policy: &Policy, manifest: &CapabilityManifest) -> Result<Selection, A
 fn select_all(policy: &Policy) -> Result<Selection, ActivationError> {
     let ids: BTreeSet<SelectorId> = policy.file_roots.iter().map(|r| r.id.clone()).collect();
     if ids.len() > usize::from(policy.max_active_file_roots) {
-        return Err(ActivationError::TooManyActiveRoots {
+        return Err(ActivationError::TooManyRegisteredRoots {
             count: ids.len(),
             max: policy.max_active_file_roots,
         });
@@ -435,6 +441,20 @@ mod tests {
         );
         policy.max_active_file_roots = 0;
         assert!(activate(&policy, Some(&manifest(&[]))).is_ok());
+    }
+
+    #[test]
+    fn without_a_manifest_the_root_maximum_names_no_manifest() {
+        let mut policy = sample();
+        policy.max_active_file_roots = 0;
+        let err = activate(&policy, None).expect_err("every registered root is over the bound");
+        assert!(
+            matches!(err, ActivationError::TooManyRegisteredRoots { max: 0, .. }),
+            "{err:?}"
+        );
+        let text = err.to_string();
+        assert!(!text.contains("manifest selects"), "{text}");
+        assert!(text.contains("no manifest was given"), "{text}");
     }
 
     #[test]

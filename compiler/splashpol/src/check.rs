@@ -56,6 +56,57 @@ pub fn check_source(file_name: &str, source: &str) -> CheckOutcome {
     }
 }
 
+/// Checks a policy file as read from disk: the bytes must be UTF-8. Returns
+/// the text the diagnostics' spans point into (the file itself, or, when it
+/// is not UTF-8, the file with each invalid sequence shown as U+FFFD) and the
+/// outcome. A file that is not UTF-8 gets one `splash::parse::invalid-utf8`
+/// error at its first invalid sequence and is not checked further: its
+/// meaning is unknown.
+pub fn check_bytes(file_name: &str, bytes: &[u8]) -> (String, CheckOutcome) {
+    let first_invalid = match std::str::from_utf8(bytes) {
+        Ok(source) => return (source.to_string(), check_source(file_name, source)),
+        Err(e) => e,
+    };
+    let valid = first_invalid.valid_up_to();
+    let bad_len = first_invalid.error_len().unwrap_or(bytes.len() - valid);
+    let more = bytes
+        .utf8_chunks()
+        .filter(|c| !c.invalid().is_empty())
+        .count()
+        - 1;
+    let shown = String::from_utf8_lossy(bytes).into_owned();
+    let bad: Vec<String> = bytes[valid..valid + bad_len]
+        .iter()
+        .map(|b| format!("{b:#04x}"))
+        .collect();
+    let mut message = format!(
+        "the file is not UTF-8: byte{} {} cannot be decoded",
+        if bad.len() == 1 { "" } else { "s" },
+        bad.join(" ")
+    );
+    if more > 0 {
+        message.push_str(&format!(
+            " ({more} more invalid sequence{} after this one)",
+            if more == 1 { "" } else { "s" }
+        ));
+    }
+    let diagnostic = Diagnostic::error(
+        code("splash::parse::invalid-utf8"),
+        // The U+FFFD the invalid bytes are shown as.
+        Span::new(valid, valid + '\u{fffd}'.len_utf8()),
+        message,
+    )
+    .with_label("not UTF-8")
+    .with_help("save the policy as UTF-8 (for example `iconv -f latin1 -t utf-8`)");
+    (
+        shown,
+        CheckOutcome {
+            policy: None,
+            diagnostics: vec![diagnostic],
+        },
+    )
+}
+
 /// Checks a parsed file. `failed` names statements that did not parse (and
 /// were reported), so they are not also reported missing. Returns the policy
 /// when there is no error, and every diagnostic (unsorted).
@@ -166,6 +217,10 @@ impl Checker {
     }
 
     fn path(&mut self, s: &Node<String>, what: &str) -> Option<AbsPath> {
+        if s.node.chars().any(parse::is_forbidden_in_string) {
+            // Already reported by the parser (`control-character`).
+            return None;
+        }
         match AbsPath::new(s.node.clone()) {
             Ok(p) => Some(p),
             Err(e) => {
@@ -358,19 +413,8 @@ impl Checker {
                             ),
                         );
                     }
-                    for a in &args.node {
-                        if a.node.contains('\0') {
-                            self.push(
-                                Diagnostic::error(
-                                    code("splash::check::invalid-argument"),
-                                    a.span,
-                                    "worker argument contains a NUL byte",
-                                )
-                                .with_label("cannot be passed to `execve`")
-                                .with_help("remove the NUL byte"),
-                            );
-                        }
-                    }
+                    // A NUL byte (which `execve` cannot pass) is a control
+                    // character, reported by the parser.
                     c.worker_args = args.node.iter().map(|a| a.node.clone()).collect();
                 }
             }
@@ -935,7 +979,9 @@ impl Checker {
             }
             set.insert(name.to_string());
         }
-        if !first.contains_key("execve") {
+        // A word of the list that did not parse is already reported and may
+        // have been meant as `execve` (`execve,`): no follow-on error.
+        if !first.contains_key("execve") && !recovered {
             self.push(
                 Diagnostic::error(
                     code("splash::check::allowlist-missing-execve"),

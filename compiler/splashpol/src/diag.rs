@@ -3,11 +3,14 @@
 
 use std::fmt;
 
-use miette::{GraphicalReportHandler, GraphicalTheme, LabeledSpan, NamedSource};
+use miette::{
+    GraphicalReportHandler, GraphicalTheme, LabeledSpan, MietteError, MietteSpanContents,
+    SourceCode, SourceSpan, SpanContents,
+};
 use serde_json::json;
 
 use crate::model;
-use crate::span::Span;
+use crate::span::{Span, line_col};
 
 /// How bad a diagnostic is. Only errors stop a policy from being produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -145,7 +148,71 @@ impl miette::Diagnostic for Diagnostic {
 /// A diagnostic bound to its source text, for miette rendering.
 struct Sourced<'a> {
     diagnostic: &'a Diagnostic,
-    source: &'a NamedSource<String>,
+    source: &'a PolicySource,
+}
+
+/// The source as miette sees it. Positions come from [`line_col`], so the
+/// `[file:LINE:COLUMN]` of the rendering is the position of the JSON output
+/// and of the corpus: columns in characters (miette counts bytes), a leading
+/// byte-order mark takes no column. A lone `\r` is shown as `\n` (same
+/// length, so spans still fit): miette's snippet would otherwise print it as
+/// part of one long line. Control characters are shown as `?` (see `new`).
+struct PolicySource {
+    name: String,
+    text: String,
+    shown: String,
+}
+
+impl PolicySource {
+    fn new(name: &str, text: &str) -> Self {
+        let bytes = text.as_bytes();
+        let shown: String = text
+            .char_indices()
+            .map(|(i, c)| match c {
+                '\r' if bytes.get(i + 1) != Some(&b'\n') => '\n',
+                '\n' | '\r' | '\t' => c,
+                // A control or bidirectional formatting character (rejected in
+                // strings) is never written to the terminal: it is shown as a
+                // character of the same UTF-8 length, so spans still fit.
+                _ if c.is_control() || crate::parse::is_forbidden_in_string(c) => {
+                    match c.len_utf8() {
+                        1 => '?',
+                        2 => '\u{b7}',
+                        _ => '\u{fffd}',
+                    }
+                }
+                _ => c,
+            })
+            .collect();
+        Self {
+            name: name.to_string(),
+            text: text.to_string(),
+            shown,
+        }
+    }
+}
+
+impl SourceCode for PolicySource {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
+        let contents =
+            self.shown
+                .as_str()
+                .read_span(span, context_lines_before, context_lines_after)?;
+        let (line, column) = line_col(&self.text, contents.span().offset());
+        Ok(Box::new(MietteSpanContents::new_named(
+            self.name.clone(),
+            contents.data(),
+            *contents.span(),
+            line - 1,
+            column - 1,
+            contents.line_count(),
+        )))
+    }
 }
 
 impl fmt::Debug for Sourced<'_> {
@@ -250,7 +317,7 @@ impl CheckOutcome {
         let handler = GraphicalReportHandler::new_themed(theme)
             .with_width(options.width)
             .with_links(false);
-        let named = NamedSource::new(file_name, source.to_string());
+        let named = PolicySource::new(file_name, source);
         let mut out = String::new();
         for diagnostic in &self.diagnostics {
             let sourced = Sourced {
@@ -274,6 +341,25 @@ impl CheckOutcome {
             "warnings": self.warnings().count(),
             "diagnostics": self.diagnostics.iter().map(Diagnostic::to_json).collect::<Vec<_>>(),
         })
+    }
+
+    /// [`Self::to_json`] with the one-based `line` and `column` (characters)
+    /// of each diagnostic's start, and `end_line` / `end_column` of its
+    /// exclusive end, from [`line_col`]: the positions the human rendering
+    /// shows. This is the document `splashc check --format json` prints.
+    pub fn to_json_with_positions(&self, source: &str) -> serde_json::Value {
+        let mut value = self.to_json();
+        if let Some(list) = value["diagnostics"].as_array_mut() {
+            for (json, d) in list.iter_mut().zip(&self.diagnostics) {
+                let (line, column) = line_col(source, d.span.start);
+                let (end_line, end_column) = line_col(source, d.span.end);
+                json["line"] = json!(line);
+                json["column"] = json!(column);
+                json["end_line"] = json!(end_line);
+                json["end_column"] = json!(end_column);
+            }
+        }
+        value
     }
 }
 

@@ -77,6 +77,10 @@ enum Token<'a> {
 
 /// Formats `source`; see the module documentation for the layout.
 pub fn format_source(source: &str) -> Result<String, FormatError> {
+    // A leading byte-order mark is accepted and ignored; the output has none.
+    let source = source
+        .strip_prefix(crate::span::BYTE_ORDER_MARK)
+        .unwrap_or(source);
     let parsed = parse::parse(source);
     if parsed.has_errors() {
         return Err(FormatError::Syntax(
@@ -117,6 +121,9 @@ fn content<'a>(tokens: &[Token<'a>]) -> Vec<Token<'a>> {
 }
 
 fn tokenize(source: &str) -> Result<Vec<Token<'_>>, FormatError> {
+    let source = source
+        .strip_prefix(crate::span::BYTE_ORDER_MARK)
+        .unwrap_or(source);
     let mut pairs =
         SplashpolParser::parse(Rule::file, source).map_err(|_| FormatError::Syntax(Vec::new()))?;
     let file = pairs

@@ -27,6 +27,6 @@ pub mod plan;
 pub mod span;
 pub mod units;
 
-pub use check::check_source;
+pub use check::{check_bytes, check_source};
 pub use diag::{CheckOutcome, Diagnostic, RenderOptions, Severity};
 pub use span::Span;

@@ -2,7 +2,7 @@
 //! and `lower`.
 //!
 //! Every value here was validated on construction (by the checker, or by
-//! [`Policy::validate`] when loaded from a compiled artifact). Nothing in this
+//! [`crate::artifact::load`] when read from a compiled artifact). Nothing in this
 //! module touches the host.
 
 use std::collections::BTreeSet;

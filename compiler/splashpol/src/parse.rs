@@ -126,10 +126,29 @@ pub fn parse(source: &str) -> ParseOutput {
         failed_keywords: BTreeSet::new(),
     };
     let file = match SplashpolParser::parse(Rule::file, source) {
-        Ok(mut pairs) => pairs.next().map(|file| p.file(file)),
+        Ok(mut pairs) => {
+            p.diagnostics.extend(control_characters(pairs.clone()));
+            let file = pairs.next();
+            let built = file.clone().and_then(|file| p.file(file));
+            if built.is_none() {
+                let sp = file.map_or(Span::new(0, source.len()), |f| span(&f));
+                p.diagnostics.push(internal(sp, "the file"));
+            }
+            built
+        }
         Err(e) => {
-            p.diagnostics
-                .push(syntax_error(&e, source, 0, Context::File));
+            let (start, word) = first_word(source);
+            let error_pos = match e.location {
+                InputLocation::Pos(p) => p,
+                InputLocation::Span((s, _)) => s,
+            };
+            if word != "splashpol" {
+                p.diagnostics.push(missing_header(start, word));
+            }
+            if word == "splashpol" || error_pos != start {
+                p.diagnostics
+                    .push(syntax_error(&e, source, 0, Context::File));
+            }
             None
         }
     };
@@ -138,6 +157,114 @@ pub fn parse(source: &str) -> ParseOutput {
         diagnostics: p.diagnostics,
         failed_keywords: p.failed_keywords,
     }
+}
+
+/// True for a character no string may contain: a control character (C0,
+/// DEL, C1) or a bidirectional formatting character, which makes a path or
+/// id read differently from what it is.
+pub(crate) fn is_forbidden_in_string(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// One `splash::parse::control-character` error for each forbidden
+/// character inside a string literal of the parsed file.
+fn control_characters(pairs: pest::iterators::Pairs<'_, Rule>) -> Vec<Diagnostic> {
+    let mut out = Vec::new();
+    for p in pairs
+        .flatten()
+        .filter(|p| p.as_rule() == Rule::string_inner)
+    {
+        let start = p.as_span().start();
+        for (i, c) in p
+            .as_str()
+            .char_indices()
+            .filter(|(_, c)| is_forbidden_in_string(*c))
+        {
+            let kind = if c.is_control() {
+                "control character"
+            } else {
+                "bidirectional formatting character"
+            };
+            out.push(
+                Diagnostic::error(
+                    "splash::parse::control-character",
+                    Span::new(start + i, start + i + c.len_utf8()),
+                    format!("{kind} U+{:04X} in a string", u32::from(c)),
+                )
+                .with_label(format!("U+{:04X}", u32::from(c)))
+                .with_help(
+                    "strings cannot contain control or bidirectional formatting characters; \
+                     remove it (a tab or escape sequence in a path or id is almost always a \
+                     mistake, and can make the policy read differently from what it does)",
+                ),
+            );
+        }
+    }
+    out
+}
+
+/// The byte offset and text of the first word of the file, after a
+/// byte-order mark, blank lines and comments (`""` at the end of the file).
+fn first_word(source: &str) -> (usize, &str) {
+    let mut pos = source
+        .strip_prefix(crate::span::BYTE_ORDER_MARK)
+        .map_or(0, |_| crate::span::BYTE_ORDER_MARK.len_utf8());
+    loop {
+        let rest = &source[pos..];
+        let blank = rest.len() - rest.trim_start_matches([' ', '\t', '\n', '\r']).len();
+        pos += blank;
+        let rest = &source[pos..];
+        if rest.starts_with('#') {
+            pos += rest.find(['\n', '\r']).unwrap_or(rest.len());
+            continue;
+        }
+        let len = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '-' || c == '_'))
+            .unwrap_or(rest.len());
+        let len = if len == 0 {
+            rest.chars().next().map_or(0, char::len_utf8)
+        } else {
+            len
+        };
+        return (pos, &rest[..len]);
+    }
+}
+
+/// A file whose first word is not `splashpol`: the header is missing (or
+/// misspelled), so say that, with what a file looks like.
+fn missing_header(start: usize, word: &str) -> Diagnostic {
+    let d = Diagnostic::error(
+        "splash::parse::missing-version",
+        Span::new(start, start + word.len()),
+        if word.is_empty() {
+            "the file is empty: it has no `splashpol 1` header and no policy".to_string()
+        } else {
+            format!("missing `splashpol 1` header: the file starts with `{word}`")
+        },
+    )
+    .with_label("the `splashpol 1` header belongs here");
+    if !word.is_empty() && suggest(word, ["splashpol"]).is_some() {
+        return d
+            .with_help("did you mean `splashpol`? The first line of a policy is `splashpol 1`");
+    }
+    d.with_help(
+        "a policy file starts with the line `splashpol 1`, followed by \
+         `policy \"NAME\" { ... }` (see docs/language.md)",
+    )
+}
+
+/// The diagnostic for a parse tree without the shape the grammar promises
+/// (a bug in this file, never in the policy): the part is not used, so a
+/// policy is never produced from a tree that was only partly understood.
+fn internal(span: Span, what: &str) -> Diagnostic {
+    Diagnostic::error(
+        "splash::parse::internal",
+        span,
+        format!("internal error: the parse tree of {what} does not have the expected shape"),
+    )
+    .with_label("not understood, so not used")
+    .with_help("this is a bug in splashc, not in the policy: please report it with the policy file")
 }
 
 struct Parsing {
@@ -189,7 +316,7 @@ fn number(pair: Pair<'_, Rule>) -> Node<NumberLit> {
     Node::new(NumberLit(pair.as_str().to_string()), span(&pair))
 }
 
-fn quantity(pair: Pair<'_, Rule>) -> Node<Quantity> {
+fn quantity(pair: Pair<'_, Rule>) -> Option<Node<Quantity>> {
     let mut sp = span(&pair);
     let mut it = pair.into_inner();
     let q = match it.next() {
@@ -202,9 +329,10 @@ fn quantity(pair: Pair<'_, Rule>) -> Node<Quantity> {
             sp.end = unit.as_ref().map_or(number.span.end, |u| u.span.end);
             Quantity::Value { number, unit }
         }
-        _ => Quantity::Unlimited,
+        Some(first) if first.as_rule() == Rule::kw_unlimited => Quantity::Unlimited,
+        _ => return None,
     };
-    Node::new(q, sp)
+    Some(Node::new(q, sp))
 }
 
 /// Pulls the next inner pair, which the grammar guarantees exists.
@@ -213,7 +341,8 @@ fn next<'i>(it: &mut impl Iterator<Item = Pair<'i, Rule>>) -> Option<Pair<'i, Ru
 }
 
 impl Parsing {
-    fn file(&mut self, file: Pair<'_, Rule>) -> File {
+    /// The file's tree; `None` when it does not have the grammar's shape.
+    fn file(&mut self, file: Pair<'_, Rule>) -> Option<File> {
         let mut version = None;
         let mut policy = None;
         for p in inner(file) {
@@ -224,21 +353,17 @@ impl Parsing {
                         .find(|p| p.as_rule() == Rule::number)
                         .map(number);
                 }
-                Rule::policy => policy = Some(self.policy(p)),
-                _ => {}
+                Rule::policy => policy = Some(self.policy(p)?),
+                _ => return None,
             }
         }
-        File {
+        Some(File {
             version,
-            policy: policy.unwrap_or_else(|| Policy {
-                name: Node::new(String::new(), Span::default()),
-                header: Span::default(),
-                statements: Vec::new(),
-            }),
-        }
+            policy: policy?,
+        })
     }
 
-    fn policy(&mut self, pair: Pair<'_, Rule>) -> Policy {
+    fn policy(&mut self, pair: Pair<'_, Rule>) -> Option<Policy> {
         let mut name = Node::new(String::new(), Span::default());
         let mut header = span(&pair);
         let mut statements = Vec::new();
@@ -253,19 +378,32 @@ impl Parsing {
                     for s in inner(p) {
                         if s.as_rule() == Rule::bad_statement {
                             self.bad(&s, Context::Statement);
-                        } else if let Some(stmt) = self.statement(s) {
-                            statements.push(stmt);
+                        } else {
+                            let sp = span(&s);
+                            let keyword = s.as_str().split([' ', '\t']).next().unwrap_or_default();
+                            match self.statement(s) {
+                                Some(stmt) => statements.push(stmt),
+                                None => {
+                                    // Not used, and not also reported missing.
+                                    if let Some(kw) =
+                                        STATEMENT_KEYWORDS.iter().find(|k| **k == keyword)
+                                    {
+                                        self.failed_keywords.insert(kw);
+                                    }
+                                    self.diagnostics.push(internal(sp, "this statement"));
+                                }
+                            }
                         }
                     }
                 }
-                _ => {}
+                _ => return None,
             }
         }
-        Policy {
+        Some(Policy {
             name,
             header,
             statements,
-        }
+        })
     }
 
     /// Reports a captured bad statement or entry by reparsing it alone.
@@ -369,7 +507,8 @@ impl Parsing {
             Rule::root_stmt => {
                 let id = string(next(&mut it)?);
                 let body = next(&mut it)?;
-                let is_host = body.as_rule() == Rule::root_host;
+                let body_rule = body.as_rule();
+                let is_host = body_rule == Rule::root_host;
                 let mut b = body.into_inner();
                 if is_host {
                     let _host = next(&mut b)?;
@@ -380,7 +519,8 @@ impl Parsing {
                     let access_span = span(&access_pair);
                     let access = match access_pair.into_inner().next().map(|p| p.as_rule()) {
                         Some(Rule::kw_read_write) => Access::ReadWrite,
-                        _ => Access::ReadOnly,
+                        Some(Rule::kw_read_only) => Access::ReadOnly,
+                        _ => return None,
                     };
                     let quota = match b.next() {
                         Some(q) => {
@@ -391,8 +531,8 @@ impl Parsing {
                             Some(Node::new(
                                 Quota {
                                     project: number(next(&mut qi)?),
-                                    bytes: quantity(next(&mut qi)?),
-                                    inodes: quantity(next(&mut qi)?),
+                                    bytes: quantity(next(&mut qi)?)?,
+                                    inodes: quantity(next(&mut qi)?)?,
                                 },
                                 qs,
                             ))
@@ -408,56 +548,61 @@ impl Parsing {
                             quota,
                         },
                     }
-                } else {
+                } else if body_rule == Rule::root_tmpfs {
                     let mut b = b.filter(|p| matches!(p.as_rule(), Rule::path | Rule::quantity));
                     let destination = string(next(&mut b)?);
-                    let size = quantity(next(&mut b)?);
+                    let size = quantity(next(&mut b)?)?;
                     Statement::Root {
                         id,
                         destination,
                         kind: RootKind::Tmpfs { size },
                     }
+                } else {
+                    return None;
                 }
             }
             Rule::tmp_stmt => {
                 let setting = next(&mut it)?;
                 if setting.as_rule() == Rule::tmp_off {
                     Statement::Tmp(Tmp::Off)
+                } else if setting.as_rule() != Rule::tmp_private {
+                    return None;
                 } else {
-                    let size = setting
-                        .into_inner()
-                        .find(|p| p.as_rule() == Rule::quantity)
-                        .map(quantity);
+                    let size = match setting.into_inner().find(|p| p.as_rule() == Rule::quantity) {
+                        Some(q) => Some(quantity(q)?),
+                        None => None,
+                    };
                     Statement::Tmp(Tmp::Private { size })
                 }
             }
             Rule::writes_stmt => Statement::WritesBounded,
             Rule::host_writes_stmt => Statement::HostWritesUnbounded,
             Rule::user_namespaces_stmt => Statement::UserNamespacesNone,
-            Rule::pin_stmt => Statement::Pin {
-                items: it
-                    .map(|p| {
-                        let s = span(&p);
-                        let item = match p.into_inner().next().map(|k| k.as_rule()) {
-                            Some(Rule::kw_executables) => PinItem::Executables,
-                            _ => PinItem::Mounts,
-                        };
-                        Node::new(item, s)
-                    })
-                    .collect(),
-            },
+            Rule::pin_stmt => {
+                let mut items = Vec::new();
+                for p in it {
+                    let s = span(&p);
+                    let item = match p.into_inner().next().map(|k| k.as_rule()) {
+                        Some(Rule::kw_executables) => PinItem::Executables,
+                        Some(Rule::kw_mounts) => PinItem::Mounts,
+                        _ => return None,
+                    };
+                    items.push(Node::new(item, s));
+                }
+                Statement::Pin { items }
+            }
             Rule::quota_stmt => {
                 let mut q = it.filter(|p| p.as_rule() == Rule::quantity);
                 Statement::QuotaAggregate {
-                    bytes: quantity(next(&mut q)?),
-                    inodes: quantity(next(&mut q)?),
+                    bytes: quantity(next(&mut q)?)?,
+                    inodes: quantity(next(&mut q)?)?,
                 }
             }
             Rule::tmpfs_stmt => Statement::TmpfsAggregate {
-                size: quantity(it.find(|p| p.as_rule() == Rule::quantity)?),
+                size: quantity(it.find(|p| p.as_rule() == Rule::quantity)?)?,
             },
             Rule::active_roots_stmt => Statement::ActiveRoots {
-                max: quantity(it.find(|p| p.as_rule() == Rule::quantity)?),
+                max: quantity(it.find(|p| p.as_rule() == Rule::quantity)?)?,
             },
             Rule::seccomp_stmt => {
                 let mode = next(&mut it)?;
@@ -466,7 +611,7 @@ impl Parsing {
                     Rule::kw_deny_known_escape_surface => {
                         Statement::Seccomp(Seccomp::DenyKnownEscapeSurface)
                     }
-                    _ => {
+                    Rule::strict_allowlist => {
                         let mut syscalls = Vec::new();
                         let mut recovered = false;
                         if let Some(block) = mode
@@ -476,6 +621,8 @@ impl Parsing {
                             for s in inner(block) {
                                 if s.as_rule() == Rule::syscall_name {
                                     syscalls.push(Node::new(s.as_str().to_string(), span(&s)));
+                                } else if s.as_rule() != Rule::bad_word {
+                                    return None;
                                 } else {
                                     recovered = true;
                                     self.diagnostics.push(
@@ -498,6 +645,7 @@ impl Parsing {
                             recovered,
                         })
                     }
+                    _ => return None,
                 }
             }
             Rule::limits_stmt => {
@@ -514,12 +662,13 @@ impl Parsing {
                                 if e.as_rule() == Rule::bad_entry {
                                     recovered = true;
                                     self.bad(&e, Context::Limits);
-                                } else if let Some(entry) = limit_entry(e) {
-                                    entries.push(entry);
+                                } else {
+                                    entries.push(limit_entry(e)?);
                                 }
                             }
                         }
-                        _ => {}
+                        Rule::kw_runner => {}
+                        _ => return None,
                     }
                 }
                 Statement::Limits {
@@ -541,14 +690,17 @@ impl Parsing {
                                 if e.as_rule() == Rule::bad_entry {
                                     recovered = true;
                                     self.bad(&e, Context::Landlock);
-                                } else if let Some(path) =
-                                    e.into_inner().find(|p| p.as_rule() == Rule::path)
-                                {
+                                } else if e.as_rule() == Rule::allow_exec {
+                                    let path =
+                                        e.into_inner().find(|p| p.as_rule() == Rule::path)?;
                                     allow_exec.push(string(path));
+                                } else {
+                                    return None;
                                 }
                             }
                         }
-                        _ => {}
+                        Rule::kw_runner => {}
+                        _ => return None,
                     }
                 }
                 Statement::Landlock {
@@ -576,15 +728,12 @@ impl Parsing {
                                         recovered = true;
                                         self.bad(&e, Context::Cgroup);
                                     }
-                                    _ => {
-                                        if let Some(entry) = self.cgroup_entry(e) {
-                                            entries.push(entry);
-                                        }
-                                    }
+                                    _ => entries.push(self.cgroup_entry(e)?),
                                 }
                             }
                         }
-                        _ => {}
+                        Rule::kw_parent | Rule::kw_runner => {}
+                        _ => return None,
                     }
                 }
                 let mut paths = paths.into_iter();
@@ -599,8 +748,11 @@ impl Parsing {
             Rule::watchdog_stmt => {
                 let mut q = it.filter(|p| p.as_rule() == Rule::quantity);
                 Statement::Watchdog {
-                    session: quantity(next(&mut q)?),
-                    call: q.next().map(quantity),
+                    session: quantity(next(&mut q)?)?,
+                    call: match q.next() {
+                        Some(call) => Some(quantity(call)?),
+                        None => None,
+                    },
                 }
             }
             Rule::network_broker_stmt => {
@@ -613,13 +765,15 @@ impl Parsing {
                             let s = span(&p);
                             let c = match p.into_inner().next().map(|k| k.as_rule()) {
                                 Some(Rule::kw_origin) => Catalog::Origin,
-                                _ => Catalog::Endpoint,
+                                Some(Rule::kw_endpoint) => Catalog::Endpoint,
+                                _ => return None,
                             };
                             catalog = Some(Node::new(c, s));
                         }
                         Rule::path => paths.push(string(p)),
                         Rule::string_list => ids = Some(string_list(p)),
-                        _ => {}
+                        Rule::kw_parent | Rule::kw_at | Rule::kw_ids => {}
+                        _ => return None,
                     }
                 }
                 let mut paths = paths.into_iter();
@@ -651,9 +805,10 @@ impl Parsing {
                     Some(Rule::kw_memory) => CgroupKind::Memory,
                     Some(Rule::kw_swap) => CgroupKind::Swap,
                     Some(Rule::kw_pids) => CgroupKind::Pids,
-                    _ => CgroupKind::JoinTimeout,
+                    Some(Rule::kw_join_timeout) => CgroupKind::JoinTimeout,
+                    _ => return None,
                 };
-                let value = quantity(next(&mut it)?);
+                let value = quantity(next(&mut it)?)?;
                 Some(Node::new(
                     CgroupEntry::Value {
                         kind: Node::new(kind, ns),
@@ -687,6 +842,8 @@ impl Parsing {
                                 if e.as_rule() == Rule::bad_entry {
                                     recovered = true;
                                     self.bad(&e, Context::Io);
+                                } else if e.as_rule() != Rule::io_limit {
+                                    return None;
                                 } else {
                                     let es = span(&e);
                                     let mut ei = e.into_inner();
@@ -695,9 +852,10 @@ impl Parsing {
                                     let direction =
                                         match dir.into_inner().next().map(|k| k.as_rule()) {
                                             Some(Rule::kw_write) => IoDirection::Write,
-                                            _ => IoDirection::Read,
+                                            Some(Rule::kw_read) => IoDirection::Read,
+                                            _ => return None,
                                         };
-                                    let value = quantity(next(&mut ei)?);
+                                    let value = quantity(next(&mut ei)?)?;
                                     limits.push(Node::new(
                                         IoLimit {
                                             direction: Node::new(direction, ds),
@@ -708,7 +866,8 @@ impl Parsing {
                                 }
                             }
                         }
-                        _ => {}
+                        Rule::kw_io => {}
+                        _ => return None,
                     }
                 }
                 Some(Node::new(
@@ -736,9 +895,10 @@ fn limit_entry(pair: Pair<'_, Rule>) -> Option<Node<LimitEntry>> {
         Some(Rule::kw_address_space) => LimitKind::AddressSpace,
         Some(Rule::kw_processes) => LimitKind::Processes,
         Some(Rule::kw_open_files) => LimitKind::OpenFiles,
-        _ => LimitKind::FileSize,
+        Some(Rule::kw_file_size) => LimitKind::FileSize,
+        _ => return None,
     };
-    let value = quantity(next(&mut it)?);
+    let value = quantity(next(&mut it)?)?;
     Some(Node::new(
         LimitEntry {
             kind: Node::new(kind, ns),
@@ -822,7 +982,7 @@ fn rule_keywords(rule: Rule) -> Vec<&'static str> {
     }
 }
 
-/// Every keyword of the language (for [`rule_keywords`] and editor syntax files).
+/// Every keyword of the language (for `rule_keywords` and editor syntax files).
 pub const KEYWORD_SPELLINGS: &[&str] = &[
     "splashpol",
     "policy",

@@ -52,17 +52,35 @@ impl From<Span> for miette::SourceSpan {
 
 /// One-based line and column (in characters) of byte `offset` in `source`.
 /// Offsets past the end map to the position just after the last character.
+///
+/// A line ends at `\n`, `\r\n` or a lone `\r` (the grammar's newlines, and
+/// what the human rendering counts), and a byte-order mark at the start of
+/// the file takes no column. Every place that shows a position (the human
+/// rendering, `splashc check --format json`, the corpus) uses this function.
 pub fn line_col(source: &str, offset: usize) -> (usize, usize) {
     let mut offset = offset.min(source.len());
     while !source.is_char_boundary(offset) {
         offset -= 1;
     }
-    let before = &source[..offset];
-    let line = before.bytes().filter(|&b| b == b'\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = before[line_start..].chars().count() + 1;
-    (line, column)
+    let before = &source.as_bytes()[..offset];
+    let mut line = 1;
+    let mut line_start = 0;
+    for (i, &b) in before.iter().enumerate() {
+        let ends_line = b == b'\n' || (b == b'\r' && source.as_bytes().get(i + 1) != Some(&b'\n'));
+        if ends_line {
+            line += 1;
+            line_start = i + 1;
+        }
+    }
+    let mut text = &source[line_start..offset];
+    if line_start == 0 {
+        text = text.strip_prefix(BYTE_ORDER_MARK).unwrap_or(text);
+    }
+    (line, text.chars().count() + 1)
 }
+
+/// The UTF-8 byte-order mark, accepted (and ignored) at the start of a file.
+pub const BYTE_ORDER_MARK: char = '\u{feff}';
 
 /// A value with the span it was written at. Spans do not take part in
 /// equality, so two ASTs parsed from differently laid-out sources compare
@@ -98,6 +116,21 @@ mod tests {
         assert_eq!(line_col(src, 3), (2, 1));
         assert_eq!(line_col(src, 6), (2, 3));
         assert_eq!(line_col(src, 999), (3, 1));
+    }
+
+    #[test]
+    fn line_col_knows_every_line_ending_and_the_byte_order_mark() {
+        let src = "a\rb\r\nc\nd";
+        assert_eq!(line_col(src, 2), (2, 1));
+        assert_eq!(line_col(src, 3), (2, 2));
+        assert_eq!(line_col(src, 5), (3, 1));
+        assert_eq!(line_col(src, 7), (4, 1));
+        assert_eq!(line_col("\u{feff}ab", 4), (1, 2));
+        assert_eq!(
+            line_col("x\n\u{feff}ab", 5),
+            (2, 2),
+            "only a leading mark is skipped"
+        );
     }
 
     #[test]

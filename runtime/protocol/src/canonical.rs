@@ -6,9 +6,9 @@
 //! API and are therefore fixed here:
 //!
 //! - object keys of payload values are written sorted by their UTF-8 bytes
-//!   at every depth ([`Sorted`]), whatever map type `serde_json` was built
+//!   at every depth (`Sorted`), whatever map type `serde_json` was built
 //!   with;
-//! - floating-point numbers are written by [`write_f64`], not by the float
+//! - floating-point numbers are written by `write_f64`, not by the float
 //!   formatter `serde_json` happens to use. The layout is the one Splash's
 //!   `serde_json` (1.0.150, with the `zmij` formatter) produces: the
 //!   shortest digits that read back as the same double, ties between two

@@ -58,6 +58,7 @@ impl ResourceKind {
 #[serde(deny_unknown_fields)]
 pub struct Resource {
     pub kind: ResourceKind,
+    #[serde(deserialize_with = "resource_id")]
     pub id: Token,
 }
 
@@ -144,7 +145,10 @@ pub struct CapabilityManifest {
 /// Why a manifest was rejected.
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
-    #[error("manifest is not valid JSON for protocol v5: {0}")]
+    /// A JSON syntax error, a wrong type, an unknown field or a bad token; from
+    /// [`CapabilityManifest::from_json`] the message names the field and ends
+    /// with the line and column in the document.
+    #[error("manifest is not a valid protocol v5 manifest: {0}")]
     Decode(#[from] serde_json::Error),
     #[error("manifest `{path}` must be a JSON object")]
     NotAnObject { path: String },
@@ -170,6 +174,7 @@ pub enum ManifestError {
 #[serde(deny_unknown_fields)]
 struct RawManifest {
     protocol_version: u16,
+    #[serde(deserialize_with = "session_id")]
     session_id: Token,
     grants: Vec<RawGrant>,
 }
@@ -177,6 +182,7 @@ struct RawManifest {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawGrant {
+    #[serde(deserialize_with = "tool")]
     tool: Token,
     format: GrantFormat,
     max_calls: u32,
@@ -188,11 +194,34 @@ struct RawGrant {
     resources: Vec<Resource>,
 }
 
+/// A token in the field `field`; a bad token names the field (the decoder
+/// adds the position).
+fn named_token<'de, D: Deserializer<'de>>(d: D, field: &str) -> Result<Token, D::Error> {
+    let s = String::deserialize(d)?;
+    Token::new(s).map_err(|e| serde::de::Error::custom(format_args!("`{field}`: {e}")))
+}
+
+fn session_id<'de, D: Deserializer<'de>>(d: D) -> Result<Token, D::Error> {
+    named_token(d, "session_id")
+}
+
+fn tool<'de, D: Deserializer<'de>>(d: D) -> Result<Token, D::Error> {
+    named_token(d, "grants[].tool")
+}
+
+fn resource_id<'de, D: Deserializer<'de>>(d: D) -> Result<Token, D::Error> {
+    named_token(d, "resources[].id")
+}
+
 impl CapabilityManifest {
     /// Parses and validates a manifest document.
     pub fn from_json(bytes: &[u8]) -> Result<Self, ManifestError> {
         let StrictValue(value) = serde_json::from_slice(bytes)?;
-        Self::from_value(value)
+        check_shape(&value)?;
+        // Decoded from the bytes again (not from `value`) so that an error
+        // says where in the document it is.
+        let raw: RawManifest = serde_json::from_slice(bytes)?;
+        Self::from_raw(raw)
     }
 
     /// Validates an already parsed JSON document as a manifest. A repeated

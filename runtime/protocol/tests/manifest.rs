@@ -267,3 +267,23 @@ fn rejects_repeated_keys_at_every_level() {
         assert!(serde_json::from_str::<CapabilityManifest>(doc).is_err());
     }
 }
+
+#[test]
+fn token_errors_name_the_field_and_the_position() {
+    let text = "{\"protocol_version\": 5,\n \"session_id\": \"Bad Id\",\n \"grants\": []}";
+    let e = CapabilityManifest::from_json(text.as_bytes()).expect_err("bad session id");
+    let msg = e.to_string();
+    assert!(msg.contains("`session_id`"), "{msg}");
+    assert!(msg.contains("line 2 column"), "{msg}");
+
+    let text = "{\"protocol_version\": 5, \"session_id\": \"s\", \"grants\": [\n  {\"tool\": \"t\", \"format\": \"json\", \"max_calls\": 1, \"max_input_bytes\": 1,\n   \"max_output_bytes\": 1, \"resources\": [\n    {\"kind\": \"file_root\", \"id\": \"../x\"}]}]}";
+    let msg = CapabilityManifest::from_json(text.as_bytes())
+        .expect_err("bad resource id")
+        .to_string();
+    assert!(msg.contains("`resources[].id`"), "{msg}");
+    assert!(msg.contains("line 4 column"), "{msg}");
+
+    let msg = err(&manifest(vec![grant("Tool")])).to_string();
+    assert!(msg.contains("`grants[].tool`"), "{msg}");
+    assert!(msg.contains("line 1 column"), "{msg}");
+}

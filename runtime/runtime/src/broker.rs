@@ -4,7 +4,7 @@
 //! A plan with `network_broker` binds only with
 //! [`BindOptions::with_network_broker`](crate::BindOptions::with_network_broker)
 //! given the matching [`BrokerMount`] (from `splash_broker::HostBroker::mount`).
-//! [`check_plan`] runs with the other plan checks, before anything on the host
+//! `check_plan` runs with the other plan checks, before anything on the host
 //! is looked at:
 //!
 //! - a broker in the plan and none supplied, or one supplied and none in the
@@ -15,7 +15,7 @@
 //!   exactly once, read-only (`--ro-bind-fd`) at the plan's destination;
 //! - the plan keeps `--unshare-all` and never passes `--share-net`.
 //!
-//! [`pin`] then replaces step 2's path pinning for that slot: the policy's
+//! `pin` then replaces step 2's path pinning for that slot: the policy's
 //! parent, canonicalized, must be the directory the broker was started in;
 //! the broker re-checks its directory's shape through its descriptors
 //! ([`BrokerMount::verify`]); and the pin is a fresh duplicate of the

@@ -17,7 +17,7 @@
 //! 4. Bubblewrap is started with an empty environment, cwd `/`, private
 //!    stdin/stdout pipes and stderr on `/dev/null`; in the child, every
 //!    descriptor from 3 up is marked close-on-exec and only the spec's
-//!    descriptors are made inheritable ([`crate::sys::install_child_descriptor_hook`]);
+//!    descriptors are made inheritable (`sys::install_child_descriptor_hook`);
 //!    in executable-pinned mode the program is `/proc/self/fd/N` of a fresh
 //!    duplicate of the pinned Bubblewrap (itself close-on-exec: the kernel
 //!    opens the file before it closes the descriptor);

@@ -1028,3 +1028,57 @@ fn an_invalid_path_has_no_follow_on_errors() {
         "\"c\"",
     );
 }
+
+#[test]
+fn a_byte_order_mark_is_accepted_and_takes_no_column() {
+    let with_mark = format!("\u{feff}{}", policy(""));
+    clean(&with_mark);
+    let src = format!(
+        "\u{feff}{}",
+        policy("").replacen("splashpol 1", "splashpol 2", 1)
+    );
+    let outcome = check_source("p.splashpol", &src);
+    let d = &outcome.diagnostics[0];
+    assert_eq!(d.code, "splash::parse::unsupported-version");
+    assert_eq!(crate::span::line_col(&src, d.span.start), (1, 11));
+    let text = outcome.render_human("p.splashpol", &src);
+    assert!(text.contains("[p.splashpol:1:11]"), "{text}");
+    let json = outcome.to_json_with_positions(&src);
+    assert_eq!(json["diagnostics"][0]["column"], 11);
+}
+
+#[test]
+fn bytes_that_are_not_utf8_are_one_error_at_their_place() {
+    let mut bytes = policy("").into_bytes();
+    let at = bytes.len() - 2;
+    bytes.splice(at..at, *b"# \xc3\n");
+    let (shown, outcome) = check_bytes("p.splashpol", &bytes);
+    assert_eq!(outcome.diagnostics.len(), 1, "{:?}", outcome.diagnostics);
+    let d = &outcome.diagnostics[0];
+    assert_eq!(d.code, "splash::parse::invalid-utf8");
+    assert_eq!(d.span.slice(&shown), Some("\u{fffd}"));
+    assert!(outcome.policy.is_none());
+    let (_, ok) = check_bytes("p.splashpol", policy("").as_bytes());
+    assert!(ok.policy.is_some());
+}
+
+#[test]
+fn a_bad_word_in_a_strict_list_is_not_also_a_missing_execve() {
+    let outcome = check_source(
+        "p.splashpol",
+        &policy("seccomp strict-allowlist { read execve, exit_group }"),
+    );
+    let codes: Vec<&str> = outcome.diagnostics.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["splash::parse::invalid-syscall-name"]);
+    // Without the bad word, a list without `execve` is still reported.
+    let outcome = check_source(
+        "p.splashpol",
+        &policy("seccomp strict-allowlist { read exit_group }"),
+    );
+    assert!(
+        outcome
+            .diagnostics
+            .iter()
+            .any(|d| d.code == "splash::check::allowlist-missing-execve")
+    );
+}

@@ -64,7 +64,11 @@ fn every_bundled_and_corpus_file_keeps_its_meaning_and_is_a_fixed_point() {
     let mut formatted_count = 0;
     let mut refused = 0;
     for path in sample_files() {
-        let source = std::fs::read_to_string(&path).expect("read");
+        // The corpus holds one file that is not UTF-8 (a checker case);
+        // there is no text to format.
+        let Ok(source) = std::fs::read_to_string(&path) else {
+            continue;
+        };
         match format_source(&source) {
             Ok(out) => {
                 formatted_count += 1;
@@ -245,7 +249,7 @@ fn relayout(tokens: &[Token<'_>], choices: &[u8]) -> String {
 fn parsable_samples() -> Vec<String> {
     sample_files()
         .into_iter()
-        .map(|p| std::fs::read_to_string(p).expect("read"))
+        .filter_map(|p| std::fs::read_to_string(p).ok())
         .filter(|s| !parse::parse(s).has_errors())
         .collect()
 }

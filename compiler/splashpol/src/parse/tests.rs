@@ -690,3 +690,118 @@ fn a_bad_device_is_shown_whole() {
     );
     assert!(d.message.starts_with("invalid device `sda`"), "{d:#?}");
 }
+
+/// Examples of every statement rule (`*_stmt` in the grammar), covering each
+/// alternative and optional part, each with the rule it must parse as.
+const STATEMENT_EXAMPLES: &[(&str, &str)] = &[
+    ("bubblewrap_stmt", "bubblewrap \"/usr/bin/bwrap\""),
+    ("worker_stmt", "worker \"/w\""),
+    ("worker_stmt", "worker \"/w\" args [\"a\", \"\"]"),
+    ("runtime_stmt", "runtime \"/r\" at \"/opt/r\""),
+    ("root_stmt", "root \"a\" host \"/h\" at \"/a\" read-only"),
+    (
+        "root_stmt",
+        "root \"b\" host \"/h\" at \"/b\" read-write quota project 7 bytes 1 GiB inodes 10",
+    ),
+    ("root_stmt", "root \"c\" tmpfs at \"/c\" size 64 MiB"),
+    ("tmp_stmt", "tmp off"),
+    ("tmp_stmt", "tmp private"),
+    ("tmp_stmt", "tmp private size 1 MiB"),
+    ("writes_stmt", "writes bounded"),
+    ("host_writes_stmt", "host-writes unbounded"),
+    ("user_namespaces_stmt", "user-namespaces none"),
+    ("pin_stmt", "pin mounts, executables"),
+    ("quota_stmt", "quota aggregate bytes 1 GiB inodes 100"),
+    ("tmpfs_stmt", "tmpfs aggregate unlimited"),
+    ("active_roots_stmt", "active-roots max 4"),
+    ("seccomp_stmt", "seccomp off"),
+    ("seccomp_stmt", "seccomp deny-known-escape-surface"),
+    ("seccomp_stmt", "seccomp strict-allowlist { execve read }"),
+    (
+        "limits_stmt",
+        "limits runner \"/l\" required { cpu 1 s; address-space 1 GiB; processes 8; open-files 64; file-size 1 MiB }",
+    ),
+    ("landlock_stmt", "landlock"),
+    (
+        "landlock_stmt",
+        "landlock runner \"/l\" { allow-exec \"/x\" }",
+    ),
+    ("runner_stmt", "runner combined \"/c\""),
+    (
+        "cgroup_stmt",
+        "cgroup parent \"/sys/fs/cgroup/s\" runner \"/r\" required {\n cpu 50 percent; memory 1 GiB; swap 0 B; pids 64; join-timeout 1 s\n io 8:16 { read 1 MiB/s; write 2 MiB/s }\n}",
+    ),
+    ("watchdog_stmt", "watchdog session 1 h"),
+    ("watchdog_stmt", "watchdog session 1 h call 30 s"),
+    (
+        "network_broker_stmt",
+        "network-broker endpoint parent \"/p\" at \"/b\" ids [\"a\"]",
+    ),
+    (
+        "network_broker_stmt",
+        "network-broker origin parent \"/p\" at \"/b\" ids [\"a\", \"b\"]",
+    ),
+];
+
+/// The statement rules of `grammar/splashpol.pest`: every rule named `*_stmt`.
+fn grammar_statement_rules() -> BTreeSet<String> {
+    let grammar = include_str!("../../../../grammar/splashpol.pest");
+    grammar
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| name.ends_with("_stmt"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_statement_rule_has_an_example_that_builds() {
+    let rules = grammar_statement_rules();
+    assert!(rules.len() >= 19, "{rules:?}");
+    let covered: BTreeSet<String> = STATEMENT_EXAMPLES
+        .iter()
+        .map(|(r, _)| (*r).to_string())
+        .collect();
+    assert_eq!(
+        rules, covered,
+        "every statement rule of the grammar needs an example here (and only those)"
+    );
+    for (rule, text) in STATEMENT_EXAMPLES {
+        // The example parses as its rule...
+        let tree = SplashpolParser::parse(Rule::statement_alone, text)
+            .unwrap_or_else(|e| panic!("{text:?}: {e}"))
+            .next()
+            .and_then(|alone| alone.into_inner().next())
+            .expect("a statement");
+        assert_eq!(format!("{:?}", tree.as_rule()), *rule, "{text:?}");
+        // ...and the builder turns it into exactly one statement, with no
+        // diagnostic (in particular no `splash::parse::internal`).
+        let statements = ok(text);
+        assert_eq!(statements.len(), 1, "{text:?}: {statements:#?}");
+    }
+}
+
+#[test]
+fn a_tree_of_the_wrong_shape_is_an_internal_error_not_a_default() {
+    // A pair of another rule where a statement is expected: the builder
+    // refuses it instead of guessing.
+    let pair = SplashpolParser::parse(Rule::quantity, "5 s")
+        .expect("quantity")
+        .next()
+        .expect("pair");
+    let mut p = Parsing {
+        diagnostics: Vec::new(),
+        failed_keywords: BTreeSet::new(),
+    };
+    assert!(p.statement(pair).is_none());
+    let d = internal(Span::new(0, 3), "this statement");
+    assert_eq!(d.code, "splash::parse::internal");
+    assert!(d.is_error());
+    // A `tmpfs aggregate` is a quantity, and `unlimited` is the only
+    // keyword a quantity can be: anything else is not read as unlimited.
+    let kw = SplashpolParser::parse(Rule::kw_cpu, "cpu")
+        .expect("kw")
+        .next()
+        .expect("pair");
+    assert!(quantity(kw).is_none());
+}
