@@ -695,6 +695,31 @@ fn a_host_api_session_removes_the_cgroup_on_close_and_on_a_deadline() {
     std::fs::remove_dir(cgroup.join("nested")).expect("remove nested");
     std::fs::remove_dir(&cgroup).expect("remove the child");
 
+    // The same failure on the force-stop path: a deadline that wins against
+    // a cgroup that cannot be removed is a containment error too, not an
+    // indeterminate outcome that hides it.
+    let mut session = Session::open(
+        &bound,
+        policy.manifest(),
+        Deadlines::session(Duration::from_millis(500)),
+    )
+    .expect("open session");
+    let cgroup = parent.path().join(&parent.children()[0]);
+    std::fs::create_dir(cgroup.join("nested")).expect("nested");
+    let err = session
+        .call("probe.exec", json!({"argv": ["/bin/sleep", "30"]}))
+        .expect_err("the deadline ends the call");
+    let CallError::Containment(e) = &err else {
+        panic!("expected a containment error: {err}");
+    };
+    let failure = WorkerLifecycle::containment_failure(e).expect("a containment failure");
+    assert!(matches!(failure, CgroupError::Remove { .. }), "{failure}");
+    assert!(err.poisons_session());
+    assert!(pids_of(&cgroup).is_empty(), "the tree itself is dead");
+    drop(session);
+    std::fs::remove_dir(cgroup.join("nested")).expect("remove nested");
+    std::fs::remove_dir(&cgroup).expect("remove the child");
+
     assert_eq!(open_fds(), fds_before, "a descriptor was left open");
     assert!(live_children().is_empty(), "{:?}", live_children());
 }

@@ -424,7 +424,12 @@ impl Session {
     fn force_stopped(&mut self, why: StopReason) -> CallError {
         self.poisoned = true;
         self.host.channel_mut().poison();
-        let status = self.watchdog.stop().unwrap_or(WorkerStatus::Running);
+        // A sandbox that could not be killed or removed outranks the
+        // deadline: the host must learn that containment failed.
+        let status = match self.watchdog.stop() {
+            Ok(status) => status,
+            Err(e) => return CallError::Containment(e),
+        };
         CallError::Indeterminate {
             reason: Indeterminate::ForceStopped(why),
             status,
@@ -443,7 +448,10 @@ impl Session {
     fn indeterminate_now(&mut self, e: SessionError) -> CallError {
         self.poisoned = true;
         self.host.channel_mut().poison();
-        let status = self.watchdog.stop().unwrap_or(WorkerStatus::Running);
+        let status = match self.watchdog.stop() {
+            Ok(status) => status,
+            Err(e) => return CallError::Containment(e),
+        };
         let reason = match self.watchdog.fired() {
             Some(why) if why != StopReason::Stopped => Indeterminate::ForceStopped(why),
             _ => Indeterminate::Transport(e),
