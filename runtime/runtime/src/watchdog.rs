@@ -191,6 +191,9 @@ pub struct Watchdog {
     thread: Option<JoinHandle<()>>,
     call: Option<Duration>,
     pid: u32,
+    /// Readable once Bubblewrap exits, so [`Watchdog::wait_exit`] wakes on
+    /// the exit instead of polling; `None` where `pidfd_open` is missing.
+    exited: Option<std::os::fd::OwnedFd>,
 }
 
 /// A trusted host's handle to force-stop a watched worker from any thread.
@@ -227,6 +230,9 @@ impl Watchdog {
             started,
         } = worker;
         let pid = lifecycle.pid();
+        // Opened before the watchdog thread exists: the child is unreaped,
+        // so its pid cannot have been reused.
+        let exited = crate::sys::pidfd_open(pid).ok();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 session_deadline: deadlines.session.map(|d| started + d),
@@ -253,6 +259,7 @@ impl Watchdog {
                 thread: Some(thread),
                 call: deadlines.call,
                 pid,
+                exited,
             },
             stdin,
             stdout,
@@ -325,16 +332,28 @@ impl Watchdog {
     /// deadlines stay in force meanwhile); `Running` when it did not.
     pub fn wait_exit(&self, timeout: Duration) -> io::Result<WorkerStatus> {
         let until = Instant::now() + timeout;
-        // A worker that was just closed usually exits within a millisecond:
-        // poll quickly first, then back off to 2 ms.
+        // Without a pidfd: a worker that was just closed usually exits
+        // within a millisecond, so poll quickly first, then back off to 2 ms.
         let mut pause = Duration::from_micros(50);
         loop {
             let status = self.try_status()?;
-            if status != WorkerStatus::Running || Instant::now() >= until {
+            let now = Instant::now();
+            if status != WorkerStatus::Running || now >= until {
                 return Ok(status);
             }
-            std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(2));
+            match &self.exited {
+                // Wakes on the exit itself: a pidfd is readable once the
+                // process exited, whether or not it was reaped yet.
+                Some(fd) => {
+                    let left =
+                        (until - now).clamp(Duration::from_millis(1), Duration::from_millis(50));
+                    crate::sys::wait_readable(std::os::fd::AsFd::as_fd(fd), left)?;
+                }
+                None => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(2));
+                }
+            }
         }
     }
 
