@@ -430,6 +430,38 @@ mod tests {
     }
 
     #[test]
+    fn hover_and_completion_answer_at_every_position_without_panicking() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../policies");
+        let mut texts = vec!["a\r\n😀 é\r64 MiB\n\u{feff}x 1_0.5 KiB/s".to_string()];
+        for entry in std::fs::read_dir(dir).expect("policies") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_some_and(|e| e == "splashpol") {
+                texts.push(std::fs::read_to_string(&path).expect("policy"));
+            }
+        }
+        let mut syscall_hovers = 0;
+        for text in &texts {
+            let lines = u32::try_from(text.lines().count()).expect("lines") + 2;
+            for line in 0..lines {
+                for character in 0..100 {
+                    let at = Position::new(line, character);
+                    if let Some(h) = hover(text, at)
+                        && let HoverContents::Markup(m) = h.contents
+                        && m.value.starts_with("syscall")
+                    {
+                        syscall_hovers += 1;
+                    }
+                    let _ = complete(text, at);
+                }
+            }
+        }
+        assert!(
+            syscall_hovers > 0,
+            "the bundled strict allowlists have syscalls"
+        );
+    }
+
+    #[test]
     fn keywords_come_from_the_grammar() {
         let k = keywords();
         assert!(k.contains(&"seccomp") && k.contains(&"strict-allowlist"));
