@@ -116,3 +116,72 @@ fn a_pinned_bwrap_that_cannot_be_executed_through_its_descriptor_fails_closed() 
         "{err}"
     );
 }
+
+/// Bind reads an ELF Bubblewrap's options from the file it will launch
+/// instead of running it: on the installed build the literals its parser
+/// compares against are exactly the options its `--help` lists.
+#[test]
+fn the_option_literals_of_the_installed_bwrap_are_its_help_options() {
+    let Some((bwrap, _probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let image = std::fs::read(&bwrap).expect("read bwrap");
+    assert!(image.starts_with(b"\x7fELF"), "bwrap is an ELF executable");
+    let literals = splash_runtime::bind::option_literals(&image);
+    let help = std::process::Command::new(&bwrap)
+        .arg("--help")
+        .output()
+        .expect("bwrap --help");
+    let listed: std::collections::BTreeSet<String> = String::from_utf8_lossy(&help.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.starts_with("--"))
+        .map(str::to_owned)
+        .collect();
+    assert!(listed.len() > 40, "{listed:?}");
+    assert_eq!(literals, listed);
+}
+
+/// A copy of the real Bubblewrap whose parser no longer knows
+/// `--disable-userns` (its literal is changed in the copy) fails at bind,
+/// naming the option; control: an unchanged copy binds.
+#[test]
+fn an_elf_bwrap_whose_parser_lacks_an_option_fails_at_bind() {
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let image = std::fs::read(&bwrap).expect("read bwrap");
+    let literal = b"--disable-userns\0";
+    let at: Vec<usize> = image
+        .windows(literal.len())
+        .enumerate()
+        .filter(|(_, w)| *w == literal)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(at.len(), 1, "one parser literal");
+    let mut patched = image.clone();
+    patched[at[0] + literal.len() - 2] = b'z';
+    let dir = TempDir::new("elf-bwrap");
+    let write = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).expect("copy bwrap");
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+        path
+    };
+    let old = write("bwrap-old", &patched);
+    let same = write("bwrap-same", &image);
+    let plan_with = |program: &Path| {
+        let mut policy = probe_policy(program, &probe_dir);
+        policy.binding = Binding::PinnedMounts;
+        policy.no_user_namespaces = true;
+        policy.plan()
+    };
+    let err = BoundCommand::bind(plan_with(&old)).expect_err("a build without the option");
+    assert!(
+        matches!(&err, BindError::UnsupportedOption { option, .. } if option == "--disable-userns"),
+        "{err}"
+    );
+    BoundCommand::bind(plan_with(&same)).expect("an unchanged copy binds");
+}

@@ -2,7 +2,7 @@
 //!
 //! - `splashc run`: one process that checks the demo policy, activates a
 //!   generated manifest, lowers, pins, compiles the seccomp filter, binds
-//!   (including `bwrap --help`), spawns, opens the authenticated session,
+//!   (reading the options of the pinned bwrap), spawns, opens the authenticated session,
 //!   makes one `probe.echo` call, closes and reaps — timed from process
 //!   start to its exit;
 //! - raw `bwrap`: the same mounts and the same probe worker, started from

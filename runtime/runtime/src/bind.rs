@@ -1,7 +1,7 @@
 //! Bind: check a [`LaunchPlan`] against the host and retain its descriptors.
 //!
-//! Nothing is launched here except Bubblewrap's own `--help`, which tells
-//! which options the installed build understands. The steps, in order:
+//! Nothing is launched here, except `--help` of a Bubblewrap that is not an
+//! ELF executable (see step 5). The steps, in order:
 //!
 //! 0. the plan is re-verified ([`crate::verify`]): the fixed hardening
 //!    prefix and this host's architecture for the plan and its seccomp
@@ -27,8 +27,11 @@
 //!    read-only bind mount, a regular executable and not a symbolic link on
 //!    the host;
 //! 5. Bubblewrap's options: every option the plan's argument list uses must
-//!    appear in `bwrap --help` (run through the same pinned descriptor that
-//!    will be launched), so an old build fails here with a named option;
+//!    be one the build parses, read from the same file (the same pinned
+//!    descriptor) that will be launched: the NUL-terminated `--option`
+//!    literals its parser compares against, or, for a program that is not an
+//!    ELF executable, the options its `--help` lists; an old build fails
+//!    here with a named option;
 //! 6. project quotas (see [`crate::quota`]) and their aggregate maximum;
 //!    while an aggregate is set, a read-write mount that is not a verified
 //!    quota root is refused;
@@ -504,8 +507,46 @@ pub(crate) fn plan_options(plan: &LaunchPlan) -> BTreeSet<String> {
         .collect()
 }
 
-/// The options a Bubblewrap build lists in `--help`.
+/// The options a Bubblewrap build understands, read from `program` (a path,
+/// or `/proc/self/fd/N` of the pinned descriptor, which reopens that file).
+///
+/// An ELF build is read, not run: Bubblewrap's parser compares each argument
+/// with a NUL-terminated `--option` literal, so those literals are the
+/// options it parses (on bubblewrap 0.8.0 exactly the set `--help` lists, a
+/// test checks it). Any other program (a wrapper script) is asked with
+/// `--help`. A false positive cannot weaken a launch: Bubblewrap refuses an
+/// option it does not parse, and the launch fails.
 fn supported_options(program: &Path, shown: &str) -> Result<BTreeSet<String>, BindError> {
+    let image = fs::read(program).map_err(|source| BindError::BubblewrapQuery {
+        path: shown.to_owned(),
+        source,
+    })?;
+    if image.starts_with(b"\x7fELF") {
+        Ok(option_literals(&image))
+    } else {
+        options_from_help(program, shown)
+    }
+}
+
+/// Every NUL-terminated string of `image` that ends in `--` followed by an
+/// option name (lowercase letters, digits and `-`), as that `--name`.
+pub fn option_literals(image: &[u8]) -> BTreeSet<String> {
+    image
+        .split(|b| *b == 0)
+        .filter_map(|s| {
+            let start = s.windows(2).rposition(|w| w == b"--")?;
+            let name = &s[start + 2..];
+            let valid = !name.is_empty()
+                && name
+                    .iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-');
+            valid.then(|| String::from_utf8_lossy(&s[start..]).into_owned())
+        })
+        .collect()
+}
+
+/// The options a program lists in `--help`.
+fn options_from_help(program: &Path, shown: &str) -> Result<BTreeSet<String>, BindError> {
     let mut command = Command::new(program);
     command
         .arg("--help")
