@@ -17,6 +17,7 @@ mod emit;
 mod explain;
 mod fmt;
 mod help;
+mod lsp;
 mod run;
 mod sys;
 
@@ -51,6 +52,9 @@ enum Command {
     Diff(DiffArgs),
     /// Rewrite policy files in the canonical layout, keeping comments.
     Fmt(FmtArgs),
+    /// Serve the Language Server Protocol over standard input and output:
+    /// live diagnostics, hover and completion for policy files.
+    Lsp,
     /// Print a shell completion script.
     Completions(CompletionsArgs),
     /// Print the manual page, or write one page per command into a directory.
@@ -201,6 +205,7 @@ fn main() -> ExitCode {
         Command::Explain(a) => explain::run(&a),
         Command::Diff(a) => diff::run(&a),
         Command::Fmt(a) => fmt::run(&a),
+        Command::Lsp => lsp::run(),
         Command::Completions(a) => help::completions(&a),
         Command::Man(a) => help::man(&a),
     };
