@@ -118,20 +118,27 @@ fn raw(dir: &Path) -> Duration {
         "/proc",
         "--dev",
         "/dev",
-        "--size",
-        "16777216",
-        "--tmpfs",
-        "/tmp",
     ]);
+    // The plan re-binds these device nodes (private ones for a root
+    // launch); the same number of mounts here.
+    for node in ["null", "zero", "full", "random", "urandom", "tty"] {
+        let path = format!("/dev/{node}");
+        command.args(["--dev-bind", &path, &path]);
+    }
+    command.args(["--size", "16777216", "--tmpfs", "/tmp"]);
     command.arg("--ro-bind").arg(dir).arg("/opt/probe");
     for d in system_dirs() {
         command.args(["--ro-bind", d, d]);
     }
+    command.args(["--size", "8388608", "--tmpfs", "/workspace/scratch"]);
+    // Pinned executables: the worker is bound over itself.
+    command
+        .arg("--ro-bind")
+        .arg(dir.join("splash-probe"))
+        .arg("/opt/probe/splash-probe");
     command.args([
-        "--size",
-        "8388608",
-        "--tmpfs",
-        "/workspace/scratch",
+        "--remount-ro",
+        "/dev",
         "--remount-ro",
         "/",
         "--",
