@@ -45,12 +45,18 @@ fn cstring(path: &Path) -> io::Result<CString> {
 /// therefore never followed.
 /// There is no fallback to `openat(2)`: a kernel without `openat2` fails.
 pub fn open_path_no_symlinks(path: &Path) -> io::Result<OwnedFd> {
+    openat2_no_symlinks(path, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+}
+
+/// `openat2(AT_FDCWD, path, flags)` with `RESOLVE_NO_SYMLINKS |
+/// RESOLVE_NO_MAGICLINKS`, the one door for both path openings here.
+fn openat2_no_symlinks(path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
     let c_path = cstring(path)?;
     // SAFETY: `open_how` is a plain-old-data struct of integers; all-zero is a
     // valid value, and it is `#[non_exhaustive]` so it cannot be built by a
     // literal.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64;
+    how.flags = u64::try_from(flags).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
     how.resolve = libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
     // SAFETY: `c_path` is a valid NUL-terminated string and `how` a valid
     // `open_how` whose exact size is passed; both outlive the call. The
@@ -476,29 +482,10 @@ fn c_name(name: &str) -> io::Result<CString> {
 /// O_NOFOLLOW | O_CLOEXEC`) through `openat2(2)` with `RESOLVE_NO_SYMLINKS |
 /// RESOLVE_NO_MAGICLINKS`: no component of `path` may be a symbolic link.
 pub fn open_directory_no_symlinks(path: &Path) -> io::Result<OwnedFd> {
-    let c_path = cstring(path)?;
-    // SAFETY: `open_how` is plain-old-data; all-zero is a valid value.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) as u64;
-    how.resolve = libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
-    // SAFETY: `c_path` is a valid NUL-terminated string and `how` a valid
-    // `open_how` whose exact size is passed; both outlive the call.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            libc::AT_FDCWD,
-            c_path.as_ptr(),
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let fd = RawFd::try_from(fd)
-        .map_err(|_| io::Error::other("openat2 returned an out-of-range descriptor"))?;
-    // SAFETY: a fresh descriptor from the kernel, owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    openat2_no_symlinks(
+        path,
+        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+    )
 }
 
 /// The filesystem magic (`f_type` of `fstatfs(2)`) of the filesystem that
