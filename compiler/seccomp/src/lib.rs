@@ -17,7 +17,6 @@ mod error;
 pub mod interp;
 mod program;
 mod rules;
-pub mod sys;
 
 pub use bpf::{SeccompData, SockFilter};
 pub use codegen::{NrRange, compile, compile_launch, compile_rules, ranges};

@@ -14,8 +14,8 @@
 pub mod activate;
 pub mod artifact;
 pub mod ast;
-pub mod check;
-pub mod diag;
+mod check;
+mod diag;
 pub mod diff;
 pub mod emit;
 pub mod explain;

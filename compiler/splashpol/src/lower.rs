@@ -815,7 +815,7 @@ fn seccomp_plan(
 pub(crate) mod tests {
     use std::collections::BTreeSet;
 
-    use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, ResourceKind, Token};
+    use splash_manifest::{CapabilityManifest, Grant, GrantFormat, Resource, ResourceKind, Token};
 
     use super::*;
     use crate::activate::{ActivationError, activate};

@@ -25,8 +25,8 @@ use crate::bootstrap::SessionKey;
 use crate::canonical;
 use crate::codec::MAX_LINE_BYTES;
 use crate::message::{Message, MessageError};
-use crate::strict::StrictValue;
 use crate::token::Token;
+use splash_manifest::StrictValue;
 
 /// The domain separation string bound into every tag.
 pub const AUTH_DOMAIN: &str = "splash-worker-auth-v5";

@@ -414,8 +414,7 @@ impl<R: Read, W: Write> HostSession<R, W> {
             input,
             grant.max_input_bytes,
         )?;
-        let grant_fingerprint = grant
-            .compensation_fingerprint()
+        let grant_fingerprint = crate::message::compensation_fingerprint(&grant)
             .map_err(|e| SessionError::Codec(crate::codec::CodecError::Encode(e)))?;
         let request = CompensationRequest {
             protocol_version: Version,

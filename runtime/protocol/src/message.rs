@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::PROTOCOL_VERSION;
 use crate::auth::SessionRole;
 use crate::canonical::Sorted;
-use crate::manifest::{CapabilityManifest, GrantFormat};
+use crate::manifest::{CapabilityManifest, Grant, GrantFormat};
 use crate::token::Token;
 
 /// The maximum nesting depth of a JSON payload value, counting the root
@@ -316,7 +316,7 @@ pub struct OperationResult {
 
 /// `compensate_operation` body: a host-approved compensating effect for one
 /// operation. `grant_fingerprint` is the grant's
-/// [`crate::manifest::Grant::compensation_fingerprint`].
+/// [`compensation_fingerprint`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CompensationRequest {
@@ -536,4 +536,22 @@ impl Message {
             _ => Ok(()),
         }
     }
+}
+
+/// The grant's compensation fingerprint: 64 lowercase hex digits of the
+/// BLAKE3 hash of `splash-compensation-grant-v1`, the length of the grant's
+/// compact JSON serialization as 8 big-endian bytes, and that serialization.
+/// It names no session, so a compensation can be recovered in a fresh
+/// session only under an unchanged grant.
+pub fn compensation_fingerprint(grant: &Grant) -> Result<String, serde_json::Error> {
+    let encoded = crate::canonical::to_vec(grant)?;
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(b"splash-compensation-grant-v1");
+    hasher.update(
+        &u64::try_from(encoded.len())
+            .unwrap_or(u64::MAX)
+            .to_be_bytes(),
+    );
+    hasher.update(&encoded);
+    Ok(hasher.finalize().to_hex().to_string())
 }

@@ -109,26 +109,6 @@ impl Grant {
     }
 }
 
-impl Grant {
-    /// The grant's compensation fingerprint: 64 lowercase hex digits of the
-    /// BLAKE3 hash of `splash-compensation-grant-v1`, the length of the
-    /// grant's compact JSON serialization as 8 big-endian bytes, and that
-    /// serialization. It names no session, so a compensation can be
-    /// recovered in a fresh session only under an unchanged grant.
-    pub fn compensation_fingerprint(&self) -> Result<String, serde_json::Error> {
-        let encoded = crate::canonical::to_vec(self)?;
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(b"splash-compensation-grant-v1");
-        hasher.update(
-            &u64::try_from(encoded.len())
-                .unwrap_or(u64::MAX)
-                .to_be_bytes(),
-        );
-        hasher.update(&encoded);
-        Ok(hasher.finalize().to_hex().to_string())
-    }
-}
-
 /// A session's capability manifest.
 ///
 /// The fields are public so hosts and tests can build a manifest in code;

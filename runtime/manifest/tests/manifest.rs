@@ -1,7 +1,7 @@
 //! Strict manifest decoding and deterministic serialization.
 
 use serde_json::{Value, json};
-use splash_protocol::{CapabilityManifest, ManifestError, ResourceKind};
+use splash_manifest::{CapabilityManifest, ManifestError, ResourceKind};
 
 fn grant(tool: &str) -> Value {
     json!({"tool": tool, "format": "json", "max_calls": 1, "max_input_bytes": 10, "max_output_bytes": 10})
