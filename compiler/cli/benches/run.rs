@@ -186,8 +186,13 @@ fn main() {
         );
         return;
     };
-    let dir = std::env::temp_dir().join(format!("splash-bench-run-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("bench dir");
+    // 0755, as `mkdir` makes it: the sandboxed worker may run as another uid.
+    let scratch = tempfile::Builder::new()
+        .prefix("splash-bench-run-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .tempdir()
+        .expect("bench dir");
+    let dir = scratch.path().to_path_buf();
     let dir = dir.canonicalize().expect("canonical bench dir");
     std::fs::copy(&probe, dir.join("splash-probe")).expect("copy probe");
     let policy_path = dir.join("bench.splashpol");
@@ -206,7 +211,6 @@ fn main() {
             ratios.push(s.as_secs_f64() / r.as_secs_f64());
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 
     ratios.sort_by(f64::total_cmp);
     let base = quantile(&raw_samples, 0.5);

@@ -16,6 +16,7 @@
 //! receiver's state unchanged.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
@@ -243,7 +244,8 @@ fn compute_tag(
 /// sequence.
 pub struct FrameSealer {
     session_id: Token,
-    key: SessionKey,
+    /// Shared with the opener of the same end: one copy of the key.
+    key: Arc<SessionKey>,
     role: SessionRole,
     /// The next sequence; `u64::MAX` is never sealed.
     next: u64,
@@ -252,7 +254,7 @@ pub struct FrameSealer {
 /// The receiving half of one end: opens the peer's frames in sequence.
 pub struct FrameOpener {
     session_id: Token,
-    key: SessionKey,
+    key: Arc<SessionKey>,
     role: SessionRole,
     /// The next sequence; `u64::MAX` is never accepted.
     next: u64,
@@ -394,10 +396,11 @@ pub struct SessionAuthenticator {
 
 impl SessionAuthenticator {
     pub fn new(session_id: Token, key: SessionKey, role: SessionRole) -> Self {
+        let key = Arc::new(key);
         Self {
             opener: FrameOpener {
                 session_id: session_id.clone(),
-                key: key.clone(),
+                key: Arc::clone(&key),
                 role,
                 next: 1,
             },

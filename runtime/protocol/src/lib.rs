@@ -27,12 +27,6 @@ pub mod host;
 pub mod message;
 pub mod worker;
 
-#[expect(
-    unsafe_code,
-    reason = "volatile stores are the only way to wipe key bytes that the optimizer may not elide"
-)]
-mod sys;
-
 pub use auth::{
     AUTH_DOMAIN, AuthError, AuthTag, Frame, FrameOpener, FrameSealer, SessionAuthenticator,
     SessionRole,

@@ -60,6 +60,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rustix::fs::OFlags;
 use splashpol::model::{CgroupLimits, CgroupPolicy};
 
 use crate::spawn::LaunchSpec;
@@ -231,14 +232,14 @@ impl CgroupDir for KernelCgroupDir {
     }
 
     fn read(&self, file: &str) -> io::Result<String> {
-        let mut f = File::from(sys::open_at(self.fd.as_fd(), file, libc::O_RDONLY)?);
+        let mut f = File::from(sys::open_at(self.fd.as_fd(), file, OFlags::RDONLY)?);
         let mut text = String::new();
         f.read_to_string(&mut text)?;
         Ok(text)
     }
 
     fn write(&self, file: &str, value: &str) -> io::Result<()> {
-        let mut f = File::from(sys::open_at(self.fd.as_fd(), file, libc::O_WRONLY)?);
+        let mut f = File::from(sys::open_at(self.fd.as_fd(), file, OFlags::WRONLY)?);
         let n = f.write(value.as_bytes())?;
         if n != value.len() {
             return Err(io::Error::other(format!(
@@ -251,7 +252,7 @@ impl CgroupDir for KernelCgroupDir {
 
     fn make_child(&self, name: &str) -> io::Result<Box<dyn CgroupDir>> {
         sys::make_directory_at(self.fd.as_fd(), name, 0o755)?;
-        let fd = sys::open_at(self.fd.as_fd(), name, libc::O_RDONLY | libc::O_DIRECTORY)?;
+        let fd = sys::open_at(self.fd.as_fd(), name, OFlags::RDONLY | OFlags::DIRECTORY)?;
         Ok(Box::new(KernelCgroupDir { fd }))
     }
 

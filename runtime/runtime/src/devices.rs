@@ -209,7 +209,8 @@ impl PrivateDevices {
             source,
         };
         let mut random = [0u8; RANDOM_BYTES];
-        sys::random_bytes(&mut random).map_err(fail)?;
+        getrandom::fill(&mut random)
+            .map_err(|e| fail(io::Error::other(format!("the random source failed: {e}"))))?;
         let name: String = std::iter::once(DEVICE_DIRECTORY_PREFIX.to_owned())
             .chain(random.iter().map(|b| format!("{b:02x}")))
             .collect();

@@ -30,39 +30,39 @@ pub fn probe() -> Option<PathBuf> {
     probe.is_file().then_some(probe)
 }
 
-/// A fresh private directory under the temp dir, removed on drop.
-pub struct TempDir(pub PathBuf);
+/// A fresh directory under the temp dir, removed on drop.
+///
+/// Created by `tempfile` with mode 0755 (not its default 0700), so a worker
+/// running as another uid can still traverse it, as with `mkdir`; the path
+/// is canonical, as the bind phase compares canonical paths.
+pub struct TempDir {
+    dir: tempfile::TempDir,
+    path: PathBuf,
+}
 
 impl TempDir {
     pub fn new(tag: &str) -> Self {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "splash-rt-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        Self(dir.canonicalize().expect("canonical temp dir"))
+        Self::create(&std::env::temp_dir(), &format!("splash-rt-{tag}-"))
     }
 
-    /// A fresh private directory under `parent`, removed on drop.
+    /// A fresh directory under `parent`, removed on drop.
     pub fn new_in(parent: &Path, tag: &str) -> Self {
-        let dir = parent.join(tag);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        Self(dir.canonicalize().expect("canonical temp dir"))
+        Self::create(parent, &format!("{tag}-"))
+    }
+
+    fn create(parent: &Path, prefix: &str) -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::Builder::new()
+            .prefix(prefix)
+            .permissions(std::fs::Permissions::from_mode(0o755))
+            .tempdir_in(parent)
+            .expect("create temp dir");
+        let path = dir.path().canonicalize().expect("canonical temp dir");
+        Self { dir, path }
     }
 
     pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        &self.path
     }
 }
 
