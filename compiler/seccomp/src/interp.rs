@@ -15,6 +15,7 @@ use crate::program::Program;
 
 /// Why a program cannot run (the kernel would refuse to load it).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum InterpError {
     #[error("program length {0} is outside 1..=4096")]
     BadLength(usize),

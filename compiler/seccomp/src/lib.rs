@@ -20,7 +20,7 @@ mod rules;
 
 pub use bpf::{SeccompData, SockFilter};
 pub use codegen::{NrRange, compile, compile_launch, compile_rules, ranges};
-pub use error::CompileError;
+pub use error::{CompileError, RuleError};
 pub use program::{Program, ProgramStats};
 pub use rules::{
     Action, ArgCond, Fallback, Guard, MAX_STRICT_SYSCALLS, NrDecision, Profile, RuleSet,

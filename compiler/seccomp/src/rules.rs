@@ -7,7 +7,7 @@ use crate::bpf::{
     EACCES, ENOSYS, EPERM, SECCOMP_RET_ALLOW, SECCOMP_RET_DATA, SECCOMP_RET_ERRNO,
     SECCOMP_RET_KILL_PROCESS, SeccompData,
 };
-use crate::error::CompileError;
+use crate::error::{CompileError, RuleError};
 use crate::guards::{CLONE_NAMESPACE_FLAGS, DENIED, DENIED_IOCTLS, MFD_NOEXEC_SEAL};
 use crate::{
     Arch, StrictRejection, X32_SYSCALL_BIT, strict_rejection, suggest_syscall, syscall_number,
@@ -92,14 +92,10 @@ impl ArgCond {
     /// `(arg & mask) != 0`; `mask` must be nonzero and `arg` below 6.
     pub fn any_bits_low32(arg: u8, mask: u32) -> Result<ArgCond, CompileError> {
         if arg >= 6 {
-            return Err(CompileError::InvalidRule(format!(
-                "argument index `{arg}` is not below 6"
-            )));
+            return Err(CompileError::InvalidRule(RuleError::ArgumentIndex { arg }));
         }
         if mask == 0 {
-            return Err(CompileError::InvalidRule(
-                "a bit test needs a nonzero mask".to_owned(),
-            ));
+            return Err(CompileError::InvalidRule(RuleError::ZeroMask));
         }
         Ok(ArgCond::AnyBitsLow32 { arg, mask })
     }
@@ -108,15 +104,11 @@ impl ArgCond {
     /// below 6.
     pub fn equals_low32(arg: u8, values: &[u32]) -> Result<ArgCond, CompileError> {
         if arg >= 6 {
-            return Err(CompileError::InvalidRule(format!(
-                "argument index `{arg}` is not below 6"
-            )));
+            return Err(CompileError::InvalidRule(RuleError::ArgumentIndex { arg }));
         }
         let set: BTreeSet<u32> = values.iter().copied().collect();
         if set.is_empty() {
-            return Err(CompileError::InvalidRule(
-                "an equality test needs a value".to_owned(),
-            ));
+            return Err(CompileError::InvalidRule(RuleError::NoValues));
         }
         Ok(ArgCond::EqualsLow32 {
             arg,
@@ -199,24 +191,21 @@ impl RuleSet {
         let mut closed = BTreeSet::new();
         for g in &guards {
             if crate::syscall_name(arch, g.nr).is_none() {
-                return Err(CompileError::InvalidRule(format!(
-                    "guard for `{}` uses number {} which {} does not have",
-                    g.name,
-                    g.nr,
-                    arch.name()
-                )));
+                return Err(CompileError::InvalidRule(RuleError::UnknownGuardNumber {
+                    name: g.name,
+                    nr: g.nr,
+                    arch,
+                }));
             }
             if g.action == Action::Allow {
-                return Err(CompileError::InvalidRule(format!(
-                    "guard for `{}` must deny",
-                    g.name
-                )));
+                return Err(CompileError::InvalidRule(RuleError::AllowingGuard {
+                    name: g.name,
+                }));
             }
             if closed.contains(&g.nr) {
-                return Err(CompileError::InvalidRule(format!(
-                    "guard for `{}` is unreachable after an unconditional guard",
-                    g.name
-                )));
+                return Err(CompileError::InvalidRule(RuleError::UnreachableGuard {
+                    name: g.name,
+                }));
             }
             if g.cond.is_none() {
                 closed.insert(g.nr);
@@ -237,10 +226,10 @@ impl RuleSet {
                 .iter()
                 .find(|&&nr| crate::syscall_name(arch, nr).is_none())
             {
-                return Err(CompileError::InvalidRule(format!(
-                    "allowed number {nr} is not a syscall on {}",
-                    arch.name()
-                )));
+                return Err(CompileError::InvalidRule(RuleError::UnknownAllowedNumber {
+                    nr: *nr,
+                    arch,
+                }));
             }
             let execve = syscall_number(arch, "execve");
             if !execve.is_some_and(|nr| set.contains(&nr)) {

@@ -37,6 +37,7 @@ pub const DEVICE_SOURCE_MAX_BYTES: usize = 255;
 
 /// Why an argument list would be refused by bwrap or the kernel.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ArgvError {
     #[error(
         "{count} arguments; bubblewrap accepts at most {BWRAP_MAX_ARGS} including its own name"

@@ -39,6 +39,7 @@ const INDENT: &str = "  ";
 
 /// Why a source was not formatted.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FormatError {
     /// The source does not parse; these are the parser's diagnostics.
     Syntax(Vec<Diagnostic>),

@@ -39,6 +39,7 @@ pub const PLAN_FORMAT: u32 = 1;
 
 /// A policy invariant that lowering relies on does not hold.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum InvariantError {
     #[error("descriptor-pinned executables require descriptor-pinned mounts")]
     PinExecutablesWithoutPinMounts,
@@ -104,6 +105,7 @@ pub enum InvariantError {
 
 /// Why a plan could not be produced.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LowerError {
     #[error("unsafe policy: {0}")]
     Invariant(#[from] InvariantError),

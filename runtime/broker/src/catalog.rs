@@ -122,6 +122,7 @@ impl Method {
 /// Why a catalog, an entry or a credential was refused at setup. These are
 /// host errors and name the problem precisely; nothing here reaches a worker.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CatalogError {
     /// The id is not a token.
     #[error("catalog id `{id}` is not a token: {reason}")]

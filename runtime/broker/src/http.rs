@@ -22,6 +22,7 @@ pub const MAX_HEAD_LINES: usize = 100;
 
 /// Why an exchange failed (host-side detail; workers see only `failed`).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HttpError {
     /// The name resolved to no address, or no address accepted.
     #[error("could not connect to the origin")]

@@ -11,6 +11,8 @@
 //! - [`strict`]: JSON values that refuse duplicate object keys, the first
 //!   step of every decoder of untrusted documents.
 
+#![warn(missing_docs)]
+
 pub mod manifest;
 pub mod strict;
 pub mod token;

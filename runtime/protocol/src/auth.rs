@@ -171,6 +171,7 @@ impl<'de> Deserialize<'de> for Frame {
 
 /// Why a frame could not be sealed or opened.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AuthError {
     #[error("frame authentication tag does not match")]
     BadTag,

@@ -33,6 +33,7 @@ pub const BOOTSTRAP_FIXED_LEN: usize = 8 + 1 + 1 + SESSION_KEY_LEN;
 
 /// Why a session key was refused.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SessionKeyError {
     #[error("session key is all zero")]
     AllZero,
@@ -124,6 +125,7 @@ impl fmt::Debug for SessionKey {
 
 /// Why a preamble was refused.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BootstrapError {
     #[error("bootstrap preamble ended early while reading the {field}")]
     Truncated { field: &'static str },

@@ -22,6 +22,7 @@ use crate::token::Token;
 /// Unless [`SessionError::poisons_session`] says otherwise, the channel is
 /// poisoned and every later call fails with [`SessionError::Poisoned`].
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SessionError {
     #[error("the session is poisoned by an earlier error")]
     Poisoned,

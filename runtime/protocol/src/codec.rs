@@ -17,6 +17,7 @@ pub const MAX_LINE_BYTES: usize = 1_048_576;
 
 /// Why a line could not be read or written.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CodecError {
     #[error("the channel is poisoned by an earlier error")]
     Poisoned,

@@ -113,7 +113,7 @@ impl Payload {
                 if depth(v) > MAX_JSON_PAYLOAD_DEPTH {
                     return Err(PayloadError::TooDeep);
                 }
-                crate::canonical::encoded_len(v).map_err(|e| PayloadError::Encode(e.to_string()))
+                crate::canonical::encoded_len(v).map_err(|e| PayloadError::Encode(e.classify()))
             }
         }
     }
@@ -137,6 +137,7 @@ fn depth(value: &Value) -> usize {
 
 /// Why a payload does not fit its grant.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PayloadError {
     #[error("payload format is {}; the grant's format is {}", fmt_format(*got), fmt_format(*expected))]
     Format {
@@ -149,8 +150,10 @@ pub enum PayloadError {
     NotContainer,
     #[error("a JSON payload is nested deeper than {MAX_JSON_PAYLOAD_DEPTH} levels")]
     TooDeep,
-    #[error("a JSON payload does not serialize: {0}")]
-    Encode(String),
+    /// Serializing the payload failed (a `serde_json` error of this
+    /// category; a JSON value always serializes, so this is not expected).
+    #[error("a JSON payload does not serialize ({0:?} error)")]
+    Encode(serde_json::error::Category),
 }
 
 fn fmt_format(f: GrantFormat) -> &'static str {
@@ -394,6 +397,7 @@ pub enum Message {
 
 /// Why a decoded or built message is not valid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MessageError {
     #[error("cancellation id `{0}` must differ from the request id it cancels")]
     CancellationIdIsRequestId(String),

@@ -84,32 +84,32 @@ pub enum BindError {
         plan: &'static str,
         host: &'static str,
     },
-    #[error("failed to resolve source `{path}`")]
+    #[error("failed to resolve source `{}`", .path.display())]
     Resolve {
-        path: String,
+        path: PathBuf,
         #[source]
         source: io::Error,
     },
-    #[error("source `{path}` resolves to `/`; the host root is never mounted")]
-    ResolvesToRoot { path: String },
-    #[error("source `{path}` (resolved to `{canonical}`) is {found}; expected {expected}")]
+    #[error("source `{}` resolves to `/`; the host root is never mounted", .path.display())]
+    ResolvesToRoot { path: PathBuf },
+    #[error("source `{}` (resolved to `{}`) is {found}; expected {expected}", .path.display(), .canonical.display())]
     WrongType {
-        path: String,
-        canonical: String,
+        path: PathBuf,
+        canonical: PathBuf,
         expected: &'static str,
         found: &'static str,
     },
-    #[error("executable `{path}` is a symbolic link; name the file itself")]
-    SymlinkExecutable { path: String },
-    #[error("failed to pin source `{path}`")]
+    #[error("executable `{}` is a symbolic link; name the file itself", .path.display())]
+    SymlinkExecutable { path: PathBuf },
+    #[error("failed to pin source `{}`", .path.display())]
     Pin {
-        path: String,
+        path: PathBuf,
         #[source]
         source: io::Error,
     },
-    #[error("failed to inspect pinned source `{path}`")]
+    #[error("failed to inspect pinned source `{}`", .path.display())]
     Inspect {
-        path: String,
+        path: PathBuf,
         #[source]
         source: io::Error,
     },
@@ -119,22 +119,20 @@ pub enum BindError {
     Plan(String),
     #[error("worker program `{program}` is not reached through a read-only runtime mount")]
     WorkerNotInRuntimeMount { program: String },
-    #[error("failed to query bubblewrap `{path}` for its options")]
+    #[error("failed to query bubblewrap `{}` for its options", .path.display())]
     BubblewrapQuery {
-        path: String,
+        path: PathBuf,
         #[source]
         source: io::Error,
     },
-    #[error("bubblewrap `{path}` exited with {status} when asked for `--help`")]
-    BubblewrapHelp { path: String, status: String },
-    #[error(
-        "bubblewrap `{path}` does not support `{option}`, which this plan needs; the launch is refused (there is no fallback without it)"
-    )]
-    UnsupportedOption { path: String, option: String },
-    #[error("failed to verify the project quota of root `{root}` (`{path}`)")]
+    #[error("bubblewrap `{}` exited with {status} when asked for `--help`", .path.display())]
+    BubblewrapHelp { path: PathBuf, status: String },
+    #[error("bubblewrap `{}` does not support `{option}`, which this plan needs; the launch is refused (there is no fallback without it)", .path.display())]
+    UnsupportedOption { path: PathBuf, option: String },
+    #[error("failed to verify the project quota of root `{root}` (`{}`)", .path.display())]
     Quota {
         root: String,
-        path: String,
+        path: PathBuf,
         #[source]
         source: QuotaError,
     },
@@ -334,12 +332,12 @@ fn is_executable_role(role: &PinRole) -> bool {
 /// Canonicalizes `path`, rejecting `/`.
 fn canonical(path: &str) -> Result<PathBuf, BindError> {
     let canonical = fs::canonicalize(path).map_err(|source| BindError::Resolve {
-        path: path.to_owned(),
+        path: PathBuf::from(path),
         source,
     })?;
     if canonical == Path::new("/") {
         return Err(BindError::ResolvesToRoot {
-            path: path.to_owned(),
+            path: PathBuf::from(path),
         });
     }
     Ok(canonical)
@@ -347,12 +345,12 @@ fn canonical(path: &str) -> Result<PathBuf, BindError> {
 
 fn reject_symlink(path: &str) -> Result<(), BindError> {
     let meta = fs::symlink_metadata(path).map_err(|source| BindError::Resolve {
-        path: path.to_owned(),
+        path: PathBuf::from(path),
         source,
     })?;
     if meta.file_type().is_symlink() {
         return Err(BindError::SymlinkExecutable {
-            path: path.to_owned(),
+            path: PathBuf::from(path),
         });
     }
     Ok(())
@@ -370,18 +368,18 @@ fn pin_source(pin: &Pin) -> Result<PinnedSource, BindError> {
     }
     let canonical = canonical(path)?;
     let fd = sys::open_path_no_symlinks(&canonical).map_err(|source| BindError::Pin {
-        path: path.to_owned(),
+        path: PathBuf::from(path),
         source,
     })?;
     let file = File::from(fd);
     let meta = file.metadata().map_err(|source| BindError::Inspect {
-        path: path.to_owned(),
+        path: PathBuf::from(path),
         source,
     })?;
     if !kind_matches(pin.kind, &meta) {
         return Err(BindError::WrongType {
-            path: path.to_owned(),
-            canonical: canonical.display().to_string(),
+            path: PathBuf::from(path),
+            canonical: canonical.to_path_buf(),
             expected: kind_name(pin.kind),
             found: type_name(&meta),
         });
@@ -396,7 +394,7 @@ fn pin_source(pin: &Pin) -> Result<PinnedSource, BindError> {
 fn check_path_source(path: &AbsPath, directory: bool) -> Result<PathBuf, BindError> {
     let canonical = canonical(path.as_str())?;
     let meta = fs::metadata(&canonical).map_err(|source| BindError::Resolve {
-        path: path.to_string(),
+        path: PathBuf::from(path.to_string()),
         source,
     })?;
     let ok = if directory {
@@ -406,8 +404,8 @@ fn check_path_source(path: &AbsPath, directory: bool) -> Result<PathBuf, BindErr
     };
     if !ok {
         return Err(BindError::WrongType {
-            path: path.to_string(),
-            canonical: canonical.display().to_string(),
+            path: PathBuf::from(path.to_string()),
+            canonical: canonical.to_path_buf(),
             expected: if directory {
                 "a directory"
             } else {
@@ -484,13 +482,13 @@ fn check_exec_target(
     let host_str = host.display().to_string();
     reject_symlink(&host_str)?;
     let meta = fs::metadata(&host).map_err(|source| BindError::Resolve {
-        path: host_str.clone(),
+        path: PathBuf::from(host_str.clone()),
         source,
     })?;
     if !kind_matches(PinKind::Executable, &meta) {
         return Err(BindError::WrongType {
-            path: host_str,
-            canonical: program,
+            path: PathBuf::from(host_str),
+            canonical: PathBuf::from(program),
             expected: kind_name(PinKind::Executable),
             found: type_name(&meta),
         });
@@ -518,7 +516,7 @@ pub(crate) fn plan_options(plan: &LaunchPlan) -> BTreeSet<String> {
 /// option it does not parse, and the launch fails.
 fn supported_options(program: &Path, shown: &str) -> Result<BTreeSet<String>, BindError> {
     let image = fs::read(program).map_err(|source| BindError::BubblewrapQuery {
-        path: shown.to_owned(),
+        path: PathBuf::from(shown),
         source,
     })?;
     if image.starts_with(b"\x7fELF") {
@@ -559,12 +557,12 @@ fn options_from_help(program: &Path, shown: &str) -> Result<BTreeSet<String>, Bi
     let output = command
         .output()
         .map_err(|source| BindError::BubblewrapQuery {
-            path: shown.to_owned(),
+            path: PathBuf::from(shown),
             source,
         })?;
     if !output.status.success() {
         return Err(BindError::BubblewrapHelp {
-            path: shown.to_owned(),
+            path: PathBuf::from(shown),
             status: crate::lifecycle::describe_status(output.status),
         });
     }
@@ -613,13 +611,13 @@ impl BoundCommand {
         reject_symlink(&bwrap_str)?;
         let bwrap_canonical = canonical(&bwrap_str)?;
         let meta = fs::metadata(&bwrap_canonical).map_err(|source| BindError::Resolve {
-            path: bwrap_str.clone(),
+            path: PathBuf::from(bwrap_str.clone()),
             source,
         })?;
         if !kind_matches(PinKind::Executable, &meta) {
             return Err(BindError::WrongType {
-                path: bwrap_str,
-                canonical: bwrap_canonical.display().to_string(),
+                path: PathBuf::from(bwrap_str),
+                canonical: bwrap_canonical.to_path_buf(),
                 expected: kind_name(PinKind::Executable),
                 found: type_name(&meta),
             });
@@ -797,7 +795,7 @@ impl BoundCommand {
                 quota::verify(inspector, pinned.fd.as_fd(), &check.quota).map_err(|source| {
                     BindError::Quota {
                         root: root.to_string(),
-                        path: pinned.pin.host_path.to_string(),
+                        path: PathBuf::from(pinned.pin.host_path.to_string()),
                         source,
                     }
                 })?;
@@ -841,7 +839,7 @@ impl BoundCommand {
                     let canonical = canonical(p.as_str())?;
                     let fd = sys::open_path_no_symlinks(&canonical).map_err(|source| {
                         BindError::Pin {
-                            path: p.to_string(),
+                            path: PathBuf::from(p.to_string()),
                             source,
                         }
                     })?;
@@ -861,7 +859,7 @@ impl BoundCommand {
                 let fd = self.pins[usize::from(slot.0)]
                     .duplicate()
                     .map_err(|source| BindError::BubblewrapQuery {
-                        path: shown.clone(),
+                        path: PathBuf::from(shown.clone()),
                         source,
                     })?;
                 let program = crate::spawn::proc_fd_path(&fd);
@@ -870,7 +868,7 @@ impl BoundCommand {
         };
         if let Some(option) = needed.difference(&supported).next() {
             return Err(BindError::UnsupportedOption {
-                path: shown,
+                path: PathBuf::from(shown),
                 option: option.clone(),
             });
         }

@@ -84,50 +84,47 @@ const CORE_FILES: [&str; 3] = [
 
 /// Why the cgroup boundary could not be prepared, joined or torn down.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CgroupError {
-    #[error("failed to open the cgroup parent `{path}`")]
+    #[error("failed to open the cgroup parent `{}`", .path.display())]
     OpenParent {
-        path: String,
+        path: PathBuf,
         #[source]
         source: io::Error,
     },
-    #[error(
-        "cgroup parent `{path}` is not on a cgroup-v2 filesystem (filesystem magic {magic:#x}); name a directory of the cgroup2 mount"
-    )]
-    NotCgroup2 { path: String, magic: i64 },
-    #[error("cgroup parent `{path}` has no `{file}`; it is not a cgroup-v2 directory")]
-    MissingCoreFile { path: String, file: &'static str },
-    #[error(
-        "controller `{controller}` is not available in `{path}`; the host must enable it in the parent's `cgroup.subtree_control` (this runtime never writes it)"
-    )]
+    #[error("cgroup parent `{}` is not on a cgroup-v2 filesystem (filesystem magic {magic:#x}); name a directory of the cgroup2 mount", .path.display())]
+    NotCgroup2 { path: PathBuf, magic: i64 },
+    #[error("cgroup parent `{}` has no `{file}`; it is not a cgroup-v2 directory", .path.display())]
+    MissingCoreFile { path: PathBuf, file: &'static str },
+    #[error("controller `{controller}` is not available to the children of `{}`; the host must enable it in the parent's `cgroup.subtree_control` (this runtime never writes it)", .path.display())]
     MissingController {
-        path: String,
+        path: PathBuf,
         controller: &'static str,
     },
-    #[error("failed to create the child cgroup `{path}`")]
+    #[error("failed to create the child cgroup `{}`", .path.display())]
     Create {
-        path: String,
+        path: PathBuf,
         #[source]
         source: io::Error,
     },
-    #[error("failed to read `{file}` of cgroup `{path}`")]
+    #[error("failed to read `{file}` of cgroup `{}`", .path.display())]
     Read {
-        path: String,
+        path: PathBuf,
         file: String,
         #[source]
         source: io::Error,
     },
-    #[error("failed to write `{value}` to `{file}` of cgroup `{path}`")]
+    #[error("failed to write `{value}` to `{file}` of cgroup `{}`", .path.display())]
     Write {
-        path: String,
+        path: PathBuf,
         file: String,
         value: String,
         #[source]
         source: io::Error,
     },
-    #[error("failed to remove cgroup `{path}`")]
+    #[error("failed to remove cgroup `{}`", .path.display())]
     Remove {
-        path: String,
+        path: PathBuf,
         #[source]
         source: io::Error,
     },
@@ -136,33 +133,29 @@ pub enum CgroupError {
         first: Box<CgroupError>,
         cleanup: Box<CgroupError>,
     },
-    #[error("cgroup runner `{path}` is unusable: {why}")]
-    Runner { path: String, why: String },
-    #[error("failed to check cgroup runner `{path}`")]
+    #[error("cgroup runner `{}` is unusable: {why}", .path.display())]
+    Runner { path: PathBuf, why: String },
+    #[error("failed to check cgroup runner `{}`", .path.display())]
     RunnerIo {
-        path: String,
+        path: PathBuf,
         #[source]
         source: io::Error,
     },
-    #[error("failed to hand cgroup `{path}` to the runner")]
+    #[error("failed to hand cgroup `{}` to the runner", .path.display())]
     Descriptor {
-        path: String,
+        path: PathBuf,
         #[source]
         source: io::Error,
     },
-    #[error(
-        "the cgroup runner (pid {pid}) did not join `{path}` within {timeout_ms} ms; it was killed and the cgroup removed"
-    )]
+    #[error("the cgroup runner (pid {pid}) did not join `{}` within {timeout_ms} ms; it was killed and the cgroup removed", .path.display())]
     JoinTimeout {
-        path: String,
+        path: PathBuf,
         pid: u32,
         timeout_ms: u128,
     },
-    #[error(
-        "the cgroup runner (pid {pid}) ended with {status} before the host saw it in `{path}`; the cgroup was removed"
-    )]
+    #[error("the cgroup runner (pid {pid}) ended with {status} before the host saw it in `{}`; the cgroup was removed", .path.display())]
     RunnerExited {
-        path: String,
+        path: PathBuf,
         pid: u32,
         status: String,
     },
@@ -332,9 +325,8 @@ impl CgroupParent {
     /// configured path is canonicalized once, then opened without following
     /// any symbolic link.
     pub fn open(path: &Path) -> Result<Self, CgroupError> {
-        let shown = path.display().to_string();
         let open_err = |source| CgroupError::OpenParent {
-            path: shown.clone(),
+            path: path.to_path_buf(),
             source,
         };
         let canonical = std::fs::canonicalize(path).map_err(open_err)?;
@@ -345,24 +337,29 @@ impl CgroupParent {
     /// Verifies `dir` as the parent shown as `path`: cgroup-v2 filesystem
     /// magic and the core files.
     pub fn with_dir(path: &Path, dir: Arc<dyn CgroupDir>) -> Result<Self, CgroupError> {
-        let shown = path.display().to_string();
         let magic = dir
             .filesystem_magic()
             .map_err(|source| CgroupError::OpenParent {
-                path: shown.clone(),
+                path: path.to_path_buf(),
                 source,
             })?;
         if magic != CGROUP2_SUPER_MAGIC {
-            return Err(CgroupError::NotCgroup2 { path: shown, magic });
+            return Err(CgroupError::NotCgroup2 {
+                path: path.to_path_buf(),
+                magic,
+            });
         }
         for file in CORE_FILES {
             let present = dir.has(file).map_err(|source| CgroupError::Read {
-                path: shown.clone(),
+                path: path.to_path_buf(),
                 file: file.to_owned(),
                 source,
             })?;
             if !present {
-                return Err(CgroupError::MissingCoreFile { path: shown, file });
+                return Err(CgroupError::MissingCoreFile {
+                    path: path.to_path_buf(),
+                    file,
+                });
             }
         }
         Ok(Self {
@@ -379,12 +376,11 @@ impl CgroupParent {
     /// Reads (never writes) the parent's `cgroup.subtree_control` and
     /// requires every controller `limits` need.
     pub fn check_delegated(&self, limits: &CgroupLimits) -> Result<(), CgroupError> {
-        let shown = self.path.display().to_string();
         let enabled =
             self.dir
                 .read("cgroup.subtree_control")
                 .map_err(|source| CgroupError::Read {
-                    path: shown.clone(),
+                    path: self.path.clone(),
                     file: "cgroup.subtree_control".into(),
                     source,
                 })?;
@@ -393,7 +389,7 @@ impl CgroupParent {
             .find(|c| !listed(&enabled, c))
         {
             return Err(CgroupError::MissingController {
-                path: format!("children of {shown}"),
+                path: self.path.clone(),
                 controller,
             });
         }
@@ -406,7 +402,7 @@ impl CgroupParent {
     pub fn create_child(&self, limits: &CgroupLimits) -> Result<WorkerCgroup, CgroupError> {
         let mut suffix = [0u8; 8];
         getrandom::fill(&mut suffix).map_err(|e| CgroupError::Create {
-            path: self.path.display().to_string(),
+            path: self.path.to_path_buf(),
             source: io::Error::other(format!("the random source failed: {e}")),
         })?;
         let name = format!("splash-{:016x}", u64::from_ne_bytes(suffix));
@@ -423,7 +419,7 @@ impl CgroupParent {
             .dir
             .make_child(&name)
             .map_err(|source| CgroupError::Create {
-                path: path.display().to_string(),
+                path: path.to_path_buf(),
                 source,
             })?;
         let mut child = WorkerCgroup {
@@ -463,14 +459,10 @@ impl WorkerCgroup {
         self.removed
     }
 
-    fn shown(&self) -> String {
-        self.path.display().to_string()
-    }
-
     /// Reads a file of the child (`memory.events`, `cpu.stat`, ...).
     pub fn read(&self, file: &str) -> Result<String, CgroupError> {
         self.dir.read(file).map_err(|source| CgroupError::Read {
-            path: self.shown(),
+            path: self.path.clone(),
             file: file.to_owned(),
             source,
         })
@@ -481,7 +473,7 @@ impl WorkerCgroup {
         self.dir
             .write(file, value)
             .map_err(|source| CgroupError::Write {
-                path: self.shown(),
+                path: self.path.clone(),
                 file: file.to_owned(),
                 value: value.to_owned(),
                 source,
@@ -495,7 +487,7 @@ impl WorkerCgroup {
             .find(|c| !listed(&available, c))
         {
             return Err(CgroupError::MissingController {
-                path: self.shown(),
+                path: self.path.clone(),
                 controller,
             });
         }
@@ -536,7 +528,7 @@ impl WorkerCgroup {
                 }
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                     return Err(CgroupError::Remove {
-                        path: self.shown(),
+                        path: self.path.clone(),
                         source: io::Error::other(
                             "the cgroup disappeared before this runtime removed it",
                         ),
@@ -547,7 +539,7 @@ impl WorkerCgroup {
                 }
                 Err(source) => {
                     return Err(CgroupError::Remove {
-                        path: self.shown(),
+                        path: self.path.clone(),
                         source,
                     });
                 }
@@ -574,7 +566,7 @@ impl WorkerCgroup {
         self.dir
             .descriptor()
             .map_err(|source| CgroupError::Descriptor {
-                path: self.shown(),
+                path: self.path.clone(),
                 source,
             })
     }
@@ -596,7 +588,7 @@ impl WorkerCgroup {
             match exited() {
                 Ok(Some(status)) => {
                     return Err(CgroupError::RunnerExited {
-                        path: self.shown(),
+                        path: self.path.clone(),
                         pid,
                         status,
                     });
@@ -606,7 +598,7 @@ impl WorkerCgroup {
             }
             if Instant::now() >= deadline {
                 return Err(CgroupError::JoinTimeout {
-                    path: self.shown(),
+                    path: self.path.clone(),
                     pid,
                     timeout_ms: timeout.as_millis(),
                 });
@@ -699,11 +691,11 @@ impl CgroupBoundary {
 
 fn check_runner(path: &str, pin: bool) -> Result<(RunnerProgram, String), CgroupError> {
     let io_err = |source| CgroupError::RunnerIo {
-        path: path.to_owned(),
+        path: PathBuf::from(path),
         source,
     };
     let bad = |why: &str| CgroupError::Runner {
-        path: path.to_owned(),
+        path: PathBuf::from(path),
         why: why.to_owned(),
     };
     let link = std::fs::symlink_metadata(path).map_err(io_err)?;

@@ -46,30 +46,27 @@ const NODE_MODE: u32 = 0o666;
 
 /// Why the device nodes of a launch cannot be provided.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DeviceError {
-    #[error("failed to inspect the host's `{path}`")]
+    #[error("failed to inspect the host's `{}`", .path.display())]
     Host {
-        path: String,
+        path: PathBuf,
         #[source]
         source: io::Error,
     },
-    #[error("the host's `{path}` is not the character device {major}:{minor}")]
+    #[error("the host's `{}` is not the character device {major}:{minor}", .path.display())]
     NotTheDevice {
-        path: String,
+        path: PathBuf,
         major: u32,
         minor: u32,
     },
-    #[error(
-        "the worker runs as uid {uid}, which would own both the host's `{path}` and the private device nodes"
-    )]
-    OwnerIsWorker { path: String, uid: u32 },
-    #[error("device directory parent `{path}`: {reason}")]
-    Parent { path: String, reason: String },
-    #[error(
-        "failed to make the private device nodes under `{path}` (a worker that owns the host's device nodes needs them; the launch is refused)"
-    )]
+    #[error("the worker runs as uid {uid}, which would own both the host's `{}` and the private device nodes", .path.display())]
+    OwnerIsWorker { path: PathBuf, uid: u32 },
+    #[error("device directory parent `{}`: {reason}", .path.display())]
+    Parent { path: PathBuf, reason: String },
+    #[error("failed to make the private device nodes under `{}` (a worker that owns the host's device nodes needs them; the launch is refused)", .path.display())]
     Create {
-        path: String,
+        path: PathBuf,
         #[source]
         source: io::Error,
     },
@@ -105,7 +102,7 @@ impl DeviceSources {
         for node in DeviceNode::ALL {
             let path = host_path(node);
             let meta = fs::symlink_metadata(&path).map_err(|source| DeviceError::Host {
-                path: path.clone(),
+                path: PathBuf::from(path.clone()),
                 source,
             })?;
             let (major, minor) = node.major_minor();
@@ -113,7 +110,11 @@ impl DeviceSources {
             if !meta.file_type().is_char_device()
                 || (libc::major(rdev), libc::minor(rdev)) != (major, minor)
             {
-                return Err(DeviceError::NotTheDevice { path, major, minor });
+                return Err(DeviceError::NotTheDevice {
+                    path: PathBuf::from(path),
+                    major,
+                    minor,
+                });
             }
             if meta.uid() == worker_uid && owned.is_none() {
                 owned = Some(path);
@@ -124,7 +125,7 @@ impl DeviceSources {
         };
         if worker_uid == DEVICE_NODE_OWNER {
             return Err(DeviceError::OwnerIsWorker {
-                path: owned,
+                path: PathBuf::from(owned),
                 uid: worker_uid,
             });
         }
@@ -157,9 +158,8 @@ pub fn source(node: DeviceNode, directory: Option<&DeviceDirectory>) -> String {
 
 impl PrivateDevices {
     fn open(parent: &Path) -> Result<Self, DeviceError> {
-        let shown = parent.display().to_string();
         let refuse = |reason: String| DeviceError::Parent {
-            path: shown.clone(),
+            path: parent.to_path_buf(),
             reason,
         };
         let canonical = fs::canonicalize(parent).map_err(|e| refuse(e.to_string()))?;
@@ -205,7 +205,7 @@ impl PrivateDevices {
 
     fn create(&self) -> Result<DeviceDirectory, DeviceError> {
         let fail = |source| DeviceError::Create {
-            path: self.parent.display().to_string(),
+            path: self.parent.to_path_buf(),
             source,
         };
         let mut random = [0u8; RANDOM_BYTES];

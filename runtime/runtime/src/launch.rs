@@ -21,7 +21,7 @@
 //! that poison the session say so.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use splash_protocol::{CapabilityManifest, ManifestError, SessionError, SessionKeyError};
 use splashpol::activate::{self, ActivationError};
@@ -44,9 +44,9 @@ use crate::watchdog::Deadlines;
 #[non_exhaustive]
 pub enum LaunchError {
     /// The policy file could not be read.
-    #[error("cannot read policy `{path}`")]
+    #[error("cannot read policy `{}`", .path.display())]
     Read {
-        path: String,
+        path: PathBuf,
         #[source]
         source: io::Error,
     },
@@ -153,7 +153,7 @@ impl LoadedPolicy {
     /// Reads and checks (or validates) the policy at `path`.
     pub fn from_path(path: &Path) -> Result<Self, LaunchError> {
         let bytes = std::fs::read(path).map_err(|source| LaunchError::Read {
-            path: path.display().to_string(),
+            path: path.to_path_buf(),
             source,
         })?;
         Self::from_bytes(&path.display().to_string(), bytes)

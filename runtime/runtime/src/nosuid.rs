@@ -36,29 +36,23 @@ const MOUNTINFO: &str = "/proc/self/mountinfo";
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SetIdError {
-    #[error(
-        "read-write root `{root}` (`{path}`) is on the host mount `{mount}`, which is not mounted `nosuid`, and the worker runs as host uid 0: a set-user-ID-root program it creates there would give root to any host user who can reach it. Mount the filesystem holding it `nosuid` (for example `mount -o remount,nosuid {mount}`, or a dedicated mount with `-o nosuid`), or launch as an unprivileged user; the launch is refused"
-    )]
+    #[error("read-write root `{root}` (`{}`) is on the host mount `{mount}`, which is not mounted `nosuid`, and the worker runs as host uid 0: a set-user-ID-root program it creates there would give root to any host user who can reach it. Mount the filesystem holding it `nosuid` (for example `mount -o remount,nosuid {mount}`, or a dedicated mount with `-o nosuid`), or launch as an unprivileged user; the launch is refused", .path.display())]
     HonoursSetId {
         root: String,
-        path: String,
+        path: PathBuf,
         mount: String,
     },
-    #[error(
-        "read-write root `{root}` (`{path}`) is on a `nosuid` mount, but its filesystem is also mounted at `{mount}` without `nosuid`, where the directory appears as `{appears}`, and the worker runs as host uid 0: a set-user-ID-root program it creates would give root to any host user who can reach it there. Mount that one `nosuid` too (`mount -o remount,nosuid {mount}`), or launch as an unprivileged user; the launch is refused"
-    )]
+    #[error("read-write root `{root}` (`{}`) is on a `nosuid` mount, but its filesystem is also mounted at `{mount}` without `nosuid`, where the directory appears as `{appears}`, and the worker runs as host uid 0: a set-user-ID-root program it creates would give root to any host user who can reach it there. Mount that one `nosuid` too (`mount -o remount,nosuid {mount}`), or launch as an unprivileged user; the launch is refused", .path.display())]
     AlsoMounted {
         root: String,
-        path: String,
+        path: PathBuf,
         mount: String,
         appears: String,
     },
-    #[error(
-        "failed to read the mount flags of read-write root `{root}` (`{path}`); the launch is refused"
-    )]
+    #[error("failed to read the mount flags of read-write root `{root}` (`{}`); the launch is refused", .path.display())]
     Inspect {
         root: String,
-        path: String,
+        path: PathBuf,
         #[source]
         source: io::Error,
     },
@@ -136,7 +130,7 @@ pub fn check_root(root: &str, path: &Path, fd: BorrowedFd<'_>) -> Result<(), Set
     let shown = path.display().to_string();
     let inspect = |source: io::Error| SetIdError::Inspect {
         root: root.to_owned(),
-        path: shown.clone(),
+        path: path.to_path_buf(),
         source,
     };
     let table = fs::read_to_string(MOUNTINFO).map_err(inspect)?;
@@ -145,7 +139,7 @@ pub fn check_root(root: &str, path: &Path, fd: BorrowedFd<'_>) -> Result<(), Set
     if !sys::mounted_nosuid(fd).map_err(inspect)? {
         return Err(SetIdError::HonoursSetId {
             root: root.to_owned(),
-            path: shown.clone(),
+            path: path.to_path_buf(),
             mount: holding.map_or(shown, |m| m.point.display().to_string()),
         });
     }
@@ -166,7 +160,7 @@ pub fn check_root(root: &str, path: &Path, fd: BorrowedFd<'_>) -> Result<(), Set
             if holding_mount(&mounts, &appears).is_some_and(|m| std::ptr::eq(m, other)) {
                 return Err(SetIdError::AlsoMounted {
                     root: root.to_owned(),
-                    path: shown,
+                    path: path.to_path_buf(),
                     mount: other.point.display().to_string(),
                     appears: appears.display().to_string(),
                 });
@@ -179,7 +173,7 @@ pub fn check_root(root: &str, path: &Path, fd: BorrowedFd<'_>) -> Result<(), Set
     {
         return Err(SetIdError::HonoursSetId {
             root: root.to_owned(),
-            path: shown,
+            path: path.to_path_buf(),
             mount: below.point.display().to_string(),
         });
     }

@@ -149,6 +149,7 @@ impl fmt::Display for Interface {
 
 /// Why a quota root was rejected. Each unmet requirement is its own variant.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum QuotaError {
     #[error("failed to open the pinned directory for reading")]
     OpenDirectory(#[source] io::Error),

@@ -66,9 +66,9 @@ pub enum SpawnError {
         "bootstrap session id `{bootstrap}` does not match the manifest session id `{manifest}`"
     )]
     SessionMismatch { bootstrap: String, manifest: String },
-    #[error("failed to duplicate pinned source `{path}` for the launch")]
+    #[error("failed to duplicate pinned source `{}` for the launch", .path.display())]
     Duplicate {
-        path: String,
+        path: PathBuf,
         #[source]
         source: io::Error,
     },
@@ -228,7 +228,7 @@ impl BoundCommand {
         let mut fresh: Vec<Option<OwnedFd>> = Vec::with_capacity(self.pins.len());
         for p in &self.pins {
             let fd = p.duplicate().map_err(|source| SpawnError::Duplicate {
-                path: p.pin().host_path.to_string(),
+                path: PathBuf::from(p.pin().host_path.to_string()),
                 source,
             })?;
             fresh.push(Some(fd));
