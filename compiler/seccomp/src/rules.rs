@@ -45,6 +45,7 @@ impl Profile {
 /// What the filter returns for a syscall.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Action {
+    /// Run the syscall.
     Allow,
     /// Fail the syscall with this errno without running it.
     Errno(u16),
@@ -81,11 +82,26 @@ impl Action {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ArgCond {
     /// `(arg & mask) != 0` on the low 32 bits.
-    AnyBitsLow32 { arg: u8, mask: u32 },
+    AnyBitsLow32 {
+        /// The argument index, 0 to 5.
+        arg: u8,
+        /// The bits tested, never 0.
+        mask: u32,
+    },
     /// The low 32 bits equal one of `values` (sorted, no duplicates).
-    EqualsLow32 { arg: u8, values: Vec<u32> },
+    EqualsLow32 {
+        /// The argument index, 0 to 5.
+        arg: u8,
+        /// The values compared, at least one.
+        values: Vec<u32>,
+    },
     /// `(arg & mask) == 0` on the low 32 bits.
-    NoBitsLow32 { arg: u8, mask: u32 },
+    NoBitsLow32 {
+        /// The argument index, 0 to 5.
+        arg: u8,
+        /// The bits that must all be clear.
+        mask: u32,
+    },
 }
 
 impl ArgCond {
@@ -140,9 +156,13 @@ impl ArgCond {
 /// condition), the filter returns `action`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Guard {
+    /// The syscall's name.
     pub name: &'static str,
+    /// The syscall's number on the rule set's architecture.
     pub nr: u32,
+    /// The argument condition; `None` guards every call.
     pub cond: Option<ArgCond>,
+    /// What the filter returns when the guard applies (never `Allow`).
     pub action: Action,
 }
 
@@ -161,7 +181,9 @@ pub enum Fallback {
 /// into one range in the generated program.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct NrDecision {
+    /// The argument conditions tested in order, each with its action.
     pub conditional: Vec<(ArgCond, Action)>,
+    /// The action when no condition matches.
     pub otherwise: Action,
 }
 
@@ -385,6 +407,7 @@ impl RuleSet {
         }
     }
 
+    /// The architecture the rule set is for.
     pub fn arch(&self) -> Arch {
         self.arch
     }
@@ -394,10 +417,12 @@ impl RuleSet {
         self.kill_x32
     }
 
+    /// The fixed guards, in the order they are tested.
     pub fn guards(&self) -> &[Guard] {
         &self.guards
     }
 
+    /// What happens to a syscall no guard decides.
     pub fn fallback(&self) -> &Fallback {
         &self.fallback
     }
