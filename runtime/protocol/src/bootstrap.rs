@@ -35,10 +35,13 @@ pub const BOOTSTRAP_FIXED_LEN: usize = 8 + 1 + 1 + SESSION_KEY_LEN;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SessionKeyError {
+    /// Every byte is zero.
     #[error("session key is all zero")]
     AllZero,
+    /// A slice of another length than 32 (its length).
     #[error("session key has {0} bytes; it must have 32")]
     Length(usize),
+    /// The operating system's random source failed.
     #[error("failed to draw a session key from the operating system random source: {0}")]
     Random(getrandom::Error),
 }
@@ -127,20 +130,31 @@ impl fmt::Debug for SessionKey {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BootstrapError {
+    /// The input ended inside the preamble.
     #[error("bootstrap preamble ended early while reading the {field}")]
-    Truncated { field: &'static str },
+    Truncated {
+        /// The part being read (`header`, `session id`, `session key`).
+        field: &'static str,
+    },
+    /// Reading failed.
     #[error("failed to read the bootstrap preamble: {0}")]
     Io(#[source] io::Error),
+    /// The first 8 bytes are not `SPLPBOOT`.
     #[error("bootstrap preamble has a bad magic; expected `SPLPBOOT`")]
     BadMagic,
+    /// A preamble version other than 0x01.
     #[error("bootstrap preamble version {0:#04x} is not supported; only 0x01 is")]
     UnsupportedVersion(u8),
+    /// A session-id length of 0.
     #[error("bootstrap preamble has a zero session-id length")]
     ZeroIdLength,
+    /// A session-id length over 128.
     #[error("bootstrap preamble session-id length is {0}; the maximum is 128")]
     OversizedIdLength(u8),
+    /// The session id breaks the token rule.
     #[error("bootstrap preamble session id is not a token: {0}")]
     InvalidSessionId(#[source] TokenError),
+    /// The key is all zero.
     #[error("bootstrap preamble carries an all-zero session key")]
     ZeroKey,
 }
@@ -188,10 +202,12 @@ impl PrivatePipeWorkerBootstrap {
         Self { session_id, key }
     }
 
+    /// The session the preamble opens.
     pub fn session_id(&self) -> &Token {
         &self.session_id
     }
 
+    /// The session key it carries.
     pub fn key(&self) -> &SessionKey {
         &self.key
     }

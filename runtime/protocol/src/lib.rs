@@ -18,6 +18,8 @@
 //! - [`channel`]: codec plus authenticator;
 //! - [`host`], [`worker`]: the two ends of a session.
 
+#![warn(missing_docs)]
+
 pub mod auth;
 pub mod bootstrap;
 pub mod canonical;

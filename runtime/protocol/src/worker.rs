@@ -372,6 +372,7 @@ impl From<String> for ToolFailure {
 pub struct CancelSignal(Arc<AtomicBool>);
 
 impl CancelSignal {
+    /// Whether the host asked to cancel the call.
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
