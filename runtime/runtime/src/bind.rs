@@ -70,90 +70,161 @@ use crate::sys;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BindError {
+    /// The plan does not start with the fixed hardening prefix: operation `position` should be `expected`, found `found`.
     #[error(
         "the plan does not start with the fixed hardening prefix: operation {position} should be `{expected}`, found {found}; the launch is refused"
     )]
     HardeningPrefix {
+        /// The argument position.
         position: usize,
+        /// What was expected.
         expected: &'static str,
+        /// What was found.
         found: String,
     },
+    /// `what` is for `plan`, but this host is `host`.
     #[error("{what} is for {plan}, but this host is {host}; the launch is refused")]
     ForeignArch {
+        /// What is concerned.
         what: &'static str,
+        /// The plan's value.
         plan: &'static str,
+        /// This host's value.
         host: &'static str,
     },
+    /// Failed to resolve source `path`.
     #[error("failed to resolve source `{}`", .path.display())]
     Resolve {
+        /// The path involved.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Source `path` resolves to `/`.
     #[error("source `{}` resolves to `/`; the host root is never mounted", .path.display())]
-    ResolvesToRoot { path: PathBuf },
+    ResolvesToRoot {
+        /// The path involved.
+        path: PathBuf,
+    },
+    /// Source `path` (resolved to `canonical`) is `found`.
     #[error("source `{}` (resolved to `{}`) is {found}; expected {expected}", .path.display(), .canonical.display())]
     WrongType {
+        /// The path involved.
         path: PathBuf,
+        /// Where the path resolves.
         canonical: PathBuf,
+        /// What was expected.
         expected: &'static str,
+        /// What was found.
         found: &'static str,
     },
+    /// Executable `path` is a symbolic link.
     #[error("executable `{}` is a symbolic link; name the file itself", .path.display())]
-    SymlinkExecutable { path: PathBuf },
+    SymlinkExecutable {
+        /// The path involved.
+        path: PathBuf,
+    },
+    /// Failed to pin source `path`.
     #[error("failed to pin source `{}`", .path.display())]
     Pin {
+        /// The path involved.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Failed to inspect pinned source `path`.
     #[error("failed to inspect pinned source `{}`", .path.display())]
     Inspect {
+        /// The path involved.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// This runtime cannot provide `what`.
     #[error("this runtime cannot provide {what}; the launch is refused")]
-    Unsupported { what: String },
+    Unsupported {
+        /// What is concerned.
+        what: String,
+    },
+    /// The plan contradicts itself (a missing pin, a wrong format, a
+    /// program outside its mount); the message says where.
     #[error("launch plan is inconsistent: {0}")]
     Plan(String),
+    /// Worker program `program` is not reached through a read-only runtime mount.
     #[error("worker program `{program}` is not reached through a read-only runtime mount")]
-    WorkerNotInRuntimeMount { program: String },
+    WorkerNotInRuntimeMount {
+        /// The program.
+        program: String,
+    },
+    /// Failed to query bubblewrap `path` for its options.
     #[error("failed to query bubblewrap `{}` for its options", .path.display())]
     BubblewrapQuery {
+        /// The path involved.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Bubblewrap `path` exited with `status` when asked for `--help`.
     #[error("bubblewrap `{}` exited with {status} when asked for `--help`", .path.display())]
-    BubblewrapHelp { path: PathBuf, status: String },
+    BubblewrapHelp {
+        /// The path involved.
+        path: PathBuf,
+        /// The process's exit status.
+        status: String,
+    },
+    /// Bubblewrap `path` does not support `option`, which this plan needs.
     #[error("bubblewrap `{}` does not support `{option}`, which this plan needs; the launch is refused (there is no fallback without it)", .path.display())]
-    UnsupportedOption { path: PathBuf, option: String },
+    UnsupportedOption {
+        /// The path involved.
+        path: PathBuf,
+        /// The Bubblewrap option.
+        option: String,
+    },
+    /// Failed to verify the project quota of root `root` (`path`).
     #[error("failed to verify the project quota of root `{root}` (`{}`)", .path.display())]
     Quota {
+        /// The policy's root name.
         root: String,
+        /// The path involved.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: QuotaError,
     },
+    /// Failed to verify the aggregate project quota.
     #[error("failed to verify the aggregate project quota")]
     AggregateQuota(#[source] QuotaError),
+    /// Failed to prepare the cgroup-v2 boundary.
     #[error("failed to prepare the cgroup-v2 boundary")]
     Cgroup(#[source] CgroupError),
+    /// Read-write mount at `destination` has no verified project quota, which the aggregate quota bound forbids.
     #[error(
         "read-write mount at `{destination}` has no verified project quota, which the aggregate quota bound forbids"
     )]
-    UnverifiedWritableMount { destination: String },
+    UnverifiedWritableMount {
+        /// The mount destination in the sandbox.
+        destination: String,
+    },
+    /// Launch preparation `step` failed.
     #[error("launch preparation `{step}` failed")]
     Preparation {
+        /// The preparation step.
         step: String,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Cannot provide the sandbox's device nodes.
     #[error("cannot provide the sandbox's device nodes")]
     Devices(#[from] DeviceError),
+    /// A read-write root of a root launch would honour set-user-ID bits.
     #[error(transparent)]
     SetId(#[from] crate::nosuid::SetIdError),
+    /// Failed to bind the network broker.
     #[error("failed to bind the network broker")]
     Broker(#[from] crate::broker::BrokerBindError),
 }
@@ -167,6 +238,7 @@ pub struct PinnedSource {
 }
 
 impl PinnedSource {
+    /// The plan's pin this descriptor holds.
     pub fn pin(&self) -> &Pin {
         &self.pin
     }

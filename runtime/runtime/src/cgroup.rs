@@ -86,82 +86,141 @@ const CORE_FILES: [&str; 3] = [
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum CgroupError {
+    /// Failed to open the cgroup parent `path`.
     #[error("failed to open the cgroup parent `{}`", .path.display())]
     OpenParent {
+        /// The path involved.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Cgroup parent `path` is not on a cgroup-v2 filesystem (filesystem magic `magic`).
     #[error("cgroup parent `{}` is not on a cgroup-v2 filesystem (filesystem magic {magic:#x}); name a directory of the cgroup2 mount", .path.display())]
-    NotCgroup2 { path: PathBuf, magic: i64 },
+    NotCgroup2 {
+        /// The path involved.
+        path: PathBuf,
+        /// The filesystem magic found.
+        magic: i64,
+    },
+    /// Cgroup parent `path` has no `file`.
     #[error("cgroup parent `{}` has no `{file}`; it is not a cgroup-v2 directory", .path.display())]
-    MissingCoreFile { path: PathBuf, file: &'static str },
+    MissingCoreFile {
+        /// The path involved.
+        path: PathBuf,
+        /// The control file.
+        file: &'static str,
+    },
+    /// Controller `controller` is not available to the children of `path`.
     #[error("controller `{controller}` is not available to the children of `{}`; the host must enable it in the parent's `cgroup.subtree_control` (this runtime never writes it)", .path.display())]
     MissingController {
+        /// The path involved.
         path: PathBuf,
+        /// The missing controller.
         controller: &'static str,
     },
+    /// Failed to create the child cgroup `path`.
     #[error("failed to create the child cgroup `{}`", .path.display())]
     Create {
+        /// The path involved.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Failed to read `file` of cgroup `path`.
     #[error("failed to read `{file}` of cgroup `{}`", .path.display())]
     Read {
+        /// The path involved.
         path: PathBuf,
+        /// The control file.
         file: String,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Failed to write `value` to `file` of cgroup `path`.
     #[error("failed to write `{value}` to `{file}` of cgroup `{}`", .path.display())]
     Write {
+        /// The path involved.
         path: PathBuf,
+        /// The control file.
         file: String,
+        /// The value written.
         value: String,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Failed to remove cgroup `path`.
     #[error("failed to remove cgroup `{}`", .path.display())]
     Remove {
+        /// The path involved.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Creating or joining failed, and removing the child afterwards failed too.
     #[error("{first}; removing the child cgroup afterwards failed as well: {cleanup}")]
     CleanupAfter {
+        /// The error that came first.
         first: Box<CgroupError>,
+        /// The error of the removal afterwards.
         cleanup: Box<CgroupError>,
     },
+    /// Cgroup runner `path` is unusable: `why`.
     #[error("cgroup runner `{}` is unusable: {why}", .path.display())]
-    Runner { path: PathBuf, why: String },
+    Runner {
+        /// The path involved.
+        path: PathBuf,
+        /// Why it is unusable.
+        why: String,
+    },
+    /// Failed to check cgroup runner `path`.
     #[error("failed to check cgroup runner `{}`", .path.display())]
     RunnerIo {
+        /// The path involved.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Failed to hand cgroup `path` to the runner.
     #[error("failed to hand cgroup `{}` to the runner", .path.display())]
     Descriptor {
+        /// The path involved.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// The cgroup runner (pid `pid`) did not join `path` within `timeout_ms` ms.
     #[error("the cgroup runner (pid {pid}) did not join `{}` within {timeout_ms} ms; it was killed and the cgroup removed", .path.display())]
     JoinTimeout {
+        /// The path involved.
         path: PathBuf,
+        /// The runner's process id.
         pid: u32,
+        /// The wait in milliseconds.
         timeout_ms: u128,
     },
+    /// The cgroup runner (pid `pid`) ended with `status` before the host saw it in `path`.
     #[error("the cgroup runner (pid {pid}) ended with {status} before the host saw it in `{}`; the cgroup was removed", .path.display())]
     RunnerExited {
+        /// The path involved.
         path: PathBuf,
+        /// The runner's process id.
         pid: u32,
+        /// The process's exit status.
         status: String,
     },
+    /// Failed to observe the cgroup runner (pid `pid`).
     #[error("failed to observe the cgroup runner (pid {pid})")]
     Observe {
+        /// The runner's process id.
         pid: u32,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },

@@ -48,25 +48,47 @@ const NODE_MODE: u32 = 0o666;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum DeviceError {
+    /// Failed to inspect the host's `path`.
     #[error("failed to inspect the host's `{}`", .path.display())]
     Host {
+        /// The path involved.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// The host's `path` is not the character device `major`:`minor`.
     #[error("the host's `{}` is not the character device {major}:{minor}", .path.display())]
     NotTheDevice {
+        /// The path involved.
         path: PathBuf,
+        /// The expected device major number.
         major: u32,
+        /// The expected device minor number.
         minor: u32,
     },
+    /// The worker runs as uid `uid`, which would own both the host's `path` and the private device nodes.
     #[error("the worker runs as uid {uid}, which would own both the host's `{}` and the private device nodes", .path.display())]
-    OwnerIsWorker { path: PathBuf, uid: u32 },
+    OwnerIsWorker {
+        /// The path involved.
+        path: PathBuf,
+        /// The owning uid.
+        uid: u32,
+    },
+    /// Device directory parent `path`: `reason`.
     #[error("device directory parent `{}`: {reason}", .path.display())]
-    Parent { path: PathBuf, reason: String },
+    Parent {
+        /// The path involved.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// Failed to make the private device nodes under `path`.
     #[error("failed to make the private device nodes under `{}` (a worker that owns the host's device nodes needs them; the launch is refused)", .path.display())]
     Create {
+        /// The path involved.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },

@@ -30,6 +30,8 @@
 //!
 //! Every raw system call lives in the private `sys` module.
 
+#![warn(missing_docs)]
+
 pub mod bind;
 pub mod broker;
 pub mod cgroup;

@@ -36,23 +36,37 @@ const MOUNTINFO: &str = "/proc/self/mountinfo";
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SetIdError {
+    /// A read-write root of a root launch is on a mount without `nosuid`.
     #[error("read-write root `{root}` (`{}`) is on the host mount `{mount}`, which is not mounted `nosuid`, and the worker runs as host uid 0: a set-user-ID-root program it creates there would give root to any host user who can reach it. Mount the filesystem holding it `nosuid` (for example `mount -o remount,nosuid {mount}`, or a dedicated mount with `-o nosuid`), or launch as an unprivileged user; the launch is refused", .path.display())]
     HonoursSetId {
+        /// The policy's root name.
         root: String,
+        /// The path involved.
         path: PathBuf,
+        /// The mount holding the path.
         mount: String,
     },
+    /// A read-write root's filesystem is also mounted elsewhere without
+    /// `nosuid`.
     #[error("read-write root `{root}` (`{}`) is on a `nosuid` mount, but its filesystem is also mounted at `{mount}` without `nosuid`, where the directory appears as `{appears}`, and the worker runs as host uid 0: a set-user-ID-root program it creates would give root to any host user who can reach it there. Mount that one `nosuid` too (`mount -o remount,nosuid {mount}`), or launch as an unprivileged user; the launch is refused", .path.display())]
     AlsoMounted {
+        /// The policy's root name.
         root: String,
+        /// The path involved.
         path: PathBuf,
+        /// The mount holding the path.
         mount: String,
+        /// Where else the filesystem is mounted.
         appears: String,
     },
+    /// Failed to read the mount flags of read-write root `root` (`path`).
     #[error("failed to read the mount flags of read-write root `{root}` (`{}`); the launch is refused", .path.display())]
     Inspect {
+        /// The policy's root name.
         root: String,
+        /// The path involved.
         path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },

@@ -62,8 +62,10 @@ pub enum CallError {
     /// unknown. `status` is the worker's status once the session knew it.
     #[error("the outcome is indeterminate and the session is poisoned ({status})")]
     Indeterminate {
+        /// Why.
         #[source]
         reason: Indeterminate,
+        /// The process's exit status.
         status: WorkerStatus,
     },
     /// An earlier error poisoned the session.
@@ -92,14 +94,28 @@ impl CallError {
 #[non_exhaustive]
 pub enum Event {
     /// The call's result.
-    Finished { request_id: Token, output: Value },
+    Finished {
+        /// The call's request id.
+        request_id: Token,
+        /// The output payload's value.
+        output: Value,
+    },
     /// The worker acknowledged the cancel (termination did not win): the
     /// effect stopped and no result follows.
-    Cancelled { request_id: Token },
+    Cancelled {
+        /// The call's request id.
+        request_id: Token,
+    },
     /// The cancel came after the result, which was reported first.
-    TooLate { request_id: Token },
+    TooLate {
+        /// The call's request id.
+        request_id: Token,
+    },
     /// The call cannot be cancelled; it keeps running and its result follows.
-    Unsupported { request_id: Token },
+    Unsupported {
+        /// The call's request id.
+        request_id: Token,
+    },
 }
 
 /// An open authenticated session with a watched worker.
