@@ -149,10 +149,9 @@ pub enum BindError {
         /// What is concerned.
         what: String,
     },
-    /// The plan contradicts itself (a missing pin, a wrong format, a
-    /// program outside its mount); the message says where.
+    /// The plan contradicts itself or breaks a rule of plans.
     #[error("launch plan is inconsistent: {0}")]
-    Plan(String),
+    Plan(#[source] PlanDefect),
     /// Worker program `program` is not reached through a read-only runtime mount.
     #[error("worker program `{program}` is not reached through a read-only runtime mount")]
     WorkerNotInRuntimeMount {
@@ -227,6 +226,107 @@ pub enum BindError {
     /// Failed to bind the network broker.
     #[error("failed to bind the network broker")]
     Broker(#[from] crate::broker::BrokerBindError),
+}
+
+/// How a launch plan contradicts itself or the rules of plans. A plan made
+/// by `splashpol::lower` never has one; a hand-edited or foreign plan can.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanDefect {
+    /// A plan format this runtime does not read.
+    #[error("launch-plan format {found} is not the supported format {supported}")]
+    Format {
+        /// The plan's format.
+        found: u32,
+        /// The format this runtime reads.
+        supported: u32,
+    },
+    /// An operation names a pin slot the plan does not have.
+    #[error("{what} names missing pin {slot}")]
+    MissingPin {
+        /// What names it (`mount`, `bubblewrap`, `quota check`).
+        what: &'static str,
+        /// The slot.
+        slot: u16,
+    },
+    /// The Bubblewrap pin does not hold the plan's Bubblewrap.
+    #[error("bubblewrap pin {slot} does not hold `{bwrap}`")]
+    BubblewrapPin {
+        /// The slot.
+        slot: u16,
+        /// The plan's Bubblewrap path.
+        bwrap: String,
+    },
+    /// A quota check names a pin that is not a file root.
+    #[error("quota check names pin {slot}, which is not a file root")]
+    QuotaPinNotRoot {
+        /// The slot.
+        slot: u16,
+    },
+    /// A quota-checked root is not mounted read-write from its pin.
+    #[error("quota root `{root}` is not mounted read-write from its pin")]
+    QuotaRootNotWritable {
+        /// The root's name.
+        root: String,
+    },
+    /// Quota checks without the aggregate maximum that bounds them.
+    #[error("quota roots without an aggregate maximum")]
+    NoAggregateQuota,
+    /// A launched program that is not an absolute, normalized path.
+    #[error("launched program `{program}`: {reason}")]
+    ProgramPath {
+        /// The program as the plan writes it.
+        program: String,
+        /// Why it is not a sandbox path.
+        reason: String,
+    },
+    /// `--seccomp` is passed but Bubblewrap does not deliver the program.
+    #[error("the plan passes `--seccomp` but its seccomp program is not delivered by bubblewrap")]
+    SeccompNotFromBubblewrap,
+    /// Bubblewrap delivers the program but `--seccomp` is not first.
+    #[error(
+        "the plan's seccomp program is delivered by bubblewrap but `--seccomp` is not its first operation"
+    )]
+    SeccompNotFirst,
+    /// A second `--seccomp` operation.
+    #[error("`--seccomp` may only be the first operation")]
+    SeccompRepeated,
+    /// `--dev` or a device-node `--dev-bind` outside the hardening prefix.
+    #[error(
+        "`--dev` and the device-node `--dev-bind` operations may only appear in the hardening prefix"
+    )]
+    DeviceOutsidePrefix,
+    /// A runner-delivered profile passed other than once.
+    #[error(
+        "seccomp profile `{profile}` is delivered by a runner, but the command passes it {count} times"
+    )]
+    RunnerSeccompCount {
+        /// The profile.
+        profile: String,
+        /// How often the command passes the descriptor.
+        count: usize,
+    },
+    /// A runner seccomp descriptor without a program to deliver.
+    #[error("the command passes a runner seccomp descriptor the plan does not deliver")]
+    UndeliveredRunnerSeccomp,
+    /// Seccomp bytes that are not whole instructions.
+    #[error("the seccomp program is {bytes} bytes, not a whole number of instructions")]
+    SeccompLength {
+        /// The program's length in bytes.
+        bytes: usize,
+    },
+    /// A seccomp program the kernel would refuse.
+    #[error("the seccomp program is not valid: {0}")]
+    InvalidSeccomp(#[source] splash_seccomp::interp::InterpError),
+    /// A program of the exec chain is a descriptor slot.
+    #[error("a program of the exec chain is a descriptor slot")]
+    ChainProgramIsSlot,
+    /// The plan has no command.
+    #[error("the plan has no command")]
+    NoCommand,
+    /// A runner's `--` without a program after it.
+    #[error("a runner's `--` is not followed by a program")]
+    RunnerWithoutProgram,
 }
 
 /// A descriptor retained at bind, duplicated fresh for every launch.
@@ -507,8 +607,11 @@ fn host_file_behind(
                     MountSource::Path(p) => PathBuf::from(p.as_str()),
                     MountSource::Pinned(slot) => pins
                         .get(usize::from(slot.0))
-                        .ok_or_else(|| {
-                            BindError::Plan(format!("mount names missing pin {}", slot.0))
+                        .ok_or({
+                            BindError::Plan(PlanDefect::MissingPin {
+                                what: "mount",
+                                slot: slot.0,
+                            })
                         })?
                         .canonical
                         .clone(),
@@ -544,8 +647,12 @@ fn check_exec_target(
     pins: &[PinnedSource],
     program: String,
 ) -> Result<(), BindError> {
-    let sandbox = AbsPath::new(program.clone())
-        .map_err(|e| BindError::Plan(format!("launched program `{program}`: {e}")))?;
+    let sandbox = AbsPath::new(program.clone()).map_err(|e| {
+        BindError::Plan(PlanDefect::ProgramPath {
+            program: program.clone(),
+            reason: e.to_string(),
+        })
+    })?;
     let host = host_file_behind(plan, pins, &sandbox)?.ok_or_else(|| {
         BindError::WorkerNotInRuntimeMount {
             program: program.clone(),
@@ -658,11 +765,10 @@ impl BoundCommand {
         // 0. A plan this runtime understands, and controls it must not
         //    silently drop.
         if plan.format != splashpol::lower::PLAN_FORMAT {
-            return Err(BindError::Plan(format!(
-                "launch-plan format {} is not the supported format {}",
-                plan.format,
-                splashpol::lower::PLAN_FORMAT
-            )));
+            return Err(BindError::Plan(PlanDefect::Format {
+                found: plan.format,
+                supported: splashpol::lower::PLAN_FORMAT,
+            }));
         }
         crate::verify::verify_plan(&plan)?;
         if plan.stdio != splashpol::plan::Stdio::default() || !plan.environment.is_empty() {
@@ -714,14 +820,17 @@ impl BoundCommand {
         let bwrap_launch = match plan.bwrap_pin {
             None => BubblewrapLaunch::Path,
             Some(slot) => {
-                let pin = pins.get(usize::from(slot.0)).ok_or_else(|| {
-                    BindError::Plan(format!("bubblewrap names missing pin {}", slot.0))
+                let pin = pins.get(usize::from(slot.0)).ok_or({
+                    BindError::Plan(PlanDefect::MissingPin {
+                        what: "bubblewrap",
+                        slot: slot.0,
+                    })
                 })?;
                 if pin.pin.kind != PinKind::Executable || pin.canonical != bwrap_canonical {
-                    return Err(BindError::Plan(format!(
-                        "bubblewrap pin {} does not hold `{}`",
-                        slot.0, plan.bwrap
-                    )));
+                    return Err(BindError::Plan(PlanDefect::BubblewrapPin {
+                        slot: slot.0,
+                        bwrap: plan.bwrap.to_string(),
+                    }));
                 }
                 BubblewrapLaunch::Pinned(slot)
             }
@@ -754,10 +863,10 @@ impl BoundCommand {
                     source: MountSource::Pinned(slot),
                     ..
                 } if usize::from(slot.0) >= pins.len() => {
-                    return Err(BindError::Plan(format!(
-                        "mount names missing pin {}",
-                        slot.0
-                    )));
+                    return Err(BindError::Plan(PlanDefect::MissingPin {
+                        what: "mount",
+                        slot: slot.0,
+                    }));
                 }
                 _ => {}
             }
@@ -849,19 +958,21 @@ impl BoundCommand {
         }
         let mut verified = Vec::with_capacity(plan.quota_checks.len());
         for check in &plan.quota_checks {
-            let pinned = self.pins.get(usize::from(check.slot.0)).ok_or_else(|| {
-                BindError::Plan(format!("quota check names missing pin {}", check.slot.0))
+            let pinned = self.pins.get(usize::from(check.slot.0)).ok_or({
+                BindError::Plan(PlanDefect::MissingPin {
+                    what: "quota check",
+                    slot: check.slot.0,
+                })
             })?;
             let PinRole::FileRoot(root) = &pinned.pin.role else {
-                return Err(BindError::Plan(format!(
-                    "quota check names pin {}, which is not a file root",
-                    check.slot.0
-                )));
+                return Err(BindError::Plan(PlanDefect::QuotaPinNotRoot {
+                    slot: check.slot.0,
+                }));
             };
             if !writable.contains(&check.slot.0) {
-                return Err(BindError::Plan(format!(
-                    "quota root `{root}` is not mounted read-write from its pin"
-                )));
+                return Err(BindError::Plan(PlanDefect::QuotaRootNotWritable {
+                    root: root.to_string(),
+                }));
             }
             let v =
                 quota::verify(inspector, pinned.fd.as_fd(), &check.quota).map_err(|source| {
@@ -874,9 +985,10 @@ impl BoundCommand {
             verified.push(v);
         }
         if !plan.quota_checks.is_empty() {
-            let aggregate = plan.aggregate_quota.as_ref().ok_or_else(|| {
-                BindError::Plan("quota roots without an aggregate maximum".into())
-            })?;
+            let aggregate = plan
+                .aggregate_quota
+                .as_ref()
+                .ok_or(BindError::Plan(PlanDefect::NoAggregateQuota))?;
             quota::check_aggregate(&verified, aggregate).map_err(BindError::AggregateQuota)?;
         }
         Ok(verified)
@@ -902,8 +1014,11 @@ impl BoundCommand {
                 .map_or_else(|| destination.to_string(), |r| r.id.to_string());
             match source {
                 MountSource::Pinned(slot) => {
-                    let pinned = self.pins.get(usize::from(slot.0)).ok_or_else(|| {
-                        BindError::Plan(format!("mount names missing pin {}", slot.0))
+                    let pinned = self.pins.get(usize::from(slot.0)).ok_or({
+                        BindError::Plan(PlanDefect::MissingPin {
+                            what: "mount",
+                            slot: slot.0,
+                        })
                     })?;
                     crate::nosuid::check_root(&root, &pinned.canonical, pinned.fd.as_fd())?;
                 }

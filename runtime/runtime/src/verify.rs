@@ -24,7 +24,7 @@ use splashpol::plan::{
     Arch, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, SeccompDelivery, SeccompPlan,
 };
 
-use crate::bind::BindError;
+use crate::bind::{BindError, PlanDefect};
 
 /// The operations every plan starts with, after an optional `--seccomp`, as
 /// Bubblewrap options. `--unshare-user --disable-userns` may follow
@@ -95,22 +95,15 @@ fn check_prefix(plan: &LaunchPlan) -> Result<(), BindError> {
     match ops.first() {
         Some(BwrapOp::Seccomp) if bwrap_seccomp => ops = &ops[1..],
         Some(BwrapOp::Seccomp) => {
-            return Err(BindError::Plan(
-                "the plan passes `--seccomp` but its seccomp program is not delivered by bubblewrap"
-                    .into(),
-            ));
+            return Err(BindError::Plan(PlanDefect::SeccompNotFromBubblewrap));
         }
         _ if bwrap_seccomp => {
-            return Err(BindError::Plan(
-                "the plan's seccomp program is delivered by bubblewrap but `--seccomp` is not its first operation".into(),
-            ));
+            return Err(BindError::Plan(PlanDefect::SeccompNotFirst));
         }
         _ => {}
     }
     if ops.contains(&BwrapOp::Seccomp) {
-        return Err(BindError::Plan(
-            "`--seccomp` may only be the first operation".into(),
-        ));
+        return Err(BindError::Plan(PlanDefect::SeccompRepeated));
     }
     let lockdown = ops.get(1) == Some(&BwrapOp::UnshareUser);
     let prefix = expected_prefix(lockdown);
@@ -131,9 +124,7 @@ fn check_prefix(plan: &LaunchPlan) -> Result<(), BindError> {
         .iter()
         .any(|op| matches!(op, BwrapOp::Dev(_) | BwrapOp::DevBind(_)))
     {
-        return Err(BindError::Plan(
-            "`--dev` and the device-node `--dev-bind` operations may only appear in the hardening prefix".into(),
-        ));
+        return Err(BindError::Plan(PlanDefect::DeviceOutsidePrefix));
     }
     Ok(())
 }
@@ -155,15 +146,16 @@ fn check_delivery(plan: &LaunchPlan) -> Result<(), BindError> {
         .map(|s| (&s.delivery, s.profile.as_str()))
     {
         Some((SeccompDelivery::Runner, _)) if runner_slots == 1 => Ok(()),
-        Some((SeccompDelivery::Runner, profile)) => Err(BindError::Plan(format!(
-            "seccomp profile `{profile}` is delivered by a runner, but the command passes it {runner_slots} times"
-        ))),
+        Some((SeccompDelivery::Runner, profile)) => {
+            Err(BindError::Plan(PlanDefect::RunnerSeccompCount {
+                profile: profile.to_string(),
+                count: runner_slots,
+            }))
+        }
         Some((SeccompDelivery::None, profile)) => Err(BindError::Unsupported {
             what: format!("seccomp profile `{profile}` without a way to install it"),
         }),
-        _ if runner_slots > 0 => Err(BindError::Plan(
-            "the command passes a runner seccomp descriptor the plan does not deliver".into(),
-        )),
+        _ if runner_slots > 0 => Err(BindError::Plan(PlanDefect::UndeliveredRunnerSeccomp)),
         _ => Ok(()),
     }
 }
@@ -200,10 +192,9 @@ fn check_program_arch(seccomp: &SeccompPlan, host: Arch) -> Result<(), BindError
 
     let bytes = &seccomp.program;
     if bytes.is_empty() || !bytes.len().is_multiple_of(8) {
-        return Err(BindError::Plan(format!(
-            "the seccomp program is {} bytes, not a whole number of instructions",
-            bytes.len()
-        )));
+        return Err(BindError::Plan(PlanDefect::SeccompLength {
+            bytes: bytes.len(),
+        }));
     }
     let insns: Vec<SockFilter> = bytes
         .chunks_exact(8)
@@ -214,7 +205,7 @@ fn check_program_arch(seccomp: &SeccompPlan, host: Arch) -> Result<(), BindError
         })
         .collect();
     splash_seccomp::interp::verify(&insns)
-        .map_err(|e| BindError::Plan(format!("the seccomp program is not valid: {e}")))?;
+        .map_err(|e| BindError::Plan(PlanDefect::InvalidSeccomp(e)))?;
     let allows_host = host.syscalls().iter().any(|&(_, nr)| {
         splash_seccomp::interp::execute(&insns, &SeccompData::new(host, nr))
             .is_ok_and(|e| e.ret & SECCOMP_RET_ACTION_FULL == SECCOMP_RET_ALLOW)
@@ -254,17 +245,13 @@ pub(crate) fn exec_chain(plan: &LaunchPlan) -> Result<Vec<String>, BindError> {
         let program = match plan.command.get(i) {
             Some(ExecArg::Literal(p)) => p.clone(),
             Some(ExecArg::Slot(_)) => {
-                return Err(BindError::Plan(
-                    "a program of the exec chain is a descriptor slot".into(),
-                ));
+                return Err(BindError::Plan(PlanDefect::ChainProgramIsSlot));
             }
             None if programs.is_empty() => {
-                return Err(BindError::Plan("the plan has no command".into()));
+                return Err(BindError::Plan(PlanDefect::NoCommand));
             }
             None => {
-                return Err(BindError::Plan(
-                    "a runner's `--` is not followed by a program".into(),
-                ));
+                return Err(BindError::Plan(PlanDefect::RunnerWithoutProgram));
             }
         };
         programs.push(program);
