@@ -143,11 +143,11 @@ pub enum BindError {
         #[source]
         source: io::Error,
     },
-    /// This runtime cannot provide `what`.
+    /// A control this runtime cannot provide for the plan.
     #[error("this runtime cannot provide {what}; the launch is refused")]
     Unsupported {
-        /// What is concerned.
-        what: String,
+        /// What it cannot provide.
+        what: Unprovided,
     },
     /// The plan contradicts itself or breaks a rule of plans.
     #[error("launch plan is inconsistent: {0}")]
@@ -226,6 +226,35 @@ pub enum BindError {
     /// Failed to bind the network broker.
     #[error("failed to bind the network broker")]
     Broker(#[from] crate::broker::BrokerBindError),
+}
+
+/// A control [`BindError::Unsupported`] names.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Unprovided {
+    /// A broker directory given as a pin; the broker binds its own.
+    #[error("the network broker directory under `{}`", .path.display())]
+    BrokerDirectoryPin {
+        /// The pinned host path.
+        path: PathBuf,
+    },
+    /// Standard streams or an environment this runtime does not set up.
+    #[error(
+        "worker standard streams other than a stdin pipe, a stdout pipe and stderr on `/dev/null`, or a worker environment"
+    )]
+    WorkerStdio,
+    /// A required cgroup-v2 boundary without a cgroup policy.
+    #[error("the cgroup-v2 boundary this plan requires (it carries no cgroup policy)")]
+    CgroupBoundaryWithoutPolicy,
+    /// A seccomp profile with neither Bubblewrap nor a runner to install it.
+    #[error("seccomp profile `{profile}` without a way to install it")]
+    SeccompWithoutInstaller {
+        /// The profile.
+        profile: String,
+    },
+    /// A host architecture without seccomp tables.
+    #[error("launches on this host architecture (no seccomp tables for it)")]
+    HostArch,
 }
 
 /// How a launch plan contradicts itself or the rules of plans. A plan made
@@ -532,7 +561,9 @@ fn pin_source(pin: &Pin) -> Result<PinnedSource, BindError> {
     let path = pin.host_path.as_str();
     if pin.kind == PinKind::BrokerDirectory {
         return Err(BindError::Unsupported {
-            what: format!("the network broker directory under `{path}`"),
+            what: Unprovided::BrokerDirectoryPin {
+                path: PathBuf::from(path),
+            },
         });
     }
     if pin.kind == PinKind::Executable || is_executable_role(&pin.role) {
@@ -773,13 +804,12 @@ impl BoundCommand {
         crate::verify::verify_plan(&plan)?;
         if plan.stdio != splashpol::plan::Stdio::default() || !plan.environment.is_empty() {
             return Err(BindError::Unsupported {
-                what: "worker standard streams other than a stdin pipe, a stdout pipe and stderr on `/dev/null`, or a worker environment".into(),
+                what: Unprovided::WorkerStdio,
             });
         }
         if plan.require_cgroup_v2 && plan.cgroup.is_none() {
             return Err(BindError::Unsupported {
-                what: "the cgroup-v2 boundary this plan requires (it carries no cgroup policy)"
-                    .into(),
+                what: Unprovided::CgroupBoundaryWithoutPolicy,
             });
         }
         crate::broker::check_plan(&plan, options.network_broker.as_ref())?;

@@ -49,7 +49,7 @@ pub mod watchdog;
 
 pub use bind::{
     BindError, BindOptions, BoundCommand, BubblewrapLaunch, LaunchPreparation, PinnedSource,
-    PlanDefect,
+    PlanDefect, Unprovided,
 };
 pub use broker::BrokerBindError;
 pub use cgroup::{CgroupBoundary, CgroupError, WorkerCgroup};

@@ -24,7 +24,7 @@ use splashpol::plan::{
     Arch, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, SeccompDelivery, SeccompPlan,
 };
 
-use crate::bind::{BindError, PlanDefect};
+use crate::bind::{BindError, PlanDefect, Unprovided};
 
 /// The operations every plan starts with, after an optional `--seccomp`, as
 /// Bubblewrap options. `--unshare-user --disable-userns` may follow
@@ -153,7 +153,9 @@ fn check_delivery(plan: &LaunchPlan) -> Result<(), BindError> {
             }))
         }
         Some((SeccompDelivery::None, profile)) => Err(BindError::Unsupported {
-            what: format!("seccomp profile `{profile}` without a way to install it"),
+            what: Unprovided::SeccompWithoutInstaller {
+                profile: profile.to_string(),
+            },
         }),
         _ if runner_slots > 0 => Err(BindError::Plan(PlanDefect::UndeliveredRunnerSeccomp)),
         _ => Ok(()),
@@ -161,8 +163,8 @@ fn check_delivery(plan: &LaunchPlan) -> Result<(), BindError> {
 }
 
 fn check_arch(plan: &LaunchPlan) -> Result<(), BindError> {
-    let host = Arch::host().ok_or_else(|| BindError::Unsupported {
-        what: "launches on this host architecture (no seccomp tables for it)".into(),
+    let host = Arch::host().ok_or(BindError::Unsupported {
+        what: Unprovided::HostArch,
     })?;
     if plan.arch != host {
         return Err(BindError::ForeignArch {
