@@ -117,11 +117,26 @@ pub enum LowerError {
     Activation(#[from] crate::activate::ActivationError),
     #[error("the plan needs {0} descriptor pins; at most 65535 are possible")]
     TooManyPins(usize),
-    #[error("cannot build the {profile} seccomp program for {arch}: {reason}")]
+    /// The seccomp compiler refused the profile.
+    #[error("cannot build the {profile} seccomp program for {arch}: {error}")]
     Seccomp {
+        /// The profile's name.
         profile: String,
+        /// The architecture.
         arch: &'static str,
-        reason: String,
+        /// The compiler's error.
+        #[source]
+        error: splash_seccomp::CompileError,
+    },
+    /// The seccomp compiler returned an empty program (a bug).
+    #[error(
+        "cannot build the {profile} seccomp program for {arch}: the seccomp compiler produced an empty program"
+    )]
+    EmptySeccomp {
+        /// The profile's name.
+        profile: String,
+        /// The architecture.
+        arch: &'static str,
     },
     #[error("the bubblewrap argument list is too large: {0}")]
     Argv(#[from] ArgvError),
@@ -791,17 +806,16 @@ fn seccomp_plan(
     };
     let name = profile.name();
     let program = splash_seccomp::compile_launch(&profile, arch, exec_allowlist)
-        .map_err(|e| LowerError::Seccomp {
+        .map_err(|error| LowerError::Seccomp {
             profile: name.to_string(),
             arch: arch.name(),
-            reason: e.to_string(),
+            error,
         })?
         .to_bytes();
     if program.is_empty() {
-        return Err(LowerError::Seccomp {
+        return Err(LowerError::EmptySeccomp {
             profile: name.to_string(),
             arch: arch.name(),
-            reason: "the seccomp compiler produced an empty program".to_string(),
         });
     }
     Ok(Some(SeccompPlan {
