@@ -11,8 +11,22 @@
 //!
 //! Nothing in this crate touches the host filesystem or starts a process.
 
+#![warn(missing_docs)]
+
+#[expect(
+    missing_docs,
+    reason = "not documented yet: the phase types are reworked (issue 15, item 1)"
+)]
 pub mod activate;
+#[expect(
+    missing_docs,
+    reason = "not documented yet: the phase types are reworked (issue 15, item 1)"
+)]
 pub mod artifact;
+#[expect(
+    missing_docs,
+    reason = "not documented yet: the parser is split by statement family (issue 15, item 3)"
+)]
 pub mod ast;
 mod check;
 mod diag;
@@ -21,8 +35,20 @@ pub mod emit;
 pub mod explain;
 pub mod format;
 pub mod lower;
+#[expect(
+    missing_docs,
+    reason = "not documented yet: the phase types are reworked (issue 15, item 1)"
+)]
 pub mod model;
+#[expect(
+    missing_docs,
+    reason = "not documented yet: the parser is split by statement family (issue 15, item 3)"
+)]
 pub mod parse;
+#[expect(
+    missing_docs,
+    reason = "not documented yet: the phase types are reworked (issue 15, item 1)"
+)]
 pub mod plan;
 pub mod span;
 pub mod units;

@@ -41,64 +41,108 @@ pub const PLAN_FORMAT: u32 = 1;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum InvariantError {
+    /// Descriptor-pinned executables require descriptor-pinned mounts.
     #[error("descriptor-pinned executables require descriptor-pinned mounts")]
     PinExecutablesWithoutPinMounts,
+    /// A network broker requires descriptor-pinned mounts.
     #[error("a network broker requires descriptor-pinned mounts")]
     BrokerWithoutPinMounts,
+    /// A network broker must serve at least one network_origin id.
     #[error("a network broker must serve at least one network_origin id")]
     BrokerWithoutIds,
+    /// Bounded writes require no further user namespaces.
     #[error("bounded writes require no further user namespaces")]
     BoundedWritesWithoutUserns,
+    /// Bounded writes forbid an unbounded private `/tmp`.
     #[error("bounded writes forbid an unbounded private `/tmp`")]
     BoundedWritesUnboundedTmp,
+    /// A tmpfs size outside 1 byte to [`MAX_TMPFS_BYTES`].
     #[error("{what} size {size} is outside 1..={MAX_TMPFS_BYTES} bytes")]
-    TmpfsSize { what: String, size: u64 },
+    TmpfsSize {
+        /// What is concerned.
+        what: String,
+        /// The size.
+        size: u64,
+    },
+    /// An active file-root maximum above [`MAX_ACTIVE_FILE_ROOTS_CEILING`].
     #[error(
         "the active file-root maximum {0} is above the ceiling {MAX_ACTIVE_FILE_ROOTS_CEILING}"
     )]
     ActiveRootCeiling(u16),
+    /// A file root id registered more than once.
     #[error("file root id `{0}` is registered more than once")]
     DuplicateRoot(SelectorId),
+    /// Two mounts overlap.
     #[error("{a} and {b} overlap")]
-    Overlap { a: String, b: String },
+    Overlap {
+        /// The first mount.
+        a: String,
+        /// The second mount.
+        b: String,
+    },
+    /// A program outside every read-only runtime mount.
     #[error("{what} `{path}` is not inside a read-only runtime mount")]
     OutsideRuntime {
+        /// What is concerned.
         what: &'static str,
+        /// The path involved.
         path: SandboxPath,
     },
+    /// Two controls use the same sandbox path.
     #[error("{a} and {b} use the same path `{path}`")]
     SamePath {
+        /// The first control.
         a: &'static str,
+        /// The second control.
         b: &'static str,
+        /// The path involved.
         path: SandboxPath,
     },
+    /// A limit runner is required but none is configured.
     #[error("a limit runner is required but none is configured")]
     MissingLimitRunner,
+    /// Cgroup v2 is required but no cgroup policy is configured.
     #[error("cgroup v2 is required but no cgroup policy is configured")]
     MissingCgroup,
+    /// The cgroup policy selects no finite controller limit.
     #[error("the cgroup policy selects no finite controller limit")]
     EmptyCgroup,
+    /// A strict seccomp allowlist that breaks a rule (which one).
     #[error("the strict seccomp allowlist {0}")]
     StrictAllowlist(&'static str),
+    /// More Landlock targets than [`MAX_LANDLOCK_TARGETS`] (the count).
     #[error(
         "the landlock runner lists {0} explicit targets; at most {MAX_LANDLOCK_TARGETS} are allowed"
     )]
     TooManyLandlockTargets(usize),
+    /// A string with a NUL byte.
     #[error("{what} contains a NUL byte")]
-    Nul { what: &'static str },
+    Nul {
+        /// What is concerned.
+        what: &'static str,
+    },
+    /// An active read-write host root without a project quota, and the
+    /// policy does not allow unbounded host writes.
     #[error(
         "active read-write host root `{0}` has no project quota and the policy does not allow unbounded host writes"
     )]
     UnboundedWritableRoot(SelectorId),
+    /// An active read-write host root without a project quota under
+    /// bounded writes.
     #[error("active read-write host root `{0}` has no project quota, which bounded writes forbid")]
     UnverifiedRootUnderBoundedWrites(SelectorId),
+    /// An active read-write host root without a project quota under an
+    /// aggregate quota bound.
     #[error(
         "active read-write host root `{0}` has no project quota, which an aggregate quota bound forbids"
     )]
     RawRootUnderAggregateQuota(SelectorId),
+    /// A quota root that breaks a quota rule.
     #[error("quota root `{id}` {reason}")]
     QuotaRoot {
+        /// The root's id.
         id: SelectorId,
+        /// Why.
         reason: &'static str,
     },
 }
@@ -107,14 +151,19 @@ pub enum InvariantError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LowerError {
+    /// The policy breaks an invariant lowering relies on.
     #[error("unsafe policy: {0}")]
     Invariant(#[from] InvariantError),
+    /// The activation selects a file root this policy does not register.
     #[error("the activation selects file root `{0}`, which this policy does not register")]
     ForeignActivation(SelectorId),
+    /// The activation mounts a network broker this policy does not configure.
     #[error("the activation mounts a network broker this policy does not configure")]
     ForeignBroker,
+    /// The activation does not fit this policy.
     #[error("the activation does not fit this policy: {0}")]
     Activation(#[from] crate::activate::ActivationError),
+    /// More descriptor pins than a plan can hold (the count).
     #[error("the plan needs {0} descriptor pins; at most 65535 are possible")]
     TooManyPins(usize),
     /// The seccomp compiler refused the profile.
@@ -138,6 +187,7 @@ pub enum LowerError {
         /// The architecture.
         arch: &'static str,
     },
+    /// The Bubblewrap argument list is too large.
     #[error("the bubblewrap argument list is too large: {0}")]
     Argv(#[from] ArgvError),
 }
