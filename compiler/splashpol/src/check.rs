@@ -9,7 +9,7 @@
 //! wiring). Every check has its own stable code, listed in
 //! `docs/diagnostics.md`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use splash_seccomp::{Arch, StrictRejection};
 
@@ -145,7 +145,6 @@ struct Placed {
 #[derive(Debug)]
 struct RootInfo {
     root: FileRoot,
-    id_span: Span,
     dest_span: Span,
     quota_span: Option<Span>,
     access_span: Option<Span>,
@@ -179,6 +178,9 @@ struct Collected {
     worker_args: Vec<String>,
     runtime: Vec<(RuntimeMount, Span)>,
     roots: Vec<RootInfo>,
+    /// The id span of each registered root (those in `roots`), by id: the
+    /// duplicate-id check looks ids up here instead of scanning `roots`.
+    root_ids: HashMap<String, Span>,
     tmp: Option<(PrivateTmp, Span)>,
     writes_bounded: Option<Span>,
     host_writes: Option<Span>,
@@ -772,8 +774,7 @@ impl Checker {
                 .map(|size_bytes| FileRootKind::Ephemeral { size_bytes }),
         };
         // Duplicate ids: one namespace for host and ephemeral roots.
-        if let Some(prev) = c.roots.iter().find(|r| r.root.id.as_str() == id.node) {
-            let first = prev.id_span;
+        if let Some(&first) = c.root_ids.get(id.node.as_str()) {
             self.push(
                 Diagnostic::error(
                     code("splash::check::duplicate-root-id"),
@@ -787,13 +788,13 @@ impl Checker {
             return;
         }
         if let (Some(id_t), Some(dest), Some(kind)) = (sel, dest, kind) {
+            c.root_ids.insert(id.node.clone(), id.span);
             c.roots.push(RootInfo {
                 root: FileRoot {
                     id: id_t,
                     destination: dest,
                     kind,
                 },
-                id_span: id.span,
                 dest_span: destination.span,
                 quota_span,
                 access_span,
