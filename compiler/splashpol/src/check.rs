@@ -167,24 +167,43 @@ struct RootInfo {
     access_span: Option<Span>,
 }
 
+/// Marks what was written with an error that is already reported. Rules
+/// that depend on it stay silent instead of reporting a follow-on error
+/// about the same mistake (the policy is not built either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Reported;
+
+/// What a statement wrote: its checked value, or [`Reported`] when it is
+/// invalid.
+type Checked<T> = Result<T, Reported>;
+
+/// A setting that may be absent: `None` when not written.
+type Written<T> = Option<Checked<T>>;
+
+/// The checked value of a setting, when it was written and is valid.
+fn valid<T>(w: &Written<T>) -> Option<&T> {
+    w.as_ref().and_then(|v| v.as_ref().ok())
+}
+
+/// True when a setting was written with an error already reported.
+fn reported<T>(w: &Written<T>) -> bool {
+    matches!(w, Some(Err(Reported)))
+}
+
 #[derive(Debug)]
 struct LimitsInfo {
-    span: Span,
     keyword: Span,
-    runner: Option<Placed>,
-    /// `runner PATH` was written with an invalid path (already reported).
-    runner_invalid: bool,
+    /// `runner PATH`.
+    runner: Written<Placed>,
     required: Option<Span>,
     limits: ResourceLimits,
 }
 
 #[derive(Debug)]
 struct LandlockInfo {
-    span: Span,
     keyword: Span,
-    runner: Option<Placed>,
-    /// `runner PATH` was written with an invalid path (already reported).
-    runner_invalid: bool,
+    /// `runner PATH`.
+    runner: Written<Placed>,
     allow: Vec<Placed>,
 }
 
@@ -204,24 +223,23 @@ struct Collected {
     userns_none: Option<Span>,
     pin_mounts: Option<Span>,
     pin_executables: Option<Span>,
-    aggregate_quota: Option<(Option<AggregateQuota>, Span)>,
-    tmpfs_aggregate: Option<(Option<u64>, Span)>,
+    aggregate_quota: Option<(Checked<AggregateQuota>, Span)>,
+    tmpfs_aggregate: Option<(Checked<u64>, Span)>,
     active_roots: Option<(u16, Span)>,
     seccomp: Option<(SeccompPolicy, Span)>,
     limits: Option<LimitsInfo>,
     landlock: Option<LandlockInfo>,
-    combined: Option<Placed>,
-    cgroup: Option<(Option<CgroupPolicy>, bool)>,
+    /// `runner combined PATH`.
+    combined: Written<Placed>,
+    /// The cgroup policy and whether it is `required`.
+    cgroup: Option<(Checked<CgroupPolicy>, bool)>,
     watchdog: Option<Watchdog>,
     broker: Option<(NetworkBroker, Span, Span)>,
-    /// Destinations of runtime mounts whose source is invalid (already
-    /// reported): they still count as covering executables.
-    runtime_dests_unchecked: Vec<AbsPath>,
-    /// A runtime mount destination was invalid (already reported): which
-    /// executables it would cover is unknown, so none is reported outside.
-    runtime_dest_invalid: bool,
-    /// `runner combined` was written with an invalid path (already reported).
-    combined_invalid: bool,
+    /// The destination of every runtime mount, also of those whose source
+    /// is invalid (they still count as covering executables). Where one is
+    /// [`Reported`], which executables it would cover is unknown, so none is
+    /// reported outside.
+    runtime_dests: Vec<Checked<AbsPath>>,
 }
 
 /// Compares paths so that a directory sorts immediately before everything

@@ -1,17 +1,15 @@
 //! The checked [`model::Policy`], built from what pass 1 collected once no
 //! check failed.
 
-use super::{Checker, Collected};
+use super::{Checker, Collected, Reported, valid};
 use crate::ast;
 use crate::model::{self, LandlockRunner, LimitRunner, PrivateTmp, SeccompPolicy};
 
 impl Checker {
     pub(super) fn build(&mut self, policy: &ast::Policy, c: Collected) -> Option<model::Policy> {
-        let combined_path = c.combined.as_ref().map(|p| p.path.clone());
+        let combined_path = valid(&c.combined).map(|p| p.path.clone());
         let limit_runner = c.limits.as_ref().and_then(|l| {
-            let path = l
-                .runner
-                .as_ref()
+            let path = valid(&l.runner)
                 .map(|r| r.path.clone())
                 .or_else(|| combined_path.clone())?;
             Some(LimitRunner {
@@ -20,9 +18,7 @@ impl Checker {
             })
         });
         let landlock_runner = c.landlock.as_ref().and_then(|l| {
-            let path = l
-                .runner
-                .as_ref()
+            let path = valid(&l.runner)
                 .map(|r| r.path.clone())
                 .or_else(|| combined_path.clone())?;
             Some(LandlockRunner {
@@ -31,8 +27,8 @@ impl Checker {
             })
         });
         let cgroup = match &c.cgroup {
-            Some((Some(p), _)) => Some(p.clone()),
-            Some((None, _)) => return None,
+            Some((Ok(p), _)) => Some(p.clone()),
+            Some((Err(Reported), _)) => return None,
             None => None,
         };
         Some(model::Policy {
@@ -49,11 +45,11 @@ impl Checker {
             pin_executables: c.pin_executables.is_some(),
             allow_unbounded_host_writes: c.host_writes.is_some(),
             aggregate_quota: match c.aggregate_quota {
-                Some((q, _)) => Some(q?),
+                Some((q, _)) => Some(q.ok()?),
                 None => None,
             },
             aggregate_ephemeral_max_bytes: match c.tmpfs_aggregate {
-                Some((v, _)) => Some(v?),
+                Some((v, _)) => Some(v.ok()?),
                 None => None,
             },
             max_active_file_roots: c

@@ -1,7 +1,7 @@
 //! The mount layout: worker-visible destinations must not overlap, and every
 //! executable must lie inside a read-only runtime mount.
 
-use super::{Checker, Collected, Placed, code, path_key};
+use super::{Checker, Collected, Placed, code, path_key, valid};
 use crate::diag::Diagnostic;
 use crate::model::{AbsPath, PrivateTmp};
 use crate::span::Span;
@@ -118,23 +118,22 @@ impl Checker {
         let mut execs: Vec<&Placed> = Vec::new();
         execs.extend(c.worker.as_ref());
         if let Some(l) = &c.limits {
-            execs.extend(l.runner.as_ref());
+            execs.extend(valid(&l.runner));
         }
         if let Some(l) = &c.landlock {
-            execs.extend(l.runner.as_ref());
+            execs.extend(valid(&l.runner));
             execs.extend(l.allow.iter());
         }
-        execs.extend(c.combined.as_ref());
-        if c.runtime_dest_invalid {
+        execs.extend(valid(&c.combined));
+        if c.runtime_dests.iter().any(Result::is_err) {
             // The invalid destination is reported; whether it would cover
             // these paths is unknown, so reporting them would only repeat it.
             return;
         }
         for e in execs {
-            if c.runtime
+            if c.runtime_dests
                 .iter()
-                .map(|(m, _)| &m.destination)
-                .chain(&c.runtime_dests_unchecked)
+                .flatten()
                 .any(|d| e.path.is_within(d))
             {
                 continue;

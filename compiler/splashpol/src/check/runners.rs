@@ -1,7 +1,7 @@
 //! Runner wiring: distinct executables, one runner for each block that needs
 //! one, no redundant Landlock targets, no idle combined runner.
 
-use super::{Checker, Collected, Placed, code};
+use super::{Checker, Collected, Placed, code, reported, valid};
 use crate::diag::Diagnostic;
 use crate::model::SeccompPolicy;
 use crate::span::Span;
@@ -26,12 +26,12 @@ impl Checker {
         let mut named: Vec<&Placed> = Vec::new();
         named.extend(c.worker.as_ref());
         if let Some(l) = &c.limits {
-            named.extend(l.runner.as_ref());
+            named.extend(valid(&l.runner));
         }
         if let Some(l) = &c.landlock {
-            named.extend(l.runner.as_ref());
+            named.extend(valid(&l.runner));
         }
-        named.extend(c.combined.as_ref());
+        named.extend(valid(&c.combined));
         for i in 0..named.len() {
             if let Some(prev) = named[..i].iter().find(|p| p.path == named[i].path) {
                 self.push(
@@ -47,25 +47,22 @@ impl Checker {
             }
         }
 
-        let combined = c.combined.is_some();
+        let combined = valid(&c.combined);
         if let Some(l) = &c.limits {
             match (&l.runner, combined) {
-                (Some(r), true) => self.push(
+                (Some(Ok(r)), Some(comb)) => self.push(
                     Diagnostic::error(
                         code("splash::check::runner-conflict"),
                         r.span,
                         "`limits` names its own runner while `runner combined` is set",
                     )
                     .with_label("separate runner")
-                    .with_related(
-                        c.combined.as_ref().map_or(l.span, |p| p.span),
-                        "combined runner",
-                    )
+                    .with_related(comb.span, "combined runner")
                     .with_help(
                         "with `runner combined`, write `limits { ... }` without `runner PATH`",
                     ),
                 ),
-                (None, false) if !l.runner_invalid && !c.combined_invalid => {
+                (None, None) if !reported(&c.combined) => {
                     self.missing_runner(
                         l.required.map_or(l.keyword, |r| l.keyword.join(r)),
                         "limits",
@@ -76,22 +73,19 @@ impl Checker {
         }
         if let Some(l) = &c.landlock {
             match (&l.runner, combined) {
-                (Some(r), true) => self.push(
+                (Some(Ok(r)), Some(comb)) => self.push(
                     Diagnostic::error(
                         code("splash::check::runner-conflict"),
                         r.span,
                         "`landlock` names its own runner while `runner combined` is set",
                     )
                     .with_label("separate runner")
-                    .with_related(
-                        c.combined.as_ref().map_or(l.span, |p| p.span),
-                        "combined runner",
-                    )
+                    .with_related(comb.span, "combined runner")
                     .with_help(
                         "with `runner combined`, write `landlock { ... }` without `runner PATH`",
                     ),
                 ),
-                (None, false) if !l.runner_invalid && !c.combined_invalid => {
+                (None, None) if !reported(&c.combined) => {
                     self.missing_runner(l.keyword, "landlock");
                 }
                 _ => {}
@@ -100,11 +94,11 @@ impl Checker {
             let auto: Vec<&Placed> = c
                 .worker
                 .iter()
-                .chain(c.limits.as_ref().and_then(|l| l.runner.as_ref()))
+                .chain(c.limits.as_ref().and_then(|l| valid(&l.runner)))
                 .collect();
             // The runner that applies the allowlist does so before any exec,
             // so it never needs to be on it.
-            let applier = l.runner.as_ref().or(c.combined.as_ref());
+            let applier = valid(&l.runner).or(combined);
             for t in &l.allow {
                 if let Some(a) = applier.filter(|a| a.path == t.path) {
                     self.push(
@@ -139,7 +133,7 @@ impl Checker {
                 }
             }
         }
-        if let Some(p) = &c.combined {
+        if let Some(p) = combined {
             let strict = matches!(c.seccomp, Some((SeccompPolicy::StrictAllowlist { .. }, _)));
             if c.limits.is_none() && c.landlock.is_none() && !strict {
                 self.push(

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Checker, Collected, LandlockInfo, LimitsInfo, code};
+use super::{Checker, Collected, LandlockInfo, LimitsInfo, Reported, code};
 use crate::ast::{self, Statement};
 use crate::diag::Diagnostic;
 use crate::model::{
@@ -44,16 +44,15 @@ impl Checker {
             } => {
                 let s = self.path(source, "runtime mount source");
                 let d = self.path(destination, "runtime mount destination");
-                match (s, d) {
-                    (Some(source), Some(dest)) => c.runtime.push((
+                c.runtime_dests.push(d.clone().ok_or(Reported));
+                if let (Some(source), Some(dest)) = (s, d) {
+                    c.runtime.push((
                         RuntimeMount {
                             source,
                             destination: dest,
                         },
                         destination.span,
-                    )),
-                    (None, Some(dest)) => c.runtime_dests_unchecked.push(dest),
-                    (_, None) => c.runtime_dest_invalid = true,
+                    ));
                 }
             }
             Statement::Root {
@@ -108,11 +107,11 @@ impl Checker {
                     }),
                     _ => None,
                 };
-                c.aggregate_quota = Some((q, stmt.span));
+                c.aggregate_quota = Some((q.ok_or(Reported), stmt.span));
             }
             Statement::TmpfsAggregate { size } => {
                 let v = self.nonzero(size, Dimension::Bytes, "`tmpfs aggregate`");
-                c.tmpfs_aggregate = Some((v, stmt.span));
+                c.tmpfs_aggregate = Some((v.ok_or(Reported), stmt.span));
             }
             Statement::ActiveRoots { max } => {
                 if let Some(v) = self.value(max, Dimension::Count, "`active-roots max`") {
@@ -154,9 +153,9 @@ impl Checker {
                 entries,
                 recovered,
             } => {
-                let placed = runner.as_ref().map(|r| self.placed(r, "limit runner"));
-                let runner_invalid = matches!(placed, Some(None));
-                let runner = placed.flatten();
+                let runner = runner
+                    .as_ref()
+                    .map(|r| self.placed(r, "limit runner").ok_or(Reported));
                 let limits = self.limits(entries);
                 if limits.is_empty() && entries.is_empty() && !recovered {
                     self.push(
@@ -170,10 +169,8 @@ impl Checker {
                     );
                 }
                 c.limits = Some(LimitsInfo {
-                    span: stmt.span,
                     keyword: stmt.keyword,
                     runner,
-                    runner_invalid,
                     required: required.as_ref().map(|r| r.span),
                     limits,
                 });
@@ -181,21 +178,18 @@ impl Checker {
             Statement::Landlock {
                 runner, allow_exec, ..
             } => {
-                let placed = runner.as_ref().map(|r| self.placed(r, "Landlock runner"));
-                let runner_invalid = matches!(placed, Some(None));
-                let runner = placed.flatten();
+                let runner = runner
+                    .as_ref()
+                    .map(|r| self.placed(r, "Landlock runner").ok_or(Reported));
                 let allow = self.allow_exec(allow_exec);
                 c.landlock = Some(LandlockInfo {
-                    span: stmt.span,
                     keyword: stmt.keyword,
                     runner,
-                    runner_invalid,
                     allow,
                 });
             }
             Statement::CombinedRunner { path } => {
-                c.combined = self.placed(path, "combined runner");
-                c.combined_invalid = c.combined.is_none();
+                c.combined = Some(self.placed(path, "combined runner").ok_or(Reported));
             }
             Statement::Cgroup {
                 parent,
@@ -218,7 +212,7 @@ impl Checker {
                     }
                     _ => None,
                 };
-                c.cgroup = Some((policy, required.is_some()));
+                c.cgroup = Some((policy.ok_or(Reported), required.is_some()));
             }
             Statement::Watchdog { session, call } => {
                 let s = self.nonzero(

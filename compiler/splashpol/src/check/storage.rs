@@ -80,7 +80,7 @@ impl Checker {
                 }
             }
         }
-        if let Some((Some(agg), span)) = &c.aggregate_quota {
+        if let Some((Ok(agg), span)) = &c.aggregate_quota {
             let bytes = per_project
                 .values()
                 .try_fold(0u64, |s, (b, _, _)| s.checked_add(*b));
@@ -189,7 +189,7 @@ impl Checker {
 
     /// The aggregate tmpfs bound and the active-root bound.
     pub(super) fn ephemeral(&mut self, c: &Collected) {
-        if let Some((Some(max), span)) = &c.tmpfs_aggregate {
+        if let Some((Ok(max), span)) = &c.tmpfs_aggregate {
             let mut sum: Option<u64> = Some(0);
             for r in &c.roots {
                 if let FileRootKind::Ephemeral { size_bytes } = r.root.kind {
