@@ -374,46 +374,7 @@ impl CheckOutcome {
     }
 }
 
-/// Levenshtein distance (by characters), bounded work: O(len(a) * len(b)).
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
-        cur[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
-}
-
-/// The candidate closest to `word`, if it is close enough to be a plausible
-/// misspelling (distance at most a third of the word, at least 1). Ties go to
-/// the earliest candidate, so results are deterministic.
-pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    if word.len() > 64 {
-        return None;
-    }
-    let limit = (word.chars().count() / 3).max(1);
-    let lower = word.to_ascii_lowercase();
-    let mut best: Option<(usize, &'a str)> = None;
-    for c in candidates {
-        let c_lower = c.to_ascii_lowercase();
-        // A truncated keyword (`deny-known-escape`) is a plausible slip too.
-        let d = if lower.len() >= 4 && c_lower.starts_with(&lower) {
-            limit
-        } else {
-            edit_distance(&lower, &c_lower)
-        };
-        if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
-            best = Some((d, c));
-        }
-    }
-    best.map(|(_, c)| c)
-}
+pub use splash_seccomp::spelling::{edit_distance, suggest};
 
 #[cfg(test)]
 mod tests {
