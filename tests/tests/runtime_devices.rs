@@ -267,7 +267,8 @@ fn bind_refuses_a_device_parent_others_could_change() {
     std::os::unix::fs::chown(parent.path(), Some(65534), None).expect("chown");
     refused("not owned by root");
     // Control: the same directory owned by root and writable by root only
-    // is accepted, and holds nothing after bind.
+    // is accepted; it holds bind's one directory until the bound command
+    // goes.
     std::os::unix::fs::chown(parent.path(), Some(0), None).expect("chown");
     let bound = BoundCommand::bind_with(
         plan.clone(),
@@ -275,6 +276,8 @@ fn bind_refuses_a_device_parent_others_could_change() {
     )
     .expect("a root-owned 0755 parent on this filesystem is accepted");
     assert!(bound.private_device_nodes());
+    assert_eq!(std::fs::read_dir(parent.path()).expect("list").count(), 1);
+    drop(bound);
     assert_eq!(std::fs::read_dir(parent.path()).expect("list").count(), 0);
 }
 
