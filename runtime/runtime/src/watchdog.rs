@@ -185,7 +185,7 @@ impl Shared {
 
 /// The watchdog of one launched worker: owns its lifecycle and enforces the
 /// deadlines. Dropping it stops and reaps the worker (if it has not exited)
-/// and joins the watchdog thread.
+/// and joins the watchdog thread, if one was started.
 #[derive(Debug)]
 pub struct Watchdog {
     shared: Arc<Shared>,
