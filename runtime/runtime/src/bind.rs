@@ -44,8 +44,8 @@
 //!    bind fails naming the root and the fixes; and the device nodes (see
 //!    [`crate::devices`]; the plan's binds of them are part of the prefix
 //!    [`crate::verify`] checks): when that uid owns any of the host's nodes,
-//!    launches get private nodes, and one directory of them is made and
-//!    removed here to prove that this host can;
+//!    launches get private nodes, and one directory of them is made here to
+//!    prove that this host can (the first launch uses it);
 //! 9. [`LaunchPreparation`] steps, which can wrap each launch (see
 //!    [`crate::LaunchSpec`]); the cgroup runner always wraps outermost.
 

@@ -25,6 +25,7 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use splashpol::emit::DEVICE_SOURCE_MAX_BYTES;
 use splashpol::plan::DeviceNode;
@@ -108,6 +109,14 @@ pub enum DeviceSources {
 pub struct PrivateDevices {
     parent: PathBuf,
     parent_fd: OwnedFd,
+    /// The directory made at bind to prove this host can make one; the
+    /// first launch uses it instead of making another (it is removed with
+    /// this value when no launch took it).
+    proof: Mutex<Option<DeviceDirectory>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn host_path(node: DeviceNode) -> String {
@@ -117,8 +126,9 @@ fn host_path(node: DeviceNode) -> String {
 impl DeviceSources {
     /// Decides for a worker that runs as host uid `worker_uid`: private nodes
     /// when it owns any of the host's, made under `parent`. With private
-    /// nodes, one directory is made and removed here, so a host that cannot
-    /// make them fails at bind rather than at the first launch.
+    /// nodes, one directory is made here, so a host that cannot make them
+    /// fails at bind rather than at the first launch; the first launch takes
+    /// it, every later one makes its own.
     pub fn decide(worker_uid: u32, parent: &Path) -> Result<Self, DeviceError> {
         let mut owned = None;
         for node in DeviceNode::ALL {
@@ -152,7 +162,8 @@ impl DeviceSources {
             });
         }
         let private = PrivateDevices::open(parent)?;
-        drop(private.create()?);
+        let proof = private.create()?;
+        *lock(&private.proof) = Some(proof);
         Ok(Self::Private(private))
     }
 
@@ -160,7 +171,10 @@ impl DeviceSources {
     pub fn prepare(&self) -> Result<Option<DeviceDirectory>, DeviceError> {
         match self {
             Self::Host => Ok(None),
-            Self::Private(p) => p.create().map(Some),
+            Self::Private(p) => match lock(&p.proof).take() {
+                Some(made_at_bind) => Ok(Some(made_at_bind)),
+                None => p.create().map(Some),
+            },
         }
     }
 
@@ -222,6 +236,7 @@ impl PrivateDevices {
         Ok(Self {
             parent: canonical,
             parent_fd,
+            proof: Mutex::new(None),
         })
     }
 
