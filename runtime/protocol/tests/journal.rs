@@ -30,7 +30,7 @@ fn manifest(session: &str) -> CapabilityManifest {
             "protocol_version": 5,
             "session_id": session,
             "grants": [
-                {"tool": "demo.echo", "format": "json", "max_calls": 8, "max_input_bytes": 64, "max_output_bytes": 64},
+                {"tool": "demo.echo", "format": "json", "max_calls": 8, "max_input_bytes": 64, "max_output_bytes": 64, "max_compensations": 1},
                 {"tool": "demo.fail", "format": "json", "max_calls": 8, "max_input_bytes": 64, "max_output_bytes": 64},
                 {"tool": "demo.plain", "format": "json", "max_calls": 8, "max_input_bytes": 64, "max_output_bytes": 64}
             ]
@@ -332,4 +332,22 @@ fn without_a_journal_durable_requests_end_the_session() {
             .expect_err("no journal");
         ended(&e, "dispatch_operation", worker, "no operation journal");
     }
+}
+
+#[test]
+fn a_journaling_worker_serves_no_compensation() {
+    let dir = Dir::new("compensate");
+    let op = tok("op-1");
+    let (mut host, worker) = start("s-1", Some(dir.path()), true);
+    host.dispatch("demo.echo", &op, json!({"c": 1}))
+        .expect("dispatch");
+    let e = host
+        .compensate("demo.echo", &op, &tok("cmp-1"), &tok("tenant"), json!({}))
+        .expect_err("no compensation");
+    ended(
+        &e,
+        "compensate_operation",
+        worker,
+        "no compensating operations",
+    );
 }
