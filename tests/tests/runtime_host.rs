@@ -1,7 +1,8 @@
 //! The host library against real workers under real bwrap: the one-call
 //! launch, the watchdog (session and call deadlines, a trusted stop from
-//! another thread), cooperative cancellation, and every refusal of bind and
-//! activation with a control that passes.
+//! another thread), cooperative cancellation, every refusal of bind and
+//! activation with a control that passes, and post-stop reconciliation of
+//! durable operations from the probe's operation journal.
 //!
 //! Times are asserted with generous margins only.
 
