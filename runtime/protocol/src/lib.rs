@@ -16,7 +16,8 @@
 //!   and sequences;
 //! - [`codec`]: one bounded JSON object per line, poisoned by any error;
 //! - [`channel`]: codec plus authenticator;
-//! - [`host`], [`worker`]: the two ends of a session.
+//! - [`host`], [`worker`]: the two ends of a session;
+//! - [`journal`]: a worker's durable record of its operations.
 
 #![warn(missing_docs)]
 
@@ -26,6 +27,7 @@ pub mod canonical;
 pub mod channel;
 pub mod codec;
 pub mod host;
+pub mod journal;
 pub mod message;
 pub mod worker;
 
@@ -39,6 +41,7 @@ pub use bootstrap::{
 pub use channel::{FrameChannel, FrameReceiver, FrameSender, SessionError};
 pub use codec::{CodecError, JsonLineReader, JsonLineWriter, MAX_LINE_BYTES};
 pub use host::{CallEvent, HostSession};
+pub use journal::{JOURNAL_FILE, Journal, JournalError};
 pub use message::{
     CancelOutcome, CancelRequest, CancelResult, CompensationRequest, CompensationResult,
     DispatchRequest, Invocation, MAX_JSON_PAYLOAD_DEPTH, MAX_SESSION_REQUEST_IDS, Message,

@@ -163,6 +163,8 @@ pub struct TestPolicy {
     pub worker_dir: PathBuf,
     /// The worker's file name inside `worker_dir`.
     pub worker_name: String,
+    /// The worker's fixed arguments (`worker ... args [...]`), if any.
+    pub worker_args: Vec<String>,
     /// `pin ...`.
     pub binding: Binding,
     /// `(id, statement)` of each `root`, in policy order.
@@ -197,6 +199,7 @@ impl TestPolicy {
             bwrap: bwrap.to_path_buf(),
             worker_dir: worker_dir.to_path_buf(),
             worker_name: worker_name.to_owned(),
+            worker_args: Vec::new(),
             binding: Binding::Paths,
             roots: Vec::new(),
             tmp: None,
@@ -252,7 +255,20 @@ impl TestPolicy {
             out.push('\n');
         };
         line(format!(r#"bubblewrap "{}""#, text(&self.bwrap)));
-        line(format!(r#"worker "{}""#, self.worker()));
+        if self.worker_args.is_empty() {
+            line(format!(r#"worker "{}""#, self.worker()));
+        } else {
+            let args: Vec<String> = self
+                .worker_args
+                .iter()
+                .map(|a| format!(r#""{}""#, text(Path::new(a))))
+                .collect();
+            line(format!(
+                r#"worker "{}" args [{}]"#,
+                self.worker(),
+                args.join(", ")
+            ));
+        }
         for dir in system_mounts() {
             line(format!(r#"runtime "{dir}" at "{dir}""#));
         }
