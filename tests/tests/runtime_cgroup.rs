@@ -637,8 +637,11 @@ fn a_host_api_session_removes_the_cgroup_on_close_and_on_a_deadline() {
     };
     let mut policy = probe_policy(&bwrap, &probe_dir);
     with_cgroup(&mut policy, parent.path(), &runner(), "pids 64");
-    let bound = BoundCommand::bind(boundary_only(&policy)).expect("bind");
+    // Counted before bind: a root bind prepares the device directory that
+    // the first launch takes over, so the bound command is dropped before
+    // the count is compared.
     let fds_before = open_fds();
+    let bound = BoundCommand::bind(boundary_only(&policy)).expect("bind");
 
     // A clean close: the probe exits, and its cgroup, with the background
     // process it started, is gone.
@@ -720,6 +723,7 @@ fn a_host_api_session_removes_the_cgroup_on_close_and_on_a_deadline() {
     std::fs::remove_dir(cgroup.join("nested")).expect("remove nested");
     std::fs::remove_dir(&cgroup).expect("remove the child");
 
+    drop(bound);
     assert_eq!(open_fds(), fds_before, "a descriptor was left open");
     assert!(live_children().is_empty(), "{:?}", live_children());
 }
