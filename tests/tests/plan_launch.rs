@@ -207,7 +207,7 @@ fn launch(plan: &LaunchPlan) -> BTreeMap<String, Vec<String>> {
         std::process::id(),
         std::thread::current().id()
     ));
-    let bytes = plan.seccomp.as_ref().map_or(&[][..], |s| &s.program[..]);
+    let bytes = plan.seccomp().map_or(&[][..], |s| &s.program[..]);
     std::fs::write(&filter, bytes).expect("write the seccomp program");
     let out = Command::new("/bin/sh")
         .arg("-c")
@@ -392,7 +392,7 @@ fn pinned_plan_launches_through_descriptors() {
     policy.pin_executables = true;
     policy.seccomp = SeccompPolicy::DenyKnownEscapeSurface;
     let plan = plan_for(&policy, &["ro", "scratch"]);
-    let seccomp = plan.seccomp.as_ref().expect("seccomp plan");
+    let seccomp = plan.seccomp().expect("seccomp plan");
     let program = fx.base.join("filter.bpf");
     std::fs::write(&program, &seccomp.program).expect("write filter");
 
@@ -413,7 +413,7 @@ fn pinned_plan_launches_through_descriptors() {
     // One `exec N<path` per descriptor: bash drops all but the first of
     // several multi-digit redirections given to one `exec`.
     let mut script = format!("exec 9<{};", shell_quote(&program.to_string_lossy()));
-    for (i, pin) in plan.pins.iter().enumerate() {
+    for (i, pin) in plan.pins().iter().enumerate() {
         script.push_str(&format!(
             " exec {}<{};",
             usize::from(FIRST_PIN_FD) + i,

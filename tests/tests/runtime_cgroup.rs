@@ -27,6 +27,7 @@ use splash_runtime::{
     WorkerLifecycle, WorkerStatus,
 };
 use splashpol::model::CgroupLimits;
+use splashpol::plan::{LaunchPlan, PlanError};
 
 /// A parent cgroup of our own, removed (with anything left in it) on drop.
 struct TestParent(PathBuf);
@@ -116,10 +117,10 @@ fn with_cgroup(policy: &mut TestPolicy, parent: &Path, runner: &Path, entries: &
 }
 
 /// The plan with its cgroup limits cleared: this host has no controllers.
-fn boundary_only(policy: &TestPolicy) -> splashpol::plan::LaunchPlan {
-    let mut plan = policy.plan();
+fn boundary_only(policy: &TestPolicy) -> LaunchPlan {
+    let mut plan = policy.plan().into_raw();
     plan.cgroup.as_mut().expect("cgroup policy").limits = CgroupLimits::default();
-    plan
+    LaunchPlan::try_from(plan).expect("a structurally valid plan")
 }
 
 fn pids_of(dir: &Path) -> Vec<u32> {
@@ -504,15 +505,17 @@ fn a_required_boundary_refuses_every_uncgrouped_path() {
         parent.path().display(),
         runner().display()
     ));
-    let mut plan = policy.plan();
-    plan.cgroup.as_mut().expect("cgroup").limits = CgroupLimits::default();
-    assert!(plan.require_cgroup_v2);
+    let mut raw = policy.plan().into_raw();
+    raw.cgroup.as_mut().expect("cgroup").limits = CgroupLimits::default();
+    assert!(raw.require_cgroup_v2);
 
-    // A required plan whose cgroup policy was removed does not bind.
-    let mut stripped = plan.clone();
+    // A required plan whose cgroup policy was removed is not a plan: it
+    // cannot be built, or read from JSON, so it never reaches bind.
+    let mut stripped = raw.clone();
     stripped.cgroup = None;
-    let err = BoundCommand::bind(stripped).expect_err("required without policy");
-    assert!(matches!(err, BindError::Unsupported { .. }), "{err}");
+    let err = LaunchPlan::try_from(stripped).expect_err("required without policy");
+    assert_eq!(err, PlanError::MissingCgroup);
+    let plan = LaunchPlan::try_from(raw).expect("control: with its policy");
 
     // The uncgrouped launch spec is refused; spawn goes through the cgroup.
     let bound = BoundCommand::bind(plan).expect("bind");

@@ -10,7 +10,9 @@ mod runtime_support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use runtime_support::{TestPolicy, host_with_probe, live_children, open_fds, probe_policy, serial};
+use runtime_support::{
+    TestPolicy, edited, host_with_probe, live_children, open_fds, probe_policy, serial,
+};
 use serde_json::{Value, json};
 use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Token};
 use splash_runtime::{
@@ -359,11 +361,13 @@ fn bind_refuses_a_plan_for_another_architecture() {
     assert!(matches!(err, BindError::ForeignArch { .. }), "{err}");
 
     // Only the seccomp program is foreign: the plan says this host.
-    let mut mixed = plan(&policy, host);
-    mixed.seccomp = plan(&policy, other).seccomp;
-    if let Some(s) = mixed.seccomp.as_mut() {
-        s.arch = host;
-    }
+    let foreign = plan(&policy, other).seccomp().cloned();
+    let mixed = edited(plan(&policy, host), |p| {
+        p.seccomp = foreign;
+        if let Some(s) = p.seccomp.as_mut() {
+            s.arch = host;
+        }
+    });
     let err = BoundCommand::bind(mixed).expect_err("foreign program");
     assert!(
         err.to_string()
@@ -388,8 +392,7 @@ fn bind_refuses_a_plan_without_the_hardening_prefix() {
         BwrapOp::DieWithParent,
         BwrapOp::AsPid1,
     ] {
-        let mut p = plan(&policy, host);
-        p.ops.retain(|op| *op != drop_op);
+        let p = edited(plan(&policy, host), |p| p.ops.retain(|op| *op != drop_op));
         let err = BoundCommand::bind(p).expect_err("no prefix");
         assert!(
             matches!(err, BindError::HardeningPrefix { .. }),
@@ -397,13 +400,14 @@ fn bind_refuses_a_plan_without_the_hardening_prefix() {
         );
     }
     // The read-only /proc right after `--proc /proc`.
-    let mut p = plan(&policy, host);
-    let at = p
-        .ops
-        .iter()
-        .position(|op| matches!(op, BwrapOp::RemountRo(_)))
-        .expect("remount /proc");
-    p.ops.remove(at);
+    let p = edited(plan(&policy, host), |p| {
+        let at = p
+            .ops
+            .iter()
+            .position(|op| matches!(op, BwrapOp::RemountRo(_)))
+            .expect("remount /proc");
+        p.ops.remove(at);
+    });
     let err = BoundCommand::bind(p).expect_err("writable /proc");
     assert!(err.to_string().contains("--remount-ro /proc"), "{err}");
 }
@@ -417,22 +421,24 @@ fn bind_checks_every_program_of_the_exec_chain() {
     let policy = probe_policy(&bwrap, &probe_dir);
     let host = Arch::host().expect("host arch");
     // A hand-built runner segment whose next program does not exist.
-    let mut p = plan(&policy, host);
-    let worker = p.command.clone();
-    p.command = vec![splashpol::plan::ExecArg::Literal(policy.worker())];
-    p.command
-        .push(splashpol::plan::ExecArg::Literal("--".into()));
-    p.command.push(splashpol::plan::ExecArg::Literal(
-        "/opt/worker/missing-program".into(),
-    ));
+    let worker = plan(&policy, host).command().to_vec();
+    let p = edited(plan(&policy, host), |p| {
+        p.command = vec![
+            splashpol::plan::ExecArg::Literal(policy.worker()),
+            splashpol::plan::ExecArg::Literal("--".into()),
+            splashpol::plan::ExecArg::Literal("/opt/worker/missing-program".into()),
+        ];
+    });
     let err = BoundCommand::bind(p).expect_err("second program missing");
     assert!(err.to_string().contains("missing-program"), "{err}");
     // Control: the same chain ending in the worker binds.
-    let mut p = plan(&policy, host);
-    p.command = vec![splashpol::plan::ExecArg::Literal(policy.worker())];
-    p.command
-        .push(splashpol::plan::ExecArg::Literal("--".into()));
-    p.command.extend(worker);
+    let p = edited(plan(&policy, host), |p| {
+        p.command = vec![
+            splashpol::plan::ExecArg::Literal(policy.worker()),
+            splashpol::plan::ExecArg::Literal("--".into()),
+        ];
+        p.command.extend(worker);
+    });
     BoundCommand::bind(p).expect("every program exists");
 }
 

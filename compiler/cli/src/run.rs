@@ -148,13 +148,13 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
     let deadlines = Deadlines::for_plan(plan, Deadlines::none());
     eprintln!(
         "bound `{}`: {} pinned descriptor(s), bubblewrap launched {}, seccomp {}, watchdog {}",
-        plan.policy_name,
+        plan.policy_name(),
         bound.pins().len(),
         match bound.bubblewrap_launch() {
             splash_runtime::BubblewrapLaunch::Path => "by path",
             splash_runtime::BubblewrapLaunch::Pinned(_) => "through its pinned descriptor",
         },
-        plan.seccomp.as_ref().map_or("off", |s| s.profile.as_str()),
+        plan.seccomp().map_or("off", |s| s.profile.as_str()),
         match (deadlines.session, deadlines.call) {
             (None, None) => "off".to_owned(),
             (s, c) => format!(

@@ -29,13 +29,11 @@ use crate::model::{
     SeccompPolicy, SelectorId,
 };
 use crate::plan::{
-    ActiveRoot, BrokerPlan, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, MountSource, Pin,
-    PinKind, PinRole, PinSlot, QuotaCheck, SeccompDelivery, SeccompPlan, Slot, Stdio,
+    ActiveRoot, BrokerPlan, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, MountSource,
+    PLAN_FORMAT, Pin, PinKind, PinRole, PinSlot, PlanError, QuotaCheck, RawPlan, SeccompDelivery,
+    SeccompPlan, Slot, Stdio,
 };
 use splash_seccomp::Arch;
-
-/// Version of the [`LaunchPlan`] layout.
-pub const PLAN_FORMAT: u32 = 1;
 
 /// A policy invariant that lowering relies on does not hold.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -123,6 +121,8 @@ pub enum LowerError {
     },
     #[error("the bubblewrap argument list is too large: {0}")]
     Argv(#[from] ArgvError),
+    #[error("internal error: lowering produced an invalid launch plan: {0}")]
+    Plan(#[from] PlanError),
 }
 
 fn fixed(path: &str) -> SandboxPath {
@@ -607,7 +607,7 @@ pub fn lower(
 
     let command = command(policy, &chain, delivery == SeccompDelivery::Runner);
 
-    let plan = LaunchPlan {
+    let plan = LaunchPlan::new(RawPlan {
         format: PLAN_FORMAT,
         policy_name: policy.name.clone(),
         policy_digest: source_digest.to_string(),
@@ -629,7 +629,7 @@ pub fn lower(
         cgroup: policy.cgroup.clone(),
         require_cgroup_v2: policy.require_cgroup_v2,
         watchdog: policy.watchdog,
-    };
+    })?;
     emit::check_argument_limits(&plan)?;
     Ok(plan)
 }
@@ -963,13 +963,13 @@ pub(crate) mod tests {
             --open-files 64 --file-size-bytes 16777216 -- /opt/splash/bin/worker --json-lines";
         let want: Vec<&str> = want.split_whitespace().collect();
         assert_eq!(got.split(' ').collect::<Vec<_>>(), want);
-        assert_eq!(plan.bwrap_pin, Some(PinSlot(0)));
+        assert_eq!(plan.bwrap_pin(), Some(PinSlot(0)));
         assert_eq!(
             plan.bwrap_program(&mut |s| display_slot(&plan, s)),
             "/proc/self/fd/{fd:pin:0:/usr/bin/bwrap}"
         );
-        assert_eq!(plan.pins[1].kind, PinKind::FileOrDirectory);
-        assert_eq!(plan.pins[2].kind, PinKind::Directory);
+        assert_eq!(plan.pins()[1].kind, PinKind::FileOrDirectory);
+        assert_eq!(plan.pins()[2].kind, PinKind::Directory);
         assert_eq!(crate::emit::minimum_bwrap_version(&plan), "0.8.0");
     }
 
@@ -981,17 +981,17 @@ pub(crate) mod tests {
         let json = serde_json::to_string(&plan).expect("json");
         assert!(!json.contains("project"), "{json}");
         assert!(!argv(&plan).iter().any(|a| a.contains("project")));
-        assert_eq!(plan.active_roots.len(), 1);
-        assert_eq!(plan.session_id, Some(id("s-1")));
-        assert!(!plan.all_registered_roots_active);
+        assert_eq!(plan.active_roots().len(), 1);
+        assert_eq!(plan.session_id(), Some(&id("s-1")));
+        assert!(!plan.all_registered_roots_active());
     }
 
     #[test]
     fn no_manifest_activates_everything_and_says_so() {
         let plan = plain(&sample(), None).expect("plan");
-        assert!(plan.all_registered_roots_active);
-        assert_eq!(plan.session_id, None);
-        assert_eq!(plan.active_roots.len(), 2);
+        assert!(plan.all_registered_roots_active());
+        assert_eq!(plan.session_id(), None);
+        assert_eq!(plan.active_roots().len(), 2);
     }
 
     #[test]
@@ -1010,7 +1010,7 @@ pub(crate) mod tests {
                 .any(|w| w == ["--ro-bind", "/srv/splash/project", "/workspace/project"])
         );
         assert!(!a.iter().any(|x| x.contains("{fd:pin")));
-        assert!(plan.pins.is_empty());
+        assert!(plan.pins().is_empty());
         assert_eq!(crate::emit::minimum_bwrap_version(&plan), "0.8.0");
         let mut policy = policy.clone();
         policy.no_further_user_namespaces = false;
@@ -1028,7 +1028,7 @@ pub(crate) mod tests {
         let mut policy = sample();
         policy.seccomp = SeccompPolicy::DenyKnownEscapeSurface;
         let plan = plain(&policy, None).expect("plan");
-        let s = plan.seccomp.as_ref().expect("seccomp");
+        let s = plan.seccomp().expect("seccomp");
         assert_eq!(s.delivery, SeccompDelivery::Bubblewrap);
         assert!(!s.program.is_empty() && s.program.len().is_multiple_of(8));
         let a = argv(&plan);
@@ -1043,7 +1043,7 @@ pub(crate) mod tests {
         policy.seccomp = SeccompPolicy::StrictAllowlist { syscalls };
         let plan = plain(&policy, None).expect("plan");
         assert_eq!(
-            plan.seccomp.as_ref().expect("seccomp").delivery,
+            plan.seccomp().expect("seccomp").delivery,
             SeccompDelivery::Runner
         );
         let a = argv(&plan);
@@ -1058,11 +1058,11 @@ pub(crate) mod tests {
         policy.landlock_runner = None;
         let plan = plain(&policy, None).expect("plan");
         assert_eq!(
-            plan.seccomp.as_ref().expect("seccomp").delivery,
+            plan.seccomp().expect("seccomp").delivery,
             SeccompDelivery::Bubblewrap
         );
         assert!(
-            plan.command
+            plan.command()
                 .iter()
                 .all(|c| *c != ExecArg::Slot(Slot::RunnerSeccomp))
         );
@@ -1207,8 +1207,8 @@ pub(crate) mod tests {
             (ResourceKind::FileRoot, "out-b"),
         ]);
         let plan = plain(&policy, Some(&m)).expect("one project counted once");
-        assert_eq!(plan.quota_checks.len(), 2);
-        assert_eq!(plan.active_roots[0].mode, "read-write+quota");
+        assert_eq!(plan.quota_checks().len(), 2);
+        assert_eq!(plan.active_roots()[0].mode, "read-write+quota");
         if let FileRootKind::Host { quota: Some(q), .. } = &mut policy.file_roots[3].kind {
             q.project_id = 43;
         }
@@ -1236,9 +1236,9 @@ pub(crate) mod tests {
                 .any(|w| w[0] == "--ro-bind-fd" && w[2] == "/run/broker")
         );
         assert!(!a.iter().any(|x| x == "--share-net"));
-        let slot = plan.network_broker.as_ref().expect("broker").slot;
+        let slot = plan.network_broker().expect("broker").slot;
         assert_eq!(
-            plan.pins[usize::from(slot.0)].kind,
+            plan.pins()[usize::from(slot.0)].kind,
             PinKind::BrokerDirectory
         );
     }

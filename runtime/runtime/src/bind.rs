@@ -5,9 +5,11 @@
 //!
 //! 0. the plan is re-verified ([`crate::verify`]): the fixed hardening
 //!    prefix and this host's architecture for the plan and its seccomp
-//!    program; a plan with `require_cgroup_v2` must carry a cgroup policy,
-//!    and a plan with a network broker needs the matching host broker
-//!    ([`BindOptions::with_network_broker`]); otherwise bind fails;
+//!    program; a plan with a network broker needs the matching host broker
+//!    ([`BindOptions::with_network_broker`]); otherwise bind fails (the
+//!    plan's structure, such as a required cgroup's policy and every pin a
+//!    slot names, is a [`LaunchPlan`] invariant checked when the plan was
+//!    lowered or deserialized);
 //! 1. the Bubblewrap program: canonicalized, a regular file with an execute
 //!    bit; in executable-pinned mode the canonical file is opened and retained
 //!    as one of the pins;
@@ -427,7 +429,7 @@ fn host_file_behind(
     path: &AbsPath,
 ) -> Result<Option<PathBuf>, BindError> {
     let mut found: Option<Option<PathBuf>> = None;
-    for op in &plan.ops {
+    for op in plan.ops() {
         match op {
             BwrapOp::RoBind {
                 source,
@@ -435,13 +437,7 @@ fn host_file_behind(
             } if path.is_within(destination) => {
                 let base = match source {
                     MountSource::Path(p) => PathBuf::from(p.as_str()),
-                    MountSource::Pinned(slot) => pins
-                        .get(usize::from(slot.0))
-                        .ok_or_else(|| {
-                            BindError::Plan(format!("mount names missing pin {}", slot.0))
-                        })?
-                        .canonical
-                        .clone(),
+                    MountSource::Pinned(slot) => pins[usize::from(slot.0)].canonical.clone(),
                 };
                 let rest = &path.as_str()[destination.as_str().len()..];
                 let host = if rest.is_empty() {
@@ -585,31 +581,15 @@ impl BoundCommand {
 
     /// Binds `plan`; see the module documentation for the steps.
     pub fn bind_with(plan: LaunchPlan, options: BindOptions) -> Result<Self, BindError> {
-        // 0. A plan this runtime understands, and controls it must not
-        //    silently drop.
-        if plan.format != splashpol::lower::PLAN_FORMAT {
-            return Err(BindError::Plan(format!(
-                "launch-plan format {} is not the supported format {}",
-                plan.format,
-                splashpol::lower::PLAN_FORMAT
-            )));
-        }
+        // 0. The hardening prefix and the architecture. (The plan's
+        //    structure — format, slots, seccomp delivery, fixed streams, a
+        //    required cgroup's policy — holds by construction: a
+        //    `LaunchPlan` is validated when lowered or deserialized.)
         crate::verify::verify_plan(&plan)?;
-        if plan.stdio != splashpol::plan::Stdio::default() || !plan.environment.is_empty() {
-            return Err(BindError::Unsupported {
-                what: "worker standard streams other than a stdin pipe, a stdout pipe and stderr on `/dev/null`, or a worker environment".into(),
-            });
-        }
-        if plan.require_cgroup_v2 && plan.cgroup.is_none() {
-            return Err(BindError::Unsupported {
-                what: "the cgroup-v2 boundary this plan requires (it carries no cgroup policy)"
-                    .into(),
-            });
-        }
         crate::broker::check_plan(&plan, options.network_broker.as_ref())?;
 
         // 1. Bubblewrap.
-        let bwrap_str = plan.bwrap.as_str().to_owned();
+        let bwrap_str = plan.bwrap().as_str().to_owned();
         reject_symlink(&bwrap_str)?;
         let bwrap_canonical = canonical(&bwrap_str)?;
         let meta = fs::metadata(&bwrap_canonical).map_err(|source| BindError::Resolve {
@@ -627,7 +607,7 @@ impl BoundCommand {
 
         // 2. Pins.
         let pins = plan
-            .pins
+            .pins()
             .iter()
             .map(|pin| match pin.kind {
                 PinKind::BrokerDirectory => {
@@ -641,28 +621,28 @@ impl BoundCommand {
                 _ => pin_source(pin),
             })
             .collect::<Result<Vec<_>, BindError>>()?;
-        let bwrap_launch = match plan.bwrap_pin {
+        let bwrap_launch = match plan.bwrap_pin() {
             None => BubblewrapLaunch::Path,
             Some(slot) => {
-                let pin = pins.get(usize::from(slot.0)).ok_or_else(|| {
-                    BindError::Plan(format!("bubblewrap names missing pin {}", slot.0))
-                })?;
-                if pin.pin.kind != PinKind::Executable || pin.canonical != bwrap_canonical {
+                // The plan's pin holds `plan.bwrap()`; the canonical paths
+                // must agree too (a symlink swapped in between).
+                let pin = &pins[usize::from(slot.0)];
+                if pin.canonical != bwrap_canonical {
                     return Err(BindError::Plan(format!(
                         "bubblewrap pin {} does not hold `{}`",
-                        slot.0, plan.bwrap
+                        slot.0,
+                        plan.bwrap()
                     )));
                 }
                 BubblewrapLaunch::Pinned(slot)
             }
         };
 
-        // 3. Path-based mount sources; every pinned source must exist. A
-        //    file root (an active root's destination) must be a directory;
+        // 3. Path-based mount sources. A file root (an active root's destination) must be a directory;
         //    a runtime mount may also be a regular file.
         let root_destinations: BTreeSet<&AbsPath> =
-            plan.active_roots.iter().map(|r| &r.destination).collect();
-        for op in &plan.ops {
+            plan.active_roots().iter().map(|r| &r.destination).collect();
+        for op in plan.ops() {
             match op {
                 BwrapOp::RoBind {
                     source: MountSource::Path(p),
@@ -675,19 +655,6 @@ impl BoundCommand {
                     ..
                 } => {
                     check_path_source(p, true)?;
-                }
-                BwrapOp::RoBind {
-                    source: MountSource::Pinned(slot),
-                    ..
-                }
-                | BwrapOp::Bind {
-                    source: MountSource::Pinned(slot),
-                    ..
-                } if usize::from(slot.0) >= pins.len() => {
-                    return Err(BindError::Plan(format!(
-                        "mount names missing pin {}",
-                        slot.0
-                    )));
                 }
                 _ => {}
             }
@@ -715,8 +682,8 @@ impl BoundCommand {
 
         // 7. The cgroup-v2 boundary. The runner is executed through its
         //    descriptor when the plan pins executables.
-        if let Some(policy) = &bound.plan.cgroup {
-            let pin_runner = bound.plan.bwrap_pin.is_some();
+        if let Some(policy) = bound.plan.cgroup() {
+            let pin_runner = bound.plan.bwrap_pin().is_some();
             bound.cgroup =
                 Some(CgroupBoundary::prepare(policy, pin_runner).map_err(BindError::Cgroup)?);
         }
@@ -756,9 +723,9 @@ impl BoundCommand {
         inspector: &dyn QuotaInspector,
     ) -> Result<Vec<VerifiedQuota>, BindError> {
         let plan = &self.plan;
-        let checked: BTreeSet<u16> = plan.quota_checks.iter().map(|c| c.slot.0).collect();
+        let checked: BTreeSet<u16> = plan.quota_checks().iter().map(|c| c.slot.0).collect();
         let mut writable: BTreeSet<u16> = BTreeSet::new();
-        for op in &plan.ops {
+        for op in plan.ops() {
             if let BwrapOp::Bind {
                 source,
                 destination,
@@ -768,7 +735,7 @@ impl BoundCommand {
                     MountSource::Pinned(slot) if checked.contains(&slot.0) => {
                         writable.insert(slot.0);
                     }
-                    _ if plan.aggregate_quota.is_some() => {
+                    _ if plan.aggregate_quota().is_some() => {
                         return Err(BindError::UnverifiedWritableMount {
                             destination: destination.to_string(),
                         });
@@ -777,37 +744,30 @@ impl BoundCommand {
                 }
             }
         }
-        let mut verified = Vec::with_capacity(plan.quota_checks.len());
-        for check in &plan.quota_checks {
-            let pinned = self.pins.get(usize::from(check.slot.0)).ok_or_else(|| {
-                BindError::Plan(format!("quota check names missing pin {}", check.slot.0))
-            })?;
-            let PinRole::FileRoot(root) = &pinned.pin.role else {
-                return Err(BindError::Plan(format!(
-                    "quota check names pin {}, which is not a file root",
-                    check.slot.0
-                )));
+        let mut verified = Vec::with_capacity(plan.quota_checks().len());
+        for check in plan.quota_checks() {
+            // The plan guarantees a quota check names a file-root pin that
+            // is mounted read-write.
+            let pinned = &self.pins[usize::from(check.slot.0)];
+            let root = match &pinned.pin.role {
+                PinRole::FileRoot(root) => root.to_string(),
+                _ => format!("pin {}", check.slot.0),
             };
-            if !writable.contains(&check.slot.0) {
-                return Err(BindError::Plan(format!(
-                    "quota root `{root}` is not mounted read-write from its pin"
-                )));
-            }
             let v =
                 quota::verify(inspector, pinned.fd.as_fd(), &check.quota).map_err(|source| {
                     BindError::Quota {
-                        root: root.to_string(),
+                        root: root.clone(),
                         path: pinned.pin.host_path.to_string(),
                         source,
                     }
                 })?;
             verified.push(v);
         }
-        if !plan.quota_checks.is_empty() {
-            let aggregate = plan.aggregate_quota.as_ref().ok_or_else(|| {
-                BindError::Plan("quota roots without an aggregate maximum".into())
-            })?;
-            quota::check_aggregate(&verified, aggregate).map_err(BindError::AggregateQuota)?;
+        // A plan with quota checks always carries an aggregate ceiling.
+        if let Some(aggregate) = plan.aggregate_quota()
+            && !plan.quota_checks().is_empty()
+        {
+            quota::check_aggregate(&verified, &aggregate).map_err(BindError::AggregateQuota)?;
         }
         Ok(verified)
     }
@@ -816,7 +776,7 @@ impl BoundCommand {
     /// mount is on a `nosuid` host mount ([`crate::nosuid`]), asked through
     /// its pinned descriptor or, unpinned, its canonical path.
     fn check_writable_roots_nosuid(&self) -> Result<(), BindError> {
-        for op in &self.plan.ops {
+        for op in self.plan.ops() {
             let BwrapOp::Bind {
                 source,
                 destination,
@@ -826,15 +786,13 @@ impl BoundCommand {
             };
             let root = self
                 .plan
-                .active_roots
+                .active_roots()
                 .iter()
                 .find(|r| r.destination == *destination)
                 .map_or_else(|| destination.to_string(), |r| r.id.to_string());
             match source {
                 MountSource::Pinned(slot) => {
-                    let pinned = self.pins.get(usize::from(slot.0)).ok_or_else(|| {
-                        BindError::Plan(format!("mount names missing pin {}", slot.0))
-                    })?;
+                    let pinned = &self.pins[usize::from(slot.0)];
                     crate::nosuid::check_root(&root, &pinned.canonical, pinned.fd.as_fd())?;
                 }
                 MountSource::Path(p) => {
@@ -853,7 +811,7 @@ impl BoundCommand {
     }
 
     fn check_bubblewrap_options(&self) -> Result<(), BindError> {
-        let shown = self.plan.bwrap.to_string();
+        let shown = self.plan.bwrap().to_string();
         let needed = plan_options(&self.plan);
         let supported = match self.bwrap_launch {
             BubblewrapLaunch::Path => supported_options(&self.bwrap_canonical, &shown)?,

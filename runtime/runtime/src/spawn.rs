@@ -205,7 +205,7 @@ impl SpawnedWorker {
 }
 
 fn seccomp_slot(plan: &LaunchPlan) -> Option<Slot> {
-    match plan.seccomp.as_ref().map(|s| &s.delivery) {
+    match plan.seccomp().map(|s| &s.delivery) {
         Some(SeccompDelivery::Bubblewrap) => Some(Slot::BwrapSeccomp),
         Some(SeccompDelivery::Runner) => Some(Slot::RunnerSeccomp),
         Some(SeccompDelivery::None) | None => None,
@@ -218,7 +218,7 @@ impl BoundCommand {
     /// no cgroup runner (spawn adds it), so a plan with `require_cgroup_v2`
     /// refuses: it must never be started outside its cgroup.
     pub fn launch_spec(&self) -> Result<LaunchSpec, SpawnError> {
-        if self.plan.require_cgroup_v2 {
+        if self.plan.require_cgroup_v2() {
             return Err(SpawnError::Uncgrouped);
         }
         self.uncgrouped_spec()
@@ -233,7 +233,7 @@ impl BoundCommand {
             })?;
             fresh.push(Some(fd));
         }
-        let seccomp = match (seccomp_slot(&self.plan), &self.plan.seccomp) {
+        let seccomp = match (seccomp_slot(&self.plan), self.plan.seccomp()) {
             (Some(slot), Some(plan)) => {
                 if plan.program.is_empty() {
                     return Err(SpawnError::EmptySeccomp(plan.profile.clone()));
@@ -293,7 +293,7 @@ impl BoundCommand {
         }
         Ok(LaunchSpec {
             program,
-            shown: self.plan.bwrap.to_string(),
+            shown: self.plan.bwrap().to_string(),
             args,
             inherit,
             keep_open,
@@ -310,7 +310,7 @@ impl BoundCommand {
         &self,
         bootstrap: &PrivatePipeWorkerBootstrap,
     ) -> Result<SpawnedWorker, SpawnError> {
-        if let Some(w) = &self.plan.watchdog {
+        if let Some(w) = self.plan.watchdog() {
             return Err(SpawnError::WatchdogRequired {
                 session_ms: w.session_deadline_ms,
             });
@@ -323,14 +323,15 @@ impl BoundCommand {
         &self,
         bootstrap: &PrivatePipeWorkerBootstrap,
     ) -> Result<SpawnedWorker, SpawnError> {
-        let manifest = self.plan.session_id.as_ref().ok_or(SpawnError::NoSession)?;
+        let manifest = self.plan.session_id().ok_or(SpawnError::NoSession)?;
         if bootstrap.session_id() != manifest {
             return Err(SpawnError::SessionMismatch {
                 bootstrap: bootstrap.session_id().to_string(),
                 manifest: manifest.to_string(),
             });
         }
-        if (self.plan.require_cgroup_v2 || self.plan.cgroup.is_some()) && self.cgroup.is_none() {
+        if (self.plan.require_cgroup_v2() || self.plan.cgroup().is_some()) && self.cgroup.is_none()
+        {
             return Err(SpawnError::Uncgrouped);
         }
         let mut spec = self.uncgrouped_spec()?;
