@@ -23,6 +23,11 @@
 //!
 //! Inactive roots are never looked at again: lowering only sees the ids in
 //! [`Activation::roots`].
+//!
+//! An [`Activation`] can only be made here, and it is tied to the policy it
+//! was made from: it records the policy's identity (a BLAKE3 digest of its
+//! canonical JSON), and [`crate::lower::lower`] refuses an activation of any
+//! other policy, so the checks above never need repeating.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -30,28 +35,76 @@ use splash_protocol::{CapabilityManifest, ResourceKind};
 
 use crate::model::{FileRootKind, Policy, PrivateTmp, SelectorId};
 
-/// The selection a manifest made from a policy.
+/// The selection a (validated) manifest made from one policy; made only by
+/// [`activate`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Activation {
-    /// The manifest's session id; `None` when no manifest was given and every
-    /// registered root is active.
-    pub session_id: Option<SelectorId>,
-    /// Active file-root ids, in policy order.
-    pub roots: Vec<SelectorId>,
-    /// The manifest's distinct network-origin ids (equal to the broker's ids
-    /// when non-empty).
-    pub network_origins: BTreeSet<SelectorId>,
-    /// True when the network broker is mounted.
-    pub broker_active: bool,
-    /// Potential tmpfs capacity: the sum of the active ephemeral roots and a
-    /// bounded private `/tmp`.
-    pub ephemeral_bytes: u64,
-    /// Sum of the per-project maximum hard limits of the active quota roots,
-    /// each project id once: `(bytes, inodes)`.
-    pub quota_totals: (u64, u64),
+    /// The identity of the policy this activation was made from.
+    policy: PolicyIdentity,
+    session_id: Option<SelectorId>,
+    roots: Vec<SelectorId>,
+    network_origins: BTreeSet<SelectorId>,
+    broker_active: bool,
+    ephemeral_bytes: u64,
+    quota_totals: (u64, u64),
+}
+
+/// The identity of a [`Policy`]: the BLAKE3 digest of its compact JSON (the
+/// same bytes an artifact's policy digest covers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PolicyIdentity(blake3::Hash);
+
+impl PolicyIdentity {
+    /// The identity of `policy`.
+    pub(crate) fn of(policy: &Policy) -> Result<Self, ActivationError> {
+        let mut hasher = blake3::Hasher::new();
+        serde_json::to_writer(&mut hasher, policy).map_err(|e| ActivationError::Identity {
+            reason: e.to_string(),
+        })?;
+        Ok(Self(hasher.finalize()))
+    }
 }
 
 impl Activation {
+    /// True when this activation was made from `policy`.
+    pub fn is_for(&self, policy: &Policy) -> Result<bool, ActivationError> {
+        Ok(PolicyIdentity::of(policy)? == self.policy)
+    }
+
+    /// The manifest's session id; `None` when no manifest was given and
+    /// every registered root is active.
+    pub fn session_id(&self) -> Option<&SelectorId> {
+        self.session_id.as_ref()
+    }
+
+    /// Active file-root ids, distinct, registered, in policy order.
+    pub fn roots(&self) -> &[SelectorId] {
+        &self.roots
+    }
+
+    /// The manifest's distinct network-origin ids (equal to the broker's ids
+    /// when non-empty).
+    pub fn network_origins(&self) -> &BTreeSet<SelectorId> {
+        &self.network_origins
+    }
+
+    /// True when the policy's network broker is mounted.
+    pub fn broker_active(&self) -> bool {
+        self.broker_active
+    }
+
+    /// Potential tmpfs capacity: the sum of the active ephemeral roots and a
+    /// bounded private `/tmp`.
+    pub fn ephemeral_bytes(&self) -> u64 {
+        self.ephemeral_bytes
+    }
+
+    /// Sum of the per-project maximum hard limits of the active quota roots,
+    /// each project id once: `(bytes, inodes)`.
+    pub fn quota_totals(&self) -> (u64, u64) {
+        self.quota_totals
+    }
+
     /// True when no manifest was given.
     pub fn is_all_registered(&self) -> bool {
         self.session_id.is_none()
@@ -113,6 +166,8 @@ pub enum ActivationError {
         max_bytes: u64,
         max_inodes: u64,
     },
+    #[error("internal error: cannot compute the policy's identity: {reason}")]
+    Identity { reason: String },
 }
 
 fn describe_mismatch(not_in_broker: &[SelectorId], not_in_manifest: &[SelectorId]) -> String {
@@ -179,6 +234,7 @@ pub fn activate(
     let quota_totals = quota_totals(policy, &roots)?;
 
     Ok(Activation {
+        policy: PolicyIdentity::of(policy)?,
         session_id,
         roots,
         network_origins,
@@ -186,59 +242,6 @@ pub fn activate(
         ephemeral_bytes,
         quota_totals,
     })
-}
-
-/// Re-check an [`Activation`] against `policy` (lowering calls this, since an
-/// `Activation` can be built by hand): the root bound, distinct registered
-/// roots, the broker ids, and the aggregate tmpfs and quota bounds.
-pub fn recheck(policy: &Policy, activation: &Activation) -> Result<(), ActivationError> {
-    let distinct: BTreeSet<&SelectorId> = activation.roots.iter().collect();
-    if activation.roots.len() > usize::from(policy.max_active_file_roots) {
-        let (count, max) = (activation.roots.len(), policy.max_active_file_roots);
-        return Err(if activation.is_all_registered() {
-            ActivationError::TooManyRegisteredRoots { count, max }
-        } else {
-            ActivationError::TooManyActiveRoots { count, max }
-        });
-    }
-    for id in &activation.roots {
-        if distinct.len() != activation.roots.len()
-            || !policy.file_roots.iter().any(|r| &r.id == id)
-        {
-            return Err(ActivationError::UnknownFileRoot { id: id.clone() });
-        }
-    }
-    match (&policy.network_broker, activation.broker_active) {
-        (Some(broker), true) if broker.ids == activation.network_origins => {}
-        (None, false) if activation.network_origins.is_empty() => {}
-        (Some(broker), _) => {
-            return Err(ActivationError::BrokerMismatch {
-                not_in_broker: activation
-                    .network_origins
-                    .difference(&broker.ids)
-                    .cloned()
-                    .collect(),
-                not_in_manifest: broker
-                    .ids
-                    .difference(&activation.network_origins)
-                    .cloned()
-                    .collect(),
-            });
-        }
-        (None, _) => {
-            let id = activation.network_origins.iter().next().cloned();
-            return Err(match id {
-                Some(id) => ActivationError::NetworkOriginWithoutBroker { id },
-                None => ActivationError::BrokerMismatch {
-                    not_in_broker: vec![],
-                    not_in_manifest: vec![],
-                },
-            });
-        }
-    }
-    ephemeral_total(policy, &activation.roots)?;
-    quota_totals(policy, &activation.roots)?;
-    Ok(())
 }
 
 type Selection = (

@@ -105,10 +105,8 @@ pub enum InvariantError {
 pub enum LowerError {
     #[error("unsafe policy: {0}")]
     Invariant(#[from] InvariantError),
-    #[error("the activation selects file root `{0}`, which this policy does not register")]
-    ForeignActivation(SelectorId),
-    #[error("the activation mounts a network broker this policy does not configure")]
-    ForeignBroker,
+    #[error("the activation was made from another policy")]
+    ForeignActivation,
     #[error("the activation does not fit this policy: {0}")]
     Activation(#[from] crate::activate::ActivationError),
     #[error("the plan needs {0} descriptor pins; at most 65535 are possible")]
@@ -400,17 +398,11 @@ pub fn lower(
 ) -> Result<LaunchPlan, LowerError> {
     check_invariants(policy)?;
 
-    // Resolve the activation against this policy, in policy order, and
-    // re-check its bounds (an `Activation` can be built by hand).
-    for id in &activation.roots {
-        if !policy.file_roots.iter().any(|r| &r.id == id) {
-            return Err(LowerError::ForeignActivation(id.clone()));
-        }
+    // An activation is made only by `activate`, which checked it against
+    // the policy it records; it must be this one.
+    if !activation.is_for(policy)? {
+        return Err(LowerError::ForeignActivation);
     }
-    if activation.broker_active && policy.network_broker.is_none() {
-        return Err(LowerError::ForeignBroker);
-    }
-    crate::activate::recheck(policy, activation)?;
     let active: Vec<&FileRoot> = policy
         .file_roots
         .iter()
@@ -559,7 +551,7 @@ pub fn lower(
     }
 
     let mut network_broker = None;
-    if let (true, Some(broker)) = (activation.broker_active, &policy.network_broker) {
+    if let (true, Some(broker)) = (activation.broker_active(), &policy.network_broker) {
         let slot = pins.add(
             broker.parent.clone(),
             PinKind::BrokerDirectory,
@@ -611,7 +603,7 @@ pub fn lower(
         format: PLAN_FORMAT,
         policy_name: policy.name.clone(),
         policy_digest: source_digest.to_string(),
-        session_id: activation.session_id.clone(),
+        session_id: activation.session_id().cloned(),
         all_registered_roots_active: activation.is_all_registered(),
         arch,
         bwrap: policy.bubblewrap.clone(),
@@ -1244,41 +1236,19 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn hand_made_activations_are_rechecked() {
-        let mut policy = sample();
-        policy.aggregate_ephemeral_max_bytes = Some(64 << 20);
-        let mut a = activate(&policy, Some(&manifest(&[]))).expect("activation");
-        a.roots.push(id("scratch"));
-        let err = lower(&policy, &a, Arch::X86_64, "00").expect_err("bound");
-        assert!(
-            matches!(
-                err,
-                LowerError::Activation(ActivationError::EphemeralBoundExceeded { .. })
-            ),
-            "{err}"
-        );
-        policy.max_active_file_roots = 0;
-        let err = lower(&policy, &a, Arch::X86_64, "00").expect_err("max");
-        assert!(
-            matches!(
-                err,
-                LowerError::Activation(ActivationError::TooManyActiveRoots { .. })
-            ),
-            "{err}"
-        );
+    fn an_activation_lowers_only_its_own_policy() {
         let policy = sample();
-        let mut a = activate(&policy, None).expect("activation");
-        a.roots.push(id("scratch"));
-        assert!(
-            lower(&policy, &a, Arch::X86_64, "00").is_err(),
-            "duplicate root"
-        );
-        a.roots.pop();
-        a.network_origins.insert(id("api"));
-        assert!(
-            lower(&policy, &a, Arch::X86_64, "00").is_err(),
-            "origins without a broker"
-        );
+        let a = activate(&policy, Some(&manifest(&[]))).expect("activation");
+        lower(&policy, &a, Arch::X86_64, "00").expect("control: its own policy");
+        // The same policy, changed after activation: a lower root maximum
+        // the activation was never checked against.
+        let mut changed = policy.clone();
+        changed.max_active_file_roots = 0;
+        let err = lower(&changed, &a, Arch::X86_64, "00").expect_err("another policy");
+        assert_eq!(err, LowerError::ForeignActivation);
+        // An identical policy is the same policy.
+        assert!(a.is_for(&sample()).expect("identity"));
+        assert!(!a.is_for(&changed).expect("identity"));
     }
 
     #[test]
