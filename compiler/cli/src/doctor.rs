@@ -257,7 +257,7 @@ pub fn diagnose(host: &dyn Host, policy: &Policy, plan: &LaunchPlan) -> Vec<Find
     let setuid = bubblewrap(host, plan, &mut findings);
     user_namespaces(host, plan, setuid, &mut findings);
     if let Some(seccomp) = plan.seccomp() {
-        findings.push(seccomp_finding(host, &seccomp.profile));
+        findings.push(seccomp_finding(host, seccomp.profile));
     }
     if policy.landlock_runner.is_some() {
         findings.push(landlock_finding(host));
@@ -489,7 +489,7 @@ fn user_namespaces(host: &dyn Host, plan: &LaunchPlan, setuid: bool, out: &mut V
     }
 }
 
-fn seccomp_finding(host: &dyn Host, profile: &str) -> Finding {
+fn seccomp_finding(host: &dyn Host, profile: splashpol::plan::SeccompProfile) -> Finding {
     let mode = match host.seccomp_mode() {
         Ok(m) => m,
         Err(e) => {

@@ -94,7 +94,7 @@ pub struct ArchFilter {
 /// The compiled filter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FilterSummary {
-    pub profile: String,
+    pub profile: crate::plan::SeccompProfile,
     /// `bubblewrap` or `runner`.
     pub delivered_by: String,
     pub per_arch: Vec<ArchFilter>,
@@ -532,7 +532,7 @@ fn filter_summary(policy: &Policy, plan: &LaunchPlan) -> Option<FilterSummary> {
         });
     }
     Some(FilterSummary {
-        profile: seccomp.profile.clone(),
+        profile: seccomp.profile,
         delivered_by: match seccomp.delivery {
             SeccompDelivery::Bubblewrap => "bubblewrap `--seccomp`".into(),
             SeccompDelivery::Runner => "the runner, after Landlock".into(),

@@ -30,8 +30,8 @@ use crate::model::{
 };
 use crate::plan::{
     ActiveRoot, BrokerPlan, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, MountSource,
-    PLAN_FORMAT, Pin, PinKind, PinRole, PinSlot, PlanError, QuotaCheck, RawPlan, SeccompDelivery,
-    SeccompPlan, Slot, Stdio,
+    PLAN_FORMAT, Pin, PinKind, PinRole, PinSlot, PlanError, QuotaCheck, RawPlan, RootMode,
+    SeccompDelivery, SeccompPlan, SeccompProfile, Slot, Stdio,
 };
 use splash_seccomp::Arch;
 
@@ -536,17 +536,17 @@ pub fn lower(
                     }),
                 }
                 match (access, quota) {
-                    (Access::ReadOnly, _) => "read-only",
-                    (Access::ReadWrite, Some(_)) => "read-write+quota",
-                    (Access::ReadWrite, None) => "read-write",
+                    (Access::ReadOnly, _) => RootMode::ReadOnly,
+                    (Access::ReadWrite, Some(_)) => RootMode::ReadWriteQuota,
+                    (Access::ReadWrite, None) => RootMode::ReadWrite,
                 }
             }
-            FileRootKind::Ephemeral { .. } => "tmpfs",
+            FileRootKind::Ephemeral { .. } => RootMode::Tmpfs,
         };
         active_roots.push(ActiveRoot {
             id: root.id.clone(),
             destination: root.destination.clone(),
-            mode: mode.to_string(),
+            mode,
         });
     }
 
@@ -797,7 +797,7 @@ fn seccomp_plan(
     Ok(Some(SeccompPlan {
         delivery,
         arch,
-        profile: name.to_string(),
+        profile: SeccompProfile::of(&profile),
         exec_allowlist_guard: exec_allowlist,
         program,
     }))
@@ -1200,7 +1200,7 @@ pub(crate) mod tests {
         ]);
         let plan = plain(&policy, Some(&m)).expect("one project counted once");
         assert_eq!(plan.quota_checks().len(), 2);
-        assert_eq!(plan.active_roots()[0].mode, "read-write+quota");
+        assert_eq!(plan.active_roots()[0].mode, RootMode::ReadWriteQuota);
         if let FileRootKind::Host { quota: Some(q), .. } = &mut policy.file_roots[3].kind {
             q.project_id = 43;
         }

@@ -224,10 +224,8 @@ pub enum SeccompDelivery {
 pub struct SeccompPlan {
     pub delivery: SeccompDelivery,
     pub arch: Arch,
-    /// Profile name for reports (`deny-known-escape-surface`,
-    /// `strict-allowlist`, or `baseline` when the filter exists only for the
-    /// executable-allowlist guard).
-    pub profile: String,
+    /// The profile, for reports.
+    pub profile: SeccompProfile,
     /// Whether the executable-allowlist guard is part of the program: with a
     /// Landlock allowlist, `memfd_create` without `MFD_NOEXEC_SEAL` fails
     /// with `EACCES`.
@@ -239,13 +237,88 @@ pub struct SeccompPlan {
     pub program: Vec<u8>,
 }
 
+/// Which seccomp profile a plan's program implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum SeccompProfile {
+    /// `deny-known-escape-surface`.
+    DenyKnownEscapeSurface,
+    /// `strict-allowlist`.
+    StrictAllowlist,
+    /// `baseline`: the filter exists only for the executable-allowlist guard.
+    Baseline,
+}
+
+impl SeccompProfile {
+    /// The profile of a [`splash_seccomp::Profile`].
+    pub fn of(profile: &splash_seccomp::Profile) -> Self {
+        match profile {
+            splash_seccomp::Profile::DenyKnownEscapeSurface => Self::DenyKnownEscapeSurface,
+            splash_seccomp::Profile::StrictAllowlist(_) => Self::StrictAllowlist,
+            splash_seccomp::Profile::Baseline => Self::Baseline,
+        }
+    }
+
+    /// The stable name in reports and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::DenyKnownEscapeSurface => "deny-known-escape-surface",
+            Self::StrictAllowlist => "strict-allowlist",
+            Self::Baseline => "baseline",
+        }
+    }
+}
+
+impl std::fmt::Display for SeccompProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How an active file root is mounted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum RootMode {
+    /// A read-only bind of a host directory.
+    #[serde(rename = "read-only")]
+    ReadOnly,
+    /// A read-write bind of a host directory without a project quota.
+    #[serde(rename = "read-write")]
+    ReadWrite,
+    /// A read-write bind of a host directory under a verified project quota.
+    #[serde(rename = "read-write+quota")]
+    ReadWriteQuota,
+    /// An ephemeral tmpfs.
+    #[serde(rename = "tmpfs")]
+    Tmpfs,
+}
+
+impl RootMode {
+    /// The stable name in reports and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::ReadWrite => "read-write",
+            Self::ReadWriteQuota => "read-write+quota",
+            Self::Tmpfs => "tmpfs",
+        }
+    }
+}
+
+impl std::fmt::Display for RootMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// An active file root after activation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActiveRoot {
     pub id: SelectorId,
     pub destination: SandboxPath,
-    /// `read-only`, `read-write`, `read-write+quota`, `tmpfs`.
-    pub mode: String,
+    /// How the root is mounted.
+    pub mode: RootMode,
 }
 
 /// A project-quota verification the runtime performs at bind on a pinned root.
@@ -255,24 +328,35 @@ pub struct QuotaCheck {
     pub quota: ProjectQuota,
 }
 
+/// Where one of the worker's standard streams goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StreamMode {
+    /// A private pipe owned by the host.
+    Pipe,
+    /// `/dev/null`.
+    Null,
+}
+
 /// The worker's standard streams (fixed; not policy-selectable).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stdio {
-    /// `pipe`: a private pipe owned by the host.
-    pub stdin: String,
-    /// `pipe`: a private pipe owned by the host.
-    pub stdout: String,
-    /// `null`: `/dev/null`, so an undrained diagnostic pipe cannot block the
-    /// worker.
-    pub stderr: String,
+    /// [`StreamMode::Pipe`].
+    pub stdin: StreamMode,
+    /// [`StreamMode::Pipe`].
+    pub stdout: StreamMode,
+    /// [`StreamMode::Null`], so an undrained diagnostic pipe cannot block
+    /// the worker.
+    pub stderr: StreamMode,
 }
 
 impl Default for Stdio {
     fn default() -> Self {
         Self {
-            stdin: "pipe".into(),
-            stdout: "pipe".into(),
-            stderr: "null".into(),
+            stdin: StreamMode::Pipe,
+            stdout: StreamMode::Pipe,
+            stderr: StreamMode::Null,
         }
     }
 }
@@ -949,7 +1033,7 @@ mod tests {
         let plan = bubblewrap_delivered();
         let env = rebuilt(&plan, |p| p.environment.push(("A".into(), "B".into())));
         assert_eq!(env, Err(PlanError::Streams));
-        let streams = rebuilt(&plan, |p| p.stdio.stderr = "pipe".into());
+        let streams = rebuilt(&plan, |p| p.stdio.stderr = StreamMode::Pipe);
         assert_eq!(streams, Err(PlanError::Streams));
         let cgroup = rebuilt(&plan, |p| p.require_cgroup_v2 = true);
         assert_eq!(cgroup, Err(PlanError::MissingCgroup));

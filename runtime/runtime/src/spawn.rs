@@ -74,8 +74,6 @@ pub enum SpawnError {
     },
     #[error("failed to write the seccomp program to an anonymous descriptor")]
     Seccomp(#[source] io::Error),
-    #[error("the plan selects seccomp profile `{0}` but carries no program")]
-    EmptySeccomp(String),
     #[error("failed to make the launch's private device nodes")]
     Devices(#[from] crate::devices::DeviceError),
     #[error("the plan's argument list uses {0:?}, which this launch did not prepare")]
@@ -234,16 +232,11 @@ impl BoundCommand {
             fresh.push(Some(fd));
         }
         let seccomp = match (seccomp_slot(&self.plan), self.plan.seccomp()) {
-            (Some(slot), Some(plan)) => {
-                if plan.program.is_empty() {
-                    return Err(SpawnError::EmptySeccomp(plan.profile.clone()));
-                }
-                Some((
-                    slot,
-                    sys::sealed_memfd("splash-seccomp", &plan.program)
-                        .map_err(SpawnError::Seccomp)?,
-                ))
-            }
+            // A plan's program is never empty (a `LaunchPlan` invariant).
+            (Some(slot), Some(plan)) => Some((
+                slot,
+                sys::sealed_memfd("splash-seccomp", &plan.program).map_err(SpawnError::Seccomp)?,
+            )),
             _ => None,
         };
 
