@@ -21,6 +21,7 @@ use runtime_support::{
     probe_policy, serial,
 };
 use serde_json::json;
+use splash_runtime::SessionState;
 use splash_runtime::cgroup::{CgroupParent, REMOVE_TIMEOUT};
 use splash_runtime::{
     BindError, BoundCommand, CallError, CgroupError, Deadlines, Session, SpawnError,
@@ -676,7 +677,7 @@ fn a_host_api_session_removes_the_cgroup_on_close_and_on_a_deadline() {
     let err = session
         .call("probe.exec", json!({"argv": ["/bin/sleep", "30"]}))
         .expect_err("the deadline ends the call");
-    assert!(err.poisons_session(), "{err}");
+    assert_eq!(err.leaves_session(), SessionState::Poisoned, "{err}");
     assert!(parent.children().is_empty(), "{:?}", parent.children());
     drop(session);
 
@@ -717,7 +718,7 @@ fn a_host_api_session_removes_the_cgroup_on_close_and_on_a_deadline() {
     };
     let failure = WorkerLifecycle::containment_failure(e).expect("a containment failure");
     assert!(matches!(failure, CgroupError::Remove { .. }), "{failure}");
-    assert!(err.poisons_session());
+    assert_eq!(err.leaves_session(), SessionState::Poisoned);
     assert!(pids_of(&cgroup).is_empty(), "the tree itself is dead");
     drop(session);
     std::fs::remove_dir(cgroup.join("nested")).expect("remove nested");

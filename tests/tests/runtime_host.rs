@@ -14,7 +14,7 @@ use runtime_support::{
     TestPolicy, edited, host_with_probe, live_children, open_fds, probe_policy, serial,
 };
 use serde_json::{Value, json};
-use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Token};
+use splash_protocol::{CapabilityManifest, Grant, GrantFormat, SessionState, Token};
 use splash_runtime::{
     BindError, BoundCommand, CallError, Deadlines, Event, Indeterminate, LaunchError,
     LaunchOptions, LoadedPolicy, Session, SpawnError, StopReason,
@@ -130,7 +130,7 @@ fn session_deadline_stops_and_reaps_a_sleeping_worker() {
         Some(StopReason::SessionDeadline),
         "{err}"
     );
-    assert!(err.poisons_session());
+    assert_eq!(err.leaves_session(), SessionState::Poisoned);
     eprintln!("session deadline 1 s: caller unblocked after {elapsed:?}");
     assert!(elapsed >= Duration::from_millis(900), "{elapsed:?}");
     assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
@@ -484,7 +484,7 @@ fn a_call_error_names_the_worker_status_after_a_good_open() {
         .call("probe.report", json!({}))
         .expect_err("not granted");
     assert!(matches!(err, CallError::Refused(_)), "{err}");
-    assert!(!err.poisons_session());
+    assert_eq!(err.leaves_session(), SessionState::Usable);
     let v: Value = session
         .call("probe.echo", json!({"input": "ok"}))
         .expect("still usable");
@@ -510,7 +510,7 @@ fn reconciliation_needs_a_reaped_worker_a_fresh_session_and_one_grant() {
     let err = session
         .call("probe.sleep", json!({"ms": 30_000}))
         .expect_err("deadline");
-    assert!(err.poisons_session());
+    assert_eq!(err.leaves_session(), SessionState::Poisoned);
     let old = session.into_reaped(Duration::from_secs(1)).expect("reaped");
     assert_eq!(old.session_id().as_str(), "h-1");
     assert_eq!(old.status(), splash_runtime::WorkerStatus::Killed(9));

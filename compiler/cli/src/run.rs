@@ -22,7 +22,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, ResourceKind, Token};
-use splash_runtime::{BindOptions, Deadlines, LaunchError, LoadedPolicy, Session, WorkerStatus};
+use splash_runtime::{
+    BindOptions, Deadlines, LaunchError, LoadedPolicy, Session, SessionState, WorkerStatus,
+};
 use splashpol::model::Policy;
 
 use crate::RunArgs;
@@ -175,7 +177,7 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
         Ok(v) => v,
         Err(e) => {
             eprintln!("splashc run: `{tool}`: {}", chain(&e));
-            if !e.poisons_session() {
+            if e.leaves_session() == SessionState::Usable {
                 let _ = session.stop();
             }
             return Err(LAUNCH_FAILED);
