@@ -24,7 +24,7 @@ use std::process::{Command, Stdio};
 use serde_json::json;
 use splash_seccomp::Arch;
 use splashpol::emit;
-use splashpol::model::{CgroupLimits, Policy, ProjectQuota};
+use splashpol::model::{CgroupLimits, Policy, ProjectQuota, Runners};
 use splashpol::plan::{BwrapOp, LaunchPlan, MountSource, PinKind, PinRole};
 
 use crate::{DoctorArgs, Format};
@@ -259,7 +259,7 @@ pub fn diagnose(host: &dyn Host, policy: &Policy, plan: &LaunchPlan) -> Vec<Find
     if let Some(seccomp) = plan.seccomp() {
         findings.push(seccomp_finding(host, seccomp.profile));
     }
-    if policy.landlock_runner.is_some() {
+    if policy.runners().landlock_allow().is_some() {
         findings.push(landlock_finding(host));
     }
     cgroup(host, plan, &mut findings);
@@ -978,21 +978,23 @@ fn paths(host: &dyn Host, policy: &Policy, plan: &LaunchPlan, out: &mut Vec<Find
             _ => {}
         }
     }
-    let mut executables: Vec<(&str, String)> = vec![("worker", policy.worker.to_string())];
-    if let Some(r) = &policy.combined_runner {
-        executables.push(("combined runner", r.to_string()));
-    } else {
-        if let Some(r) = &policy.limit_runner {
-            executables.push(("limit runner", r.path.to_string()));
+    let mut executables: Vec<(&str, String)> = vec![("worker", policy.worker().to_string())];
+    match policy.runners() {
+        Runners::Combined { path, .. } => {
+            executables.push(("combined runner", path.to_string()));
         }
-        if let Some(r) = &policy.landlock_runner {
-            executables.push(("landlock runner", r.path.to_string()));
+        Runners::Separate { limit, landlock } => {
+            if let Some(r) = limit {
+                executables.push(("limit runner", r.path.to_string()));
+            }
+            if let Some(r) = landlock {
+                executables.push(("landlock runner", r.path.to_string()));
+            }
         }
+        _ => {}
     }
-    if let Some(r) = &policy.landlock_runner {
-        for p in &r.allow_exec {
-            executables.push(("allowed executable", p.to_string()));
-        }
+    for p in policy.runners().landlock_allow().into_iter().flatten() {
+        executables.push(("allowed executable", p.to_string()));
     }
     for (role, inside) in executables {
         match host_path_behind(plan, &inside) {

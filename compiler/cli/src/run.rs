@@ -63,7 +63,7 @@ fn generated_manifest(policy: &Policy, tool: &Token) -> Result<CapabilityManifes
     grant.max_input_bytes = 64 * 1024;
     grant.max_output_bytes = 1024 * 1024;
     grant.resources = policy
-        .file_roots
+        .file_roots()
         .iter()
         .map(|r| Resource::new(ResourceKind::FileRoot, r.id.clone()))
         .collect::<BTreeSet<_>>();
@@ -119,7 +119,7 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
             let m = generated_manifest(&loaded.policy, &tool)?;
             let roots: Vec<String> = loaded
                 .policy
-                .file_roots
+                .file_roots()
                 .iter()
                 .map(|r| format!("`{}`", r.id))
                 .collect();

@@ -15,7 +15,7 @@ use serde::Serialize;
 use splash_seccomp::guards::{self, Class};
 use splash_seccomp::{Action, Arch, ArgCond, Fallback, RuleSet, compile_rules};
 
-use crate::model::{Policy, SeccompPolicy};
+use crate::model::{Policy, Runners, SeccompPolicy};
 use crate::plan::{BwrapOp, ExecArg, LaunchPlan, MountPoint, MountSource, SeccompDelivery};
 use crate::units::{format_bytes, format_millis};
 
@@ -405,10 +405,12 @@ fn tmpfs_size(plan: &LaunchPlan, path: &str) -> Option<u64> {
 /// path and the closing `--`. Runner segments come first, each ended by
 /// `--`; the worker and its own arguments follow and are never read here.
 fn runner_flags<'a>(policy: &Policy, plan: &'a LaunchPlan) -> Vec<Vec<&'a str>> {
-    let runners = if policy.combined_runner.is_some() {
-        1
-    } else {
-        usize::from(policy.landlock_runner.is_some()) + usize::from(policy.limit_runner.is_some())
+    let runners = match policy.runners() {
+        Runners::Combined { .. } => 1,
+        Runners::Separate { limit, landlock } => {
+            usize::from(landlock.is_some()) + usize::from(limit.is_some())
+        }
+        _ => 0,
     };
     let mut segments = Vec::new();
     let mut args = plan.command().iter().map(|a| match a {
@@ -726,7 +728,7 @@ fn not_enforced(
     limits: &Limits,
 ) -> Vec<String> {
     let mut v = Vec::new();
-    match &policy.seccomp {
+    match policy.seccomp() {
         SeccompPolicy::Off if plan.seccomp().is_none() => {
             v.push("no seccomp filter: every syscall reaches the kernel".into());
         }
@@ -775,12 +777,12 @@ fn not_enforced(
     if plan.watchdog().is_none() {
         v.push("no wall-clock deadline (no watchdog)".into());
     }
-    if policy.pin_mounts {
+    if policy.pin_mounts() {
         v.push("pinning freezes mount roots, not their mutable descendants".into());
     } else {
         v.push("mount sources are looked up by path at launch, not pinned at bind".into());
     }
-    if !policy.pin_executables {
+    if !policy.pin_executables() {
         v.push("executables are looked up by path inside the sandbox, not pinned".into());
     }
     v

@@ -3,9 +3,9 @@
 //! Pure and deterministic: the same policy, activation, architecture and
 //! digest give the same plan on every machine. Nothing here touches the host.
 //!
-//! Lowering does not trust that its input came from the checker (a compiled
-//! artifact can be edited by hand), so it first re-validates the invariants it
-//! relies on with [`check_invariants`] and, for each active root,
+//! A [`Policy`] cannot be built without its invariants holding: the checker
+//! and a compiled artifact both go through [`Policy::try_from`], which runs
+//! [`check_invariants`]; lowering checks each active root with
 //! [`check_active_root`]. These two functions are the one place where those
 //! defensive checks live; they are deliberately much smaller than the checker
 //! and report only the first violation.
@@ -25,8 +25,8 @@ use crate::activate::Activation;
 use crate::emit::{self, ArgvError};
 use crate::model::{
     AbsPath, Access, FileRoot, FileRootKind, MAX_ACTIVE_FILE_ROOTS_CEILING, MAX_LANDLOCK_TARGETS,
-    MAX_STRICT_SYSCALLS, MAX_TMPFS_BYTES, Policy, PrivateTmp, ResourceLimits, SandboxPath,
-    SeccompPolicy, SelectorId,
+    MAX_STRICT_SYSCALLS, MAX_TMPFS_BYTES, Policy, PrivateTmp, RawPolicy, ResourceLimits, Runners,
+    SandboxPath, SeccompPolicy, SelectorId,
 };
 use crate::plan::{
     ActiveRoot, BrokerPlan, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, MountSource,
@@ -75,6 +75,10 @@ pub enum InvariantError {
     MissingCgroup,
     #[error("the cgroup policy selects no finite controller limit")]
     EmptyCgroup,
+    #[error(
+        "a one-hop policy's limits or landlock settings name another runner than the combined runner"
+    )]
+    CombinedRunnerPath,
     #[error("the strict seccomp allowlist {0}")]
     StrictAllowlist(&'static str),
     #[error(
@@ -127,10 +131,10 @@ fn fixed(path: &str) -> SandboxPath {
     AbsPath::new(path).expect("fixed sandbox paths are valid absolute paths")
 }
 
-/// Re-validate the static invariants lowering relies on. The checker
-/// guarantees all of these for a policy it accepted; this exists for
-/// policies that did not come from it (a hand-edited compiled artifact).
-pub fn check_invariants(policy: &Policy) -> Result<(), InvariantError> {
+/// The static invariants lowering relies on, checked whenever a [`Policy`]
+/// is built (the checker guarantees all of these for a policy it accepted;
+/// a hand-edited compiled artifact is held to them too).
+pub(crate) fn check_invariants(policy: &RawPolicy) -> Result<(), InvariantError> {
     if policy.pin_executables && !policy.pin_mounts {
         return Err(InvariantError::PinExecutablesWithoutPinMounts);
     }
@@ -164,8 +168,9 @@ pub fn check_invariants(policy: &Policy) -> Result<(), InvariantError> {
             policy.max_active_file_roots,
         ));
     }
-    for (i, root) in policy.file_roots.iter().enumerate() {
-        if policy.file_roots[..i].iter().any(|r| r.id == root.id) {
+    let mut ids = std::collections::HashSet::with_capacity(policy.file_roots.len());
+    for root in &policy.file_roots {
+        if !ids.insert(&root.id) {
             return Err(InvariantError::DuplicateRoot(root.id.clone()));
         }
         if let FileRootKind::Ephemeral { size_bytes } = root.kind
@@ -216,8 +221,9 @@ pub fn check_invariants(policy: &Policy) -> Result<(), InvariantError> {
 }
 
 /// No two worker-visible mount destinations overlap, so mounting in policy
-/// order can never hide an earlier mount.
-fn check_destinations(policy: &Policy) -> Result<(), InvariantError> {
+/// order can never hide an earlier mount. Linear in the number of path
+/// components: each destination looks up itself and its ancestors.
+fn check_destinations(policy: &RawPolicy) -> Result<(), InvariantError> {
     let mut dests: Vec<(String, &SandboxPath)> = Vec::new();
     let proc_ = fixed("/proc");
     let dev = fixed("/dev");
@@ -242,20 +248,45 @@ fn check_destinations(policy: &Policy) -> Result<(), InvariantError> {
             &b.destination,
         ));
     }
-    for (i, (name, path)) in dests.iter().enumerate() {
-        if let Some((other, _)) = dests[..i].iter().find(|(_, p)| p.overlaps(path)) {
-            return Err(InvariantError::Overlap {
-                a: other.clone(),
-                b: name.clone(),
-            });
+    // The first index of each destination; a repeated one overlaps it.
+    let mut first: std::collections::HashMap<&str, usize> =
+        std::collections::HashMap::with_capacity(dests.len());
+    // The earliest-reported overlapping pair `(later, earlier)`, as a
+    // pairwise scan in order would find it.
+    let mut worst: Option<(usize, usize)> = None;
+    let mut note = |pair: (usize, usize)| {
+        if worst.is_none_or(|w| pair < w) {
+            worst = Some(pair);
+        }
+    };
+    for (i, (_, path)) in dests.iter().enumerate() {
+        match first.entry(path.as_str()) {
+            std::collections::hash_map::Entry::Occupied(e) => note((i, *e.get())),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(i);
+            }
         }
     }
-    Ok(())
+    for (i, (_, path)) in dests.iter().enumerate() {
+        let s = path.as_str();
+        for (at, _) in s.match_indices('/').skip(1) {
+            if let Some(&j) = first.get(&s[..at]) {
+                note((i.max(j), i.min(j)));
+            }
+        }
+    }
+    match worst {
+        Some((later, earlier)) => Err(InvariantError::Overlap {
+            a: dests[earlier].0.clone(),
+            b: dests[later].0.clone(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The worker and every runner or allowed target is a distinct path inside
 /// a read-only runtime mount.
-fn check_executables(policy: &Policy) -> Result<(), InvariantError> {
+fn check_executables(policy: &RawPolicy) -> Result<(), InvariantError> {
     let mut named: Vec<(&'static str, &SandboxPath)> = vec![("the worker", &policy.worker)];
     if let Some(c) = &policy.combined_runner {
         // One-hop mode: only the combined runner executes; the `limits` and
@@ -296,7 +327,7 @@ fn check_executables(policy: &Policy) -> Result<(), InvariantError> {
 }
 
 /// The host path behind a worker-visible path through its runtime mount.
-fn host_behind(policy: &Policy, path: &SandboxPath) -> Option<AbsPath> {
+fn host_behind(policy: &RawPolicy, path: &SandboxPath) -> Option<AbsPath> {
     policy
         .runtime_mounts
         .iter()
@@ -315,15 +346,15 @@ pub fn check_active_root(policy: &Policy, root: &FileRoot) -> Result<(), Invaria
     };
     match (access, quota) {
         (Access::ReadWrite, None) => {
-            if policy.bounded_writes {
+            if policy.bounded_writes() {
                 return Err(InvariantError::UnverifiedRootUnderBoundedWrites(
                     root.id.clone(),
                 ));
             }
-            if policy.aggregate_quota.is_some() {
+            if policy.aggregate_quota().is_some() {
                 return Err(InvariantError::RawRootUnderAggregateQuota(root.id.clone()));
             }
-            if !policy.allow_unbounded_host_writes {
+            if !policy.allow_unbounded_host_writes() {
                 return Err(InvariantError::UnboundedWritableRoot(root.id.clone()));
             }
         }
@@ -334,13 +365,13 @@ pub fn check_active_root(policy: &Policy, root: &FileRoot) -> Result<(), Invaria
                     reason,
                 })
             };
-            if !policy.pin_mounts {
+            if !policy.pin_mounts() {
                 return fail("requires descriptor-pinned mounts");
             }
-            if !policy.no_further_user_namespaces {
+            if !policy.no_further_user_namespaces() {
                 return fail("requires no further user namespaces");
             }
-            if policy.aggregate_quota.is_none() {
+            if policy.aggregate_quota().is_none() {
                 return fail("requires an aggregate quota bound");
             }
             if q.project_id == 0 {
@@ -375,17 +406,6 @@ impl Pins {
     }
 }
 
-/// Which runners run before the worker.
-enum Chain<'a> {
-    /// Landlock runner (optional) → limit runner (optional) → worker.
-    Separate {
-        landlock: Option<&'a crate::model::LandlockRunner>,
-        limit: Option<&'a crate::model::LimitRunner>,
-    },
-    /// One-hop runner → worker.
-    Combined(&'a SandboxPath),
-}
-
 /// Lower an activated policy to its launch plan for `arch`.
 ///
 /// `source_digest` is the hex digest of the policy source or artifact the
@@ -396,15 +416,14 @@ pub fn lower(
     arch: Arch,
     source_digest: &str,
 ) -> Result<LaunchPlan, LowerError> {
-    check_invariants(policy)?;
-
-    // An activation is made only by `activate`, which checked it against
+    // The policy's invariants hold (a `Policy` is validated when built or
+    // read). An activation is made only by `activate`, which checked it against
     // the policy it records; it must be this one.
     if !activation.is_for(policy)? {
         return Err(LowerError::ForeignActivation);
     }
     let active: Vec<&FileRoot> = policy
-        .file_roots
+        .file_roots()
         .iter()
         .filter(|r| activation.is_active(&r.id))
         .collect();
@@ -412,21 +431,14 @@ pub fn lower(
         check_active_root(policy, root)?;
     }
 
-    let chain = match &policy.combined_runner {
-        Some(path) => Chain::Combined(path),
-        None => Chain::Separate {
-            landlock: policy.landlock_runner.as_ref(),
-            limit: policy.limit_runner.as_ref(),
-        },
-    };
-    let has_exec_runner = matches!(chain, Chain::Combined(_))
-        || matches!(
-            chain,
-            Chain::Separate {
+    let has_exec_runner = matches!(
+        policy.runners(),
+        Runners::Combined { .. }
+            | Runners::Separate {
                 landlock: Some(_),
                 ..
             }
-        );
+    );
 
     let seccomp = seccomp_plan(policy, arch, has_exec_runner)?;
     let delivery = seccomp
@@ -435,9 +447,9 @@ pub fn lower(
         .unwrap_or(SeccompDelivery::None);
 
     let mut pins = Pins(Vec::new());
-    let bwrap_pin = if policy.pin_executables {
+    let bwrap_pin = if policy.pin_executables() {
         Some(pins.add(
-            policy.bubblewrap.clone(),
+            policy.bubblewrap().clone(),
             PinKind::Executable,
             PinRole::Bubblewrap,
         )?)
@@ -450,7 +462,7 @@ pub fn lower(
         ops.push(BwrapOp::Seccomp);
     }
     ops.push(BwrapOp::UnshareAll);
-    if policy.no_further_user_namespaces {
+    if policy.no_further_user_namespaces() {
         ops.push(BwrapOp::UnshareUser);
         ops.push(BwrapOp::DisableUserns);
     }
@@ -474,7 +486,7 @@ pub fn lower(
     // launch (a private node the worker does not own, when it would own the
     // host's).
     ops.extend(DeviceNode::ALL.map(BwrapOp::DevBind));
-    match policy.tmp {
+    match policy.tmp() {
         PrivateTmp::Off => {}
         PrivateTmp::Unbounded => ops.push(BwrapOp::Tmpfs {
             destination: fixed("/tmp"),
@@ -486,8 +498,8 @@ pub fn lower(
         }),
     }
 
-    for m in &policy.runtime_mounts {
-        let source = if policy.pin_mounts {
+    for m in policy.runtime_mounts() {
+        let source = if policy.pin_mounts() {
             MountSource::Pinned(pins.add(
                 m.source.clone(),
                 PinKind::FileOrDirectory,
@@ -511,7 +523,7 @@ pub fn lower(
                 access,
                 quota,
             } => {
-                let src = if policy.pin_mounts {
+                let src = if policy.pin_mounts() {
                     let slot = pins.add(
                         source.clone(),
                         PinKind::Directory,
@@ -551,7 +563,7 @@ pub fn lower(
     }
 
     let mut network_broker = None;
-    if let (true, Some(broker)) = (activation.broker_active(), &policy.network_broker) {
+    if let (true, Some(broker)) = (activation.broker_active(), policy.network_broker()) {
         let slot = pins.add(
             broker.parent.clone(),
             PinKind::BrokerDirectory,
@@ -578,12 +590,13 @@ pub fn lower(
         }
     }
 
-    if policy.pin_executables {
-        for (path, role) in executables(policy, &chain) {
-            let host = host_behind(policy, path).ok_or_else(|| InvariantError::OutsideRuntime {
-                what: "an executable",
-                path: path.clone(),
-            })?;
+    if policy.pin_executables() {
+        for (path, role) in executables(policy) {
+            let host =
+                host_behind(policy.raw(), path).ok_or_else(|| InvariantError::OutsideRuntime {
+                    what: "an executable",
+                    path: path.clone(),
+                })?;
             let slot = pins.add(host, PinKind::Executable, role)?;
             ops.push(BwrapOp::RoBind {
                 source: MountSource::Pinned(slot),
@@ -592,21 +605,21 @@ pub fn lower(
         }
     }
 
-    if policy.bounded_writes {
+    if policy.bounded_writes() {
         ops.push(BwrapOp::RemountRo(MountPoint::Path(fixed("/dev"))));
         ops.push(BwrapOp::RemountRo(MountPoint::Root));
     }
 
-    let command = command(policy, &chain, delivery == SeccompDelivery::Runner);
+    let command = command(policy, delivery == SeccompDelivery::Runner);
 
     let plan = LaunchPlan::new(RawPlan {
         format: PLAN_FORMAT,
-        policy_name: policy.name.clone(),
+        policy_name: policy.name().to_string(),
         policy_digest: source_digest.to_string(),
         session_id: activation.session_id().cloned(),
         all_registered_roots_active: activation.is_all_registered(),
         arch,
-        bwrap: policy.bubblewrap.clone(),
+        bwrap: policy.bubblewrap().clone(),
         bwrap_pin,
         pins: pins.0,
         ops,
@@ -617,10 +630,10 @@ pub fn lower(
         network_broker,
         environment: Vec::new(),
         stdio: Stdio::default(),
-        aggregate_quota: policy.aggregate_quota,
-        cgroup: policy.cgroup.clone(),
-        require_cgroup_v2: policy.require_cgroup_v2,
-        watchdog: policy.watchdog,
+        aggregate_quota: policy.aggregate_quota(),
+        cgroup: policy.cgroup().cloned(),
+        require_cgroup_v2: policy.require_cgroup_v2(),
+        watchdog: policy.watchdog(),
     })?;
     emit::check_argument_limits(&plan)?;
     Ok(plan)
@@ -629,10 +642,11 @@ pub fn lower(
 /// The executables overlaid from pinned descriptors, deduplicated, in the
 /// order: worker, limit runner, landlock runner, combined runner, explicit
 /// targets (policy order). Only runners that are part of the chain appear.
-fn executables<'a>(policy: &'a Policy, chain: &Chain<'a>) -> Vec<(&'a SandboxPath, PinRole)> {
-    let mut out: Vec<(&SandboxPath, PinRole)> = vec![(&policy.worker, PinRole::Worker)];
-    match chain {
-        Chain::Separate { landlock, limit } => {
+fn executables(policy: &Policy) -> Vec<(&SandboxPath, PinRole)> {
+    let mut out: Vec<(&SandboxPath, PinRole)> = vec![(policy.worker(), PinRole::Worker)];
+    match policy.runners() {
+        Runners::None => {}
+        Runners::Separate { landlock, limit } => {
             if let Some(l) = limit {
                 out.push((&l.path, PinRole::LimitRunner));
             }
@@ -640,10 +654,10 @@ fn executables<'a>(policy: &'a Policy, chain: &Chain<'a>) -> Vec<(&'a SandboxPat
                 out.push((&l.path, PinRole::LandlockRunner));
             }
         }
-        Chain::Combined(path) => out.push((path, PinRole::CombinedRunner)),
+        Runners::Combined { path, .. } => out.push((path, PinRole::CombinedRunner)),
     }
-    if let Some(l) = &policy.landlock_runner {
-        for target in &l.allow_exec {
+    if let Some(allow) = policy.runners().landlock_allow() {
+        for target in allow {
             if !out.iter().any(|(p, _)| *p == target) {
                 out.push((target, PinRole::AllowedExecutable));
             }
@@ -686,21 +700,27 @@ fn push_allow(paths: &[&SandboxPath], out: &mut Vec<ExecArg>) {
 
 /// The command after `--`: runner segments, then the worker and its fixed
 /// arguments.
-fn command(policy: &Policy, chain: &Chain<'_>, runner_seccomp: bool) -> Vec<ExecArg> {
+fn command(policy: &Policy, runner_seccomp: bool) -> Vec<ExecArg> {
     let mut out = Vec::new();
     let explicit: Vec<&SandboxPath> = policy
-        .landlock_runner
-        .iter()
-        .flat_map(|l| l.allow_exec.iter())
+        .runners()
+        .landlock_allow()
+        .into_iter()
+        .flatten()
         .collect();
-    match chain {
-        Chain::Combined(path) => {
+    match policy.runners() {
+        Runners::None => {}
+        Runners::Combined {
+            path,
+            limits,
+            allow_exec,
+        } => {
             out.push(lit(path.as_str()));
-            if let Some(l) = &policy.limit_runner {
-                limit_flags(&l.limits, &mut out);
+            if let Some(l) = limits {
+                limit_flags(l, &mut out);
             }
-            if policy.landlock_runner.is_some() {
-                let mut allow = vec![&policy.worker];
+            if allow_exec.is_some() {
+                let mut allow = vec![policy.worker()];
                 allow.extend(explicit.iter().copied());
                 push_allow(&allow, &mut out);
             }
@@ -710,10 +730,10 @@ fn command(policy: &Policy, chain: &Chain<'_>, runner_seccomp: bool) -> Vec<Exec
             }
             out.push(lit("--"));
         }
-        Chain::Separate { landlock, limit } => {
+        Runners::Separate { landlock, limit } => {
             if let Some(l) = landlock {
                 out.push(lit(l.path.as_str()));
-                let mut allow = vec![&policy.worker];
+                let mut allow = vec![policy.worker()];
                 if let Some(lr) = limit {
                     allow.push(&lr.path);
                 }
@@ -732,8 +752,8 @@ fn command(policy: &Policy, chain: &Chain<'_>, runner_seccomp: bool) -> Vec<Exec
             }
         }
     }
-    out.push(lit(policy.worker.as_str()));
-    out.extend(policy.worker_args.iter().map(|a| lit(a.as_str())));
+    out.push(lit(policy.worker().as_str()));
+    out.extend(policy.worker_args().iter().map(|a| lit(a.as_str())));
     out
 }
 
@@ -749,8 +769,8 @@ fn command(policy: &Policy, chain: &Chain<'_>, runner_seccomp: bool) -> Vec<Exec
 /// checks. `splashc emit --bpf` and lowering both call this, so the program
 /// shown is the program launched.
 pub fn launch_filter(policy: &Policy) -> Option<(splash_seccomp::Profile, bool)> {
-    let exec_allowlist = policy.landlock_runner.is_some();
-    let profile = match &policy.seccomp {
+    let exec_allowlist = policy.runners().landlock_allow().is_some();
+    let profile = match policy.seccomp() {
         SeccompPolicy::Off if exec_allowlist => splash_seccomp::Profile::Baseline,
         SeccompPolicy::Off => return None,
         SeccompPolicy::DenyKnownEscapeSurface => splash_seccomp::Profile::DenyKnownEscapeSurface,
@@ -826,7 +846,12 @@ pub(crate) mod tests {
 
     /// The specification's first example.
     pub(crate) fn sample() -> Policy {
-        Policy {
+        checked(&sample_raw())
+    }
+
+    /// The fields of [`sample`], for editing.
+    pub(crate) fn sample_raw() -> RawPolicy {
+        RawPolicy {
             name: "agent-worker".into(),
             bubblewrap: p("/usr/bin/bwrap"),
             worker: p("/opt/splash/bin/worker"),
@@ -918,14 +943,21 @@ pub(crate) mod tests {
         plan.bwrap_arguments(&mut |s| display_slot(plan, s))
     }
 
-    fn plain(policy: &Policy, m: Option<&CapabilityManifest>) -> Result<LaunchPlan, LowerError> {
-        let a = activate(policy, m).expect("activation");
-        lower(policy, &a, Arch::X86_64, "00")
+    /// `raw` as a checked policy.
+    pub(crate) fn checked(raw: &RawPolicy) -> Policy {
+        Policy::try_from(raw.clone()).expect("a valid policy")
+    }
+
+    /// Builds `raw` (its invariants are lowering errors here) and lowers it.
+    fn plain(raw: &RawPolicy, m: Option<&CapabilityManifest>) -> Result<LaunchPlan, LowerError> {
+        let policy = Policy::try_from(raw.clone())?;
+        let a = activate(&policy, m).expect("activation");
+        lower(&policy, &a, Arch::X86_64, "00")
     }
 
     #[test]
     fn sample_pinned_argv_is_in_the_documented_order() {
-        let policy = sample();
+        let policy = sample_raw();
         let m = manifest(&[
             (ResourceKind::FileRoot, "project-read"),
             (ResourceKind::FileRoot, "scratch"),
@@ -967,7 +999,7 @@ pub(crate) mod tests {
 
     #[test]
     fn unselected_root_never_appears() {
-        let policy = sample();
+        let policy = sample_raw();
         let m = manifest(&[(ResourceKind::FileRoot, "scratch")]);
         let plan = plain(&policy, Some(&m)).expect("plan");
         let json = serde_json::to_string(&plan).expect("json");
@@ -980,7 +1012,7 @@ pub(crate) mod tests {
 
     #[test]
     fn no_manifest_activates_everything_and_says_so() {
-        let plan = plain(&sample(), None).expect("plan");
+        let plan = plain(&sample_raw(), None).expect("plan");
         assert!(plan.all_registered_roots_active());
         assert_eq!(plan.session_id(), None);
         assert_eq!(plan.active_roots().len(), 2);
@@ -988,7 +1020,7 @@ pub(crate) mod tests {
 
     #[test]
     fn path_mode_uses_plain_binds() {
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.pin_mounts = false;
         policy.pin_executables = false;
         let plan = plain(&policy, None).expect("plan");
@@ -1017,7 +1049,7 @@ pub(crate) mod tests {
 
     #[test]
     fn seccomp_delivery() {
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.seccomp = SeccompPolicy::DenyKnownEscapeSurface;
         let plan = plain(&policy, None).expect("plan");
         let s = plan.seccomp().expect("seccomp");
@@ -1071,9 +1103,24 @@ pub(crate) mod tests {
 
     #[test]
     fn combined_runner_command_line() {
-        let mut policy = sample();
-        policy.combined_runner = Some(p("/opt/splash/bin/splash-runner"));
+        let mut policy = sample_raw();
+        let one = p("/opt/splash/bin/splash-runner");
+        policy.combined_runner = Some(one.clone());
         policy.pin_executables = false;
+        // The serialized `limits` and `landlock` settings must name the
+        // combined runner, as the checker writes them.
+        assert_eq!(
+            plain(&policy, None),
+            Err(LowerError::Invariant(InvariantError::CombinedRunnerPath))
+        );
+        if let Some(l) = &mut policy.limit_runner {
+            l.path = one.clone();
+        }
+        if let Some(l) = &mut policy.landlock_runner {
+            l.path = one.clone();
+        }
+        let built = checked(&policy);
+        assert!(matches!(built.runners(), Runners::Combined { path, .. } if *path == one));
         let plan = plain(&policy, None).expect("plan");
         let a = argv(&plan);
         let cmd = &a[a.iter().position(|x| x == "--").expect("--") + 1..];
@@ -1091,7 +1138,7 @@ pub(crate) mod tests {
 
     #[test]
     fn limit_runner_alone_and_no_runner() {
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.landlock_runner = None;
         policy.pin_executables = false;
         let plan = plain(&policy, None).expect("plan");
@@ -1108,14 +1155,14 @@ pub(crate) mod tests {
 
     #[test]
     fn defensive_checks_refuse_weaker_sandboxes() {
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.pin_mounts = false;
         assert_eq!(
             check_invariants(&policy),
             Err(InvariantError::PinExecutablesWithoutPinMounts)
         );
 
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.no_further_user_namespaces = false;
         assert_eq!(
             check_invariants(&policy),
@@ -1123,7 +1170,7 @@ pub(crate) mod tests {
         );
 
         // A read-write host root without quota and without the escape hatch.
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.bounded_writes = false;
         policy.file_roots.push(FileRoot {
             id: id("out"),
@@ -1156,7 +1203,7 @@ pub(crate) mod tests {
         );
 
         // Overlapping destinations.
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.file_roots[1].destination = p("/opt/splash/scratch");
         assert!(matches!(
             check_invariants(&policy),
@@ -1164,7 +1211,7 @@ pub(crate) mod tests {
         ));
 
         // Worker outside every runtime mount.
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.worker = p("/usr/bin/worker");
         assert!(matches!(
             check_invariants(&policy),
@@ -1174,7 +1221,7 @@ pub(crate) mod tests {
 
     #[test]
     fn quota_roots_make_checks_and_respect_the_aggregate() {
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.aggregate_quota = Some(AggregateQuota {
             max_bytes: 256 << 20,
             max_inodes: 16384,
@@ -1204,7 +1251,7 @@ pub(crate) mod tests {
         if let FileRootKind::Host { quota: Some(q), .. } = &mut policy.file_roots[3].kind {
             q.project_id = 43;
         }
-        let err = activate(&policy, Some(&m)).expect_err("two projects exceed");
+        let err = activate(&checked(&policy), Some(&m)).expect_err("two projects exceed");
         assert!(
             matches!(err, ActivationError::QuotaBoundExceeded { .. }),
             "{err}"
@@ -1213,7 +1260,7 @@ pub(crate) mod tests {
 
     #[test]
     fn broker_mount_is_pinned_and_exact() {
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.network_broker = Some(NetworkBroker {
             parent: p("/run/splash"),
             destination: p("/run/broker"),
@@ -1237,13 +1284,14 @@ pub(crate) mod tests {
 
     #[test]
     fn an_activation_lowers_only_its_own_policy() {
-        let policy = sample();
-        let a = activate(&policy, Some(&manifest(&[]))).expect("activation");
-        lower(&policy, &a, Arch::X86_64, "00").expect("control: its own policy");
+        let policy = sample_raw();
+        let a = activate(&checked(&policy), Some(&manifest(&[]))).expect("activation");
+        lower(&checked(&policy), &a, Arch::X86_64, "00").expect("control: its own policy");
         // The same policy, changed after activation: a lower root maximum
         // the activation was never checked against.
         let mut changed = policy.clone();
         changed.max_active_file_roots = 0;
+        let changed = checked(&changed);
         let err = lower(&changed, &a, Arch::X86_64, "00").expect_err("another policy");
         assert_eq!(err, LowerError::ForeignActivation);
         // An identical policy is the same policy.
@@ -1253,7 +1301,7 @@ pub(crate) mod tests {
 
     #[test]
     fn output_is_deterministic() {
-        let policy = sample();
+        let policy = sample_raw();
         let a = serde_json::to_string(&plain(&policy, None).expect("plan")).expect("json");
         let b = serde_json::to_string(&plain(&policy, None).expect("plan")).expect("json");
         assert_eq!(a, b);
@@ -1261,7 +1309,7 @@ pub(crate) mod tests {
 
     #[test]
     fn plan_round_trips_through_json() {
-        let plan = plain(&sample(), None).expect("plan");
+        let plan = plain(&sample_raw(), None).expect("plan");
         let json = serde_json::to_string(&plan).expect("json");
         let back: LaunchPlan = serde_json::from_str(&json).expect("decode");
         assert_eq!(back, plan);
@@ -1279,7 +1327,7 @@ pub(crate) mod tests {
             check_argv(&["a\0b".to_string()]),
             Err(ArgvError::Nul { index: 0 })
         ));
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.worker_args = vec!["y".repeat(100_000), "z".repeat(100_000)];
         let err = plain(&policy, None).expect_err("too many bytes");
         assert!(
@@ -1293,7 +1341,7 @@ pub(crate) mod tests {
         use crate::emit::EMITTED_OPTIONS;
         let mut seen = BTreeSet::new();
         for pinned in [false, true] {
-            let mut policy = sample();
+            let mut policy = sample_raw();
             policy.pin_mounts = pinned;
             policy.pin_executables = pinned;
             policy.seccomp = SeccompPolicy::DenyKnownEscapeSurface;

@@ -896,25 +896,27 @@ mod tests {
     use super::*;
     use crate::activate::activate;
     use crate::lower::lower;
-    use crate::lower::tests::sample;
+    use crate::lower::tests::{checked, sample_raw};
     use crate::model::SeccompPolicy;
 
     /// The sample policy with a strict list behind its Landlock runner, so
     /// the runner installs the filter.
     fn runner_delivered() -> LaunchPlan {
-        let mut policy = sample();
-        policy.seccomp = SeccompPolicy::StrictAllowlist {
+        let mut raw = sample_raw();
+        raw.seccomp = SeccompPolicy::StrictAllowlist {
             syscalls: ["execve", "exit_group", "read", "write"]
                 .map(String::from)
                 .into(),
         };
+        let policy = checked(&raw);
         let activation = activate(&policy, None).expect("activate");
         lower(&policy, &activation, Arch::X86_64, "d").expect("lower")
     }
 
     fn bubblewrap_delivered() -> LaunchPlan {
-        let mut policy = sample();
-        policy.seccomp = SeccompPolicy::DenyKnownEscapeSurface;
+        let mut raw = sample_raw();
+        raw.seccomp = SeccompPolicy::DenyKnownEscapeSurface;
+        let policy = checked(&raw);
         let activation = activate(&policy, None).expect("activate");
         lower(&policy, &activation, Arch::X86_64, "d").expect("lower")
     }
