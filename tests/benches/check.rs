@@ -8,7 +8,10 @@
 //!   x86_64, aarch64 and riscv64 and is not guarded);
 //! - a 512-entry strict allowlist (that list plus repeats, reported as
 //!   duplicates: fewer than 512 distinct names exist), the error path;
-//! - a size sweep over 32..256 roots, with the time per root, to show growth.
+//! - a size sweep over 32..256 roots, with the time per root, to show growth,
+//!   and the same policy at 10,000 and 100,000 roots;
+//! - 100,000 roots that are all errors: every root after the first repeats
+//!   its id, or every root lies inside the first one's destination.
 //!
 //! Each number is the median of 15 batches, each about 50 ms of repeated
 //! calls. Times are on-CPU time of the benchmark thread (from
@@ -35,6 +38,7 @@ fn portable_allowed_syscalls() -> Vec<&'static str> {
                 .all(|&a| splash_seccomp::syscall_number(a, n).is_some())
         })
         .filter(|n| splash_seccomp::strict_rejection(n).is_none())
+        .filter(|n| splash_seccomp::strict_listing_warning(n).is_none())
         .collect();
     names.sort_unstable();
     names.dedup();
@@ -77,6 +81,36 @@ fn generated_policy(roots: usize, syscalls: &[&str]) -> String {
         "  limits runner \"/opt/splash/bin/splash-limit-runner\" required {\n    \
          cpu 30 s; address-space 512 MiB; open-files 64; file-size 16 MiB\n  }\n}\n",
     );
+    s
+}
+
+/// How the roots of [`erroneous_policy`] are wrong.
+#[derive(Debug, Clone, Copy)]
+enum RootErrors {
+    /// Every root has the id `r`: each after the first is a duplicate.
+    DuplicateIds,
+    /// The first root is mounted at `/workspace`, every other one below it.
+    Nested,
+}
+
+/// [`generated_policy`] without a strict allowlist, but with `roots` file
+/// roots of which all but the first are errors.
+fn erroneous_policy(roots: usize, errors: RootErrors) -> String {
+    let valid = generated_policy(0, &[]);
+    let (head, tail) = valid.split_at(valid.find("  seccomp").expect("seccomp line"));
+    let mut s = head.to_string();
+    for i in 0..roots {
+        let (id, dest) = match errors {
+            RootErrors::DuplicateIds => ("r".to_string(), format!("/workspace/project-{i}")),
+            RootErrors::Nested if i == 0 => ("r".to_string(), "/workspace".to_string()),
+            RootErrors::Nested => (format!("r{i}"), format!("/workspace/project-{i}")),
+        };
+        let _ = writeln!(
+            s,
+            "  root \"{id}\" host \"/srv/splash/project-{i}\" at \"{dest}\" read-only"
+        );
+    }
+    s.push_str(tail);
     s
 }
 
@@ -219,11 +253,29 @@ fn main() {
         &list_512,
         Some(256),
     );
-    for roots in [32, 64, 128, 256] {
+    for roots in [32, 64, 128, 256, 10_000, 100_000] {
         let source = generated_policy(roots, &[]);
         let checked = splashpol::check_source("sweep.splashpol", &source);
         assert!(checked.diagnostics.is_empty(), "sweep policy must be clean");
         row(&format!("sweep: {roots} roots"), &source, Some(roots));
+    }
+    for (errors, what) in [
+        (RootErrors::DuplicateIds, "duplicate ids"),
+        (RootErrors::Nested, "nested destinations"),
+    ] {
+        let roots = 100_000;
+        let source = erroneous_policy(roots, errors);
+        let checked = splashpol::check_source("errors.splashpol", &source);
+        assert_eq!(
+            checked.errors().count(),
+            roots - 1,
+            "every root but the first is one error"
+        );
+        row(
+            &format!("{roots} roots, {} errors: {what}", roots - 1),
+            &source,
+            Some(roots),
+        );
     }
     if thread_cpu().is_none() {
         println!("\n(no schedstat: times are wall-clock)");

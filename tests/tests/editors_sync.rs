@@ -3,7 +3,9 @@
 //! The keyword set is read from the pest grammar (every `kw_*` rule); each
 //! editor file must highlight exactly that set as keywords: every keyword, and
 //! no word that is not one. The Vim syntax file is also loaded into a real
-//! `vim` to check what it actually highlights.
+//! `vim` to check what it actually highlights. The tree-sitter grammar must
+//! also have exactly the pest grammar's keywords and statements (its parser
+//! is tested against the pest grammar in `editors/tree-sitter-splashpol`).
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -666,4 +668,159 @@ fn textmate_really_highlights_keywords_and_nothing_else() {
         "{:?}",
         scopes[n + 3]
     );
+}
+
+const TREE_SITTER: &str = "editors/tree-sitter-splashpol";
+
+fn tree_sitter_grammar() -> serde_json::Value {
+    let text = read(&format!("{TREE_SITTER}/src/grammar.json"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("src/grammar.json is not JSON: {e}"))
+}
+
+/// Every `STRING` literal of a generated tree-sitter grammar.
+fn tree_sitter_strings(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if map.get("type").and_then(|t| t.as_str()) == Some("STRING")
+                && let Some(v) = map.get("value").and_then(|v| v.as_str())
+            {
+                out.push(v.to_string());
+            }
+            for v in map.values() {
+                tree_sitter_strings(v, out);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for v in items {
+                tree_sitter_strings(v, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The statement rules of the pest grammar (`X_stmt` in `statement`), as `X`.
+fn pest_statements() -> BTreeSet<String> {
+    let grammar = grammar_without_comments();
+    let start = grammar
+        .find("\nstatement = _{")
+        .unwrap_or_else(|| panic!("no `statement` rule in grammar/splashpol.pest"));
+    let body = &grammar[start + 1..];
+    let body = &body[..body.find('}').unwrap_or(body.len())];
+    let statements: BTreeSet<String> = body
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter_map(|w| w.strip_suffix("_stmt"))
+        .map(str::to_string)
+        .collect();
+    assert!(
+        statements.len() >= 15,
+        "found only {} statements in grammar/splashpol.pest",
+        statements.len()
+    );
+    statements
+}
+
+#[test]
+fn tree_sitter_grammar_has_exactly_the_keywords_and_statements() {
+    let keywords = grammar_keywords();
+    let grammar = tree_sitter_grammar();
+    assert_eq!(grammar["name"], "splashpol");
+    let mut strings = Vec::new();
+    tree_sitter_strings(&grammar["rules"], &mut strings);
+    let words: BTreeSet<String> = strings.into_iter().filter(|s| is_word(s)).collect();
+    let missing: Vec<_> = keywords.difference(&words).collect();
+    let extra: Vec<_> = words.difference(&keywords).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "tree-sitter keywords out of sync with grammar/splashpol.pest: missing {missing:?}, not keywords {extra:?}"
+    );
+    // A keyword is a whole word: the grammar's `word` token takes every one.
+    assert_eq!(grammar["word"], "_word", "keywords need the `word` token");
+
+    let members = grammar["rules"]["_statement"]["members"]
+        .as_array()
+        .unwrap_or_else(|| panic!("`_statement` is not a choice"));
+    let statements: BTreeSet<String> = members
+        .iter()
+        .map(|m| {
+            let name = m["name"].as_str().unwrap_or_default();
+            name.strip_suffix("_statement")
+                .unwrap_or_else(|| panic!("`_statement` member `{name}` is not an `X_statement`"))
+                .to_string()
+        })
+        .collect();
+    let pest = pest_statements();
+    let missing: Vec<_> = pest.difference(&statements).collect();
+    let extra: Vec<_> = statements.difference(&pest).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "tree-sitter statements out of sync with grammar/splashpol.pest: missing {missing:?}, not statements {extra:?}"
+    );
+}
+
+#[test]
+fn tree_sitter_highlights_exactly_the_keywords() {
+    let keywords = grammar_keywords();
+    let query = read(&format!("{TREE_SITTER}/queries/highlights.scm"));
+    let code: String = query
+        .lines()
+        .filter(|l| !l.trim_start().starts_with(';'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    // The node names a query may capture besides keywords: none is a word
+    // literal, so every quoted word is a keyword.
+    let listed: BTreeSet<String> = grammar_literals(&code)
+        .into_iter()
+        .filter(|l| is_word(l))
+        .collect();
+    let missing: Vec<_> = keywords.difference(&listed).collect();
+    let extra: Vec<_> = listed.difference(&keywords).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "highlights.scm keywords out of sync with grammar/splashpol.pest: missing {missing:?}, not keywords {extra:?}"
+    );
+    // They are one list, captured as keywords.
+    let first = keywords
+        .iter()
+        .filter_map(|k| code.find(&format!("\"{k}\"")))
+        .min()
+        .unwrap_or_default();
+    let list = &code[first..];
+    let end = list
+        .find(']')
+        .unwrap_or_else(|| panic!("keyword list not closed"));
+    assert!(
+        list[end..].starts_with("] @keyword"),
+        "the keyword list must be captured as `@keyword`"
+    );
+    assert!(
+        keywords
+            .iter()
+            .all(|k| list[..end].contains(&format!("\"{k}\""))),
+        "every keyword is in the one `@keyword` list"
+    );
+}
+
+#[test]
+fn tree_sitter_json_points_at_the_grammar_and_query() {
+    let config: serde_json::Value =
+        serde_json::from_str(&read(&format!("{TREE_SITTER}/tree-sitter.json")))
+            .unwrap_or_else(|e| panic!("tree-sitter.json: {e}"));
+    let grammars = config["grammars"]
+        .as_array()
+        .unwrap_or_else(|| panic!("tree-sitter.json: no grammars"));
+    assert_eq!(grammars.len(), 1);
+    let grammar = &grammars[0];
+    assert_eq!(grammar["name"], "splashpol");
+    assert_eq!(grammar["scope"], "source.splashpol");
+    assert_eq!(grammar["file-types"], serde_json::json!(["splashpol"]));
+    let highlights = grammar["highlights"].as_str().unwrap_or_default();
+    assert!(
+        workspace_root()
+            .join(TREE_SITTER)
+            .join(highlights)
+            .is_file(),
+        "highlights `{highlights}` does not exist"
+    );
+    assert!(config["metadata"]["version"].is_string());
 }

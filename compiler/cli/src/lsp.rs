@@ -6,25 +6,36 @@
 //! Hover shows the number of a syscall in a strict allowlist on every
 //! architecture, and the value of a size, duration or rate in base units.
 //! Completion offers syscall names inside a strict allowlist and the
-//! grammar's keywords elsewhere. Exit status: 0 after `shutdown` and `exit`,
-//! 1 when the client exits without `shutdown` or the connection fails.
+//! grammar's keywords elsewhere. Go-to-definition, references and rename work
+//! on root ids (the `"ID"` of `root "ID" ...`, the only place the policy
+//! language names a root); a rename edits the policy only, and says so, since
+//! the capability manifests that select the root by id are other files.
+//! Exit status: 0 after `shutdown` and `exit`, 1 when the client exits
+//! without `shutdown` or the connection fails.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
+use lsp_server::ErrorCode;
 use lsp_server::{Connection, Message, Notification, Request, Response};
 use lsp_types::notification::{
     DidChangeTextDocument, DidCloseTextDocument, DidOpenTextDocument, Notification as _,
-    PublishDiagnostics,
+    PublishDiagnostics, ShowMessage,
 };
-use lsp_types::request::{Completion, HoverRequest, Request as _};
+use lsp_types::request::{
+    Completion, GotoDefinition, HoverRequest, PrepareRenameRequest, References, Rename,
+    Request as _,
+};
 use lsp_types::{
     CompletionItem, CompletionItemKind, CompletionParams, CompletionResponse, Diagnostic,
     DiagnosticRelatedInformation, DiagnosticSeverity, DidChangeTextDocumentParams,
-    DidCloseTextDocumentParams, DidOpenTextDocumentParams, Hover, HoverContents, HoverParams,
-    HoverProviderCapability, Location, MarkupContent, MarkupKind, NumberOrString, Position,
-    PublishDiagnosticsParams, Range, ServerCapabilities, TextDocumentSyncCapability,
-    TextDocumentSyncKind, Uri,
+    DidCloseTextDocumentParams, DidOpenTextDocumentParams, GotoDefinitionParams,
+    GotoDefinitionResponse, Hover, HoverContents, HoverParams, HoverProviderCapability, Location,
+    MarkupContent, MarkupKind, MessageType, NumberOrString, OneOf, Position, PrepareRenameResponse,
+    PublishDiagnosticsParams, Range, ReferenceParams, RenameOptions, RenameParams,
+    ServerCapabilities, ShowMessageParams, TextDocumentPositionParams, TextDocumentSyncCapability,
+    TextDocumentSyncKind, TextEdit, Uri, WorkspaceEdit,
 };
+use splash_protocol::Token;
 use splash_seccomp::Arch;
 use splashpol::ast::{Seccomp, Statement};
 use splashpol::units::{self, Unit};
@@ -58,6 +69,12 @@ fn serve(connection: &Connection) -> Result<(), Failure> {
         text_document_sync: Some(TextDocumentSyncCapability::Kind(TextDocumentSyncKind::FULL)),
         hover_provider: Some(HoverProviderCapability::Simple(true)),
         completion_provider: Some(lsp_types::CompletionOptions::default()),
+        definition_provider: Some(OneOf::Left(true)),
+        references_provider: Some(OneOf::Left(true)),
+        rename_provider: Some(OneOf::Right(RenameOptions {
+            prepare_provider: Some(true),
+            work_done_progress_options: lsp_types::WorkDoneProgressOptions::default(),
+        })),
         ..ServerCapabilities::default()
     };
     connection.initialize(serde_json::to_value(capabilities)?)?;
@@ -68,8 +85,11 @@ fn serve(connection: &Connection) -> Result<(), Failure> {
                 if connection.handle_shutdown(&request)? {
                     return Ok(());
                 }
-                let response = answer(&documents, request);
+                let (response, note) = answer(&documents, request);
                 connection.sender.send(Message::Response(response))?;
+                if let Some(note) = note {
+                    connection.sender.send(Message::Notification(note))?;
+                }
             }
             Message::Notification(note) if note.method == "exit" => {
                 return Err("`exit` before `shutdown`".into());
@@ -127,35 +147,123 @@ fn update(documents: &mut BTreeMap<String, String>, note: Notification) -> Optio
     }
 }
 
-fn answer(documents: &BTreeMap<String, String>, request: Request) -> Response {
+/// The response to `request`, and a notification to send after it (the
+/// message that a rename did not edit the capability manifests).
+fn answer(
+    documents: &BTreeMap<String, String>,
+    request: Request,
+) -> (Response, Option<Notification>) {
     let id = request.id.clone();
+    let text = |at: &TextDocumentPositionParams| documents.get(at.text_document.uri.as_str());
     let result = match request.method.as_str() {
         HoverRequest::METHOD => serde_json::from_value::<HoverParams>(request.params).map(|p| {
             let at = p.text_document_position_params;
-            let text = documents.get(at.text_document.uri.as_str());
-            serde_json::to_value(text.and_then(|t| hover(t, at.position)))
+            serde_json::to_value(text(&at).and_then(|t| hover(t, at.position)))
         }),
         Completion::METHOD => serde_json::from_value::<CompletionParams>(request.params).map(|p| {
             let at = p.text_document_position;
-            let text = documents.get(at.text_document.uri.as_str());
-            serde_json::to_value(text.map(|t| CompletionResponse::Array(complete(t, at.position))))
+            serde_json::to_value(
+                text(&at).map(|t| CompletionResponse::Array(complete(t, at.position))),
+            )
         }),
+        GotoDefinition::METHOD => serde_json::from_value::<GotoDefinitionParams>(request.params)
+            .map(|p| {
+                let at = p.text_document_position_params;
+                let found = text(&at).and_then(|t| {
+                    let (_, roots) = root_at(t, at.position)?;
+                    let declaration = roots.first()?;
+                    Some(GotoDefinitionResponse::Scalar(declaration.location(t, &at)))
+                });
+                serde_json::to_value(found)
+            }),
+        References::METHOD => serde_json::from_value::<ReferenceParams>(request.params).map(|p| {
+            let at = p.text_document_position;
+            let found = text(&at).and_then(|t| {
+                let (_, roots) = root_at(t, at.position)?;
+                // The first declaration is the definition; any later one is
+                // a repeat of the id (an error the checker reports).
+                let skip = usize::from(!p.context.include_declaration);
+                Some(
+                    roots
+                        .iter()
+                        .skip(skip)
+                        .map(|r| r.location(t, &at))
+                        .collect::<Vec<_>>(),
+                )
+            });
+            serde_json::to_value(found)
+        }),
+        PrepareRenameRequest::METHOD => {
+            serde_json::from_value::<TextDocumentPositionParams>(request.params).map(|at| {
+                let found = text(&at).and_then(|t| {
+                    let (here, _) = root_at(t, at.position)?;
+                    Some(PrepareRenameResponse::RangeWithPlaceholder {
+                        range: range(t, here.start, here.end),
+                        placeholder: here.id,
+                    })
+                });
+                serde_json::to_value(found)
+            })
+        }
+        Rename::METHOD => {
+            let p = match serde_json::from_value::<RenameParams>(request.params) {
+                Ok(p) => p,
+                Err(e) => {
+                    return (
+                        Response::new_err(id, ErrorCode::InvalidParams as i32, e.to_string()),
+                        None,
+                    );
+                }
+            };
+            let at = &p.text_document_position;
+            let Some(t) = text(at) else {
+                return (
+                    Response::new_err(
+                        id,
+                        ErrorCode::RequestFailed as i32,
+                        "the document is not open".to_string(),
+                    ),
+                    None,
+                );
+            };
+            return match rename(t, &at.text_document.uri, at.position, &p.new_name) {
+                Ok((edit, message)) => match serde_json::to_value(edit) {
+                    Ok(value) => (
+                        Response::new_ok(id, value),
+                        Some(Notification::new(
+                            ShowMessage::METHOD.to_string(),
+                            ShowMessageParams {
+                                typ: MessageType::INFO,
+                                message,
+                            },
+                        )),
+                    ),
+                    Err(e) => (
+                        Response::new_err(id, ErrorCode::InternalError as i32, e.to_string()),
+                        None,
+                    ),
+                },
+                Err((code, message)) => (Response::new_err(id, code as i32, message), None),
+            };
+        }
         _ => {
-            return Response::new_err(
-                id,
-                lsp_server::ErrorCode::MethodNotFound as i32,
-                format!("unsupported request `{}`", request.method),
+            return (
+                Response::new_err(
+                    id,
+                    ErrorCode::MethodNotFound as i32,
+                    format!("unsupported request `{}`", request.method),
+                ),
+                None,
             );
         }
     };
-    match result {
+    let response = match result {
         Ok(Ok(value)) => Response::new_ok(id, value),
-        Ok(Err(e)) | Err(e) => Response::new_err(
-            id,
-            lsp_server::ErrorCode::InvalidParams as i32,
-            e.to_string(),
-        ),
-    }
+        Ok(Err(e)) | Err(e) => {
+            Response::new_err(id, ErrorCode::InvalidParams as i32, e.to_string())
+        }
+    };
+    (response, None)
 }
 
 /// The checker's diagnostics for `text`, as LSP diagnostics.
@@ -394,6 +502,120 @@ fn complete(text: &str, at: Position) -> Vec<CompletionItem> {
             ..CompletionItem::default()
         })
         .collect()
+}
+
+/// One root declaration, `root "ID" ...`: the id and the byte range of its
+/// text between the quotes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct RootId {
+    id: String,
+    start: usize,
+    end: usize,
+}
+
+impl RootId {
+    fn location(&self, text: &str, at: &TextDocumentPositionParams) -> Location {
+        Location::new(
+            at.text_document.uri.clone(),
+            range(text, self.start, self.end),
+        )
+    }
+}
+
+/// Every root declaration of `text` in document order, as the parser sees
+/// it (statements that do not parse are left out). Declarations are the only
+/// place the policy language names a root: no other statement refers to one.
+fn root_ids(text: &str) -> Vec<RootId> {
+    let Some(file) = splashpol::parse::parse(text).file else {
+        return Vec::new();
+    };
+    file.policy
+        .statements
+        .iter()
+        .filter_map(|stmt| match &stmt.kind {
+            Statement::Root { id, .. } => {
+                // The span covers the quotes.
+                let (start, end) = (id.span.start, id.span.end);
+                let quoted = end >= start + 2
+                    && text.get(start..=start) == Some("\"")
+                    && text.get(end - 1..end) == Some("\"");
+                quoted.then(|| RootId {
+                    id: id.node.clone(),
+                    start: start + 1,
+                    end: end - 1,
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The root id at `at` (its quotes count), and every declaration of the
+/// same id in document order.
+fn root_at(text: &str, at: Position) -> Option<(RootId, Vec<RootId>)> {
+    let at = offset(text, at);
+    let roots = root_ids(text);
+    let here = roots
+        .iter()
+        .find(|r| r.start - 1 <= at && at <= r.end)?
+        .clone();
+    let same = roots.into_iter().filter(|r| r.id == here.id).collect();
+    Some((here, same))
+}
+
+/// Renames the root id at `at` to `new_id` everywhere in `text`: the edit and
+/// the message for the user, or the error code and why it is refused.
+#[expect(
+    clippy::mutable_key_type,
+    reason = "`WorkspaceEdit` keys its changes by `Uri`, which hashes and compares by its text only (its interior cell is parser bookkeeping)"
+)]
+fn rename(
+    text: &str,
+    uri: &Uri,
+    at: Position,
+    new_id: &str,
+) -> Result<(WorkspaceEdit, String), (ErrorCode, String)> {
+    let (here, same) = root_at(text, at).ok_or_else(|| {
+        (
+            ErrorCode::RequestFailed,
+            "only a root id (`root \"ID\"`) can be renamed, and there is none here".to_string(),
+        )
+    })?;
+    Token::validate(new_id).map_err(|e| {
+        (
+            ErrorCode::InvalidParams,
+            format!(
+                "`{new_id}` is not a valid root id: {e} (ids are 1 to 128 bytes of `a-z`, `0-9`, `.`, `_` and `-`)"
+            ),
+        )
+    })?;
+    if new_id != here.id
+        && let Some(other) = root_ids(text).iter().find(|r| r.id == new_id)
+    {
+        let line = position(text, other.start).line + 1;
+        return Err((
+            ErrorCode::RequestFailed,
+            format!(
+                "a root `{new_id}` is already declared on line {line}; root ids must be unique"
+            ),
+        ));
+    }
+    let edits: Vec<TextEdit> = same
+        .iter()
+        .map(|r| TextEdit::new(range(text, r.start, r.end), new_id.to_string()))
+        .collect();
+    let places = match edits.len() {
+        1 => "1 place".to_string(),
+        n => format!("{n} places"),
+    };
+    let message = format!(
+        "Renamed root `{}` to `{new_id}` in this policy ({places}). Capability manifests select \
+         roots by id and are not edited: update every manifest resource \
+         {{\"kind\": \"file_root\", \"id\": \"{}\"}}.",
+        here.id, here.id
+    );
+    let changes = HashMap::from([(uri.clone(), edits)]);
+    Ok((WorkspaceEdit::new(changes), message))
 }
 
 #[cfg(test)]

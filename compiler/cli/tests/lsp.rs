@@ -1,6 +1,7 @@
 //! `splashc lsp` as an editor runs it: the real binary, JSON-RPC with
 //! `Content-Length` framing over its standard input and output.
 
+use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
@@ -32,6 +33,8 @@ struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
     messages: Receiver<Value>,
+    /// Messages read while waiting for a response, in arrival order.
+    pending: VecDeque<Value>,
     next_id: i64,
 }
 
@@ -89,6 +92,7 @@ impl Server {
             child,
             stdin,
             messages: rx,
+            pending: VecDeque::new(),
             next_id: 1,
         }
     }
@@ -105,27 +109,47 @@ impl Server {
         self.send(&json!({ "jsonrpc": "2.0", "method": method, "params": params }));
     }
 
-    fn next(&self) -> Value {
-        self.messages
-            .recv_timeout(Duration::from_secs(30))
-            .expect("a message from the server within 30 s")
+    fn next(&mut self) -> Value {
+        self.pending.pop_front().unwrap_or_else(|| {
+            self.messages
+                .recv_timeout(Duration::from_secs(30))
+                .expect("a message from the server within 30 s")
+        })
+    }
+
+    /// Sends a request and returns its whole response; other messages that
+    /// arrive first stay queued for [`Server::next`].
+    fn exchange(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
+        let mut skipped = VecDeque::new();
+        loop {
+            let message = self.next();
+            if message["id"] == json!(id) && message.get("method").is_none() {
+                skipped.append(&mut self.pending);
+                self.pending = skipped;
+                return message;
+            }
+            skipped.push_back(message);
+        }
     }
 
     /// Sends a request and returns its response's `result`.
     fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }));
-        loop {
-            let message = self.next();
-            if message["id"] == json!(id) {
-                assert!(message.get("error").is_none(), "{method}: {message}");
-                return message["result"].clone();
-            }
-        }
+        let message = self.exchange(method, params);
+        assert!(message.get("error").is_none(), "{method}: {message}");
+        message["result"].clone()
     }
 
-    fn diagnostics(&self) -> Vec<Value> {
+    /// Sends a request that must fail; returns its `error`.
+    fn request_error(&mut self, method: &str, params: Value) -> Value {
+        let message = self.exchange(method, params);
+        assert!(message.get("result").is_none(), "{method}: {message}");
+        message["error"].clone()
+    }
+
+    fn diagnostics(&mut self) -> Vec<Value> {
         loop {
             let message = self.next();
             if message["method"] == "textDocument/publishDiagnostics" {
@@ -275,6 +299,213 @@ fn diagnostics_hover_completion_and_shutdown_over_stdio() {
     server.stdin = None;
     let status = server.child.wait().expect("wait");
     assert_eq!(status.code(), Some(0));
+}
+
+/// Root ids: the second `cache` repeats the first (a duplicate the checker
+/// reports); the first sits after multi-byte characters on its line.
+const ROOTS: &str = "splashpol 1
+policy \"roots\" {
+  bubblewrap \"/usr/bin/bwrap\"
+  worker \"/opt/splash/bin/worker\"
+  runtime \"/opt/splash/runtime\" at \"/opt/splash\"
+  runtime \"/opt/é😀\" at \"/opt/é😀\"; root \"cache\" tmpfs at \"/workspace/cache\" size 1 MiB
+  root \"project\" host \"/srv/project\" at \"/workspace/project\" read-only
+  root \"cache\" tmpfs at \"/workspace/other\" size 2 MiB
+}
+";
+
+fn range(line: u32, start: u32, end: u32) -> Value {
+    json!({ "start": { "line": line, "character": start },
+            "end": { "line": line, "character": end } })
+}
+
+fn at(line: u32, character: u32) -> Value {
+    json!({ "textDocument": { "uri": URI }, "position": { "line": line, "character": character } })
+}
+
+/// The byte offset of an LSP position (UTF-16 column) in `text`.
+fn byte_offset(text: &str, position: &Value) -> usize {
+    let line = position["line"].as_u64().expect("line") as usize;
+    let mut units = position["character"].as_u64().expect("character") as usize;
+    let start: usize = text.split_inclusive('\n').take(line).map(str::len).sum();
+    let mut offset = start;
+    for c in text[start..].chars() {
+        if units == 0 {
+            break;
+        }
+        units -= c.len_utf16();
+        offset += c.len_utf8();
+    }
+    offset
+}
+
+/// Applies LSP text edits (non-overlapping) to `text`.
+fn apply(text: &str, edits: &[Value]) -> String {
+    let mut spans: Vec<(usize, usize, &str)> = edits
+        .iter()
+        .map(|e| {
+            (
+                byte_offset(text, &e["range"]["start"]),
+                byte_offset(text, &e["range"]["end"]),
+                e["newText"].as_str().expect("newText"),
+            )
+        })
+        .collect();
+    spans.sort_by_key(|s| std::cmp::Reverse(s.0));
+    let mut out = text.to_string();
+    for (start, end, new) in spans {
+        out.replace_range(start..end, new);
+    }
+    out
+}
+
+#[test]
+fn root_ids_definition_references_and_rename_over_stdio() {
+    let mut server = Server::start();
+    let init = server.request(
+        "initialize",
+        json!({ "processId": null, "rootUri": null, "capabilities": {} }),
+    );
+    let caps = &init["capabilities"];
+    assert_eq!(caps["definitionProvider"], true, "{init}");
+    assert_eq!(caps["referencesProvider"], true, "{init}");
+    assert_eq!(caps["renameProvider"]["prepareProvider"], true, "{init}");
+    server.notify("initialized", json!({}));
+    server.notify(
+        "textDocument/didOpen",
+        json!({ "textDocument": {
+            "uri": URI, "languageId": "splashpol", "version": 1, "text": ROOTS } }),
+    );
+    let diags = server.diagnostics();
+    assert!(
+        diags
+            .iter()
+            .any(|d| d["code"] == "splash::check::duplicate-root-id"),
+        "the repeated id is reported: {diags:?}"
+    );
+
+    // `cache` on line 5 starts at UTF-16 column 42 (`é` is one unit, `😀`
+    // two; in bytes it would be 48, in characters 40).
+    let declaration = json!({ "uri": URI, "range": range(5, 42, 47) });
+    assert_eq!(
+        lsp_position(ROOTS, "cache\" tmpfs"),
+        json!({ "line": 5, "character": 42 })
+    );
+    let repeat = json!({ "uri": URI, "range": range(7, 8, 13) });
+
+    // Definition: from the repeat, from inside the declaration and from its
+    // opening quote, to the declaration.
+    for (line, character) in [(7, 10), (5, 44), (5, 41), (7, 13)] {
+        let found = server.request("textDocument/definition", at(line, character));
+        assert_eq!(found, declaration, "definition from {line}:{character}");
+    }
+    let project = server.request("textDocument/definition", at(6, 10));
+    assert_eq!(project, json!({ "uri": URI, "range": range(6, 8, 15) }));
+    // Control: no definition for a keyword, a path or a number.
+    for (line, character) in [(7, 20), (7, 30), (5, 74), (3, 3)] {
+        let found = server.request("textDocument/definition", at(line, character));
+        assert_eq!(found, Value::Null, "no root id at {line}:{character}");
+    }
+
+    // References, with and without the declaration.
+    let mut params = at(7, 9);
+    params["context"] = json!({ "includeDeclaration": true });
+    let refs = server.request("textDocument/references", params.clone());
+    assert_eq!(refs, json!([declaration, repeat]));
+    params["context"] = json!({ "includeDeclaration": false });
+    let refs = server.request("textDocument/references", params);
+    assert_eq!(refs, json!([repeat]));
+
+    // prepareRename: the id's range between the quotes, and its text.
+    let prepared = server.request("textDocument/prepareRename", at(5, 45));
+    assert_eq!(
+        prepared,
+        json!({ "range": range(5, 42, 47), "placeholder": "cache" })
+    );
+    // Control: a path, a keyword and the policy name cannot be renamed.
+    for (line, character) in [(5, 60), (6, 3), (1, 10)] {
+        let prepared = server.request("textDocument/prepareRename", at(line, character));
+        assert_eq!(prepared, Value::Null, "no rename at {line}:{character}");
+    }
+
+    // Rename: both declarations, in UTF-16 ranges.
+    let mut params = at(7, 9);
+    params["newName"] = json!("scratch-1");
+    let edit = server.request("textDocument/rename", params);
+    let edits = edit["changes"][URI]
+        .as_array()
+        .expect("edits for the document");
+    assert_eq!(
+        edit["changes"].as_object().map(|m| m.len()),
+        Some(1),
+        "{edit}"
+    );
+    assert_eq!(
+        edits,
+        &vec![
+            json!({ "range": range(5, 42, 47), "newText": "scratch-1" }),
+            json!({ "range": range(7, 8, 13), "newText": "scratch-1" }),
+        ]
+    );
+    let renamed = apply(ROOTS, edits);
+    assert_eq!(renamed, ROOTS.replace("\"cache\"", "\"scratch-1\""));
+    // The user is told that manifests were not edited.
+    let note = server.next();
+    assert_eq!(note["method"], "window/showMessage", "{note}");
+    let message = note["params"]["message"].as_str().expect("message");
+    assert!(
+        message.contains("`cache` to `scratch-1`") && message.contains("2 places"),
+        "{message}"
+    );
+    assert!(
+        message.contains("manifests") && message.contains("not edited"),
+        "{message}"
+    );
+    assert!(message.contains(r#""id": "cache""#), "{message}");
+
+    // The renamed document: the new id resolves.
+    server.notify(
+        "textDocument/didChange",
+        json!({ "textDocument": { "uri": URI, "version": 2 },
+                "contentChanges": [{ "text": renamed }] }),
+    );
+    server.diagnostics();
+    let found = server.request("textDocument/definition", at(7, 9));
+    assert_eq!(found, json!({ "uri": URI, "range": range(5, 42, 51) }));
+
+    // Refused: a collision with another root, an invalid id, and a rename
+    // away from a root id.
+    let refuse = |server: &mut Server, line, character, name: &str| {
+        let mut params = at(line, character);
+        params["newName"] = json!(name);
+        server.request_error("textDocument/rename", params)
+    };
+    let error = refuse(&mut server, 7, 9, "project");
+    assert_eq!(error["code"], -32803, "RequestFailed: {error}");
+    let text = error["message"].as_str().expect("message");
+    assert!(
+        text.contains("`project` is already declared on line 7"),
+        "{text}"
+    );
+    for bad in ["Scratch", "", "a b", "é", &"x".repeat(129)] {
+        let error = refuse(&mut server, 7, 9, bad);
+        assert_eq!(error["code"], -32602, "InvalidParams for `{bad}`: {error}");
+        let text = error["message"].as_str().expect("message");
+        assert!(text.contains("is not a valid root id"), "{text}");
+    }
+    let error = refuse(&mut server, 6, 3, "other");
+    assert_eq!(error["code"], -32803, "{error}");
+    // A valid 128-byte id is accepted (the control for the length limit).
+    let mut params = at(6, 10);
+    params["newName"] = json!("p".repeat(128));
+    let edit = server.request("textDocument/rename", params);
+    assert_eq!(edit["changes"][URI][0]["range"], range(6, 8, 15));
+    assert_eq!(server.next()["method"], "window/showMessage");
+
+    assert_eq!(server.request("shutdown", Value::Null), Value::Null);
+    server.notify("exit", Value::Null);
+    server.stdin = None;
+    assert_eq!(server.child.wait().expect("wait").code(), Some(0));
 }
 
 #[test]

@@ -17,6 +17,7 @@ mod error;
 pub mod interp;
 mod program;
 mod rules;
+pub mod spelling;
 pub mod sys;
 
 pub use bpf::{SeccompData, SockFilter};
@@ -126,62 +127,24 @@ pub fn is_known_syscall(name: &str) -> bool {
     Arch::ALL.iter().any(|&a| syscall_number(a, name).is_some())
 }
 
-/// The closest known syscall name, for "did you mean" help.
-///
-/// Uses the Levenshtein distance; a suggestion is offered only when the
-/// distance is at most a third of the longer name (and at most 3), so short
-/// unrelated words get no suggestion. Ties resolve to the alphabetically first
-/// name, so the answer is deterministic.
+/// The closest known syscall name, for "did you mean" help: the
+/// [`spelling::suggest`] rules over every name of the three tables in
+/// alphabetical order (so ties resolve to the alphabetically first name).
 pub fn suggest_syscall(name: &str) -> Option<&'static str> {
+    static NAMES: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
     if name.is_empty() || is_known_syscall(name) {
         return None;
     }
-    let mut best: Option<(usize, &'static str)> = None;
-    for arch in Arch::ALL {
-        for &(candidate, _) in tables::table(arch) {
-            let d = edit_distance(name, candidate);
-            let limit = (name.len().max(candidate.len()) / 3).clamp(1, 3);
-            if d > limit {
-                continue;
-            }
-            let better = match best {
-                None => true,
-                Some((bd, bn)) => d < bd || (d == bd && candidate < bn),
-            };
-            if better {
-                best = Some((d, candidate));
-            }
-        }
-    }
-    best.map(|(_, n)| n)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    // Optimal string alignment distance: insertions, deletions,
-    // substitutions and transpositions of adjacent characters cost 1.
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let w = b.len() + 1;
-    let mut d = vec![0usize; (a.len() + 1) * w];
-    for i in 0..=a.len() {
-        d[i * w] = i;
-    }
-    for (j, cell) in d.iter_mut().enumerate().take(w) {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut v = (d[(i - 1) * w + j] + 1)
-                .min(d[i * w + j - 1] + 1)
-                .min(d[(i - 1) * w + j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                v = v.min(d[(i - 2) * w + j - 2] + 1);
-            }
-            d[i * w + j] = v;
-        }
-    }
-    d[a.len() * w + b.len()]
+    let names = NAMES.get_or_init(|| {
+        let mut v: Vec<&'static str> = Arch::ALL
+            .iter()
+            .flat_map(|&a| tables::table(a).iter().map(|&(n, _)| n))
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    });
+    spelling::suggest(name, names.iter().copied())
 }
 
 /// Why `name` may not be listed in a strict allowlist, if it may not.

@@ -10,7 +10,7 @@ use miette::{
 use serde_json::json;
 
 use crate::model;
-use crate::span::{Span, line_col};
+use crate::span::{LineIndex, Span};
 
 /// How bad a diagnostic is. Only errors stop a policy from being produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -148,23 +148,25 @@ impl miette::Diagnostic for Diagnostic {
 /// A diagnostic bound to its source text, for miette rendering.
 struct Sourced<'a> {
     diagnostic: &'a Diagnostic,
-    source: &'a PolicySource,
+    source: &'a PolicySource<'a>,
 }
 
-/// The source as miette sees it. Positions come from [`line_col`], so the
-/// `[file:LINE:COLUMN]` of the rendering is the position of the JSON output
-/// and of the corpus: columns in characters (miette counts bytes), a leading
-/// byte-order mark takes no column. A lone `\r` is shown as `\n` (same
-/// length, so spans still fit): miette's snippet would otherwise print it as
-/// part of one long line. Control characters are shown as `?` (see `new`).
-struct PolicySource {
+/// The source as miette sees it. Positions come from [`crate::span::line_col`]
+/// (through a [`LineIndex`]), so the `[file:LINE:COLUMN]` of the rendering is
+/// the position of the JSON output and of the corpus: columns in characters
+/// (miette counts bytes), a leading byte-order mark takes no column. A lone
+/// `\r` is shown as `\n` (same length, so spans still fit): miette's snippet
+/// would otherwise print it as part of one long line. Control characters are
+/// shown as `?` (see `new`).
+struct PolicySource<'a> {
     name: String,
-    text: String,
+    /// The line index of the source text (whose line ends are those of `shown`).
+    index: LineIndex<'a>,
     shown: String,
 }
 
-impl PolicySource {
-    fn new(name: &str, text: &str) -> Self {
+impl<'a> PolicySource<'a> {
+    fn new(name: &str, text: &'a str) -> Self {
         let bytes = text.as_bytes();
         let shown: String = text
             .char_indices()
@@ -186,31 +188,39 @@ impl PolicySource {
             .collect();
         Self {
             name: name.to_string(),
-            text: text.to_string(),
+            index: LineIndex::new(text),
             shown,
         }
     }
 }
 
-impl SourceCode for PolicySource {
-    fn read_span<'a>(
-        &'a self,
+impl SourceCode for PolicySource<'_> {
+    /// miette's reading of `shown`, started at a line start far enough above
+    /// the span to hold the context lines instead of at the start of the
+    /// file: the same contents in time proportional to the snippet, not to
+    /// the offset. miette's `line_count` counts line ends from where its scan
+    /// started, so the line ends above the window are added back.
+    fn read_span<'b>(
+        &'b self,
         span: &SourceSpan,
         context_lines_before: usize,
         context_lines_after: usize,
-    ) -> Result<Box<dyn SpanContents<'a> + 'a>, MietteError> {
-        let contents =
-            self.shown
-                .as_str()
-                .read_span(span, context_lines_before, context_lines_after)?;
-        let (line, column) = line_col(&self.text, contents.span().offset());
+    ) -> Result<Box<dyn SpanContents<'b> + 'b>, MietteError> {
+        let (line, _) = self.index.line_start(span.offset());
+        let first_line = line.saturating_sub(context_lines_before);
+        let window_start = self.index.start_of_line(first_line);
+        let window = &self.shown.as_bytes()[window_start..];
+        let shifted = SourceSpan::new((span.offset() - window_start).into(), span.len());
+        let contents = window.read_span(&shifted, context_lines_before, context_lines_after)?;
+        let offset = contents.span().offset() + window_start;
+        let (line, column) = self.index.line_col(offset);
         Ok(Box::new(MietteSpanContents::new_named(
             self.name.clone(),
             contents.data(),
-            *contents.span(),
+            SourceSpan::new(offset.into(), contents.span().len()),
             line - 1,
             column - 1,
-            contents.line_count(),
+            contents.line_count() + first_line,
         )))
     }
 }
@@ -345,14 +355,15 @@ impl CheckOutcome {
 
     /// [`Self::to_json`] with the one-based `line` and `column` (characters)
     /// of each diagnostic's start, and `end_line` / `end_column` of its
-    /// exclusive end, from [`line_col`]: the positions the human rendering
+    /// exclusive end, from [`crate::span::line_col`]: the positions the human rendering
     /// shows. This is the document `splashc check --format json` prints.
     pub fn to_json_with_positions(&self, source: &str) -> serde_json::Value {
         let mut value = self.to_json();
+        let index = LineIndex::new(source);
         if let Some(list) = value["diagnostics"].as_array_mut() {
             for (json, d) in list.iter_mut().zip(&self.diagnostics) {
-                let (line, column) = line_col(source, d.span.start);
-                let (end_line, end_column) = line_col(source, d.span.end);
+                let (line, column) = index.line_col(d.span.start);
+                let (end_line, end_column) = index.line_col(d.span.end);
                 json["line"] = json!(line);
                 json["column"] = json!(column);
                 json["end_line"] = json!(end_line);
@@ -363,46 +374,7 @@ impl CheckOutcome {
     }
 }
 
-/// Levenshtein distance (by characters), bounded work: O(len(a) * len(b)).
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    let mut cur = vec![0; b.len() + 1];
-    for (i, ca) in a.chars().enumerate() {
-        cur[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        std::mem::swap(&mut prev, &mut cur);
-    }
-    prev[b.len()]
-}
-
-/// The candidate closest to `word`, if it is close enough to be a plausible
-/// misspelling (distance at most a third of the word, at least 1). Ties go to
-/// the earliest candidate, so results are deterministic.
-pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    if word.len() > 64 {
-        return None;
-    }
-    let limit = (word.chars().count() / 3).max(1);
-    let lower = word.to_ascii_lowercase();
-    let mut best: Option<(usize, &'a str)> = None;
-    for c in candidates {
-        let c_lower = c.to_ascii_lowercase();
-        // A truncated keyword (`deny-known-escape`) is a plausible slip too.
-        let d = if lower.len() >= 4 && c_lower.starts_with(&lower) {
-            limit
-        } else {
-            edit_distance(&lower, &c_lower)
-        };
-        if d <= limit && best.is_none_or(|(bd, _)| d < bd) {
-            best = Some((d, c));
-        }
-    }
-    best.map(|(_, c)| c)
-}
+pub use splash_seccomp::spelling::{edit_distance, suggest};
 
 #[cfg(test)]
 mod tests {
@@ -421,6 +393,89 @@ mod tests {
         assert_eq!(suggest("wroker", words), Some("worker"));
         assert_eq!(suggest("runtim", words), Some("runtime"));
         assert_eq!(suggest("zzz", words), None);
+    }
+
+    /// The reading before the line index: miette's scan of `shown` from the
+    /// start of the file, with positions from [`crate::span::line_col`].
+    fn read_span_from_start(
+        source: &PolicySource<'_>,
+        span: &SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<(Vec<u8>, SourceSpan, usize, usize, usize), MietteError> {
+        let contents = source.shown.as_str().read_span(span, before, after)?;
+        let (line, column) = crate::span::line_col(source.index.source(), contents.span().offset());
+        Ok((
+            contents.data().to_vec(),
+            *contents.span(),
+            line - 1,
+            column - 1,
+            contents.line_count(),
+        ))
+    }
+
+    fn windowed(
+        source: &PolicySource<'_>,
+        span: &SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<(Vec<u8>, SourceSpan, usize, usize, usize), MietteError> {
+        let contents = source.read_span(span, before, after)?;
+        Ok((
+            contents.data().to_vec(),
+            *contents.span(),
+            contents.line(),
+            contents.column(),
+            contents.line_count(),
+        ))
+    }
+
+    fn snippet_text() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let piece = prop_oneof![
+            Just("a"),
+            Just("é"),
+            Just("\n"),
+            Just("\r"),
+            Just("\r\n"),
+            Just("\t"),
+            Just("\u{7}"),
+            Just("\u{feff}"),
+            Just("  root \"r\" host \"/srv\" at \"/w\" read-only"),
+        ];
+        proptest::collection::vec(piece, 0..80).prop_map(|v| v.concat())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// Reading from a window gives what reading from the start gave:
+        /// the same bytes, span, position and line count (miette uses the
+        /// last to decide whether two labels share one snippet).
+        #[test]
+        fn windowed_read_span_equals_reading_from_the_start(
+            text in snippet_text(),
+            spans in proptest::collection::vec((0usize..3000, 0usize..80), 1..12),
+            before in 0usize..4,
+            after in 0usize..4,
+        ) {
+            let source = PolicySource::new("p.splashpol", &text);
+            for (start, len) in spans {
+                // Diagnostics' spans start inside the source or at its end.
+                let mut start = start.min(text.len());
+                while !text.is_char_boundary(start) {
+                    start -= 1;
+                }
+                let span = SourceSpan::new(start.into(), len);
+                let old = read_span_from_start(&source, &span, before, after);
+                let new = windowed(&source, &span, before, after);
+                match (old, new) {
+                    (Ok(o), Ok(n)) => proptest::prop_assert_eq!(o, n, "span {:?}", span),
+                    (Err(_), Err(_)) => {}
+                    (o, n) => proptest::prop_assert!(false, "{:?} vs {:?} at {:?}", o.is_ok(), n.is_ok(), span),
+                }
+            }
+        }
     }
 
     #[test]

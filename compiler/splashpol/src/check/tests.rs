@@ -967,7 +967,25 @@ fn the_hardened_example_maps_to_the_model() {
 fn every_code_is_documented_and_every_documented_code_exists() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/src/");
     let mut in_code = BTreeSet::new();
-    for file in ["check.rs", "parse.rs", "units.rs"] {
+    // The checker and the parser with the files of their passes, and units.
+    let mut files = vec![
+        "check.rs".to_string(),
+        "parse.rs".to_string(),
+        "units.rs".to_string(),
+    ];
+    for dir in ["check", "parse"] {
+        for entry in std::fs::read_dir(format!("{root}{dir}")).expect("source directory") {
+            let name = entry
+                .expect("entry")
+                .file_name()
+                .into_string()
+                .expect("name");
+            if name.ends_with(".rs") && name != "tests.rs" {
+                files.push(format!("{dir}/{name}"));
+            }
+        }
+    }
+    for file in files {
         let text = std::fs::read_to_string(format!("{root}{file}")).expect("source");
         for piece in text.split('"').skip(1).step_by(2) {
             if piece.starts_with("splash::parse::") || piece.starts_with("splash::check::") {
@@ -1093,4 +1111,162 @@ fn a_bad_word_in_a_strict_list_is_not_also_a_missing_execve() {
             .iter()
             .any(|d| d.code == "splash::check::allowlist-missing-execve")
     );
+}
+
+// ------------------------------------------------------------------ growth
+
+/// One generated root: an id, a destination and whether it is a (valid)
+/// host root or a tmpfs root with a valid or zero size.
+#[derive(Debug, Clone)]
+struct GenRoot {
+    id: &'static str,
+    dest: &'static str,
+    kind: u8,
+}
+
+fn gen_roots() -> impl proptest::strategy::Strategy<Value = Vec<GenRoot>> {
+    use proptest::prelude::*;
+    let id = prop::sample::select(vec!["a", "b", "c", "d", "Bad Id", "a"]);
+    let dest = prop::sample::select(vec![
+        "/w",
+        "/w/a",
+        "/w/a/b",
+        "/w/b",
+        "/wa",
+        "/w-a",
+        "/x",
+        "w/rel",
+        "/w/a/",
+        "/proc/x",
+        "/dev",
+        "/opt/splash/x",
+        "/opt",
+    ]);
+    let kind = 0u8..3;
+    prop::collection::vec(
+        (id, dest, kind).prop_map(|(id, dest, kind)| GenRoot { id, dest, kind }),
+        0..24,
+    )
+}
+
+/// The generated policy and, for each root, the spans of its id and
+/// destination strings.
+fn gen_policy(roots: &[GenRoot]) -> (String, Vec<(Span, Span)>) {
+    let mut src = format!("splashpol 1\npolicy \"t\" {{\n{BASE}");
+    let mut spans = Vec::new();
+    for r in roots {
+        src.push_str("  root ");
+        let id = Span::new(src.len(), src.len() + r.id.len() + 2);
+        src.push_str(&format!("\"{}\" ", r.id));
+        let body = match r.kind {
+            0 => format!("host \"/srv/h\" at \"{}\" read-only\n", r.dest),
+            1 => format!("tmpfs at \"{}\" size 1 MiB\n", r.dest),
+            _ => format!("tmpfs at \"{}\" size 0 MiB\n", r.dest),
+        };
+        let at = src.len() + body.find(" at ").expect("at") + 4;
+        spans.push((id, Span::new(at, at + r.dest.len() + 2)));
+        src.push_str(&body);
+    }
+    src.push_str("}\n");
+    (src, spans)
+}
+
+/// Duplicate root ids and overlapping destinations as the first checker
+/// found them: a scan of every registered root for each root, and every
+/// pair of destinations (the reported outer destination is the last one in
+/// path order that contains the inner one).
+fn pairwise_reference(
+    roots: &[GenRoot],
+    spans: &[(Span, Span)],
+) -> Vec<(&'static str, Span, Vec<Span>)> {
+    let valid_id = |id: &str| SelectorId::new(id.to_string()).is_ok();
+    let valid_dest = |d: &str| AbsPath::new(d.to_string()).is_ok();
+    let mut registered: Vec<(&str, Span, &str, Span)> = Vec::new();
+    let mut out = Vec::new();
+    for (r, &(id_span, dest_span)) in roots.iter().zip(spans) {
+        if let Some(prev) = registered.iter().find(|p| p.0 == r.id) {
+            out.push(("splash::check::duplicate-root-id", id_span, vec![prev.1]));
+            continue;
+        }
+        if valid_id(r.id) && valid_dest(r.dest) && r.kind != 2 {
+            registered.push((r.id, id_span, r.dest, dest_span));
+        }
+    }
+    // (path, span, order) of every worker-visible destination.
+    let runtime = "splashpol 1\npolicy \"t\" {\n".len()
+        + BASE.find("at \"/opt/splash\"").expect("runtime")
+        + 3;
+    let mut dests: Vec<(&str, Option<Span>, usize)> = vec![
+        ("/proc", None, 0),
+        ("/dev", None, 0),
+        ("/opt/splash", Some(Span::new(runtime, runtime + 13)), 1),
+    ];
+    dests.extend(registered.iter().map(|r| (r.2, Some(r.3), r.3.start + 1)));
+    let key = |p: &str, order: usize| {
+        (
+            p.bytes()
+                .map(|b| if b == b'/' { 0 } else { b })
+                .collect::<Vec<u8>>(),
+            order,
+        )
+    };
+    for (i, inner) in dests.iter().enumerate() {
+        let Some(span) = inner.1 else { continue };
+        let inner_path = AbsPath::new(inner.0.to_string()).expect("valid");
+        let outer = dests
+            .iter()
+            .enumerate()
+            .filter(|&(j, o)| {
+                j != i
+                    && inner_path.is_within(&AbsPath::new(o.0.to_string()).expect("valid"))
+                    && key(o.0, o.2) < key(inner.0, inner.2)
+            })
+            .max_by_key(|(_, o)| key(o.0, o.2));
+        if let Some((_, o)) = outer {
+            out.push((
+                "splash::check::overlapping-mount",
+                span,
+                o.1.into_iter().collect(),
+            ));
+        }
+    }
+    out.sort_by_key(|d| (d.1.start, d.1.end, d.0));
+    out
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+    /// The checker's duplicate-id and overlap reports (found with a map and
+    /// a sort) are exactly what the pairwise reference finds, on inputs full
+    /// of duplicate ids, invalid ids and paths, equal, nested and
+    /// prefix-sharing destinations.
+    #[test]
+    fn duplicate_ids_and_overlaps_match_the_pairwise_reference(roots in gen_roots()) {
+        let (src, spans) = gen_policy(&roots);
+        let out = check_source("t", &src);
+        let found: Vec<(&'static str, Span, Vec<Span>)> = out
+            .diagnostics
+            .iter()
+            .filter(|d| {
+                d.code == "splash::check::duplicate-root-id"
+                    || d.code == "splash::check::overlapping-mount"
+            })
+            .map(|d| (d.code, d.span, d.related.iter().map(|r| r.0).collect()))
+            .collect();
+        proptest::prop_assert_eq!(found, pairwise_reference(&roots, &spans), "{}", src);
+    }
+}
+
+#[test]
+fn many_duplicate_and_nested_roots_are_each_reported_once() {
+    let mut extra = String::from("  root \"r\" tmpfs at \"/w\" size 1 MiB\n");
+    for i in 0..2000 {
+        extra.push_str(&format!("  root \"r\" tmpfs at \"/v/{i}\" size 1 MiB\n"));
+        extra.push_str(&format!("  root \"n{i}\" tmpfs at \"/w/{i}\" size 1 MiB\n"));
+    }
+    let out = check_source("t", &policy(&extra));
+    let count = |code: &str| out.diagnostics.iter().filter(|d| d.code == code).count();
+    assert_eq!(count("splash::check::duplicate-root-id"), 2000);
+    assert_eq!(count("splash::check::overlapping-mount"), 2000);
 }

@@ -1,0 +1,167 @@
+//! `seccomp strict-allowlist { ... }`: names, duplicates, guarded and
+//! architecture-specific syscalls, and the required `execve`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use splash_seccomp::{Arch, StrictRejection};
+
+use super::{Checker, code};
+use crate::diag::Diagnostic;
+use crate::model;
+use crate::span::{Node, Span};
+
+impl Checker {
+    pub(super) fn strict_allowlist(
+        &mut self,
+        keyword: Span,
+        syscalls: &[Node<String>],
+        recovered: bool,
+    ) -> Option<BTreeSet<String>> {
+        let mut ok = true;
+        if syscalls.is_empty() {
+            if !recovered {
+                self.push(
+                    Diagnostic::error(
+                        code("splash::check::empty-allowlist"),
+                        keyword,
+                        "the strict allowlist is empty",
+                    )
+                    .with_label("no syscall allowed")
+                    .with_help("list every syscall the worker needs, including `execve`"),
+                );
+            }
+            return None;
+        }
+        if syscalls.len() > model::MAX_STRICT_SYSCALLS {
+            self.push(
+                Diagnostic::error(
+                    code("splash::check::allowlist-too-long"),
+                    syscalls[model::MAX_STRICT_SYSCALLS].span,
+                    format!(
+                        "the strict allowlist has {} entries; the maximum is 512",
+                        syscalls.len()
+                    ),
+                )
+                .with_label("the 513th entry")
+                .with_help("remove entries the worker does not need"),
+            );
+            ok = false;
+        }
+        let mut first: BTreeMap<&str, Span> = BTreeMap::new();
+        let mut set = BTreeSet::new();
+        for s in syscalls {
+            let name = s.node.as_str();
+            if let Some(&f) = first.get(name) {
+                self.duplicate(
+                    code("splash::check::duplicate-syscall"),
+                    s.span,
+                    f,
+                    &format!("syscall `{name}`"),
+                );
+                ok = false;
+                continue;
+            }
+            first.insert(name, s.span);
+            // Architectures without this syscall (no allocation on the common path).
+            let mut missing = [false; Arch::ALL.len()];
+            for (slot, &arch) in missing.iter_mut().zip(Arch::ALL.iter()) {
+                *slot = splash_seccomp::syscall_number(arch, name).is_none();
+            }
+            if missing.iter().all(|&m| m) {
+                let mut d = Diagnostic::error(
+                    code("splash::check::unknown-syscall"),
+                    s.span,
+                    format!("unknown syscall `{name}`"),
+                )
+                .with_label("not a syscall on x86_64, aarch64 or riscv64");
+                if let Some(sug) = splash_seccomp::suggest_syscall(name) {
+                    d = d.with_help(format!("did you mean `{sug}`?"));
+                }
+                self.push(d);
+                ok = false;
+                continue;
+            }
+            match splash_seccomp::strict_rejection(name) {
+                Some(StrictRejection::Clone3) => {
+                    self.push(
+                        Diagnostic::error(
+                            code("splash::check::allowlist-clone3"),
+                            s.span,
+                            "`clone3` cannot be allowed in a strict allowlist",
+                        )
+                        .with_label("its flags are in memory the filter cannot inspect")
+                        .with_help("remove `clone3`; the filter answers it with ENOSYS so libc falls back to `clone`"),
+                    );
+                    ok = false;
+                    continue;
+                }
+                Some(StrictRejection::FixedGuard) => {
+                    self.push(
+                        Diagnostic::error(
+                            code("splash::check::allowlist-denied-syscall"),
+                            s.span,
+                            format!("`{name}` is denied by a fixed escape-surface guard"),
+                        )
+                        .with_label("the strict filter always denies it")
+                        .with_help(format!(
+                            "remove `{name}`; mount, kernel-control, module, tracing, cross-process-memory, \
+                             keyring and personality calls are never allowed"
+                        )),
+                    );
+                    ok = false;
+                    continue;
+                }
+                None => {}
+            }
+            if let Some(reviewed) = splash_seccomp::strict_listing_warning(name) {
+                self.push(
+                    Diagnostic::warning(
+                        code("splash::check::allowlist-guarded-syscall"),
+                        s.span,
+                        format!(
+                            "`{name}` is on the escape-surface guard list ({}); listing it allows it",
+                            reviewed.class.name()
+                        ),
+                    )
+                    .with_label(format!("guarded: {}", reviewed.reason))
+                    .with_help(format!(
+                        "keep `{name}` only if the worker needs it; unlisted, it kills the process"
+                    )),
+                );
+            }
+            if missing.iter().any(|&m| m) {
+                let missing: Vec<&str> = Arch::ALL
+                    .iter()
+                    .zip(missing)
+                    .filter(|&(_, m)| m)
+                    .map(|(a, _)| a.name())
+                    .collect();
+                self.push(
+                    Diagnostic::warning(
+                        code("splash::check::syscall-missing-on-arch"),
+                        s.span,
+                        format!("`{name}` does not exist on {}", missing.join(", ")),
+                    )
+                    .with_label("skipped on those architectures")
+                    .with_help("fine for a single-architecture deployment; otherwise list the equivalent call too"),
+                );
+            }
+            set.insert(name.to_string());
+        }
+        // A word of the list that did not parse is already reported and may
+        // have been meant as `execve` (`execve,`): no follow-on error.
+        if !first.contains_key("execve") && !recovered {
+            self.push(
+                Diagnostic::error(
+                    code("splash::check::allowlist-missing-execve"),
+                    keyword,
+                    "the strict allowlist does not contain `execve`",
+                )
+                .with_label("the fixed launch chain must exec the worker after the filter")
+                .with_help("add `execve` to the list"),
+            );
+            ok = false;
+        }
+        ok.then_some(set)
+    }
+}

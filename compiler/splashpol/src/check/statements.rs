@@ -1,0 +1,311 @@
+//! Pass 1: each statement on its own (shape, units, ranges, duplicates),
+//! collected for the cross-statement rules.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::{Checker, Collected, LandlockInfo, LimitsInfo, Reported, code};
+use crate::ast::{self, Statement};
+use crate::diag::Diagnostic;
+use crate::model::{
+    self, AggregateQuota, BrokerCatalog, CgroupPolicy, NetworkBroker, PrivateTmp, RuntimeMount,
+    SeccompPolicy, Watchdog,
+};
+use crate::span::Span;
+use crate::units::Dimension;
+
+impl Checker {
+    pub(super) fn statement(&mut self, stmt: &ast::Stmt, c: &mut Collected) {
+        match &stmt.kind {
+            Statement::Bubblewrap { path } => c.bubblewrap = self.path(path, "`bubblewrap` path"),
+            Statement::Worker { path, args } => {
+                c.worker = self.placed(path, "`worker`");
+                if let Some(args) = args {
+                    if args.node.is_empty() {
+                        self.push(
+                            Diagnostic::error(
+                                code("splash::check::empty-list"),
+                                args.span,
+                                "`args` list is empty",
+                            )
+                            .with_label("no arguments")
+                            .with_help(
+                                "remove `args []`; without `args` the worker gets no arguments",
+                            ),
+                        );
+                    }
+                    // A NUL byte (which `execve` cannot pass) is a control
+                    // character, reported by the parser.
+                    c.worker_args = args.node.iter().map(|a| a.node.clone()).collect();
+                }
+            }
+            Statement::Runtime {
+                source,
+                destination,
+            } => {
+                let s = self.path(source, "runtime mount source");
+                let d = self.path(destination, "runtime mount destination");
+                c.runtime_dests.push(d.clone().ok_or(Reported));
+                if let (Some(source), Some(dest)) = (s, d) {
+                    c.runtime.push((
+                        RuntimeMount {
+                            source,
+                            destination: dest,
+                        },
+                        destination.span,
+                    ));
+                }
+            }
+            Statement::Root {
+                id,
+                destination,
+                kind,
+            } => self.root(id, destination, kind, c),
+            Statement::Tmp(t) => {
+                let tmp = match t {
+                    ast::Tmp::Off => Some(PrivateTmp::Off),
+                    ast::Tmp::Private { size: None } => Some(PrivateTmp::Unbounded),
+                    ast::Tmp::Private { size: Some(q) } => self
+                        .tmpfs_size(q, "`tmp private size`")
+                        .map(|size_bytes| PrivateTmp::Bounded { size_bytes }),
+                };
+                if let Some(t) = tmp {
+                    c.tmp = Some((t, stmt.span));
+                }
+            }
+            Statement::WritesBounded => c.writes_bounded = Some(stmt.span),
+            Statement::HostWritesUnbounded => c.host_writes = Some(stmt.span),
+            Statement::UserNamespacesNone => c.userns_none = Some(stmt.span),
+            Statement::Pin { items } => {
+                for item in items {
+                    let slot = match item.node {
+                        ast::PinItem::Mounts => &mut c.pin_mounts,
+                        ast::PinItem::Executables => &mut c.pin_executables,
+                    };
+                    if let Some(first) = *slot {
+                        let what = match item.node {
+                            ast::PinItem::Mounts => "`mounts`",
+                            ast::PinItem::Executables => "`executables`",
+                        };
+                        self.duplicate(
+                            code("splash::check::duplicate-entry"),
+                            item.span,
+                            first,
+                            what,
+                        );
+                    } else {
+                        *slot = Some(item.span);
+                    }
+                }
+            }
+            Statement::QuotaAggregate { bytes, inodes } => {
+                let b = self.nonzero(bytes, Dimension::Bytes, "the aggregate quota `bytes`");
+                let i = self.nonzero(inodes, Dimension::Count, "the aggregate quota `inodes`");
+                let q = match (b, i) {
+                    (Some(max_bytes), Some(max_inodes)) => Some(AggregateQuota {
+                        max_bytes,
+                        max_inodes,
+                    }),
+                    _ => None,
+                };
+                c.aggregate_quota = Some((q.ok_or(Reported), stmt.span));
+            }
+            Statement::TmpfsAggregate { size } => {
+                let v = self.nonzero(size, Dimension::Bytes, "`tmpfs aggregate`");
+                c.tmpfs_aggregate = Some((v.ok_or(Reported), stmt.span));
+            }
+            Statement::ActiveRoots { max } => {
+                if let Some(v) = self.value(max, Dimension::Count, "`active-roots max`") {
+                    if v > u64::from(model::MAX_ACTIVE_FILE_ROOTS_CEILING) {
+                        self.push(
+                            Diagnostic::error(
+                                code("splash::check::active-roots-too-large"),
+                                max.span,
+                                format!("`active-roots max {v}` is above the ceiling of 256"),
+                            )
+                            .with_label("at most 256")
+                            .with_help("choose a bound from 0 to 256 (the default is 64)"),
+                        );
+                    } else {
+                        c.active_roots = Some((u16::try_from(v).unwrap_or(u16::MAX), max.span));
+                    }
+                }
+            }
+            Statement::Seccomp(s) => {
+                let p = match s {
+                    ast::Seccomp::Off => Some(SeccompPolicy::Off),
+                    ast::Seccomp::DenyKnownEscapeSurface => {
+                        Some(SeccompPolicy::DenyKnownEscapeSurface)
+                    }
+                    ast::Seccomp::StrictAllowlist {
+                        syscalls,
+                        recovered,
+                    } => self
+                        .strict_allowlist(stmt.keyword, syscalls, *recovered)
+                        .map(|syscalls| SeccompPolicy::StrictAllowlist { syscalls }),
+                };
+                if let Some(p) = p {
+                    c.seccomp = Some((p, stmt.span));
+                }
+            }
+            Statement::Limits {
+                runner,
+                required,
+                entries,
+                recovered,
+            } => {
+                let runner = runner
+                    .as_ref()
+                    .map(|r| self.placed(r, "limit runner").ok_or(Reported));
+                let limits = self.limits(entries);
+                if limits.is_empty() && entries.is_empty() && !recovered {
+                    self.push(
+                        Diagnostic::error(
+                            code("splash::check::empty-limits"),
+                            stmt.keyword,
+                            "`limits` sets no limit",
+                        )
+                        .with_label("empty block")
+                        .with_help("add a limit such as `cpu 30 s`, or remove the block"),
+                    );
+                }
+                c.limits = Some(LimitsInfo {
+                    keyword: stmt.keyword,
+                    runner,
+                    required: required.as_ref().map(|r| r.span),
+                    limits,
+                });
+            }
+            Statement::Landlock {
+                runner, allow_exec, ..
+            } => {
+                let runner = runner
+                    .as_ref()
+                    .map(|r| self.placed(r, "Landlock runner").ok_or(Reported));
+                let allow = self.allow_exec(allow_exec);
+                c.landlock = Some(LandlockInfo {
+                    keyword: stmt.keyword,
+                    runner,
+                    allow,
+                });
+            }
+            Statement::CombinedRunner { path } => {
+                c.combined = Some(self.placed(path, "combined runner").ok_or(Reported));
+            }
+            Statement::Cgroup {
+                parent,
+                runner,
+                required,
+                entries,
+                recovered,
+            } => {
+                let parent = self.path(parent, "cgroup parent");
+                let runner = self.path(runner, "cgroup runner");
+                let limits = self.cgroup_limits(stmt.keyword, entries, *recovered);
+                let policy = match (parent, runner, limits) {
+                    (Some(parent), Some(runner), Some((limits, join_timeout_ms))) => {
+                        Some(CgroupPolicy {
+                            parent,
+                            runner,
+                            limits,
+                            join_timeout_ms,
+                        })
+                    }
+                    _ => None,
+                };
+                c.cgroup = Some((policy.ok_or(Reported), required.is_some()));
+            }
+            Statement::Watchdog { session, call } => {
+                let s = self.nonzero(
+                    session,
+                    Dimension::Duration,
+                    "the watchdog `session` deadline",
+                );
+                let k = call.as_ref().map(|q| {
+                    (
+                        self.nonzero(q, Dimension::Duration, "the watchdog `call` deadline"),
+                        q.span,
+                    )
+                });
+                if let (Some(s), Some((Some(k), ks))) = (s, k)
+                    && k > s
+                {
+                    self.push(
+                        Diagnostic::warning(
+                            code("splash::check::call-deadline-exceeds-session"),
+                            ks,
+                            "the `call` deadline is longer than the `session` deadline",
+                        )
+                        .with_label("can never fire before the session deadline")
+                        .with_related(session.span, "session deadline")
+                        .with_help("make the call deadline shorter than the session deadline"),
+                    );
+                }
+                if let Some(session_deadline_ms) = s {
+                    let call_deadline_ms = match k {
+                        Some((Some(v), _)) => Some(v),
+                        Some((None, _)) => return,
+                        None => None,
+                    };
+                    c.watchdog = Some(Watchdog {
+                        session_deadline_ms,
+                        call_deadline_ms,
+                    });
+                }
+            }
+            Statement::NetworkBroker {
+                catalog,
+                parent,
+                destination,
+                ids,
+            } => {
+                let p = self.path(parent, "network broker parent");
+                let d = self.path(destination, "network broker destination");
+                let mut set = BTreeSet::new();
+                let mut first: BTreeMap<&str, Span> = BTreeMap::new();
+                if ids.node.is_empty() {
+                    self.push(
+                        Diagnostic::error(
+                            code("splash::check::empty-list"),
+                            ids.span,
+                            "the network broker serves no ids",
+                        )
+                        .with_label("empty list")
+                        .with_help(
+                            "list the exact network-origin ids, e.g. `ids [\"api.search\"]`",
+                        ),
+                    );
+                }
+                for id in &ids.node {
+                    if let Some(&f) = first.get(id.node.as_str()) {
+                        self.duplicate(
+                            code("splash::check::duplicate-entry"),
+                            id.span,
+                            f,
+                            &format!("network-origin id `{}`", id.node),
+                        );
+                        continue;
+                    }
+                    first.insert(&id.node, id.span);
+                    if let Some(t) = self.selector(id, "network-origin id") {
+                        set.insert(t);
+                    }
+                }
+                if let (Some(parent), Some(dest)) = (p, d) {
+                    c.broker = Some((
+                        NetworkBroker {
+                            parent,
+                            destination: dest,
+                            catalog: match catalog.node {
+                                ast::Catalog::Endpoint => BrokerCatalog::Endpoint,
+                                ast::Catalog::Origin => BrokerCatalog::Origin,
+                            },
+                            ids: set,
+                        },
+                        destination.span,
+                        stmt.keyword,
+                    ));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,245 @@
+//! Persistent and ephemeral storage: project quotas, read-write roots, the
+//! aggregate quota and tmpfs bounds, the active-root bound.
+
+use std::collections::BTreeMap;
+
+use super::{Checker, Collected, RootInfo, code};
+use crate::diag::Diagnostic;
+use crate::model::{Access, FileRootKind, PrivateTmp};
+use crate::span::Span;
+
+impl Checker {
+    /// Project quotas, read-write roots, the aggregate quota.
+    pub(super) fn storage(&mut self, c: &Collected) {
+        let quota_roots: Vec<&RootInfo> = c
+            .roots
+            .iter()
+            .filter(|r| matches!(r.root.kind, FileRootKind::Host { quota: Some(_), .. }))
+            .collect();
+        if let Some(first) = quota_roots.first() {
+            let at = first.quota_span.unwrap_or(first.dest_span);
+            let requirements: [(bool, &'static str, &str, &str); 3] = [
+                (
+                    c.pin_mounts.is_some(),
+                    "splash::check::quota-requires-pinned-mounts",
+                    "a quota root needs `pin mounts`",
+                    "add `pin mounts` so the checked directory is the one Bubblewrap mounts",
+                ),
+                (
+                    c.userns_none.is_some(),
+                    "splash::check::quota-requires-no-user-namespaces",
+                    "a quota root needs `user-namespaces none`",
+                    "add `user-namespaces none` so the worker cannot change the project id",
+                ),
+                (
+                    c.aggregate_quota.is_some(),
+                    "splash::check::quota-requires-aggregate",
+                    "a quota root needs `quota aggregate`",
+                    "add `quota aggregate bytes SIZE inodes COUNT` covering every quota root",
+                ),
+            ];
+            for (present, code_, msg, help) in requirements {
+                if !present {
+                    self.push(
+                        Diagnostic::error(code_, at, msg)
+                            .with_label(format!("quota on root `{}`", first.root.id))
+                            .with_help(help),
+                    );
+                }
+            }
+        }
+
+        // Aggregate: each distinct project id counted once, at its largest ceiling.
+        let mut per_project: BTreeMap<u32, (u64, u64, Span)> = BTreeMap::new();
+        for r in &quota_roots {
+            if let FileRootKind::Host { quota: Some(q), .. } = &r.root.kind {
+                let span = r.quota_span.unwrap_or(r.dest_span);
+                match per_project.get_mut(&q.project_id) {
+                    Some((b, i, first)) => {
+                        if *b != q.max_bytes || *i != q.max_inodes {
+                            self.push(
+                                Diagnostic::warning(
+                                    code("splash::check::inconsistent-project-quota"),
+                                    span,
+                                    format!("project {} is given different ceilings", q.project_id),
+                                )
+                                .with_label("different ceilings for the same project")
+                                .with_related(*first, "first ceilings here")
+                                .with_help(
+                                    "one project is one quota; give every root of the project the same \
+                                     ceilings (the aggregate check uses the largest)",
+                                ),
+                            );
+                        }
+                        *b = (*b).max(q.max_bytes);
+                        *i = (*i).max(q.max_inodes);
+                    }
+                    None => {
+                        per_project.insert(q.project_id, (q.max_bytes, q.max_inodes, span));
+                    }
+                }
+            }
+        }
+        if let Some((Ok(agg), span)) = &c.aggregate_quota {
+            let bytes = per_project
+                .values()
+                .try_fold(0u64, |s, (b, _, _)| s.checked_add(*b));
+            let inodes = per_project
+                .values()
+                .try_fold(0u64, |s, (_, i, _)| s.checked_add(*i));
+            for (sum, max, what) in [
+                (bytes, agg.max_bytes, "bytes"),
+                (inodes, agg.max_inodes, "inodes"),
+            ] {
+                let over = sum.is_none_or(|s| s > max);
+                if over {
+                    let total = sum.map_or_else(|| "more than 2^64".to_string(), |s| s.to_string());
+                    self.push(
+                        Diagnostic::error(
+                            code("splash::check::aggregate-quota-exceeded"),
+                            *span,
+                            format!("project quotas allow {total} {what} in total, above the aggregate {max}"),
+                        )
+                        .with_label(format!("aggregate `{what}` too small"))
+                        .with_help(
+                            "raise the aggregate or lower the per-root ceilings; each distinct project id \
+                             counts once",
+                        ),
+                    );
+                }
+            }
+        }
+
+        // Read-write host roots without a quota.
+        let mut any_raw = false;
+        for r in &c.roots {
+            let FileRootKind::Host {
+                access: Access::ReadWrite,
+                quota: None,
+                ..
+            } = &r.root.kind
+            else {
+                continue;
+            };
+            any_raw = true;
+            let access = r.access_span.unwrap_or(r.dest_span);
+            let id = &r.root.id;
+            if let Some(wb) = c.writes_bounded {
+                self.push(
+                    Diagnostic::error(
+                        code("splash::check::bounded-writes-unverified-root"),
+                        access,
+                        format!("`writes bounded` rejects read-write root `{id}` without a quota"),
+                    )
+                    .with_label("unverified persistent writes")
+                    .with_related(wb, "`writes bounded` here")
+                    .with_help("attach `quota project ID bytes SIZE inodes COUNT`, or make the root `read-only`"),
+                );
+            } else if c.host_writes.is_none() {
+                self.push(
+                    Diagnostic::error(
+                        code("splash::check::unverified-write-root"),
+                        access,
+                        format!("read-write root `{id}` has no quota"),
+                    )
+                    .with_label("unbounded host writes are denied by default")
+                    .with_help(
+                        "attach `quota project ID bytes SIZE inodes COUNT`; only if a quota Splash cannot \
+                         inspect is enforced elsewhere, add `host-writes unbounded`",
+                    ),
+                );
+            } else if let Some((_, agg)) = &c.aggregate_quota {
+                self.push(
+                    Diagnostic::error(
+                        code("splash::check::unverified-root-with-aggregate"),
+                        access,
+                        format!("read-write root `{id}` has no quota while `quota aggregate` is set"),
+                    )
+                    .with_label("not counted by the aggregate")
+                    .with_related(*agg, "`quota aggregate` here")
+                    .with_help("attach a project quota; `host-writes unbounded` does not apply under an aggregate"),
+                );
+            }
+        }
+        if let Some(hw) = c.host_writes {
+            if let Some(wb) = c.writes_bounded {
+                self.push(
+                    Diagnostic::warning(
+                        code("splash::check::escape-hatch-overridden"),
+                        hw,
+                        "`host-writes unbounded` has no effect under `writes bounded`",
+                    )
+                    .with_label("overridden")
+                    .with_related(wb, "`writes bounded` here")
+                    .with_help("remove `host-writes unbounded`"),
+                );
+            } else if !any_raw {
+                self.push(
+                    Diagnostic::warning(
+                        code("splash::check::unused-escape-hatch"),
+                        hw,
+                        "`host-writes unbounded` is set but no root is read-write without a quota",
+                    )
+                    .with_label("unused")
+                    .with_help("remove it; the escape hatch only weakens the policy"),
+                );
+            }
+        }
+    }
+
+    /// The aggregate tmpfs bound and the active-root bound.
+    pub(super) fn ephemeral(&mut self, c: &Collected) {
+        if let Some((Ok(max), span)) = &c.tmpfs_aggregate {
+            let mut sum: Option<u64> = Some(0);
+            for r in &c.roots {
+                if let FileRootKind::Ephemeral { size_bytes } = r.root.kind {
+                    sum = sum.and_then(|s| s.checked_add(size_bytes));
+                }
+            }
+            match c.tmp {
+                Some((PrivateTmp::Unbounded, tmp_span)) => self.push(
+                    Diagnostic::error(
+                        code("splash::check::aggregate-tmpfs-unbounded-tmp"),
+                        tmp_span,
+                        "`tmpfs aggregate` requires a bounded private `/tmp`",
+                    )
+                    .with_label("unbounded private `/tmp`")
+                    .with_related(*span, "aggregate bound here")
+                    .with_help("write `tmp private size SIZE`, or `tmp off`"),
+                ),
+                Some((PrivateTmp::Bounded { size_bytes }, _)) => {
+                    sum = sum.and_then(|s| s.checked_add(size_bytes))
+                }
+                _ => {}
+            }
+            if sum.is_none_or(|s| s > *max) {
+                let total = sum.map_or_else(|| "more than 2^64".to_string(), |s| s.to_string());
+                self.push(
+                    Diagnostic::error(
+                        code("splash::check::aggregate-tmpfs-exceeded"),
+                        *span,
+                        format!("tmpfs roots and `/tmp` total {total} bytes, above the aggregate {max}"),
+                    )
+                    .with_label("aggregate too small")
+                    .with_help(
+                        "the sum over every registered tmpfs root plus a bounded `/tmp` must fit; raise the \
+                         aggregate or shrink the sizes",
+                    ),
+                );
+            }
+        }
+        if let Some((0, span)) = c.active_roots
+            && !c.roots.is_empty()
+        {
+            self.push(
+                Diagnostic::warning(
+                    code("splash::check::no-active-roots"),
+                    span,
+                    "`active-roots max 0` but roots are registered",
+                )
+                .with_label("no root can ever be activated")
+                .with_help("raise the bound, or remove the unused roots"),
+            );
+        }
+    }
+}

@@ -1,0 +1,440 @@
+//! The parse tree of each statement and block entry to the AST.
+
+use pest::iterators::Pair;
+
+use super::literals::{number, quantity, string, string_list};
+use super::{Context, Parsing, Rule, inner, next, span};
+use crate::ast::*;
+use crate::diag::Diagnostic;
+use crate::span::{Node, Span};
+
+impl Parsing {
+    pub(super) fn statement(&mut self, pair: Pair<'_, Rule>) -> Option<Stmt> {
+        let sp = span(&pair);
+        let rule = pair.as_rule();
+        let mut it = pair.into_inner();
+        let kw = next(&mut it)?;
+        let keyword = span(&kw);
+        let kind = match rule {
+            Rule::bubblewrap_stmt => Statement::Bubblewrap {
+                path: string(next(&mut it)?),
+            },
+            Rule::worker_stmt => {
+                let path = string(next(&mut it)?);
+                let args = it
+                    .find(|p| p.as_rule() == Rule::string_list)
+                    .map(string_list);
+                Statement::Worker { path, args }
+            }
+            Rule::runtime_stmt => {
+                let source = string(next(&mut it)?);
+                let _at = next(&mut it)?;
+                let destination = string(next(&mut it)?);
+                Statement::Runtime {
+                    source,
+                    destination,
+                }
+            }
+            Rule::root_stmt => {
+                let id = string(next(&mut it)?);
+                let body = next(&mut it)?;
+                let body_rule = body.as_rule();
+                let is_host = body_rule == Rule::root_host;
+                let mut b = body.into_inner();
+                if is_host {
+                    let _host = next(&mut b)?;
+                    let source = string(next(&mut b)?);
+                    let _at = next(&mut b)?;
+                    let destination = string(next(&mut b)?);
+                    let access_pair = next(&mut b)?;
+                    let access_span = span(&access_pair);
+                    let access = match access_pair.into_inner().next().map(|p| p.as_rule()) {
+                        Some(Rule::kw_read_write) => Access::ReadWrite,
+                        Some(Rule::kw_read_only) => Access::ReadOnly,
+                        _ => return None,
+                    };
+                    let quota = match b.next() {
+                        Some(q) => {
+                            let qs = span(&q);
+                            let mut qi = q
+                                .into_inner()
+                                .filter(|p| matches!(p.as_rule(), Rule::number | Rule::quantity));
+                            Some(Node::new(
+                                Quota {
+                                    project: number(next(&mut qi)?),
+                                    bytes: quantity(next(&mut qi)?)?,
+                                    inodes: quantity(next(&mut qi)?)?,
+                                },
+                                qs,
+                            ))
+                        }
+                        None => None,
+                    };
+                    Statement::Root {
+                        id,
+                        destination,
+                        kind: RootKind::Host {
+                            source,
+                            access: Node::new(access, access_span),
+                            quota,
+                        },
+                    }
+                } else if body_rule == Rule::root_tmpfs {
+                    let mut b = b.filter(|p| matches!(p.as_rule(), Rule::path | Rule::quantity));
+                    let destination = string(next(&mut b)?);
+                    let size = quantity(next(&mut b)?)?;
+                    Statement::Root {
+                        id,
+                        destination,
+                        kind: RootKind::Tmpfs { size },
+                    }
+                } else {
+                    return None;
+                }
+            }
+            Rule::tmp_stmt => {
+                let setting = next(&mut it)?;
+                if setting.as_rule() == Rule::tmp_off {
+                    Statement::Tmp(Tmp::Off)
+                } else if setting.as_rule() != Rule::tmp_private {
+                    return None;
+                } else {
+                    let size = match setting.into_inner().find(|p| p.as_rule() == Rule::quantity) {
+                        Some(q) => Some(quantity(q)?),
+                        None => None,
+                    };
+                    Statement::Tmp(Tmp::Private { size })
+                }
+            }
+            Rule::writes_stmt => Statement::WritesBounded,
+            Rule::host_writes_stmt => Statement::HostWritesUnbounded,
+            Rule::user_namespaces_stmt => Statement::UserNamespacesNone,
+            Rule::pin_stmt => {
+                let mut items = Vec::new();
+                for p in it {
+                    let s = span(&p);
+                    let item = match p.into_inner().next().map(|k| k.as_rule()) {
+                        Some(Rule::kw_executables) => PinItem::Executables,
+                        Some(Rule::kw_mounts) => PinItem::Mounts,
+                        _ => return None,
+                    };
+                    items.push(Node::new(item, s));
+                }
+                Statement::Pin { items }
+            }
+            Rule::quota_stmt => {
+                let mut q = it.filter(|p| p.as_rule() == Rule::quantity);
+                Statement::QuotaAggregate {
+                    bytes: quantity(next(&mut q)?)?,
+                    inodes: quantity(next(&mut q)?)?,
+                }
+            }
+            Rule::tmpfs_stmt => Statement::TmpfsAggregate {
+                size: quantity(it.find(|p| p.as_rule() == Rule::quantity)?)?,
+            },
+            Rule::active_roots_stmt => Statement::ActiveRoots {
+                max: quantity(it.find(|p| p.as_rule() == Rule::quantity)?)?,
+            },
+            Rule::seccomp_stmt => {
+                let mode = next(&mut it)?;
+                match mode.as_rule() {
+                    Rule::kw_off => Statement::Seccomp(Seccomp::Off),
+                    Rule::kw_deny_known_escape_surface => {
+                        Statement::Seccomp(Seccomp::DenyKnownEscapeSurface)
+                    }
+                    Rule::strict_allowlist => {
+                        let mut syscalls = Vec::new();
+                        let mut recovered = false;
+                        if let Some(block) = mode
+                            .into_inner()
+                            .find(|p| p.as_rule() == Rule::syscall_block)
+                        {
+                            for s in inner(block) {
+                                if s.as_rule() == Rule::syscall_name {
+                                    syscalls.push(Node::new(s.as_str().to_string(), span(&s)));
+                                } else if s.as_rule() != Rule::bad_word {
+                                    return None;
+                                } else {
+                                    recovered = true;
+                                    self.diagnostics.push(
+                                        Diagnostic::error(
+                                            "splash::parse::invalid-syscall-name",
+                                            span(&s),
+                                            format!("`{}` is not a syscall name", s.as_str()),
+                                        )
+                                        .with_label("expected a name such as `openat`")
+                                        .with_help(
+                                            "separate names with spaces or newlines; names use \
+                                             letters, digits and `_` only",
+                                        ),
+                                    );
+                                }
+                            }
+                        }
+                        Statement::Seccomp(Seccomp::StrictAllowlist {
+                            syscalls,
+                            recovered,
+                        })
+                    }
+                    _ => return None,
+                }
+            }
+            Rule::limits_stmt => {
+                let mut runner = None;
+                let mut required = None;
+                let mut entries = Vec::new();
+                let mut recovered = false;
+                for p in it {
+                    match p.as_rule() {
+                        Rule::path => runner = Some(string(p)),
+                        Rule::kw_required => required = Some(Node::new((), span(&p))),
+                        Rule::limits_block => {
+                            for e in inner(p) {
+                                if e.as_rule() == Rule::bad_entry {
+                                    recovered = true;
+                                    self.bad(&e, Context::Limits);
+                                } else {
+                                    entries.push(limit_entry(e)?);
+                                }
+                            }
+                        }
+                        Rule::kw_runner => {}
+                        _ => return None,
+                    }
+                }
+                Statement::Limits {
+                    runner,
+                    required,
+                    entries,
+                    recovered,
+                }
+            }
+            Rule::landlock_stmt => {
+                let mut runner = None;
+                let mut allow_exec = Vec::new();
+                let mut recovered = false;
+                for p in it {
+                    match p.as_rule() {
+                        Rule::path => runner = Some(string(p)),
+                        Rule::landlock_block => {
+                            for e in inner(p) {
+                                if e.as_rule() == Rule::bad_entry {
+                                    recovered = true;
+                                    self.bad(&e, Context::Landlock);
+                                } else if e.as_rule() == Rule::allow_exec {
+                                    let path =
+                                        e.into_inner().find(|p| p.as_rule() == Rule::path)?;
+                                    allow_exec.push(string(path));
+                                } else {
+                                    return None;
+                                }
+                            }
+                        }
+                        Rule::kw_runner => {}
+                        _ => return None,
+                    }
+                }
+                Statement::Landlock {
+                    runner,
+                    allow_exec,
+                    recovered,
+                }
+            }
+            Rule::runner_stmt => Statement::CombinedRunner {
+                path: string(it.find(|p| p.as_rule() == Rule::path)?),
+            },
+            Rule::cgroup_stmt => {
+                let mut paths = Vec::new();
+                let mut required = None;
+                let mut entries = Vec::new();
+                let mut recovered = false;
+                for p in it {
+                    match p.as_rule() {
+                        Rule::path => paths.push(string(p)),
+                        Rule::kw_required => required = Some(Node::new((), span(&p))),
+                        Rule::cgroup_block => {
+                            for e in inner(p) {
+                                match e.as_rule() {
+                                    Rule::bad_entry => {
+                                        recovered = true;
+                                        self.bad(&e, Context::Cgroup);
+                                    }
+                                    _ => entries.push(self.cgroup_entry(e)?),
+                                }
+                            }
+                        }
+                        Rule::kw_parent | Rule::kw_runner => {}
+                        _ => return None,
+                    }
+                }
+                let mut paths = paths.into_iter();
+                Statement::Cgroup {
+                    parent: paths.next()?,
+                    runner: paths.next()?,
+                    required,
+                    entries,
+                    recovered,
+                }
+            }
+            Rule::watchdog_stmt => {
+                let mut q = it.filter(|p| p.as_rule() == Rule::quantity);
+                Statement::Watchdog {
+                    session: quantity(next(&mut q)?)?,
+                    call: match q.next() {
+                        Some(call) => Some(quantity(call)?),
+                        None => None,
+                    },
+                }
+            }
+            Rule::network_broker_stmt => {
+                let mut catalog = None;
+                let mut paths = Vec::new();
+                let mut ids = None;
+                for p in it {
+                    match p.as_rule() {
+                        Rule::catalog => {
+                            let s = span(&p);
+                            let c = match p.into_inner().next().map(|k| k.as_rule()) {
+                                Some(Rule::kw_origin) => Catalog::Origin,
+                                Some(Rule::kw_endpoint) => Catalog::Endpoint,
+                                _ => return None,
+                            };
+                            catalog = Some(Node::new(c, s));
+                        }
+                        Rule::path => paths.push(string(p)),
+                        Rule::string_list => ids = Some(string_list(p)),
+                        Rule::kw_parent | Rule::kw_at | Rule::kw_ids => {}
+                        _ => return None,
+                    }
+                }
+                let mut paths = paths.into_iter();
+                Statement::NetworkBroker {
+                    catalog: catalog?,
+                    parent: paths.next()?,
+                    destination: paths.next()?,
+                    ids: ids?,
+                }
+            }
+            _ => return None,
+        };
+        Some(Stmt {
+            kind,
+            span: sp,
+            keyword,
+        })
+    }
+
+    fn cgroup_entry(&mut self, pair: Pair<'_, Rule>) -> Option<Node<CgroupEntry>> {
+        let sp = span(&pair);
+        match pair.as_rule() {
+            Rule::cgroup_value => {
+                let mut it = pair.into_inner();
+                let name = next(&mut it)?;
+                let ns = span(&name);
+                let kind = match name.into_inner().next().map(|k| k.as_rule()) {
+                    Some(Rule::kw_cpu) => CgroupKind::Cpu,
+                    Some(Rule::kw_memory) => CgroupKind::Memory,
+                    Some(Rule::kw_swap) => CgroupKind::Swap,
+                    Some(Rule::kw_pids) => CgroupKind::Pids,
+                    Some(Rule::kw_join_timeout) => CgroupKind::JoinTimeout,
+                    _ => return None,
+                };
+                let value = quantity(next(&mut it)?)?;
+                Some(Node::new(
+                    CgroupEntry::Value {
+                        kind: Node::new(kind, ns),
+                        value,
+                    },
+                    sp,
+                ))
+            }
+            Rule::io_entry => {
+                let mut major = None;
+                let mut minor = None;
+                let mut limits = Vec::new();
+                let mut recovered = false;
+                for p in pair.into_inner() {
+                    match p.as_rule() {
+                        Rule::device => {
+                            let s = span(&p);
+                            let text = p.as_str();
+                            let colon = text.find(':')?;
+                            major = Some(Node::new(
+                                NumberLit(text[..colon].to_string()),
+                                Span::new(s.start, s.start + colon),
+                            ));
+                            minor = Some(Node::new(
+                                NumberLit(text[colon + 1..].to_string()),
+                                Span::new(s.start + colon + 1, s.end),
+                            ));
+                        }
+                        Rule::io_block => {
+                            for e in inner(p) {
+                                if e.as_rule() == Rule::bad_entry {
+                                    recovered = true;
+                                    self.bad(&e, Context::Io);
+                                } else if e.as_rule() != Rule::io_limit {
+                                    return None;
+                                } else {
+                                    let es = span(&e);
+                                    let mut ei = e.into_inner();
+                                    let dir = next(&mut ei)?;
+                                    let ds = span(&dir);
+                                    let direction =
+                                        match dir.into_inner().next().map(|k| k.as_rule()) {
+                                            Some(Rule::kw_write) => IoDirection::Write,
+                                            Some(Rule::kw_read) => IoDirection::Read,
+                                            _ => return None,
+                                        };
+                                    let value = quantity(next(&mut ei)?)?;
+                                    limits.push(Node::new(
+                                        IoLimit {
+                                            direction: Node::new(direction, ds),
+                                            value,
+                                        },
+                                        es,
+                                    ));
+                                }
+                            }
+                        }
+                        Rule::kw_io => {}
+                        _ => return None,
+                    }
+                }
+                Some(Node::new(
+                    CgroupEntry::Io {
+                        major: major?,
+                        minor: minor?,
+                        limits,
+                        recovered,
+                    },
+                    sp,
+                ))
+            }
+            _ => None,
+        }
+    }
+}
+
+fn limit_entry(pair: Pair<'_, Rule>) -> Option<Node<LimitEntry>> {
+    let sp = span(&pair);
+    let mut it = pair.into_inner();
+    let name = next(&mut it)?;
+    let ns = span(&name);
+    let kind = match name.into_inner().next().map(|k| k.as_rule()) {
+        Some(Rule::kw_cpu) => LimitKind::Cpu,
+        Some(Rule::kw_address_space) => LimitKind::AddressSpace,
+        Some(Rule::kw_processes) => LimitKind::Processes,
+        Some(Rule::kw_open_files) => LimitKind::OpenFiles,
+        Some(Rule::kw_file_size) => LimitKind::FileSize,
+        _ => return None,
+    };
+    let value = quantity(next(&mut it)?)?;
+    Some(Node::new(
+        LimitEntry {
+            kind: Node::new(kind, ns),
+            value,
+        },
+        sp,
+    ))
+}
