@@ -5,7 +5,7 @@
 //!
 //! A [`Policy`] cannot be built without its invariants holding: the checker
 //! and a compiled artifact both go through [`Policy::try_from`], which runs
-//! [`check_invariants`]; lowering checks each active root with
+//! `check_invariants`; lowering checks each active root with
 //! [`check_active_root`]. These two functions are the one place where those
 //! defensive checks live; they are deliberately much smaller than the checker
 //! and report only the first violation.
