@@ -111,8 +111,13 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .filter(|&n| n > 0)
         .unwrap_or(1000);
-    let dir: PathBuf = std::env::temp_dir().join(format!("splash-hop-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("scratch directory");
+    // 0755, as `mkdir` makes it: the sandboxed worker may run as another uid.
+    let scratch = tempfile::Builder::new()
+        .prefix("splash-hop-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .tempdir()
+        .expect("scratch directory");
+    let dir: PathBuf = scratch.path().to_path_buf();
     let (target, target_kind) = target(&dir);
 
     let limit = runner(
@@ -204,5 +209,4 @@ fn main() {
     } else {
         println!("landlock chains skipped: the kernel does not enforce landlock");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }

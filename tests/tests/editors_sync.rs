@@ -426,8 +426,12 @@ fn non_keywords(keywords: &BTreeSet<String>) -> Vec<String> {
 /// Loads `lines` into vim with the syntax file and returns, for each line,
 /// the syntax group at every character.
 fn vim_groups(lines: &[String]) -> Vec<Vec<String>> {
-    let dir = std::env::temp_dir().join(format!("splash-editors-{}", std::process::id()));
-    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let dir_guard = tempfile::Builder::new()
+        .prefix("splash-editors-")
+        .tempdir()
+        .expect("create a temporary directory");
+    let dir = dir_guard.path();
+    fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let input = dir.join("sample.splashpol");
     let output = dir.join("groups.txt");
     let script = dir.join("query.vim");
@@ -460,7 +464,6 @@ fn vim_groups(lines: &[String]) -> Vec<Vec<String>> {
         .unwrap_or_else(|e| panic!("cannot run vim: {e}"));
     assert!(status.success(), "vim exited with {status}");
     let text = fs::read_to_string(&output).unwrap_or_else(|e| panic!("vim wrote no output: {e}"));
-    let _ = fs::remove_dir_all(&dir);
     text.lines()
         .map(|l| l.split(',').map(str::to_string).collect())
         .collect()
@@ -580,8 +583,12 @@ process.stdout.write(JSON.stringify(out));
 /// Tokenizes `lines` with the TextMate grammar; returns the scope of every
 /// character.
 fn textmate_scopes(lines: &[String]) -> Vec<Vec<String>> {
-    let dir = std::env::temp_dir().join(format!("splash-textmate-{}", std::process::id()));
-    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let dir_guard = tempfile::Builder::new()
+        .prefix("splash-textmate-")
+        .tempdir()
+        .expect("create a temporary directory");
+    let dir = dir_guard.path();
+    fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     let script = dir.join("tokenize.js");
     let input = dir.join("sample.splashpol");
     fs::write(&script, TEXTMATE_TOKENIZER).unwrap_or_else(|e| panic!("{e}"));
@@ -593,7 +600,6 @@ fn textmate_scopes(lines: &[String]) -> Vec<Vec<String>> {
         .arg(&input)
         .output()
         .unwrap_or_else(|e| panic!("cannot run node: {e}"));
-    let _ = fs::remove_dir_all(&dir);
     assert!(
         output.status.success(),
         "tokenizer failed: {}",

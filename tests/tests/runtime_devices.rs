@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use runtime_support::{TempDir, TestPolicy, edited};
 use splash_protocol::{PrivatePipeWorkerBootstrap, SessionKey, Token};
 use splash_runtime::{
-    BindError, BindOptions, BoundCommand, LaunchPreparation, LaunchSpec, SpawnError, WorkerStatus,
+    BindError, BindOptions, BoundCommand, LaunchPreparation, LaunchSpec, PlanDefect, SpawnError,
+    WorkerStatus,
 };
 use splashpol::plan::{BwrapOp, DeviceNode};
 
@@ -37,6 +38,14 @@ fn device_directories() -> Vec<PathBuf> {
 }
 
 /// A root host with bwrap and a copy of `cat` as the worker.
+/// The device directories that are not in `before`.
+fn new_directories(before: &[PathBuf]) -> Vec<PathBuf> {
+    device_directories()
+        .into_iter()
+        .filter(|d| !before.contains(d))
+        .collect()
+}
+
 fn root_host() -> Option<(TempDir, PathBuf)> {
     let bwrap = splash_tests::bwrap_path();
     if !splash_tests::require_host(bwrap.is_some(), "bubblewrap") {
@@ -96,11 +105,11 @@ fn a_root_launch_gets_private_nodes_that_are_removed_when_the_worker_is_reaped()
     let bound =
         BoundCommand::bind(TestPolicy::new(&bwrap, dir.path(), "cat").plan()).expect("bind");
     assert!(bound.private_device_nodes());
-    assert_eq!(
-        device_directories(),
-        before,
-        "bind's trial directory is gone"
-    );
+    // Bind proved it can make the nodes with one directory, which the first
+    // launch takes.
+    let made_at_bind = new_directories(&before);
+    assert_eq!(made_at_bind.len(), 1, "bind's directory: {made_at_bind:?}");
+    assert_private_nodes(&made_at_bind[0]);
 
     // A prepared launch names its directory in the arguments.
     let spec = bound.launch_spec().expect("launch spec");
@@ -109,6 +118,7 @@ fn a_root_launch_gets_private_nodes_that_are_removed_when_the_worker_is_reaped()
         .expect("private nodes")
         .path()
         .to_path_buf();
+    assert_eq!(private, made_at_bind[0], "the first launch takes it");
     assert_private_nodes(&private);
     for (name, _, _) in NODES {
         let source = private.join(name).display().to_string();
@@ -128,10 +138,7 @@ fn a_root_launch_gets_private_nodes_that_are_removed_when_the_worker_is_reaped()
     // A real launch: the nodes exist while the worker runs, and go with it.
     let worker = bound.spawn_with_bootstrap(&bootstrap()).expect("spawn");
     let (mut lifecycle, stdin, _stdout) = worker.into_lifecycle_parts();
-    let during: Vec<PathBuf> = device_directories()
-        .into_iter()
-        .filter(|d| !before.contains(d))
-        .collect();
+    let during = new_directories(&before);
     assert_eq!(during.len(), 1, "one directory for the launch: {during:?}");
     assert_private_nodes(&during[0]);
     assert_eq!(
@@ -144,6 +151,18 @@ fn a_root_launch_gets_private_nodes_that_are_removed_when_the_worker_is_reaped()
     assert!(!during[0].exists(), "removed once the worker is reaped");
     drop(lifecycle);
     assert_eq!(device_directories(), before);
+
+    // A bound command that never launches removes bind's directory with
+    // itself.
+    let unused =
+        BoundCommand::bind(TestPolicy::new(&bwrap, dir.path(), "cat").plan()).expect("bind");
+    assert_eq!(device_directories().len(), before.len() + 1);
+    drop(unused);
+    assert_eq!(
+        device_directories(),
+        before,
+        "removed with the bound command"
+    );
 }
 
 /// A preparation that launches nothing itself: it may fail every launch
@@ -249,7 +268,8 @@ fn bind_refuses_a_device_parent_others_could_change() {
     std::os::unix::fs::chown(parent.path(), Some(65534), None).expect("chown");
     refused("not owned by root");
     // Control: the same directory owned by root and writable by root only
-    // is accepted, and holds nothing after bind.
+    // is accepted; it holds bind's one directory until the bound command
+    // goes.
     std::os::unix::fs::chown(parent.path(), Some(0), None).expect("chown");
     let bound = BoundCommand::bind_with(
         plan.clone(),
@@ -257,6 +277,8 @@ fn bind_refuses_a_device_parent_others_could_change() {
     )
     .expect("a root-owned 0755 parent on this filesystem is accepted");
     assert!(bound.private_device_nodes());
+    assert_eq!(std::fs::read_dir(parent.path()).expect("list").count(), 1);
+    drop(bound);
     assert_eq!(std::fs::read_dir(parent.path()).expect("list").count(), 0);
 }
 
@@ -291,7 +313,7 @@ fn bind_refuses_a_plan_without_every_device_bind_after_dev() {
         let err = BoundCommand::bind(bad).expect_err(what);
         assert!(
             matches!(&err, BindError::HardeningPrefix { expected, .. } if expected.starts_with("--dev-bind"))
-                || matches!(&err, BindError::Plan(m) if m.contains("--dev-bind")),
+                || matches!(&err, BindError::Plan(PlanDefect::DeviceOutsidePrefix)),
             "{what}: {err}"
         );
     }

@@ -1,7 +1,8 @@
 //! The host library against real workers under real bwrap: the one-call
 //! launch, the watchdog (session and call deadlines, a trusted stop from
-//! another thread), cooperative cancellation, and every refusal of bind and
-//! activation with a control that passes.
+//! another thread), cooperative cancellation, every refusal of bind and
+//! activation with a control that passes, and post-stop reconciliation of
+//! durable operations from the probe's operation journal.
 //!
 //! Times are asserted with generous margins only.
 
@@ -549,11 +550,11 @@ fn reconciliation_needs_a_reaped_worker_a_fresh_session_and_one_grant() {
         );
     }
     assert!(live_children().is_empty());
-    // A fresh id and exactly one grant: one exchange is sent. The probe,
-    // like every worker built on the worker library, keeps no operation
-    // journal, so (as in Splash) it ends the session on the request; the
-    // outcome is reported as indeterminate and only after the worker was
-    // reaped.
+    // A fresh id and exactly one grant: one exchange is sent. This probe
+    // was given no operation journal, so (as in Splash) it ends the session
+    // on the request; the outcome is reported as indeterminate and only
+    // after the worker was reaped. (With a journal it answers: see
+    // `durable_operations_are_reconciled_from_the_journal`.)
     let err = loaded
         .reconcile(
             &old,
@@ -578,4 +579,255 @@ fn reconciliation_needs_a_reaped_worker_a_fresh_session_and_one_grant() {
     }
     assert!(live_children().is_empty());
     assert!(processes_running(&probe).is_empty());
+}
+
+/// Where the probe's operation journal is inside the sandbox.
+const JOURNAL_AT: &str = "/journal";
+
+/// Runs Bubblewrap and the worker as host uid 65534 (through `setpriv`;
+/// the test policies run Bubblewrap by path, so no pinned descriptor is
+/// involved).
+#[derive(Debug)]
+struct AsNobody;
+
+impl splash_runtime::LaunchPreparation for AsNobody {
+    fn name(&self) -> &str {
+        "setpriv"
+    }
+    fn prepare(&mut self, _: &BoundCommand) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn launch_uid(&self) -> Option<u32> {
+        Some(NOBODY)
+    }
+    fn wrap(&self, spec: &mut splash_runtime::LaunchSpec) -> std::io::Result<()> {
+        spec.wrap(
+            SETPRIV.into(),
+            vec![
+                format!("--reuid={NOBODY}"),
+                format!("--regid={NOBODY}"),
+                "--clear-groups".into(),
+                "--".into(),
+            ],
+            Vec::new(),
+        );
+        Ok(())
+    }
+}
+
+const NOBODY: u32 = 65534;
+const SETPRIV: &str = "/usr/bin/setpriv";
+
+/// Launch options for a worker that runs as `uid` (0 or [`NOBODY`]).
+fn options_as(uid: u32, deadlines: Deadlines) -> LaunchOptions {
+    let options = LaunchOptions::default().with_deadlines(deadlines);
+    if uid == 0 {
+        options
+    } else {
+        options.with_bind(splash_runtime::BindOptions::default().with_preparation(AsNobody))
+    }
+}
+
+/// The probe with a read-write root `journal` at [`JOURNAL_AT`]; with
+/// `journal`, the probe keeps its operation journal there.
+fn journal_policy(
+    bwrap: &Path,
+    probe_dir: &runtime_support::TempDir,
+    area: &Path,
+    journal: bool,
+) -> TestPolicy {
+    let mut policy = probe_policy(bwrap, probe_dir);
+    policy.host_root("journal", area, JOURNAL_AT, true);
+    // A few hundred bytes of journal; quotas are tested elsewhere.
+    policy.unbounded_host_writes = true;
+    if journal {
+        policy.worker_args = vec!["--journal".into(), JOURNAL_AT.into()];
+    }
+    policy
+}
+
+/// A manifest of session `session` granting `tools`, each selecting the
+/// journal root.
+fn durable_manifest(session: &str, tools: &[&str]) -> CapabilityManifest {
+    let mut m = manifest(session);
+    m.grants.retain(|g| tools.contains(&g.tool.as_str()));
+    for g in &mut m.grants {
+        g.resources.insert(splash_protocol::Resource::new(
+            splash_protocol::ResourceKind::FileRoot,
+            Token::new("journal").expect("root id"),
+        ));
+    }
+    m
+}
+
+/// The worker ended the session on a request of `kind`: indeterminate, and
+/// the worker was stopped.
+fn worker_ended(err: &CallError, kind: &str) -> bool {
+    matches!(
+        err,
+        CallError::Indeterminate {
+            reason: Indeterminate::Transport(splash_protocol::SessionError::WorkerEnded { kind: k, .. }),
+            status,
+        } if *k == kind && *status != splash_runtime::WorkerStatus::Running
+    )
+}
+
+fn reconcile_ended(err: &splash_runtime::ReconcileError) -> bool {
+    matches!(err, splash_runtime::ReconcileError::Call(e) if worker_ended(e, "reconcile_operation"))
+}
+
+/// The whole recovery path with a real worker under real bwrap, run by
+/// `uid`: a durable call killed by its deadline reconciles as `running`
+/// (started, no recorded outcome), a completed one as `succeeded` with the
+/// very status the worker sent, and an operation never dispatched ends the
+/// session; the control without a journal ends the session every time.
+fn reconcile_from_the_journal(uid: u32) {
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let probe = probe_dir.path().join("splash-probe");
+    let area = runtime_support::NosuidArea::new("journal");
+    if uid != 0 {
+        std::os::unix::fs::chown(area.path(), Some(uid), Some(uid)).expect("chown journal area");
+    }
+    let loaded = loaded(&journal_policy(&bwrap, &probe_dir, area.path(), true));
+    let both = ["probe.sleep", "probe.echo"];
+    let long = || Deadlines::session(Duration::from_secs(60));
+    // One reconciliation in session `id` with one grant, for `tool`.
+    let reconcile =
+        |policy: &LoadedPolicy, old: &splash_runtime::Reaped, id: &str, tool: &str, op: &Token| {
+            policy.reconcile(
+                old,
+                durable_manifest(id, &[tool]),
+                tool,
+                op,
+                options_as(uid, long()),
+            )
+        };
+
+    // (a) A durable call killed by its call deadline.
+    let mut session = loaded
+        .launch(
+            durable_manifest("d-1", &both),
+            options_as(uid, long().with_call(Duration::from_millis(800))),
+        )
+        .expect("launch");
+    let op_a = Token::new("op-a").expect("op");
+    let err = session
+        .dispatch("probe.sleep", &op_a, json!({"ms": 30_000}))
+        .expect_err("call deadline");
+    assert_eq!(indeterminate(&err), Some(StopReason::CallDeadline), "{err}");
+    let old = session.into_reaped(Duration::from_secs(1)).expect("reaped");
+    assert_eq!(old.status(), splash_runtime::WorkerStatus::Killed(9));
+    // The refusals still come first.
+    let err = reconcile(&loaded, &old, "d-1", "probe.sleep", &op_a).expect_err("reused id");
+    assert!(
+        matches!(err, splash_runtime::ReconcileError::SessionReused(_)),
+        "{err}"
+    );
+    let err = loaded
+        .reconcile(
+            &old,
+            durable_manifest("d-2", &both),
+            "probe.sleep",
+            &op_a,
+            options_as(uid, long()),
+        )
+        .expect_err("two grants");
+    assert!(
+        matches!(err, splash_runtime::ReconcileError::ManifestScope { .. }),
+        "{err}"
+    );
+    // A fresh worker reads the journal: started, no outcome.
+    let rec = reconcile(&loaded, &old, "d-2", "probe.sleep", &op_a).expect("reconciled");
+    assert_eq!(rec.state, splash_protocol::OperationStatus::Running);
+    assert_eq!(rec.reaped.status(), splash_runtime::WorkerStatus::Exited(0));
+    assert!(live_children().is_empty(), "{:?}", live_children());
+    assert!(processes_running(&probe).is_empty());
+
+    // (b) A durable call that completed; its answer is then lost with the
+    // session (the host closes without keeping it).
+    let mut session = loaded
+        .launch(durable_manifest("d-3", &both), options_as(uid, long()))
+        .expect("launch");
+    let op_b = Token::new("op-b").expect("op");
+    let sent = session
+        .dispatch("probe.sleep", &op_b, json!({"ms": 20}))
+        .expect("dispatch");
+    let splash_protocol::OperationStatus::Succeeded { payload } = &sent else {
+        panic!("{sent:?}");
+    };
+    assert_eq!(payload.clone().into_value()["ms"], 20);
+    let old = session.into_reaped(Duration::from_secs(5)).expect("reaped");
+    assert_eq!(old.status(), splash_runtime::WorkerStatus::Exited(0));
+    let rec = reconcile(&loaded, &old, "d-4", "probe.sleep", &op_b).expect("reconciled");
+    // The recorded status, byte for byte (its `elapsed_ms` too: the tool
+    // did not run again).
+    assert_eq!(rec.state, sent);
+
+    // (c) An operation never dispatched: the protocol has no state for it,
+    // so the worker ends the session (as in Splash); indeterminate.
+    let op_c = Token::new("op-never").expect("op");
+    let err = reconcile(&loaded, &old, "d-5", "probe.sleep", &op_c).expect_err("unknown operation");
+    assert!(reconcile_ended(&err), "{err:?}");
+    // A known operation under another tool is no record either.
+    let err = reconcile(&loaded, &old, "d-6", "probe.echo", &op_b).expect_err("other tool");
+    assert!(reconcile_ended(&err), "{err:?}");
+
+    // The journal is the worker's file in the root it was given.
+    let journal = std::fs::read_to_string(area.path().join(splash_protocol::JOURNAL_FILE))
+        .expect("journal on the host");
+    assert_eq!(journal.lines().count(), 3, "{journal}");
+    let owner = std::os::unix::fs::MetadataExt::uid(
+        &std::fs::metadata(area.path().join(splash_protocol::JOURNAL_FILE)).expect("meta"),
+    );
+    if uid == 0 {
+        assert_eq!(owner, 0);
+    } else {
+        // Written by the worker's user (seen on the host as its uid).
+        assert_eq!(owner, uid);
+    }
+
+    // Control: the same policy and root without `--journal`. The journal
+    // is still there, but this worker keeps none and ends the session on
+    // every durable request.
+    let plain = loaded_plain(&bwrap, &probe_dir, area.path());
+    let mut session = plain
+        .launch(durable_manifest("d-7", &both), options_as(uid, long()))
+        .expect("launch");
+    let err = session
+        .dispatch(
+            "probe.echo",
+            &Token::new("op-d").expect("op"),
+            json!({"input": 1}),
+        )
+        .expect_err("no journal");
+    assert!(worker_ended(&err, "dispatch_operation"), "{err:?}");
+    let old = session.into_reaped(Duration::from_secs(1)).expect("reaped");
+    let err = reconcile(&plain, &old, "d-8", "probe.sleep", &op_b).expect_err("no journal");
+    assert!(reconcile_ended(&err), "{err:?}");
+    assert!(live_children().is_empty(), "{:?}", live_children());
+    assert!(processes_running(&probe).is_empty());
+}
+
+fn loaded_plain(bwrap: &Path, probe_dir: &runtime_support::TempDir, area: &Path) -> LoadedPolicy {
+    loaded(&journal_policy(bwrap, probe_dir, area, false))
+}
+
+#[test]
+fn durable_operations_are_reconciled_from_the_journal() {
+    let _serial = serial();
+    reconcile_from_the_journal(0);
+}
+
+#[test]
+fn durable_operations_are_reconciled_from_the_journal_as_uid_65534() {
+    let _serial = serial();
+    if !splash_tests::require_host(
+        Path::new(SETPRIV).is_file() && runtime_support::running_as_root(),
+        "setpriv and host root (the worker runs as uid 65534)",
+    ) {
+        return;
+    }
+    reconcile_from_the_journal(NOBODY);
 }

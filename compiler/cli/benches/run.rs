@@ -11,7 +11,16 @@
 //!   from spawn until Bubblewrap exits.
 //!
 //! The policy is the demo policy's controls with the probe copied to a
-//! temporary directory. Rounds are interleaved, so load drift affects both.
+//! temporary directory. Every mount of the plan is in the raw argument list
+//! (the six device re-binds, the worker bound over itself, the `/dev`
+//! remount); the raw side has no seccomp filter (passing one needs an
+//! inherited descriptor), so it does slightly less than the plan. Each
+//! round runs every variant once, in an order that rotates from round to
+//! round, so load drift and cache warmth affect all of them alike.
+//!
+//! When a statically linked `splashc` exists at
+//! `target/<arch>-unknown-linux-gnu/release/splashc` (the build
+//! `docs/runtime.md` describes), it is measured as a third variant.
 //!
 //! Run: `cargo build --release -p splashc -p splash-probe && cargo bench -p splashc --bench run`.
 //! Without `--bench` (as under `cargo test`) one round runs as a smoke test.
@@ -28,14 +37,26 @@ use splash_protocol::{
 
 const BWRAP: &str = "/usr/bin/bwrap";
 
+/// The `target` directory this bench was built in.
+fn target_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    Some(exe.parent()?.parent()?.parent()?.to_path_buf())
+}
+
 /// `target/<profile>/NAME`, preferring the release build.
 fn built(name: &str) -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let target = exe.parent()?.parent()?.parent()?;
+    let target = target_dir()?;
     ["release", "debug"]
         .iter()
         .map(|profile| target.join(profile).join(name))
         .find(|p| p.is_file())
+}
+
+/// The statically linked release build of `splashc`, if one was made
+/// (`target/<arch>-unknown-linux-gnu/release/splashc`, see `docs/runtime.md`).
+fn built_static() -> Option<PathBuf> {
+    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
+    Some(target_dir()?.join(triple).join("release").join("splashc")).filter(|p| p.is_file())
 }
 
 fn system_dirs() -> Vec<&'static str> {
@@ -186,38 +207,59 @@ fn main() {
         );
         return;
     };
-    let dir = std::env::temp_dir().join(format!("splash-bench-run-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("bench dir");
+    // 0755, as `mkdir` makes it: the sandboxed worker may run as another uid.
+    let scratch = tempfile::Builder::new()
+        .prefix("splash-bench-run-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .tempdir()
+        .expect("bench dir");
+    let dir = scratch.path().to_path_buf();
     let dir = dir.canonicalize().expect("canonical bench dir");
     std::fs::copy(&probe, dir.join("splash-probe")).expect("copy probe");
     let policy_path = dir.join("bench.splashpol");
     std::fs::write(&policy_path, policy(&dir)).expect("policy");
 
+    let mut variants = vec![("`splashc run`, the whole process", splashc)];
+    if let Some(s) = built_static() {
+        variants.push(("`splashc run`, statically linked build", s));
+    }
     let (warmup, rounds) = if measuring { (5, 60) } else { (0, 1) };
     let mut raw_samples = Vec::new();
-    let mut run_samples = Vec::new();
-    let mut ratios = Vec::new();
+    let mut run_samples = vec![Vec::new(); variants.len()];
+    let mut ratios = vec![Vec::new(); variants.len()];
     for round in 0..warmup + rounds {
-        let r = raw(&dir);
-        let s = splashc_run(&splashc, &policy_path);
+        // Slot 0 is raw bwrap, slot i the i-th `splashc` build; the order
+        // rotates every round, so no variant always runs first or after
+        // another.
+        let slots = variants.len() + 1;
+        let mut times = vec![Duration::ZERO; slots];
+        for k in 0..slots {
+            let slot = (k + round) % slots;
+            times[slot] = match slot {
+                0 => raw(&dir),
+                i => splashc_run(&variants[i - 1].1, &policy_path),
+            };
+        }
         if round >= warmup {
+            let r = times[0];
             raw_samples.push(r);
-            run_samples.push(s);
-            ratios.push(s.as_secs_f64() / r.as_secs_f64());
+            for (i, s) in times.into_iter().skip(1).enumerate() {
+                run_samples[i].push(s);
+                ratios[i].push(s.as_secs_f64() / r.as_secs_f64());
+            }
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 
-    ratios.sort_by(f64::total_cmp);
     let base = quantile(&raw_samples, 0.5);
     println!("whole process: `splashc run` vs raw bwrap ({rounds} rounds, interleaved)");
-    println!("splashc: {}", splashc.display());
+    for (name, exe) in &variants {
+        println!("{name}: {}", exe.display());
+    }
     println!("| variant | median ms | p90 ms | ratio to raw (median) |");
     println!("|---|---:|---:|---:|");
-    for (name, samples) in [
-        ("raw bwrap, same mounts, same worker", &raw_samples),
-        ("`splashc run`, the whole process", &run_samples),
-    ] {
+    let rows = std::iter::once(("raw bwrap, same mounts, same worker", &raw_samples))
+        .chain(variants.iter().map(|(name, _)| *name).zip(&run_samples));
+    for (name, samples) in rows {
         println!(
             "| {name} | {:.2} | {:.2} | {:.2}x |",
             ms(quantile(samples, 0.5)),
@@ -225,10 +267,13 @@ fn main() {
             quantile(samples, 0.5).as_secs_f64() / base.as_secs_f64()
         );
     }
-    println!(
-        "paired per-round ratio: median {:.2}x, p10 {:.2}x, p90 {:.2}x",
-        ratios[ratios.len() / 2],
-        ratios[ratios.len() / 10],
-        ratios[ratios.len() * 9 / 10]
-    );
+    for ((name, _), ratios) in variants.iter().zip(&mut ratios) {
+        ratios.sort_by(f64::total_cmp);
+        println!(
+            "{name}: paired per-round ratio: median {:.2}x, p10 {:.2}x, p90 {:.2}x",
+            ratios[ratios.len() / 2],
+            ratios[ratios.len() / 10],
+            ratios[ratios.len() * 9 / 10]
+        );
+    }
 }

@@ -105,10 +105,8 @@ mod tests {
         v
     }
 
-    fn temp(name: &str, text: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("splashc-check-test-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let p = dir.join(name);
+    fn temp(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+        let p = dir.path().join(name);
         std::fs::write(&p, text).expect("write");
         p
     }
@@ -126,7 +124,12 @@ mod tests {
 
     #[test]
     fn errors_exit_one_and_unreadable_files_exit_two() {
+        let dir = tempfile::Builder::new()
+            .prefix("splashc-check-test-")
+            .tempdir()
+            .expect("create a temporary directory");
         let bad = temp(
+            &dir,
             "bad.splashpol",
             "splashpol 1\npolicy \"x\" {\n  wroker \"/a\"\n}\n",
         );
@@ -147,7 +150,7 @@ mod tests {
             }),
             2
         );
-        let not_utf8 = temp("latin1.splashpol", "");
+        let not_utf8 = temp(&dir, "latin1.splashpol", "");
         std::fs::write(&not_utf8, b"splashpol 1\n\xff").expect("write");
         assert_eq!(
             run(&CheckArgs {
@@ -157,8 +160,5 @@ mod tests {
             1,
             "a file that is not UTF-8 is a policy error, not an I/O failure"
         );
-        if let Some(dir) = bad.parent() {
-            std::fs::remove_dir_all(dir).expect("remove the test's temporary directory");
-        }
     }
 }

@@ -125,8 +125,12 @@ mod tests {
                 "no `{name}` in:\n{page}"
             );
         }
-        let dir = std::env::temp_dir().join(format!("splashc-man-test-{}", std::process::id()));
-        write_pages(&command(), &dir).expect("pages");
+        let dir_guard = tempfile::Builder::new()
+            .prefix("splashc-man-test-")
+            .tempdir()
+            .expect("create a temporary directory");
+        let dir = dir_guard.path();
+        write_pages(&command(), dir).expect("pages");
         for sub in command().get_subcommands() {
             let name = sub.get_name();
             let text = std::fs::read_to_string(dir.join(format!("splashc-{name}.1")))
@@ -145,6 +149,5 @@ mod tests {
                 }
             }
         }
-        std::fs::remove_dir_all(&dir).expect("remove the test's temporary directory");
     }
 }

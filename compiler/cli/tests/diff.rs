@@ -2,7 +2,7 @@
 //! both files), 0 on a narrowing or identical policies, 3 on a policy with
 //! errors, 2 on a missing file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn splashc(args: &[&str]) -> Output {
@@ -16,25 +16,21 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
-struct Dir(PathBuf);
+struct Dir(tempfile::TempDir);
 
 impl Dir {
     fn new(tag: &str) -> Dir {
-        let d = std::env::temp_dir().join(format!("splashc-diff-{}-{tag}", std::process::id()));
-        std::fs::create_dir_all(&d).expect("temp dir");
+        let d = tempfile::Builder::new()
+            .prefix(&format!("splashc-diff-{tag}-"))
+            .tempdir()
+            .expect("temp dir");
         Dir(d)
     }
 
     fn write(&self, name: &str, text: &str) -> String {
-        let p = self.0.join(name);
+        let p = self.0.path().join(name);
         std::fs::write(&p, text).expect("write policy");
         p.to_str().expect("utf-8 path").to_string()
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -90,7 +86,7 @@ fn errors_exit_3_and_missing_files_exit_2() {
     let out = splashc(&["diff", &a, &bad]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     assert!(out.stdout.is_empty());
-    let missing = dir.0.join("missing.splashpol");
+    let missing = dir.0.path().join("missing.splashpol");
     let out = splashc(&["diff", &a, missing.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
 }

@@ -2,6 +2,7 @@
 //! temporary directory) is enforceable, the cgroup example names the missing
 //! controllers, a missing Bubblewrap names the fix.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -19,10 +20,13 @@ fn policy_text(name: &str) -> String {
     std::fs::read_to_string(p).expect("read policy")
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("splashc-doctor-{}-{tag}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
+fn temp_dir(tag: &str) -> tempfile::TempDir {
+    // 0755, as `mkdir` makes it: the sandboxed worker may run as another uid.
+    tempfile::Builder::new()
+        .prefix(&format!("splashc-doctor-{tag}-"))
+        .permissions(std::fs::Permissions::from_mode(0o755))
+        .tempdir()
+        .expect("temp dir")
 }
 
 fn text(b: &[u8]) -> String {
@@ -63,8 +67,9 @@ fn the_demo_policy_is_enforceable_here() {
     if !bwrap_present() {
         return;
     }
-    let dir = temp_dir("demo");
-    let policy = demo_in(&dir, "/usr/bin/bwrap");
+    let scratch = temp_dir("demo");
+    let dir = scratch.path();
+    let policy = demo_in(dir, "/usr/bin/bwrap");
     let out = splashc(&["doctor", policy.to_str().expect("utf-8")]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
@@ -91,13 +96,13 @@ fn the_demo_policy_is_enforceable_here() {
     assert_eq!(doc["policy"], "demo");
     let checks = doc["checks"].as_array().expect("checks");
     assert!(checks.iter().all(|c| c["status"] != "missing"), "{doc:#}");
-    std::fs::remove_dir_all(&dir).expect("clean up");
 }
 
 #[test]
 fn a_missing_bubblewrap_fails_with_the_fix() {
-    let dir = temp_dir("nobwrap");
-    let policy = demo_in(&dir, "/opt/splash-does-not-exist/bwrap");
+    let scratch = temp_dir("nobwrap");
+    let dir = scratch.path();
+    let policy = demo_in(dir, "/opt/splash-does-not-exist/bwrap");
     let out = splashc(&["doctor", policy.to_str().expect("utf-8")]);
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}");
@@ -112,7 +117,6 @@ fn a_missing_bubblewrap_fails_with_the_fix() {
         stdout.contains("cannot be enforced on this host"),
         "{stdout}"
     );
-    std::fs::remove_dir_all(&dir).expect("clean up");
 }
 
 #[test]

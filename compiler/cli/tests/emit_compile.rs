@@ -32,10 +32,6 @@ fn golden_manifest(rel: &str) -> String {
         .into_owned()
 }
 
-fn temp(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("splashc-emit-{}-{name}", std::process::id()))
-}
-
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -175,7 +171,11 @@ fn exit_statuses() {
 
 #[test]
 fn compiled_artifact_emits_the_same_plan_and_refuses_tampering() {
-    let art = temp("agent.splashpolc");
+    let scratch = tempfile::Builder::new()
+        .prefix("splashc-emit-")
+        .tempdir()
+        .expect("temp dir");
+    let art = scratch.path().join("agent.splashpolc");
     let out = splashc(&[
         "compile",
         &policy("agent-worker.splashpol"),
@@ -222,5 +222,4 @@ fn compiled_artifact_emits_the_same_plan_and_refuses_tampering() {
         &art.to_string_lossy(),
     ]);
     assert_eq!(again.status.code(), Some(2), "an artifact is not source");
-    let _ = std::fs::remove_file(&art);
 }

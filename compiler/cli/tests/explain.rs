@@ -44,8 +44,11 @@ fn plan_only_output_is_the_golden_explanation() {
 
 #[test]
 fn this_host_names_what_it_cannot_enforce() {
-    let dir = std::env::temp_dir().join(format!("splashc-explain-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir_guard = tempfile::Builder::new()
+        .prefix("splashc-explain-")
+        .tempdir()
+        .expect("create a temporary directory");
+    let dir = dir_guard.path();
     let missing = dir.join("no-such-runtime");
     let policy = dir.join("p.splashpol");
     std::fs::write(
@@ -59,7 +62,6 @@ fn this_host_names_what_it_cannot_enforce() {
     let p = policy.to_str().expect("utf-8 path");
     let probed = splashc(&["explain", p, "--format", "json"]);
     let plan_only = splashc(&["explain", p, "--format", "json", "--plan-only"]);
-    std::fs::remove_dir_all(&dir).expect("remove temp dir");
     assert_eq!(probed.status.code(), Some(0), "{}", text(&probed.stderr));
     let doc: serde_json::Value = serde_json::from_slice(&probed.stdout).expect("json");
     let gaps = doc["on_this_host"].as_array().expect("the host was probed");
@@ -78,8 +80,11 @@ fn this_host_names_what_it_cannot_enforce() {
 
 #[test]
 fn a_policy_with_errors_exits_1_and_a_bad_arch_exits_2() {
-    let dir = std::env::temp_dir().join(format!("splashc-explain-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir_guard = tempfile::Builder::new()
+        .prefix("splashc-explain-bad-")
+        .tempdir()
+        .expect("create a temporary directory");
+    let dir = dir_guard.path();
     let policy = dir.join("bad.splashpol");
     std::fs::write(
         &policy,
@@ -87,7 +92,6 @@ fn a_policy_with_errors_exits_1_and_a_bad_arch_exits_2() {
     )
     .expect("write policy");
     let bad = splashc(&["explain", policy.to_str().expect("utf-8 path")]);
-    std::fs::remove_dir_all(&dir).expect("remove temp dir");
     assert_eq!(bad.status.code(), Some(1), "{}", text(&bad.stderr));
     let demo = repo("policies/demo.splashpol");
     let arch = splashc(&["explain", demo.to_str().expect("utf-8"), "--arch", "vax"]);

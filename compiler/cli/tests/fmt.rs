@@ -34,11 +34,13 @@ fn bundled() -> Vec<PathBuf> {
 }
 
 /// A fresh directory for one test.
-fn temp_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("splashc-fmt-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    // 0755, as `mkdir` makes it: the sandboxed worker may run as another uid.
+    tempfile::Builder::new()
+        .prefix(&format!("splashc-fmt-{name}-"))
+        .permissions(std::fs::Permissions::from_mode(0o755))
+        .tempdir()
+        .expect("temp dir")
 }
 
 /// The same policy with a different layout: lines indented with a tab and
@@ -99,7 +101,8 @@ fn bundled_policies_pass_check() {
 
 #[test]
 fn formatting_in_place_keeps_the_compiled_policy_mode_and_nothing_else_is_left() {
-    let dir = temp_dir("in-place");
+    let scratch = temp_dir("in-place");
+    let dir = scratch.path();
     for original in bundled() {
         let name = original
             .file_name()
@@ -137,13 +140,13 @@ fn formatting_in_place_keeps_the_compiled_policy_mode_and_nothing_else_is_left()
         std::fs::remove_file(&file).expect("remove");
     }
     // Only the two artifacts: no temporary file is left behind.
-    assert_eq!(names(&dir), ["after.splashc", "before.splashc"]);
-    std::fs::remove_dir_all(&dir).expect("remove");
+    assert_eq!(names(dir), ["after.splashc", "before.splashc"]);
 }
 
 #[test]
 fn a_symbolic_link_keeps_pointing_at_the_formatted_file() {
-    let dir = temp_dir("symlink");
+    let scratch = temp_dir("symlink");
+    let dir = scratch.path();
     let real = dir.join("real.splashpol");
     let link = dir.join("link.splashpol");
     let source =
@@ -159,8 +162,7 @@ fn a_symbolic_link_keeps_pointing_at_the_formatted_file() {
             .is_symlink()
     );
     assert_eq!(std::fs::read_to_string(&real).expect("read"), source);
-    assert_eq!(names(&dir), ["link.splashpol", "real.splashpol"]);
-    std::fs::remove_dir_all(&dir).expect("remove");
+    assert_eq!(names(dir), ["link.splashpol", "real.splashpol"]);
 }
 
 #[test]
@@ -199,7 +201,8 @@ fn standard_input_goes_to_standard_output() {
 
 #[test]
 fn a_file_that_does_not_parse_is_left_alone_with_the_checker_diagnostic() {
-    let dir = temp_dir("bad");
+    let scratch = temp_dir("bad");
+    let dir = scratch.path();
     let bad = dir.join("bad.splashpol");
     let source = "splashpol 1\npolicy  \"x\" {\n  wroker \"/a\"\n}\n";
     std::fs::write(&bad, source).expect("write");
@@ -223,8 +226,7 @@ fn a_file_that_does_not_parse_is_left_alone_with_the_checker_diagnostic() {
     let missing = dir.join("missing.splashpol");
     let o = splashc(&["fmt", &missing.to_string_lossy()]);
     assert_eq!(o.status.code(), Some(2));
-    assert_eq!(names(&dir), ["bad.splashpol", "good.splashpol"]);
-    std::fs::remove_dir_all(&dir).expect("remove");
+    assert_eq!(names(dir), ["bad.splashpol", "good.splashpol"]);
 }
 
 /// Subcommands this file's tests know (the unit tests in `help.rs` take
@@ -260,21 +262,22 @@ fn completions_and_man_page_run_from_the_binary() {
     let o = splashc(&["man"]);
     assert_eq!(o.status.code(), Some(0));
     assert!(text(&o.stdout).starts_with(".ie"));
-    let dir = temp_dir("man");
+    let scratch = temp_dir("man");
+    let dir = scratch.path();
     let o = splashc(&["man", "--out-dir", &dir.to_string_lossy()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let pages = names(&dir);
+    let pages = names(dir);
     for sub in SUBCOMMANDS {
         assert!(pages.contains(&format!("splashc-{sub}.1")), "{pages:?}");
     }
     assert!(pages.contains(&"splashc.1".to_string()));
-    std::fs::remove_dir_all(&dir).expect("remove");
 }
 
 #[test]
 fn the_owner_of_a_file_formatted_by_root_is_kept() {
     use std::os::unix::fs::MetadataExt;
-    let dir = temp_dir("owner");
+    let scratch = temp_dir("owner");
+    let dir = scratch.path();
     let file = dir.join("owned.splashpol");
     let minimal =
         std::fs::read_to_string(workspace().join("policies/minimal.splashpol")).expect("read");
@@ -285,7 +288,6 @@ fn the_owner_of_a_file_formatted_by_root_is_kept() {
             "SPLASH_REQUIRE_HOST=1 but the file cannot be given to uid 65534: {e}"
         );
         eprintln!("skipping: cannot give a file to uid 65534 (needs root): {e}");
-        std::fs::remove_dir_all(&dir).expect("remove");
         return;
     }
     let o = splashc(&["fmt", &file.to_string_lossy()]);
@@ -293,5 +295,4 @@ fn the_owner_of_a_file_formatted_by_root_is_kept() {
     let meta = std::fs::metadata(&file).expect("stat");
     assert_eq!((meta.uid(), meta.gid()), (65534, 65534));
     assert_eq!(std::fs::read_to_string(&file).expect("read"), minimal);
-    std::fs::remove_dir_all(&dir).expect("remove");
 }

@@ -207,8 +207,11 @@ fn diagnostics_hover_completion_and_shutdown_over_stdio() {
     assert!(message.contains("unknown unit `MB`"), "{message}");
     assert!(message.contains("help: did you mean `MiB`?"), "{message}");
     // The same code and position as `splashc check --format json`.
-    let dir = std::env::temp_dir().join(format!("splashc-lsp-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir_guard = tempfile::Builder::new()
+        .prefix("splashc-lsp-test-")
+        .tempdir()
+        .expect("create a temporary directory");
+    let dir = dir_guard.path();
     let file = dir.join("invalid.splashpol");
     std::fs::write(&file, &invalid).expect("write");
     let check = Command::new(env!("CARGO_BIN_EXE_splashc"))
@@ -216,7 +219,6 @@ fn diagnostics_hover_completion_and_shutdown_over_stdio() {
         .arg(&file)
         .output()
         .expect("run splashc check");
-    std::fs::remove_dir_all(&dir).expect("remove the temporary directory");
     let report: Value = serde_json::from_slice(&check.stdout).expect("check json");
     let checked = &report["files"][0]["diagnostics"][0];
     assert_eq!(checked["code"], d["code"], "{report}");

@@ -82,8 +82,11 @@ fn compiled_artifacts_of_every_bundled_and_valid_corpus_policy_validate() {
         &mut sources,
     );
     assert!(bundled >= 8 && sources.len() > bundled + 20, "{sources:?}");
-    let dir = std::env::temp_dir().join(format!("splashc-schemas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir_guard = tempfile::Builder::new()
+        .prefix("splashc-schemas-")
+        .tempdir()
+        .expect("create a temporary directory");
+    let dir = dir_guard.path();
     let out = dir.join("artifact.splashc");
     for source in &sources {
         let o = Command::new(env!("CARGO_BIN_EXE_splashc"))
@@ -111,7 +114,6 @@ fn compiled_artifacts_of_every_bundled_and_valid_corpus_policy_validate() {
             source.display()
         );
     }
-    std::fs::remove_dir_all(&dir).expect("remove the test's temporary directory");
 }
 
 // ------------------------------------------------------------ negative cases

@@ -13,11 +13,16 @@ use splash_seccomp::bpf::{
     OFF_NR, SockFilter, off_arg_lo,
 };
 use splash_seccomp::interp::execute;
-use splash_seccomp::sys::{Prepared, time_getppid};
 use splash_seccomp::{
     Action, Arch, ArgCond, Fallback, Profile, Program, RuleSet, SeccompData, X32_SYSCALL_BIT,
     compile, strict_rejection,
 };
+
+#[path = "../tests/support/sys.rs"]
+#[expect(dead_code, reason = "the benchmark runs only the timing probe")]
+mod sys;
+
+use sys::{Prepared, time_getppid};
 
 /// The obvious encoding: architecture and x32 checks, then one `jeq` per
 /// guard in order, then one `jeq` per allowed syscall, then the default.

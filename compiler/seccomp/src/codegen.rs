@@ -44,8 +44,11 @@ pub fn compile_launch(
 /// A run of consecutive syscall numbers `lo..=hi` with one decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NrRange {
+    /// The first number of the run.
     pub lo: u32,
+    /// The last number of the run (inclusive).
     pub hi: u32,
+    /// What the filter decides for every number of the run.
     pub decision: NrDecision,
 }
 

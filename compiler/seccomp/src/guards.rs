@@ -10,22 +10,36 @@
 /// A class of escape surface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Class {
+    /// Mounting and changing the mount tree.
     Mount,
+    /// Opening files by handle, outside the mount tree.
     FilesystemHandle,
+    /// Creating or entering namespaces.
     Namespace,
+    /// Kernel interfaces with a history of escapes (bpf, perf events, userfaultfd, fanotify).
     KernelInterface,
+    /// The io_uring interface, which bypasses syscall filtering.
     IoUring,
+    /// Loading kernel modules.
     Module,
+    /// Controlling the running kernel (kexec, reboot).
     KernelControl,
+    /// Tracing other processes.
     Tracing,
+    /// Reading or writing another process's memory.
     CrossProcessMemory,
+    /// The kernel keyring.
     Keyring,
+    /// Changing the execution domain.
     Personality,
+    /// Host administration (quotas, swap, accounting, clock, hostname).
     HostAdmin,
+    /// Direct hardware and segment access (I/O ports, LDT).
     Hardware,
 }
 
 impl Class {
+    /// The class's name in the reviewed table.
     pub fn name(self) -> &'static str {
         match self {
             Class::Mount => "mount",
@@ -48,8 +62,11 @@ impl Class {
 /// One reviewed syscall.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reviewed {
+    /// The syscall's name.
     pub name: &'static str,
+    /// The escape surface it belongs to.
     pub class: Class,
+    /// Why it is denied.
     pub reason: &'static str,
 }
 

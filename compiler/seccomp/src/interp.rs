@@ -15,19 +15,48 @@ use crate::program::Program;
 
 /// Why a program cannot run (the kernel would refuse to load it).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum InterpError {
+    /// Empty, or longer than the kernel's limit (the length).
     #[error("program length {0} is outside 1..=4096")]
     BadLength(usize),
+    /// An opcode seccomp does not accept.
     #[error("instruction {pc}: unsupported opcode {code:#06x}")]
-    BadOpcode { pc: usize, code: u16 },
+    BadOpcode {
+        /// The instruction index.
+        pc: usize,
+        /// The opcode.
+        code: u16,
+    },
+    /// A load outside `struct seccomp_data` or not word aligned.
     #[error("instruction {pc}: load from offset {k} outside seccomp_data")]
-    BadLoad { pc: usize, k: u32 },
+    BadLoad {
+        /// The instruction index.
+        pc: usize,
+        /// The offset.
+        k: u32,
+    },
+    /// A jump beyond the last instruction.
     #[error("instruction {pc}: jump past the end of the program")]
-    JumpOutOfRange { pc: usize },
+    JumpOutOfRange {
+        /// The instruction index.
+        pc: usize,
+    },
+    /// A scratch-memory slot beyond [`crate::bpf::BPF_MEMWORDS`].
     #[error("instruction {pc}: scratch slot {k} out of range")]
-    BadScratch { pc: usize, k: u32 },
+    BadScratch {
+        /// The instruction index.
+        pc: usize,
+        /// The slot.
+        k: u32,
+    },
+    /// A division or modulo by the constant 0.
     #[error("instruction {pc}: division by zero")]
-    DivideByZero { pc: usize },
+    DivideByZero {
+        /// The instruction index.
+        pc: usize,
+    },
+    /// The last instruction is not a return.
     #[error("the program runs off its end")]
     NoReturn,
 }

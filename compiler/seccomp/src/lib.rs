@@ -6,6 +6,8 @@
 //! the kernel's seccomp filter accepts. See `docs/seccomp.md` for the layout of
 //! the generated program and the reviewed deny table.
 
+#![warn(missing_docs)]
+
 use serde::{Deserialize, Serialize};
 
 mod tables;
@@ -18,11 +20,10 @@ pub mod interp;
 mod program;
 mod rules;
 pub mod spelling;
-pub mod sys;
 
 pub use bpf::{SeccompData, SockFilter};
 pub use codegen::{NrRange, compile, compile_launch, compile_rules, ranges};
-pub use error::CompileError;
+pub use error::{CompileError, RuleError};
 pub use program::{Program, ProgramStats};
 pub use rules::{
     Action, ArgCond, Fallback, Guard, MAX_STRICT_SYSCALLS, NrDecision, Profile, RuleSet,
@@ -32,12 +33,16 @@ pub use rules::{
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Arch {
+    /// 64-bit x86 (`AUDIT_ARCH_X86_64`).
     X86_64,
+    /// 64-bit Arm (`AUDIT_ARCH_AARCH64`).
     Aarch64,
+    /// 64-bit RISC-V (`AUDIT_ARCH_RISCV64`).
     Riscv64,
 }
 
 impl Arch {
+    /// Every supported architecture.
     pub const ALL: [Arch; 3] = [Arch::X86_64, Arch::Aarch64, Arch::Riscv64];
 
     /// The architecture this binary runs on, if supported.
@@ -53,6 +58,7 @@ impl Arch {
         }
     }
 
+    /// The architecture's name, as policies and `--arch` write it.
     pub fn name(self) -> &'static str {
         match self {
             Arch::X86_64 => "x86_64",

@@ -11,7 +11,9 @@ use crate::{Arch, interp, syscall_name};
 /// A compiled seccomp program for one architecture.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Program {
+    /// The architecture the program checks for.
     pub arch: Arch,
+    /// The instructions, in `struct sock_filter` layout.
     pub insns: Vec<SockFilter>,
     /// Strict-list names that `arch` does not have and that were skipped.
     pub skipped: Vec<String>,

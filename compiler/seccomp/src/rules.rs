@@ -7,7 +7,7 @@ use crate::bpf::{
     EACCES, ENOSYS, EPERM, SECCOMP_RET_ALLOW, SECCOMP_RET_DATA, SECCOMP_RET_ERRNO,
     SECCOMP_RET_KILL_PROCESS, SeccompData,
 };
-use crate::error::CompileError;
+use crate::error::{CompileError, RuleError};
 use crate::guards::{CLONE_NAMESPACE_FLAGS, DENIED, DENIED_IOCTLS, MFD_NOEXEC_SEAL};
 use crate::{
     Arch, StrictRejection, X32_SYSCALL_BIT, strict_rejection, suggest_syscall, syscall_number,
@@ -45,6 +45,7 @@ impl Profile {
 /// What the filter returns for a syscall.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Action {
+    /// Run the syscall.
     Allow,
     /// Fail the syscall with this errno without running it.
     Errno(u16),
@@ -81,25 +82,36 @@ impl Action {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ArgCond {
     /// `(arg & mask) != 0` on the low 32 bits.
-    AnyBitsLow32 { arg: u8, mask: u32 },
+    AnyBitsLow32 {
+        /// The argument index, 0 to 5.
+        arg: u8,
+        /// The bits tested, never 0.
+        mask: u32,
+    },
     /// The low 32 bits equal one of `values` (sorted, no duplicates).
-    EqualsLow32 { arg: u8, values: Vec<u32> },
+    EqualsLow32 {
+        /// The argument index, 0 to 5.
+        arg: u8,
+        /// The values compared, at least one.
+        values: Vec<u32>,
+    },
     /// `(arg & mask) == 0` on the low 32 bits.
-    NoBitsLow32 { arg: u8, mask: u32 },
+    NoBitsLow32 {
+        /// The argument index, 0 to 5.
+        arg: u8,
+        /// The bits that must all be clear.
+        mask: u32,
+    },
 }
 
 impl ArgCond {
     /// `(arg & mask) != 0`; `mask` must be nonzero and `arg` below 6.
     pub fn any_bits_low32(arg: u8, mask: u32) -> Result<ArgCond, CompileError> {
         if arg >= 6 {
-            return Err(CompileError::InvalidRule(format!(
-                "argument index `{arg}` is not below 6"
-            )));
+            return Err(CompileError::InvalidRule(RuleError::ArgumentIndex { arg }));
         }
         if mask == 0 {
-            return Err(CompileError::InvalidRule(
-                "a bit test needs a nonzero mask".to_owned(),
-            ));
+            return Err(CompileError::InvalidRule(RuleError::ZeroMask));
         }
         Ok(ArgCond::AnyBitsLow32 { arg, mask })
     }
@@ -108,15 +120,11 @@ impl ArgCond {
     /// below 6.
     pub fn equals_low32(arg: u8, values: &[u32]) -> Result<ArgCond, CompileError> {
         if arg >= 6 {
-            return Err(CompileError::InvalidRule(format!(
-                "argument index `{arg}` is not below 6"
-            )));
+            return Err(CompileError::InvalidRule(RuleError::ArgumentIndex { arg }));
         }
         let set: BTreeSet<u32> = values.iter().copied().collect();
         if set.is_empty() {
-            return Err(CompileError::InvalidRule(
-                "an equality test needs a value".to_owned(),
-            ));
+            return Err(CompileError::InvalidRule(RuleError::NoValues));
         }
         Ok(ArgCond::EqualsLow32 {
             arg,
@@ -148,9 +156,13 @@ impl ArgCond {
 /// condition), the filter returns `action`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Guard {
+    /// The syscall's name.
     pub name: &'static str,
+    /// The syscall's number on the rule set's architecture.
     pub nr: u32,
+    /// The argument condition; `None` guards every call.
     pub cond: Option<ArgCond>,
+    /// What the filter returns when the guard applies (never `Allow`).
     pub action: Action,
 }
 
@@ -169,7 +181,9 @@ pub enum Fallback {
 /// into one range in the generated program.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct NrDecision {
+    /// The argument conditions tested in order, each with its action.
     pub conditional: Vec<(ArgCond, Action)>,
+    /// The action when no condition matches.
     pub otherwise: Action,
 }
 
@@ -199,24 +213,21 @@ impl RuleSet {
         let mut closed = BTreeSet::new();
         for g in &guards {
             if crate::syscall_name(arch, g.nr).is_none() {
-                return Err(CompileError::InvalidRule(format!(
-                    "guard for `{}` uses number {} which {} does not have",
-                    g.name,
-                    g.nr,
-                    arch.name()
-                )));
+                return Err(CompileError::InvalidRule(RuleError::UnknownGuardNumber {
+                    name: g.name,
+                    nr: g.nr,
+                    arch,
+                }));
             }
             if g.action == Action::Allow {
-                return Err(CompileError::InvalidRule(format!(
-                    "guard for `{}` must deny",
-                    g.name
-                )));
+                return Err(CompileError::InvalidRule(RuleError::AllowingGuard {
+                    name: g.name,
+                }));
             }
             if closed.contains(&g.nr) {
-                return Err(CompileError::InvalidRule(format!(
-                    "guard for `{}` is unreachable after an unconditional guard",
-                    g.name
-                )));
+                return Err(CompileError::InvalidRule(RuleError::UnreachableGuard {
+                    name: g.name,
+                }));
             }
             if g.cond.is_none() {
                 closed.insert(g.nr);
@@ -237,10 +248,10 @@ impl RuleSet {
                 .iter()
                 .find(|&&nr| crate::syscall_name(arch, nr).is_none())
             {
-                return Err(CompileError::InvalidRule(format!(
-                    "allowed number {nr} is not a syscall on {}",
-                    arch.name()
-                )));
+                return Err(CompileError::InvalidRule(RuleError::UnknownAllowedNumber {
+                    nr: *nr,
+                    arch,
+                }));
             }
             let execve = syscall_number(arch, "execve");
             if !execve.is_some_and(|nr| set.contains(&nr)) {
@@ -396,6 +407,7 @@ impl RuleSet {
         }
     }
 
+    /// The architecture the rule set is for.
     pub fn arch(&self) -> Arch {
         self.arch
     }
@@ -405,10 +417,12 @@ impl RuleSet {
         self.kill_x32
     }
 
+    /// The fixed guards, in the order they are tested.
     pub fn guards(&self) -> &[Guard] {
         &self.guards
     }
 
+    /// What happens to a syscall no guard decides.
     pub fn fallback(&self) -> &Fallback {
         &self.fallback
     }

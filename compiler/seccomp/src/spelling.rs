@@ -1,7 +1,7 @@
 //! The workspace's one "did you mean" helper: the closest of a list of known
 //! words to a word that is not one of them. It lives in this crate, the
 //! lowest one that needs it (for syscall names); the policy compiler uses it
-//! for keywords, units and syscalls through `splashpol::diag::suggest`.
+//! for keywords, units and syscalls through its (private) `diag::suggest`.
 
 /// Optimal string alignment distance by characters: insertions, deletions,
 /// substitutions and transpositions of two adjacent characters cost 1 each.

@@ -1,6 +1,6 @@
 //! `docs/seccomp.md` publishes the deny table generated from the guard
 //! tables; this test fails when the document is stale. Regenerate with
-//! `SPLASH_UPDATE_DOCS=1 cargo test -p splash-seccomp --test doc`.
+//! `SPLASH_BLESS=1 cargo test -p splash-seccomp --test doc`.
 
 use std::path::PathBuf;
 
@@ -20,12 +20,12 @@ fn published_table_is_current() {
     if current == wanted {
         return;
     }
-    if std::env::var("SPLASH_UPDATE_DOCS").as_deref() == Ok("1") {
+    if std::env::var("SPLASH_BLESS").as_deref() == Ok("1") {
         let updated = format!("{}{}{}", &text[..start], wanted, &text[e..]);
         std::fs::write(&path, updated).expect("docs/seccomp.md is writable");
         return;
     }
     panic!(
-        "docs/seccomp.md is stale; regenerate with `SPLASH_UPDATE_DOCS=1 cargo test -p splash-seccomp --test doc`"
+        "docs/seccomp.md is stale; regenerate with `SPLASH_BLESS=1 cargo test -p splash-seccomp --test doc`"
     );
 }

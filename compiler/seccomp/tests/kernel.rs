@@ -6,8 +6,8 @@
 
 mod support;
 
-use splash_seccomp::sys::{ChildOutcome, Prepared, Probe, fork_probe};
 use splash_seccomp::{Arch, Profile, Program, compile};
+use support::sys::{ChildOutcome, Prepared, Probe, fork_probe};
 
 const EPERM: i64 = libc::EPERM as i64;
 const ENOSYS: i64 = libc::ENOSYS as i64;

@@ -31,7 +31,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use splash_protocol::{CapabilityManifest, ResourceKind};
+use splash_manifest::{CapabilityManifest, ResourceKind};
 
 use crate::model::{FileRootKind, Policy, PrivateTmp, SelectorId};
 
@@ -366,7 +366,7 @@ fn quota_totals(policy: &Policy, roots: &[SelectorId]) -> Result<(u64, u64), Act
 
 #[cfg(test)]
 mod tests {
-    use splash_protocol::ResourceKind as K;
+    use splash_manifest::ResourceKind as K;
 
     use super::*;
     use crate::lower::tests::{checked, id, manifest, sample_raw};
@@ -401,7 +401,7 @@ mod tests {
         let mut m = manifest(&[(K::FileRoot, "scratch")]);
         let mut second = m.grants[0].clone();
         second.tool = id("tool.two");
-        second.resources = [splash_protocol::Resource {
+        second.resources = [splash_manifest::Resource {
             kind: K::FileRoot,
             id: id("project-read"),
         }]

@@ -15,11 +15,14 @@ use crate::span::{LineIndex, Span};
 /// How bad a diagnostic is. Only errors stop a policy from being produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
+    /// The policy is refused.
     Error,
+    /// The policy is accepted; something deserves attention.
     Warning,
 }
 
 impl Severity {
+    /// The name in rendered and JSON output (`error`, `warning`).
     pub fn as_str(self) -> &'static str {
         match self {
             Severity::Error => "error",
@@ -35,6 +38,7 @@ pub struct Diagnostic {
     /// Stable code, e.g. `splash::check::overlapping-mount`; listed in
     /// `docs/diagnostics.md`.
     pub code: &'static str,
+    /// Error or warning.
     pub severity: Severity,
     /// Lowercase, no final period, user text in backticks.
     pub message: String,
@@ -49,6 +53,7 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
+    /// An error with `code` at `span`.
     pub fn error(code: &'static str, span: Span, message: impl Into<String>) -> Self {
         Self {
             code,
@@ -61,6 +66,7 @@ impl Diagnostic {
         }
     }
 
+    /// A warning with `code` at `span`.
     pub fn warning(code: &'static str, span: Span, message: impl Into<String>) -> Self {
         Self {
             severity: Severity::Warning,
@@ -68,24 +74,28 @@ impl Diagnostic {
         }
     }
 
+    /// Adds the text shown at the primary span.
     #[must_use]
     pub fn with_label(mut self, label: impl Into<String>) -> Self {
         self.label = Some(label.into());
         self
     }
 
+    /// Adds how to fix it.
     #[must_use]
     pub fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self
     }
 
+    /// Adds another place that takes part.
     #[must_use]
     pub fn with_related(mut self, span: Span, text: impl Into<String>) -> Self {
         self.related.push((span, text.into()));
         self
     }
 
+    /// Whether this is an error.
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }
@@ -289,16 +299,19 @@ pub struct CheckOutcome {
 }
 
 impl CheckOutcome {
+    /// Whether any diagnostic is an error.
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
 
+    /// The errors, in report order.
     pub fn errors(&self) -> impl Iterator<Item = &Diagnostic> {
         self.diagnostics
             .iter()
             .filter(|d| d.severity == Severity::Error)
     }
 
+    /// The warnings, in report order.
     pub fn warnings(&self) -> impl Iterator<Item = &Diagnostic> {
         self.diagnostics
             .iter()
@@ -374,10 +387,12 @@ impl CheckOutcome {
     }
 }
 
-pub use splash_seccomp::spelling::{edit_distance, suggest};
+pub(crate) use splash_seccomp::spelling::suggest;
 
 #[cfg(test)]
 mod tests {
+    use splash_seccomp::spelling::edit_distance;
+
     use super::*;
 
     #[test]

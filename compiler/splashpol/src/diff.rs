@@ -27,26 +27,38 @@ use crate::units::{format_bytes, format_millis};
 /// policy and the plan lowered from it.
 #[derive(Debug, Clone, Copy)]
 pub struct Side<'a> {
+    /// The file name shown in locations.
     pub file: &'a str,
+    /// The policy's source text.
     pub source: &'a str,
+    /// The checked policy.
     pub policy: &'a Policy,
+    /// The plan lowered from it.
     pub plan: &'a LaunchPlan,
 }
 
+/// Which way a difference goes, from `A` to `B`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Change {
+    /// `B` allows something `A` does not.
     Widened,
+    /// `B` allows less than `A`.
     Narrowed,
 }
 
 /// Where a statement is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Location {
+    /// The file name.
     pub file: String,
+    /// The 1-based line.
     pub line: usize,
+    /// The 1-based column, in characters.
     pub column: usize,
+    /// The byte offset where the statement starts.
     pub start: usize,
+    /// The byte offset where it ends.
     pub end: usize,
     /// The statement's first line as written.
     pub text: String,
@@ -58,7 +70,9 @@ pub struct Difference {
     /// `paths`, `writes`, `exec`, `seccomp`, `rlimits`, `cgroup`,
     /// `deadlines`, `network` or `isolation`.
     pub layer: &'static str,
+    /// Whether the difference widens or narrows the sandbox.
     pub change: Change,
+    /// What changed, in words.
     pub what: String,
     /// The deciding statement in `A`, if `A` has one.
     pub a: Option<Location>,
@@ -66,15 +80,21 @@ pub struct Difference {
     pub b: Option<Location>,
 }
 
+/// Every difference between two policies' sandboxes, for one architecture.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PolicyDiff {
+    /// The file name of `A`.
     pub a: String,
+    /// The file name of `B`.
     pub b: String,
+    /// The architecture the plans are for.
     pub arch: String,
+    /// The differences, layer by layer.
     pub differences: Vec<Difference>,
 }
 
 impl PolicyDiff {
+    /// Whether any difference widens the sandbox.
     pub fn widened(&self) -> bool {
         self.differences.iter().any(|d| d.change == Change::Widened)
     }

@@ -37,19 +37,38 @@ pub const DEVICE_SOURCE_MAX_BYTES: usize = 255;
 
 /// Why an argument list would be refused by bwrap or the kernel.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ArgvError {
+    /// More arguments than Bubblewrap accepts.
     #[error(
         "{count} arguments; bubblewrap accepts at most {BWRAP_MAX_ARGS} including its own name"
     )]
-    TooManyArguments { count: usize },
+    TooManyArguments {
+        /// How many arguments the plan has.
+        count: usize,
+    },
+    /// One argument longer than the kernel accepts.
     #[error("argument {index} is {len} bytes; the kernel accepts at most {MAX_ARG_BYTES}")]
-    ArgumentTooLong { index: usize, len: usize },
+    ArgumentTooLong {
+        /// The argument's position.
+        index: usize,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// More argument bytes than every host accepts.
     #[error(
         "the arguments take {bytes} bytes; at most {MAX_ARGV_BYTES} are accepted on every host"
     )]
-    TooManyBytes { bytes: usize },
+    TooManyBytes {
+        /// The total size in bytes.
+        bytes: usize,
+    },
+    /// An argument with a NUL byte.
     #[error("argument {index} contains a NUL byte")]
-    Nul { index: usize },
+    Nul {
+        /// The argument's position.
+        index: usize,
+    },
 }
 
 impl LaunchPlan {
@@ -258,7 +277,9 @@ pub fn shell_quote(arg: &str) -> String {
 /// `bwrap --help`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EmittedOption {
+    /// The option as emitted.
     pub option: &'static str,
+    /// The first Bubblewrap release that accepts it.
     pub since: &'static str,
 }
 

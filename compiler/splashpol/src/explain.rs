@@ -70,6 +70,7 @@ pub struct ExecSurface {
 /// Syscalls a filter refuses on one architecture.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ArchFilter {
+    /// The architecture.
     pub arch: String,
     /// Unconditionally refused syscalls grouped by escape-surface class
     /// (`EPERM`), for the default-allow profile.
@@ -84,19 +85,24 @@ pub struct ArchFilter {
     pub otherwise: String,
     /// Strict-list names this architecture lacks.
     pub skipped: Vec<String>,
+    /// The program's length in instructions.
     pub instructions: usize,
+    /// The most instructions any syscall executes.
     pub worst_case_executed: usize,
     /// Known syscalls answered from the kernel's action cache.
     pub cache_eligible: usize,
+    /// How many syscalls the architecture's table knows.
     pub known_syscalls: usize,
 }
 
 /// The compiled filter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FilterSummary {
+    /// The profile.
     pub profile: crate::plan::SeccompProfile,
     /// `bubblewrap` or `runner`.
     pub delivered_by: String,
+    /// The filter per architecture.
     pub per_arch: Vec<ArchFilter>,
     /// A rule set or program that could not be built (should not happen for
     /// a plan that lowered); reported rather than hidden.
@@ -110,7 +116,9 @@ pub struct Limits {
     pub rlimits: Vec<(String, String)>,
     /// Limits of the cgroup-v2 child the whole worker tree joins.
     pub cgroup: Vec<(String, String)>,
+    /// The cgroup-v2 parent the child is created under.
     pub cgroup_parent: Option<String>,
+    /// The watchdog's deadlines, by name.
     pub watchdog: Vec<(String, String)>,
 }
 
@@ -122,25 +130,38 @@ pub struct HostGap {
     pub control: String,
     /// `missing` (the launch would be refused) or `warning`.
     pub status: String,
+    /// What is missing or limited.
     pub detail: String,
+    /// How to fix it, when there is a fix.
     pub fix: Option<String>,
 }
 
 /// The effective sandbox.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Explanation {
+    /// The policy's name.
     pub policy: String,
+    /// The policy's digest.
     pub policy_digest: String,
+    /// The architecture explained.
     pub arch: String,
     /// True when no manifest was given and every registered root is shown.
     pub all_registered_roots_active: bool,
+    /// What the worker sees in its mount tree.
     pub mounts: Vec<VisibleMount>,
+    /// What the worker can write, and how much.
     pub writable: WritableBytes,
+    /// What the worker can execute.
     pub exec: ExecSurface,
+    /// The seccomp filter, if any.
     pub seccomp: Option<FilterSummary>,
+    /// Resource limits and deadlines.
     pub limits: Limits,
+    /// The namespaces the worker is isolated in.
     pub namespaces: Vec<String>,
+    /// The network the worker reaches (none, or a broker).
     pub network: String,
+    /// What the policy does not enforce.
     pub not_enforced: Vec<String>,
     /// What this host cannot enforce; `None` when the host was not probed
     /// (a plan for another architecture, or `--plan-only`).

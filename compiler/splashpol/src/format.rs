@@ -39,12 +39,45 @@ const INDENT: &str = "  ";
 
 /// Why a source was not formatted.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FormatError {
     /// The source does not parse; these are the parser's diagnostics.
     Syntax(Vec<Diagnostic>),
     /// The formatter could not keep the source's meaning (a bug); nothing is
     /// written.
-    Internal(String),
+    Internal(FormatBug),
+}
+
+/// What went wrong inside the formatter ([`FormatError::Internal`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FormatBug {
+    /// The formatted text does not parse.
+    OutputDoesNotParse,
+    /// The formatted text lost or changed a word or comment.
+    ContentChanged,
+    /// The parser returned no tree for a source it accepted.
+    EmptyParse,
+    /// A recovery rule (unparsed text) in a source without syntax errors,
+    /// at this byte offset.
+    UnparsedText(usize),
+    /// Text between leaves that is neither blank, comment nor punctuation,
+    /// at this byte offset.
+    UnexpectedText(usize),
+}
+
+impl std::fmt::Display for FormatBug {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::OutputDoesNotParse => f.write_str("the formatted text does not parse"),
+            Self::ContentChanged => f.write_str(
+                "the formatted text does not have the words and comments of the original",
+            ),
+            Self::EmptyParse => f.write_str("empty parse"),
+            Self::UnparsedText(at) => write!(f, "unparsed text at byte {at}"),
+            Self::UnexpectedText(at) => write!(f, "unexpected text at byte {at}"),
+        }
+    }
 }
 
 impl std::fmt::Display for FormatError {
@@ -95,18 +128,14 @@ pub fn format_source(source: &str) -> Result<String, FormatError> {
     let out = render(&tokens);
     // The result must parse to the same words and comments.
     let again = tokenize(&out).map_err(|e| match e {
-        FormatError::Syntax(_) => FormatError::Internal("the formatted text does not parse".into()),
+        FormatError::Syntax(_) => FormatError::Internal(FormatBug::OutputDoesNotParse),
         other => other,
     })?;
     if parse::parse(&out).has_errors() {
-        return Err(FormatError::Internal(
-            "the formatted text does not parse".into(),
-        ));
+        return Err(FormatError::Internal(FormatBug::OutputDoesNotParse));
     }
     if content(&tokens) != content(&again) {
-        return Err(FormatError::Internal(
-            "the formatted text does not have the words and comments of the original".into(),
-        ));
+        return Err(FormatError::Internal(FormatBug::ContentChanged));
     }
     Ok(out)
 }
@@ -128,7 +157,7 @@ fn tokenize(source: &str) -> Result<Vec<Token<'_>>, FormatError> {
         SplashpolParser::parse(Rule::file, source).map_err(|_| FormatError::Syntax(Vec::new()))?;
     let file = pairs
         .next()
-        .ok_or_else(|| FormatError::Internal("empty parse".into()))?;
+        .ok_or(FormatError::Internal(FormatBug::EmptyParse))?;
     let mut tokens = Vec::new();
     let mut pos = 0;
     leaves(file, source, &mut pos, &mut tokens)?;
@@ -146,9 +175,8 @@ fn leaves<'a>(
     let rule = pair.as_rule();
     match rule {
         Rule::bad_statement | Rule::bad_entry | Rule::bad_word => {
-            return Err(FormatError::Internal(format!(
-                "unparsed text at byte {}",
-                pair.as_span().start()
+            return Err(FormatError::Internal(FormatBug::UnparsedText(
+                pair.as_span().start(),
             )));
         }
         Rule::EOI => return Ok(()),
@@ -226,10 +254,7 @@ fn gap<'a>(
                 i += 1;
             }
             _ => {
-                return Err(FormatError::Internal(format!(
-                    "unexpected text at byte {}",
-                    start + i
-                )));
+                return Err(FormatError::Internal(FormatBug::UnexpectedText(start + i)));
             }
         }
     }

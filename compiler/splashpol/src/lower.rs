@@ -37,92 +37,161 @@ use splash_seccomp::Arch;
 
 /// A policy invariant that lowering relies on does not hold.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum InvariantError {
+    /// Descriptor-pinned executables require descriptor-pinned mounts.
     #[error("descriptor-pinned executables require descriptor-pinned mounts")]
     PinExecutablesWithoutPinMounts,
+    /// A network broker requires descriptor-pinned mounts.
     #[error("a network broker requires descriptor-pinned mounts")]
     BrokerWithoutPinMounts,
+    /// A network broker must serve at least one network_origin id.
     #[error("a network broker must serve at least one network_origin id")]
     BrokerWithoutIds,
+    /// Bounded writes require no further user namespaces.
     #[error("bounded writes require no further user namespaces")]
     BoundedWritesWithoutUserns,
+    /// Bounded writes forbid an unbounded private `/tmp`.
     #[error("bounded writes forbid an unbounded private `/tmp`")]
     BoundedWritesUnboundedTmp,
+    /// A tmpfs size outside 1 byte to [`MAX_TMPFS_BYTES`].
     #[error("{what} size {size} is outside 1..={MAX_TMPFS_BYTES} bytes")]
-    TmpfsSize { what: String, size: u64 },
+    TmpfsSize {
+        /// What is concerned.
+        what: String,
+        /// The size.
+        size: u64,
+    },
+    /// An active file-root maximum above [`MAX_ACTIVE_FILE_ROOTS_CEILING`].
     #[error(
         "the active file-root maximum {0} is above the ceiling {MAX_ACTIVE_FILE_ROOTS_CEILING}"
     )]
     ActiveRootCeiling(u16),
+    /// A file root id registered more than once.
     #[error("file root id `{0}` is registered more than once")]
     DuplicateRoot(SelectorId),
+    /// Two mounts overlap.
     #[error("{a} and {b} overlap")]
-    Overlap { a: String, b: String },
+    Overlap {
+        /// The first mount.
+        a: String,
+        /// The second mount.
+        b: String,
+    },
+    /// A program outside every read-only runtime mount.
     #[error("{what} `{path}` is not inside a read-only runtime mount")]
     OutsideRuntime {
+        /// What is concerned.
         what: &'static str,
+        /// The path involved.
         path: SandboxPath,
     },
+    /// Two controls use the same sandbox path.
     #[error("{a} and {b} use the same path `{path}`")]
     SamePath {
+        /// The first control.
         a: &'static str,
+        /// The second control.
         b: &'static str,
+        /// The path involved.
         path: SandboxPath,
     },
+    /// A limit runner is required but none is configured.
     #[error("a limit runner is required but none is configured")]
     MissingLimitRunner,
+    /// Cgroup v2 is required but no cgroup policy is configured.
     #[error("cgroup v2 is required but no cgroup policy is configured")]
     MissingCgroup,
+    /// The cgroup policy selects no finite controller limit.
     #[error("the cgroup policy selects no finite controller limit")]
     EmptyCgroup,
+    /// A one-hop policy whose limit or Landlock runner is not the combined
+    /// runner.
     #[error(
         "a one-hop policy's limits or landlock settings name another runner than the combined runner"
     )]
     CombinedRunnerPath,
+    /// A strict seccomp allowlist that breaks a rule (which one).
     #[error("the strict seccomp allowlist {0}")]
     StrictAllowlist(&'static str),
+    /// More Landlock targets than [`MAX_LANDLOCK_TARGETS`] (the count).
     #[error(
         "the landlock runner lists {0} explicit targets; at most {MAX_LANDLOCK_TARGETS} are allowed"
     )]
     TooManyLandlockTargets(usize),
+    /// A string with a NUL byte.
     #[error("{what} contains a NUL byte")]
-    Nul { what: &'static str },
+    Nul {
+        /// What is concerned.
+        what: &'static str,
+    },
+    /// An active read-write host root without a project quota, and the
+    /// policy does not allow unbounded host writes.
     #[error(
         "active read-write host root `{0}` has no project quota and the policy does not allow unbounded host writes"
     )]
     UnboundedWritableRoot(SelectorId),
+    /// An active read-write host root without a project quota under
+    /// bounded writes.
     #[error("active read-write host root `{0}` has no project quota, which bounded writes forbid")]
     UnverifiedRootUnderBoundedWrites(SelectorId),
+    /// An active read-write host root without a project quota under an
+    /// aggregate quota bound.
     #[error(
         "active read-write host root `{0}` has no project quota, which an aggregate quota bound forbids"
     )]
     RawRootUnderAggregateQuota(SelectorId),
+    /// A quota root that breaks a quota rule.
     #[error("quota root `{id}` {reason}")]
     QuotaRoot {
+        /// The root's id.
         id: SelectorId,
+        /// Why.
         reason: &'static str,
     },
 }
 
 /// Why a plan could not be produced.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LowerError {
+    /// The policy breaks an invariant lowering relies on.
     #[error("unsafe policy: {0}")]
     Invariant(#[from] InvariantError),
+    /// The activation was made from another policy.
     #[error("the activation was made from another policy")]
     ForeignActivation,
+    /// The activation does not fit this policy.
     #[error("the activation does not fit this policy: {0}")]
     Activation(#[from] crate::activate::ActivationError),
+    /// More descriptor pins than a plan can hold (the count).
     #[error("the plan needs {0} descriptor pins; at most 65535 are possible")]
     TooManyPins(usize),
-    #[error("cannot build the {profile} seccomp program for {arch}: {reason}")]
+    /// The seccomp compiler refused the profile.
+    #[error("cannot build the {profile} seccomp program for {arch}: {error}")]
     Seccomp {
+        /// The profile's name.
         profile: String,
+        /// The architecture.
         arch: &'static str,
-        reason: String,
+        /// The compiler's error.
+        #[source]
+        error: splash_seccomp::CompileError,
     },
+    /// The seccomp compiler returned an empty program (a bug).
+    #[error(
+        "cannot build the {profile} seccomp program for {arch}: the seccomp compiler produced an empty program"
+    )]
+    EmptySeccomp {
+        /// The profile's name.
+        profile: String,
+        /// The architecture.
+        arch: &'static str,
+    },
+    /// The Bubblewrap argument list is too large.
     #[error("the bubblewrap argument list is too large: {0}")]
     Argv(#[from] ArgvError),
+    /// Lowering produced a launch plan its constructor refused (a bug).
     #[error("internal error: lowering produced an invalid launch plan: {0}")]
     Plan(#[from] PlanError),
 }
@@ -801,17 +870,16 @@ fn seccomp_plan(
     };
     let name = profile.name();
     let program = splash_seccomp::compile_launch(&profile, arch, exec_allowlist)
-        .map_err(|e| LowerError::Seccomp {
+        .map_err(|error| LowerError::Seccomp {
             profile: name.to_string(),
             arch: arch.name(),
-            reason: e.to_string(),
+            error,
         })?
         .to_bytes();
     if program.is_empty() {
-        return Err(LowerError::Seccomp {
+        return Err(LowerError::EmptySeccomp {
             profile: name.to_string(),
             arch: arch.name(),
-            reason: "the seccomp compiler produced an empty program".to_string(),
         });
     }
     Ok(Some(SeccompPlan {
@@ -827,7 +895,7 @@ fn seccomp_plan(
 pub(crate) mod tests {
     use std::collections::BTreeSet;
 
-    use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, ResourceKind, Token};
+    use splash_manifest::{CapabilityManifest, Grant, GrantFormat, Resource, ResourceKind, Token};
 
     use super::*;
     use crate::activate::{ActivationError, activate};

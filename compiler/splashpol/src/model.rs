@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-pub use splash_protocol::Token as SelectorId;
+pub use splash_manifest::Token as SelectorId;
 
 /// An absolute, normalized path: starts with `/`, no empty, `.` or `..`
 /// components, no trailing `/`, no NUL, and not `/` itself.

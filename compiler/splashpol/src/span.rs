@@ -7,19 +7,24 @@ use serde::{Deserialize, Serialize};
     Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
 )]
 pub struct Span {
+    /// The first byte.
     pub start: usize,
+    /// One past the last byte.
     pub end: usize,
 }
 
 impl Span {
+    /// The bytes `start..end`.
     pub const fn new(start: usize, end: usize) -> Self {
         Self { start, end }
     }
 
+    /// The length in bytes.
     pub const fn len(&self) -> usize {
         self.end.saturating_sub(self.start)
     }
 
+    /// Whether the span covers no byte.
     pub const fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -100,6 +105,7 @@ impl<'a> LineIndex<'a> {
     /// Bytes per character-count checkpoint.
     pub const BLOCK: usize = 256;
 
+    /// Indexes the line starts and character-count checkpoints of `source`.
     pub fn new(source: &'a str) -> Self {
         let bytes = source.as_bytes();
         let mut line_starts = Vec::new();
@@ -191,11 +197,14 @@ pub const BYTE_ORDER_MARK: char = '\u{feff}';
 /// equal when they say the same thing.
 #[derive(Debug, Clone, Copy)]
 pub struct Node<T> {
+    /// The value.
     pub node: T,
+    /// Where it is written.
     pub span: Span,
 }
 
 impl<T> Node<T> {
+    /// `node` written at `span`.
     pub const fn new(node: T, span: Span) -> Self {
         Self { node, span }
     }

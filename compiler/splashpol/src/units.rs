@@ -175,7 +175,9 @@ fn overflow(span: Span, text: &str) -> Box<Diagnostic> {
 /// A rate: bytes per second, or operations per second.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rate {
+    /// Bytes per second.
     BytesPerSecond(u64),
+    /// Operations per second.
     Iops(u64),
 }
 
@@ -184,6 +186,7 @@ pub enum Rate {
 pub enum Value {
     /// Bytes, milliseconds or a count.
     Scalar(u64),
+    /// A rate.
     Rate(Rate),
 }
 

@@ -17,7 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
-use splash_protocol::CapabilityManifest;
+use splash_manifest::CapabilityManifest;
 use splashpol::plan::{Arch, LaunchPlan};
 use splashpol::{activate, artifact, emit, lower};
 

@@ -395,8 +395,11 @@ fn regenerating_from_grammar_js_reproduces_the_committed_sources() {
         );
         return;
     };
-    let dir = std::env::temp_dir().join(format!("splash-tree-sitter-{}", std::process::id()));
-    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let scratch = tempfile::Builder::new()
+        .prefix("splash-tree-sitter-")
+        .tempdir()
+        .unwrap_or_else(|e| panic!("temporary directory: {e}"));
+    let dir = scratch.path();
     for file in ["grammar.js", "tree-sitter.json"] {
         fs::copy(grammar_dir().join(file), dir.join(file)).unwrap_or_else(|e| panic!("{e}"));
     }
@@ -409,7 +412,7 @@ fn regenerating_from_grammar_js_reproduces_the_committed_sources() {
             "native",
             "grammar.js",
         ])
-        .current_dir(&dir)
+        .current_dir(dir)
         .output()
         .unwrap_or_else(|e| panic!("tree-sitter generate: {e}"));
     let compare = || -> Vec<String> {
@@ -435,7 +438,6 @@ fn regenerating_from_grammar_js_reproduces_the_committed_sources() {
     } else {
         Vec::new()
     };
-    let _ = fs::remove_dir_all(&dir);
     assert!(
         output.status.success(),
         "{version} generate failed: {}",

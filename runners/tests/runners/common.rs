@@ -1,9 +1,9 @@
 //! Helpers shared by the runner tests: host-skip policy, binary paths,
 //! resolved executables, a tiny cBPF assembler, and scratch directories.
 
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 pub use splash_require_host::require_host;
 
@@ -127,22 +127,26 @@ pub fn landlock_available() -> bool {
     false
 }
 
-/// A fresh scratch directory under the system temporary directory.
-pub fn scratch_dir(tag: &str) -> PathBuf {
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("splash-runners-{tag}-{}-{n}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("create scratch dir");
-    dir
+/// A fresh scratch directory under the system temporary directory (mode
+/// 0755, as `mkdir` would make it), removed when the guard drops.
+pub fn scratch_dir(tag: &str) -> tempfile::TempDir {
+    scratch_dir_mode(tag, 0o755)
 }
 
 /// A world-accessible scratch directory (for tests that drop privileges).
-pub fn open_scratch_dir(tag: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = scratch_dir(tag);
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+pub fn open_scratch_dir(tag: &str) -> tempfile::TempDir {
+    let dir = scratch_dir_mode(tag, 0o777);
+    // The mode given at creation is filtered by the umask; set it exactly.
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
     dir
+}
+
+fn scratch_dir_mode(tag: &str, mode: u32) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("splash-runners-{tag}-"))
+        .permissions(std::fs::Permissions::from_mode(mode))
+        .tempdir()
+        .expect("create scratch dir")
 }
 
 /// Builds a `bash -c` line that opens `fds` (number, path) without

@@ -72,7 +72,8 @@ fn inherited_descriptors_do_not_reach_the_program() {
 /// without close-on-exec and executes the limit runner with the fd probe.
 fn under_errno_filter(errors: &[(i64, i32)]) -> std::process::Output {
     let p = programs();
-    let dir = scratch_dir("fallback");
+    let scratch = scratch_dir("fallback");
+    let dir = scratch.path();
     let rules: Vec<(i64, u32)> = errors
         .iter()
         .map(|&(nr, errno)| (nr, bpf::RET_ERRNO | u32::try_from(errno).expect("errno")))
@@ -83,7 +84,8 @@ fn under_errno_filter(errors: &[(i64, i32)]) -> std::process::Output {
         "exec 7</etc/passwd 200</etc/passwd; exec {LIMIT_RUNNER} --open-files 64 -- {} -c \"$1\"",
         p.dash,
     );
-    let out = output(&mut with_fds(
+
+    output(&mut with_fds(
         &[(9, &filter)],
         &[
             RUNNER,
@@ -96,9 +98,7 @@ fn under_errno_filter(errors: &[(i64, i32)]) -> std::process::Output {
             "bash",
             &fd_probe_script(),
         ],
-    ));
-    let _ = std::fs::remove_dir_all(dir);
-    out
+    ))
 }
 
 #[test]

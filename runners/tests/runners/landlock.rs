@@ -160,7 +160,8 @@ fn allowed_files_are_checked_through_the_descriptor() {
         return;
     }
     let p = programs();
-    let dir = scratch_dir("allow-checks");
+    let scratch = scratch_dir("allow-checks");
+    let dir = scratch.path();
     let link = dir.join("true-link");
     std::os::unix::fs::symlink(&p.truth, &link).expect("symlink");
     let plain = dir.join("plain");
@@ -195,5 +196,4 @@ fn allowed_files_are_checked_through_the_descriptor() {
             );
         }
     }
-    let _ = std::fs::remove_dir_all(dir);
 }

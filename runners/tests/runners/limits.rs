@@ -97,7 +97,8 @@ fn only_selected_limits_change() {
 #[test]
 fn file_size_limit_stops_an_oversize_write() {
     let p = programs();
-    let dir = scratch_dir("fsize");
+    let scratch = scratch_dir("fsize");
+    let dir = scratch.path();
     let script = format!("{} -c 2097152 /dev/zero > \"$1\"", p.head);
     for (limit, should_pass) in [("1048576", false), ("4194304", true)] {
         let file = dir.join(format!("out-{limit}"));
@@ -128,7 +129,6 @@ fn file_size_limit_stops_an_oversize_write() {
             assert_eq!(written, 1_048_576, "the file stops at the limit");
         }
     }
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -195,14 +195,15 @@ fn process_count_holds_for_an_unprivileged_identity() {
     // The scratch directory is the working directory of the unprivileged
     // run and holds a copy of the runner, so the build directory need not be
     // reachable by uid 65534.
-    let dir = open_scratch_dir("nproc");
+    let scratch = open_scratch_dir("nproc");
+    let dir = scratch.path();
     let runner = dir.join("splash-limit-runner");
     std::fs::copy(LIMIT_RUNNER, &runner).expect("copy the runner");
     let runner = runner.to_string_lossy().into_owned();
     let run = |count: &str| {
         output(
             Command::new("/usr/bin/setpriv")
-                .current_dir(&dir)
+                .current_dir(dir)
                 .args(["--reuid=65534", "--regid=65534", "--clear-groups", &runner])
                 .args([
                     "--process-count",
@@ -226,7 +227,6 @@ fn process_count_holds_for_an_unprivileged_identity() {
     let out = run("200");
     assert!(out.status.success(), "control: {}", stderr(&out));
     assert!(stdout(&out).contains("forked all"));
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// Documented non-guarantee: `RLIMIT_NPROC` is not enforced for real UID 0

@@ -22,7 +22,8 @@ fn every_layer_in_one_exec() {
         return;
     }
     let p = programs();
-    let dir = scratch_dir("one-hop");
+    let scratch = scratch_dir("one-hop");
+    let dir = scratch.path();
     // A permissive filter (only `uname` fails): `Seccomp: 2` in the
     // program's `/proc/self/status` shows that a filter is in force.
     let filter = dir.join("filter");
@@ -81,7 +82,6 @@ fn every_layer_in_one_exec() {
         text.contains("true-status=126"),
         "unlisted `true` must be refused: {text}"
     );
-    let _ = std::fs::remove_dir_all(dir);
 
     // Control: the same script without the runner.
     let out = output(Command::new(&p.dash).args(["-c", &script]));

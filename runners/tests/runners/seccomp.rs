@@ -29,12 +29,13 @@ fn strict_filter_without_exit_group_kills_the_program() {
         return;
     }
     let p = programs();
-    let dir = scratch_dir("seccomp");
+    let scratch = scratch_dir("seccomp");
+    let dir = scratch.path();
     let without = bpf::true_syscalls_without_exit_group();
     let mut with = without.clone();
     with.push(libc::SYS_exit_group);
-    let killing = write_program(&dir, "without", &bpf::allowlist(&without));
-    let passing = write_program(&dir, "with", &bpf::allowlist(&with));
+    let killing = write_program(dir, "without", &bpf::allowlist(&without));
+    let passing = write_program(dir, "with", &bpf::allowlist(&with));
 
     let mut runs: Vec<(&str, Vec<String>)> = vec![("splash-runner", vec![RUNNER.to_owned()])];
     if require_host(landlock_available(), "Landlock") {
@@ -82,7 +83,6 @@ fn strict_filter_without_exit_group_kills_the_program() {
             stderr(&out)
         );
     }
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -91,12 +91,13 @@ fn the_program_can_come_through_a_pipe() {
         return;
     }
     let p = programs();
-    let dir = scratch_dir("seccomp-pipe");
+    let scratch = scratch_dir("seccomp-pipe");
+    let dir = scratch.path();
     let mut with = bpf::true_syscalls_without_exit_group();
     with.push(libc::SYS_exit_group);
-    let passing = write_program(&dir, "with", &bpf::allowlist(&with));
+    let passing = write_program(dir, "with", &bpf::allowlist(&with));
     let without = write_program(
-        &dir,
+        dir,
         "without",
         &bpf::allowlist(&bpf::true_syscalls_without_exit_group()),
     );
@@ -125,21 +126,21 @@ fn the_program_can_come_through_a_pipe() {
         out.status,
         stderr(&out)
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn malformed_programs_and_descriptors_are_rejected() {
     let p = programs();
-    let dir = scratch_dir("seccomp-bad");
-    let empty = write_program(&dir, "empty", &[]);
-    let ragged = write_program(&dir, "ragged", &[0; 12]);
-    let oversize = write_program(&dir, "oversize", &vec![0; 4097 * 8]);
+    let scratch = scratch_dir("seccomp-bad");
+    let dir = scratch.path();
+    let empty = write_program(dir, "empty", &[]);
+    let ragged = write_program(dir, "ragged", &[0; 12]);
+    let oversize = write_program(dir, "oversize", &vec![0; 4097 * 8]);
     let cases: [(&Path, i32, &str); 4] = [
         (&empty, 65, "is empty"),
         (&ragged, 65, "not a whole number"),
         (&oversize, 65, "more than 4096 instructions"),
-        (&dir, 71, "neither a pipe nor a regular file"),
+        (dir, 71, "neither a pipe nor a regular file"),
     ];
     for (file, code, message) in cases {
         let out = output(&mut with_fds(
@@ -162,7 +163,7 @@ fn malformed_programs_and_descriptors_are_rejected() {
     bad.extend(0x15_u16.to_ne_bytes()); // jeq
     bad.extend([5, 5]);
     bad.extend(0_u32.to_ne_bytes());
-    let bad = write_program(&dir, "invalid", &bad);
+    let bad = write_program(dir, "invalid", &bad);
     let out = output(&mut with_fds(
         &[(9, &bad)],
         &[RUNNER, "--seccomp-fd", "9", "--", &p.truth],
@@ -173,14 +174,14 @@ fn malformed_programs_and_descriptors_are_rejected() {
         "{}",
         stderr(&out)
     );
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
 fn the_program_descriptor_does_not_reach_the_program() {
     let p = programs();
-    let dir = scratch_dir("seccomp-fd-closed");
-    let allow_all = write_program(&dir, "allow", &bpf::program(&[], bpf::RET_ALLOW));
+    let scratch = scratch_dir("seccomp-fd-closed");
+    let dir = scratch.path();
+    let allow_all = write_program(dir, "allow", &bpf::program(&[], bpf::RET_ALLOW));
     let script = "[ -e /proc/self/fd/9 ] && echo open || echo closed";
     let out = output(&mut with_fds(
         &[(9, &allow_all)],
@@ -188,7 +189,6 @@ fn the_program_descriptor_does_not_reach_the_program() {
     ));
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(crate::common::stdout(&out).trim(), "closed");
-    let _ = std::fs::remove_dir_all(dir);
 }
 
 /// The program `splash_seccomp` compiles for a strict allowlist is accepted
@@ -200,7 +200,8 @@ fn a_compiled_strict_allowlist_is_accepted() {
         return;
     };
     let p = programs();
-    let dir = scratch_dir("seccomp-compiled");
+    let scratch = scratch_dir("seccomp-compiled");
+    let dir = scratch.path();
     let names = [
         "execve",
         "brk",
@@ -235,8 +236,8 @@ fn a_compiled_strict_allowlist_is_accepted() {
             .expect("compile")
             .to_bytes()
     };
-    let killing = write_program(&dir, "without", &compile(false));
-    let passing = write_program(&dir, "with", &compile(true));
+    let killing = write_program(dir, "without", &compile(false));
+    let passing = write_program(dir, "with", &compile(true));
     let argv = [RUNNER, "--seccomp-fd", "9", "--", p.truth.as_str()];
     let out = output(&mut with_fds(&[(9, &killing)], &argv));
     assert_eq!(
@@ -253,5 +254,4 @@ fn a_compiled_strict_allowlist_is_accepted() {
         out.status,
         stderr(&out)
     );
-    let _ = std::fs::remove_dir_all(dir);
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use splash_protocol::{CapabilityManifest, ResourceKind, Token};
 
-use crate::sys;
+use zeroize::Zeroize;
 
 /// At most this many entries in one catalog.
 pub const MAX_CATALOG_ENTRIES: usize = 128;
@@ -122,6 +122,7 @@ impl Method {
 /// Why a catalog, an entry or a credential was refused at setup. These are
 /// host errors and name the problem precisely; nothing here reaches a worker.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CatalogError {
     /// The id is not a token.
     #[error("catalog id `{id}` is not a token: {reason}")]
@@ -434,7 +435,7 @@ impl fmt::Debug for Credential {
 
 impl Drop for Credential {
     fn drop(&mut self) {
-        sys::wipe(&mut self.value);
+        self.value.zeroize();
     }
 }
 
@@ -455,11 +456,11 @@ impl Credential {
             None
         };
         if let Some(reason) = reason {
-            sys::wipe(&mut value);
+            value.zeroize();
             return Err(CatalogError::CredentialHeader(header, reason));
         }
         if !is_header_value(&value) || value.len() > MAX_CREDENTIAL_BYTES {
-            sys::wipe(&mut value);
+            value.zeroize();
             return Err(CatalogError::CredentialValue);
         }
         Ok(Self { header, value })

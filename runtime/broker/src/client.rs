@@ -29,6 +29,7 @@ pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(MAX_TIMEOUT.as_secs() +
 /// Why a request did not produce a response. The messages are generic on
 /// purpose: they name no URL, origin, credential or catalog entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ClientError {
     /// The socket path is not absolute, not normal, or too long.
     #[error("the broker socket path is invalid")]

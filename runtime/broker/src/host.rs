@@ -55,43 +55,44 @@ const CREATE_ATTEMPTS: usize = 8;
 
 /// Why a broker could not start or stop cleanly (host-side errors).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BrokerError {
     /// The catalog is empty.
     #[error("the catalog is empty; a broker serves at least one id")]
     EmptyCatalog,
     /// The parent could not be resolved or opened.
-    #[error("failed to open the broker parent `{path}`")]
+    #[error("failed to open the broker parent `{}`", .path.display())]
     Parent {
         /// The parent as given.
-        path: String,
+        path: PathBuf,
         /// The cause.
         #[source]
         source: io::Error,
     },
     /// The parent is not a safe place for the private directory.
-    #[error("the broker parent `{path}` is {problem}")]
+    #[error("the broker parent `{}` is {problem}", .path.display())]
     UnsafeParent {
         /// The parent (canonical).
-        path: String,
+        path: PathBuf,
         /// What is wrong.
         problem: &'static str,
     },
     /// The private directory or its socket could not be made.
-    #[error("failed to {step} in `{path}`")]
+    #[error("failed to {step} in `{}`", .path.display())]
     Create {
         /// What failed.
         step: &'static str,
         /// The parent or the private directory.
-        path: String,
+        path: PathBuf,
         /// The cause.
         #[source]
         source: io::Error,
     },
     /// The private directory does not have its required shape.
-    #[error("the broker directory `{path}` is {problem}")]
+    #[error("the broker directory `{}` is {problem}", .path.display())]
     Shape {
         /// The private directory.
-        path: String,
+        path: PathBuf,
         /// What is wrong.
         problem: String,
     },
@@ -99,10 +100,10 @@ pub enum BrokerError {
     #[error("the broker's serving thread {0}")]
     Thread(&'static str),
     /// Removing the socket or the directory failed.
-    #[error("failed to remove `{path}`")]
+    #[error("failed to remove `{}`", .path.display())]
     Cleanup {
         /// What could not be removed.
-        path: String,
+        path: PathBuf,
         /// The cause.
         #[source]
         source: io::Error,
@@ -185,7 +186,7 @@ impl BrokerMount {
 
     fn shape(&self, problem: impl Into<String>) -> BrokerError {
         BrokerError::Shape {
-            path: self.directory_path.display().to_string(),
+            path: self.directory_path.to_path_buf(),
             problem: problem.into(),
         }
     }
@@ -291,7 +292,7 @@ impl HostBroker {
         }
         let given = parent.as_ref();
         let parent_error = |source| BrokerError::Parent {
-            path: given.display().to_string(),
+            path: given.to_path_buf(),
             source,
         };
         let parent_path = std::fs::canonicalize(given).map_err(parent_error)?;
@@ -299,12 +300,12 @@ impl HostBroker {
         let st = sys::fstat(parent.as_fd()).map_err(parent_error)?;
         let uid = sys::effective_uid();
         check_parent(&st, uid).map_err(|problem| BrokerError::UnsafeParent {
-            path: parent_path.display().to_string(),
+            path: parent_path.to_path_buf(),
             problem,
         })?;
         let create = |step, source| BrokerError::Create {
             step,
-            path: parent_path.display().to_string(),
+            path: parent_path.to_path_buf(),
             source,
         };
 
@@ -343,7 +344,7 @@ impl HostBroker {
         let directory_path = parent_path.join(&name);
         let dir_error = |step, source| BrokerError::Create {
             step,
-            path: directory_path.display().to_string(),
+            path: directory_path.to_path_buf(),
             source,
         };
         let dir = sys::open_at(parent.as_fd(), &c_name, libc::O_RDONLY | libc::O_DIRECTORY)
@@ -352,7 +353,7 @@ impl HostBroker {
         let st = sys::fstat(dir.as_fd()).map_err(|e| dir_error("inspect", e))?;
         if file_type(&st) != libc::S_IFDIR || st.st_uid != uid || mode_of(&st) != 0o700 {
             return Err(BrokerError::Shape {
-                path: directory_path.display().to_string(),
+                path: directory_path.to_path_buf(),
                 problem: "not a 0700 directory owned by this user after creation".into(),
             });
         }
@@ -474,7 +475,7 @@ impl HostBroker {
                 && result.is_ok()
             {
                 result = Err(BrokerError::Cleanup {
-                    path: self.directory_path.display().to_string(),
+                    path: self.directory_path.to_path_buf(),
                     source,
                 });
             }

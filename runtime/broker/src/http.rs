@@ -11,6 +11,8 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
+use zeroize::Zeroize;
+
 use crate::catalog::{Method, Origin};
 
 /// The most bytes of status line and headers.
@@ -20,6 +22,7 @@ pub const MAX_HEAD_LINES: usize = 100;
 
 /// Why an exchange failed (host-side detail; workers see only `failed`).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum HttpError {
     /// The name resolved to no address, or no address accepted.
     #[error("could not connect to the origin")]
@@ -160,7 +163,7 @@ pub fn exchange(
         .and_then(|()| stream.write_all(request.body))
         .and_then(|()| stream.flush());
     // The credential, if any, is in `head`: wipe it before anything else.
-    crate::sys::wipe(&mut head);
+    head.zeroize();
     written.map_err(io_error)?;
     let mut reader = BufReader::new(DeadlineStream { stream, deadline });
     read_answer(&mut reader, request.method, max_body)

@@ -15,6 +15,8 @@
 //! [`http`] (the bounded HTTP/1.1 client), [`host`] (directory, socket,
 //! serving thread), [`client`] (the worker side). See `docs/broker.md`.
 
+#![warn(missing_docs)]
+
 pub mod catalog;
 pub mod client;
 pub mod host;

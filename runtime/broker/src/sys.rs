@@ -5,7 +5,7 @@
 //! (the parent, without following links), `openat(2)`, `fstat(2)`,
 //! `fstatat(2)`, `mkdirat(2)`, `fchmod(2)`, `fchmodat(2)`, `unlinkat(2)`,
 //! `fdopendir(3)`/`readdir(3)` on a duplicate descriptor, `poll(2)`,
-//! `pipe2(2)`, `geteuid(2)`, and volatile stores to wipe credential bytes.
+//! `pipe2(2)` and `geteuid(2)`.
 #![expect(
     unsafe_code,
     reason = "the one module of this crate that makes raw system calls"
@@ -16,7 +16,6 @@ use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{Ordering, compiler_fence};
 
 fn cstring(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes)
@@ -223,15 +222,4 @@ pub fn poll_two(first: BorrowedFd<'_>, second: BorrowedFd<'_>) -> io::Result<(bo
 pub fn effective_uid() -> libc::uid_t {
     // SAFETY: geteuid has no arguments and cannot fail.
     unsafe { libc::geteuid() }
-}
-
-/// Overwrites `bytes` with zeros using volatile stores, so the wipe of a
-/// value about to be dropped is not removed as a dead store.
-pub fn wipe(bytes: &mut [u8]) {
-    for b in bytes.iter_mut() {
-        // SAFETY: `b` is a valid, aligned, exclusive reference to an
-        // initialized `u8` for the duration of the write.
-        unsafe { std::ptr::write_volatile(b, 0) };
-    }
-    compiler_fence(Ordering::SeqCst);
 }

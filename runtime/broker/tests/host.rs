@@ -137,35 +137,25 @@ fn routes(path: &str, port: u16) -> Vec<u8> {
 }
 
 /// A private parent directory (0700) under the temp dir.
-struct Parent(PathBuf);
+struct Parent(tempfile::TempDir);
 
 impl Parent {
     fn new(tag: &str) -> Self {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "splash-broker-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir(&dir).expect("parent");
-        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("splash-broker-{tag}-"))
+            .tempdir()
+            .expect("parent");
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+            .expect("chmod");
         Self(dir)
     }
 
     fn path(&self) -> &Path {
-        &self.0
+        self.0.path()
     }
 
     fn entries(&self) -> usize {
-        std::fs::read_dir(&self.0).expect("list").count()
-    }
-}
-
-impl Drop for Parent {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        std::fs::read_dir(self.path()).expect("list").count()
     }
 }
 

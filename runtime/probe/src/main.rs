@@ -19,6 +19,11 @@
 //! | `probe.sleep` | `{"ms"}` | a sleep (cancellable) |
 //! | `probe.echo` | `{"input"}` | `{"input"}`, unchanged |
 //!
+//! With `--journal DIR` the probe keeps an operation journal in `DIR` (a
+//! read-write root of its policy) and serves `dispatch_operation` for the
+//! tools in [`DURABLE`] and `reconcile_operation` from that journal; without
+//! it every durable request ends the session.
+//!
 //! It works the same outside any sandbox, for control runs. Nothing but
 //! protocol frames is written to stdout; diagnostics go to stderr.
 
@@ -34,7 +39,7 @@ mod tools;
 use std::process::ExitCode;
 
 use serde_json::Value;
-use splash_protocol::{CancelSignal, CapabilityManifest, Token, ToolFailure, Worker};
+use splash_protocol::{CancelSignal, CapabilityManifest, Journal, Token, ToolFailure, Worker};
 
 /// The tools the probe has handlers for; a manifest that grants any other
 /// tool is refused when the session opens.
@@ -52,6 +57,9 @@ const TOOLS: [&str; 12] = [
     "probe.sleep",
     "probe.echo",
 ];
+
+/// The tools served as durable operations when the probe keeps a journal.
+const DURABLE: [&str; 2] = ["probe.sleep", "probe.echo"];
 
 /// The tools that stop early when the host cancels them.
 const CANCELLABLE: [&str; 2] = ["probe.spin", "probe.sleep"];
@@ -85,12 +93,31 @@ fn main() -> ExitCode {
         eprintln!("splash-probe {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let journal = match args.as_slice() {
+        [] => None,
+        [flag, dir] if flag == "--journal" => match Journal::open(dir.as_ref()) {
+            Ok(j) => Some(j),
+            Err(e) => {
+                eprintln!("splash-probe: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        _ => {
+            eprintln!("splash-probe: usage: splash-probe [--journal DIR]");
+            return ExitCode::from(2);
+        }
+    };
     let worker = match Worker::from_stdio(&TOOLS) {
         Ok(w) => w,
         Err(e) => {
             eprintln!("splash-probe: failed to start the session: {e}");
             return ExitCode::from(2);
         }
+    };
+    let worker = match journal {
+        Some(journal) => worker.with_journal(journal, &DURABLE),
+        None => worker,
     };
     match worker.serve_cancellable(&CANCELLABLE, dispatch) {
         Ok(_) => ExitCode::SUCCESS,
@@ -103,7 +130,15 @@ fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
-    use super::TOOLS;
+    use super::{CANCELLABLE, DURABLE, TOOLS};
+
+    /// Durable and cancellable tools are tools the probe serves.
+    #[test]
+    fn durable_and_cancellable_tools_are_declared() {
+        for tool in DURABLE.iter().chain(&CANCELLABLE) {
+            assert!(TOOLS.contains(tool), "{tool}");
+        }
+    }
 
     /// Every tool `dispatch` serves is declared, and nothing else is: a
     /// handler missing from `TOOLS` would make the probe refuse a manifest

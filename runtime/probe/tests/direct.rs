@@ -129,8 +129,11 @@ fn report_comes_back_authenticated() {
 
 #[test]
 fn path_write_exec_echo_sleep_and_spin() {
-    let dir = std::env::temp_dir().join(format!("splash-probe-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir_guard = tempfile::Builder::new()
+        .prefix("splash-probe-test-")
+        .tempdir()
+        .expect("create a temporary directory");
+    let dir = dir_guard.path();
     let dir_s = dir.to_str().expect("utf-8").to_owned();
     let mut p = Probe::start(&[]);
 
@@ -180,7 +183,6 @@ fn path_write_exec_echo_sleep_and_spin() {
     assert!(p.call("probe.spin", json!({"seconds": 0}))["elapsed_ms"].is_u64());
 
     p.finish();
-    std::fs::remove_dir_all(&dir).expect("cleanup");
 }
 
 #[test]

@@ -16,6 +16,7 @@
 //! receiver's state unchanged.
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
@@ -25,8 +26,8 @@ use crate::bootstrap::SessionKey;
 use crate::canonical;
 use crate::codec::MAX_LINE_BYTES;
 use crate::message::{Message, MessageError};
-use crate::strict::StrictValue;
 use crate::token::Token;
+use splash_manifest::StrictValue;
 
 /// The domain separation string bound into every tag.
 pub const AUTH_DOMAIN: &str = "splash-worker-auth-v5";
@@ -35,7 +36,9 @@ pub const AUTH_DOMAIN: &str = "splash-worker-auth-v5";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionRole {
+    /// The runtime that launched the worker.
     Host,
+    /// The sandboxed worker.
     Worker,
 }
 
@@ -48,6 +51,7 @@ impl SessionRole {
         }
     }
 
+    /// The wire spelling (`host`, `worker`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Host => "host",
@@ -61,10 +65,12 @@ impl SessionRole {
 pub struct AuthTag([u8; 32]);
 
 impl AuthTag {
+    /// Wraps raw tag bytes.
     pub fn from_bytes(bytes: [u8; 32]) -> Self {
         Self(bytes)
     }
 
+    /// The raw tag bytes.
     pub fn as_bytes(&self) -> &[u8; 32] {
         &self.0
     }
@@ -84,6 +90,7 @@ impl AuthTag {
         Some(Self(out))
     }
 
+    /// The 64 lowercase hex digits of the wire form.
     pub fn to_hex(&self) -> String {
         const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut s = String::with_capacity(64);
@@ -132,8 +139,11 @@ impl<'de> Deserialize<'de> for AuthTag {
 /// `{"sequence": N, "message": {...}, "auth_tag": "<64 lowercase hex>"}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Frame {
+    /// The sender's sequence number, from 1, one step per frame.
     pub sequence: u64,
+    /// The authenticated message.
     pub message: Message,
+    /// The keyed BLAKE3 tag over the signed data.
     pub auth_tag: AuthTag,
 }
 
@@ -170,27 +180,51 @@ impl<'de> Deserialize<'de> for Frame {
 
 /// Why a frame could not be sealed or opened.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum AuthError {
+    /// The tag does not match the frame.
     #[error("frame authentication tag does not match")]
     BadTag,
+    /// A frame out of sequence (replayed, dropped or reordered).
     #[error("frame has sequence {got}; expected {expected}")]
-    Sequence { expected: u64, got: u64 },
+    Sequence {
+        /// The next sequence number.
+        expected: u64,
+        /// The frame's.
+        got: u64,
+    },
+    /// No sequence number is left in this direction (`sealing` or
+    /// `opening`).
     #[error("the {0} sequence is exhausted; open a new session")]
     SequenceExhausted(&'static str),
+    /// A message type this role may not send.
     #[error("a {role} may not send `{kind}`", role = role.as_str())]
     Direction {
+        /// The sender's role.
         role: SessionRole,
+        /// The message type.
         kind: &'static str,
     },
+    /// The signed data could not be serialized.
     #[error("failed to serialize the authenticated data: {0}")]
     Encode(#[source] serde_json::Error),
+    /// The signed data is over the line bound (its size).
     #[error("the authenticated data of a frame is {0} bytes; the maximum is {MAX_LINE_BYTES}")]
     TooLarge(usize),
+    /// A message for another session.
     #[error("message is for session `{got}`; this session is `{expected}`")]
-    Session { expected: String, got: String },
+    Session {
+        /// This session's id.
+        expected: Token,
+        /// The session the message names.
+        got: Token,
+    },
+    /// A message that breaks a message rule.
     #[error("invalid `{kind}` message: {error}")]
     Invalid {
+        /// The message type.
         kind: &'static str,
+        /// The broken rule.
         #[source]
         error: MessageError,
     },
@@ -243,7 +277,8 @@ fn compute_tag(
 /// sequence.
 pub struct FrameSealer {
     session_id: Token,
-    key: SessionKey,
+    /// Shared with the opener of the same end: one copy of the key.
+    key: Arc<SessionKey>,
     role: SessionRole,
     /// The next sequence; `u64::MAX` is never sealed.
     next: u64,
@@ -252,7 +287,7 @@ pub struct FrameSealer {
 /// The receiving half of one end: opens the peer's frames in sequence.
 pub struct FrameOpener {
     session_id: Token,
-    key: SessionKey,
+    key: Arc<SessionKey>,
     role: SessionRole,
     /// The next sequence; `u64::MAX` is never accepted.
     next: u64,
@@ -286,6 +321,7 @@ impl FrameSealer {
         usable(self.next)
     }
 
+    /// The role of this end.
     pub fn role(&self) -> SessionRole {
         self.role
     }
@@ -324,6 +360,7 @@ impl FrameOpener {
         usable(self.next)
     }
 
+    /// The role of this end.
     pub fn role(&self) -> SessionRole {
         self.role
     }
@@ -376,8 +413,8 @@ fn usable(next: u64) -> Option<u64> {
 fn check_session(session_id: &Token, message: &Message) -> Result<(), AuthError> {
     if message.session_id() != session_id {
         return Err(AuthError::Session {
-            expected: session_id.to_string(),
-            got: message.session_id().to_string(),
+            expected: session_id.clone(),
+            got: message.session_id().clone(),
         });
     }
     Ok(())
@@ -393,11 +430,14 @@ pub struct SessionAuthenticator {
 }
 
 impl SessionAuthenticator {
+    /// The authenticator of `role` in session `session_id` under `key`;
+    /// both directions start at sequence 1.
     pub fn new(session_id: Token, key: SessionKey, role: SessionRole) -> Self {
+        let key = Arc::new(key);
         Self {
             opener: FrameOpener {
                 session_id: session_id.clone(),
-                key: key.clone(),
+                key: Arc::clone(&key),
                 role,
                 next: 1,
             },
@@ -410,10 +450,12 @@ impl SessionAuthenticator {
         }
     }
 
+    /// The session this end authenticates.
     pub fn session_id(&self) -> &Token {
         &self.sealer.session_id
     }
 
+    /// The role of this end.
     pub fn role(&self) -> SessionRole {
         self.sealer.role
     }

@@ -18,7 +18,8 @@ use std::fmt;
 use std::io::{self, Read, Write};
 use std::ops::Deref;
 
-use crate::sys;
+use zeroize::Zeroize;
+
 use crate::token::{MAX_TOKEN_LEN, Token, TokenError};
 
 /// The preamble magic.
@@ -32,46 +33,65 @@ pub const BOOTSTRAP_FIXED_LEN: usize = 8 + 1 + 1 + SESSION_KEY_LEN;
 
 /// Why a session key was refused.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SessionKeyError {
+    /// Every byte is zero.
     #[error("session key is all zero")]
     AllZero,
+    /// A slice of another length than 32 (its length).
     #[error("session key has {0} bytes; it must have 32")]
     Length(usize),
+    /// The operating system's random source failed.
     #[error("failed to draw a session key from the operating system random source: {0}")]
     Random(getrandom::Error),
 }
 
 /// A 32-byte session key. Never all zero; wiped when dropped; `Debug`
 /// prints no key material.
-pub struct SessionKey([u8; SESSION_KEY_LEN]);
+///
+/// The bytes live in one heap allocation, so moving a key moves a pointer
+/// and leaves no stale copy of the key on the stack. A clone is a second
+/// allocation, wiped on its own drop.
+pub struct SessionKey(Box<[u8; SESSION_KEY_LEN]>);
 
 impl SessionKey {
     /// Draws a fresh key from the operating system CSPRNG.
     pub fn generate() -> Result<Self, SessionKeyError> {
-        let mut bytes = [0u8; SESSION_KEY_LEN];
-        let drawn = getrandom::fill(&mut bytes).map_err(SessionKeyError::Random);
-        let key = drawn.and_then(|()| Self::from_bytes(bytes));
-        sys::wipe(&mut bytes);
-        key
+        let mut bytes = Box::new([0u8; SESSION_KEY_LEN]);
+        if let Err(e) = getrandom::fill(&mut bytes[..]) {
+            bytes.zeroize();
+            return Err(SessionKeyError::Random(e));
+        }
+        Self::from_boxed(bytes)
     }
 
-    /// Wraps host-provided key bytes; an all-zero key is refused.
-    pub fn from_bytes(bytes: [u8; SESSION_KEY_LEN]) -> Result<Self, SessionKeyError> {
+    /// Wraps host-provided key bytes; an all-zero key is refused. The
+    /// argument's copy is wiped; the caller's own copy (the array is `Copy`)
+    /// is the caller's to wipe.
+    pub fn from_bytes(mut bytes: [u8; SESSION_KEY_LEN]) -> Result<Self, SessionKeyError> {
+        let key = Box::new(bytes);
+        bytes.zeroize();
+        Self::from_boxed(key)
+    }
+
+    /// Wraps a key slice of exactly 32 bytes.
+    pub fn from_slice(bytes: &[u8]) -> Result<Self, SessionKeyError> {
+        if bytes.len() != SESSION_KEY_LEN {
+            return Err(SessionKeyError::Length(bytes.len()));
+        }
+        let mut key = Box::new([0u8; SESSION_KEY_LEN]);
+        key.copy_from_slice(bytes);
+        Self::from_boxed(key)
+    }
+
+    /// Takes ownership of boxed key bytes; an all-zero key is refused (and
+    /// the box wiped like any other key).
+    fn from_boxed(bytes: Box<[u8; SESSION_KEY_LEN]>) -> Result<Self, SessionKeyError> {
         let key = Self(bytes);
         if key.is_all_zero() {
             return Err(SessionKeyError::AllZero);
         }
         Ok(key)
-    }
-
-    /// Wraps a key slice of exactly 32 bytes.
-    pub fn from_slice(bytes: &[u8]) -> Result<Self, SessionKeyError> {
-        let Ok(mut array) = <[u8; SESSION_KEY_LEN]>::try_from(bytes) else {
-            return Err(SessionKeyError::Length(bytes.len()));
-        };
-        let key = Self::from_bytes(array);
-        sys::wipe(&mut array);
-        key
     }
 
     /// The raw key, for the keyed hash and the preamble only.
@@ -88,13 +108,15 @@ impl SessionKey {
 
 impl Clone for SessionKey {
     fn clone(&self) -> Self {
-        Self(self.0)
+        let mut copy = Box::new([0u8; SESSION_KEY_LEN]);
+        copy.copy_from_slice(&self.0[..]);
+        Self(copy)
     }
 }
 
 impl Drop for SessionKey {
     fn drop(&mut self) {
-        sys::wipe(&mut self.0);
+        self.0.zeroize();
     }
 }
 
@@ -106,21 +128,33 @@ impl fmt::Debug for SessionKey {
 
 /// Why a preamble was refused.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BootstrapError {
+    /// The input ended inside the preamble.
     #[error("bootstrap preamble ended early while reading the {field}")]
-    Truncated { field: &'static str },
+    Truncated {
+        /// The part being read (`header`, `session id`, `session key`).
+        field: &'static str,
+    },
+    /// Reading failed.
     #[error("failed to read the bootstrap preamble: {0}")]
     Io(#[source] io::Error),
+    /// The first 8 bytes are not `SPLPBOOT`.
     #[error("bootstrap preamble has a bad magic; expected `SPLPBOOT`")]
     BadMagic,
+    /// A preamble version other than 0x01.
     #[error("bootstrap preamble version {0:#04x} is not supported; only 0x01 is")]
     UnsupportedVersion(u8),
+    /// A session-id length of 0.
     #[error("bootstrap preamble has a zero session-id length")]
     ZeroIdLength,
+    /// A session-id length over 128.
     #[error("bootstrap preamble session-id length is {0}; the maximum is 128")]
     OversizedIdLength(u8),
+    /// The session id breaks the token rule.
     #[error("bootstrap preamble session id is not a token: {0}")]
     InvalidSessionId(#[source] TokenError),
+    /// The key is all zero.
     #[error("bootstrap preamble carries an all-zero session key")]
     ZeroKey,
 }
@@ -150,7 +184,8 @@ impl AsRef<[u8]> for EncodedBootstrap {
 
 impl Drop for EncodedBootstrap {
     fn drop(&mut self) {
-        sys::wipe(&mut self.0);
+        // Wipes the whole allocation (spare capacity too), then clears.
+        self.0.zeroize();
     }
 }
 
@@ -167,10 +202,12 @@ impl PrivatePipeWorkerBootstrap {
         Self { session_id, key }
     }
 
+    /// The session the preamble opens.
     pub fn session_id(&self) -> &Token {
         &self.session_id
     }
 
+    /// The session key it carries.
     pub fn key(&self) -> &SessionKey {
         &self.key
     }
@@ -222,15 +259,14 @@ impl PrivatePipeWorkerBootstrap {
         let mut id = vec![0u8; usize::from(id_len)];
         read_field(r, &mut id, "session id")?;
         let session_id = Token::from_bytes(&id).map_err(BootstrapError::InvalidSessionId)?;
-        let mut key = [0u8; SESSION_KEY_LEN];
-        let read = read_field(r, &mut key, "session key");
-        let key_result =
-            read.and_then(|()| SessionKey::from_bytes(key).map_err(|_| BootstrapError::ZeroKey));
-        sys::wipe(&mut key);
-        Ok(Self {
-            session_id,
-            key: key_result?,
-        })
+        // Read straight into the key's own allocation: no stack copy.
+        let mut key = Box::new([0u8; SESSION_KEY_LEN]);
+        if let Err(e) = read_field(r, &mut key[..], "session key") {
+            key.zeroize();
+            return Err(e);
+        }
+        let key = SessionKey::from_boxed(key).map_err(|_| BootstrapError::ZeroKey)?;
+        Ok(Self { session_id, key })
     }
 }
 

@@ -22,91 +22,163 @@ use crate::token::Token;
 /// Unless [`SessionError::leaves_session`] says otherwise, the channel is
 /// poisoned and every later call fails with [`SessionError::Poisoned`].
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SessionError {
+    /// An earlier error poisoned the channel; nothing more is sent or read.
     #[error("the session is poisoned by an earlier error")]
     Poisoned,
+    /// Reading or writing a line failed.
     #[error(transparent)]
     Codec(#[from] CodecError),
+    /// A frame failed authentication.
     #[error(transparent)]
     Auth(#[from] AuthError),
+    /// The bootstrap preamble was refused.
     #[error(transparent)]
     Bootstrap(#[from] BootstrapError),
+    /// The manifest was refused.
     #[error(transparent)]
     Manifest(#[from] ManifestError),
+    /// The worker could not take over its standard streams.
     #[error("failed to take over the standard streams: {0}")]
     Stdio(#[source] std::io::Error),
+    /// The peer closed the channel early.
     #[error("the peer closed the channel while `{expected}` was expected")]
-    Closed { expected: &'static str },
+    Closed {
+        /// The message type the exchange was waiting for.
+        expected: &'static str,
+    },
+    /// A message of another type than the one the exchange needs.
     #[error("expected `{expected}`, got `{got}`")]
     Unexpected {
+        /// The message type the exchange needs.
         expected: &'static str,
+        /// The message type that came.
         got: &'static str,
     },
+    /// The manifest and the bootstrap name different sessions.
     #[error("manifest session `{manifest}` does not match bootstrap session `{bootstrap}`")]
-    SessionMismatch { bootstrap: String, manifest: String },
+    SessionMismatch {
+        /// The bootstrap's session id.
+        bootstrap: String,
+        /// The manifest's session id.
+        manifest: String,
+    },
+    /// A reply names another request than the one in flight.
     #[error("reply is for request `{got}`; expected `{expected}`")]
-    RequestMismatch { expected: String, got: String },
+    RequestMismatch {
+        /// The request in flight.
+        expected: String,
+        /// The request the reply names.
+        got: String,
+    },
+    /// A call of a tool the manifest does not grant (refused before sending).
     #[error("tool `{0}` is not granted by the manifest")]
     NotGranted(String),
+    /// The grant's call budget is spent (refused before sending).
     #[error("tool `{tool}` has used all {max} calls its grant allows")]
-    CallLimit { tool: String, max: u32 },
-    #[error("tool `{tool}` has used all {max} compensations its grant allows")]
-    CompensationLimit { tool: String, max: u32 },
-    #[error("{what} of tool `{tool}` is {size} bytes; the grant allows {max}")]
-    TooLarge {
+    CallLimit {
+        /// The tool.
         tool: String,
-        what: &'static str,
-        size: usize,
+        /// The grant's `max_calls`.
         max: u32,
     },
+    /// The grant's compensation budget is spent (refused before sending).
+    #[error("tool `{tool}` has used all {max} compensations its grant allows")]
+    CompensationLimit {
+        /// The tool.
+        tool: String,
+        /// The grant's `max_compensations`.
+        max: u32,
+    },
+    /// A payload over the grant's size bound.
+    #[error("{what} of tool `{tool}` is {size} bytes; the grant allows {max}")]
+    TooLarge {
+        /// The tool.
+        tool: String,
+        /// `input` or `output`.
+        what: &'static str,
+        /// The payload's size in bytes.
+        size: usize,
+        /// The grant's bound.
+        max: u32,
+    },
+    /// A payload that does not fit the grant's format or shape.
     #[error("{what} of tool `{tool}` does not fit its grant: {error}")]
     Payload {
+        /// The tool.
         tool: String,
+        /// `input` or `output`.
         what: &'static str,
+        /// What is wrong with it.
         #[source]
         error: PayloadError,
     },
+    /// A request that breaks a message rule (refused before sending).
     #[error("invalid request: {0}")]
     InvalidRequest(#[source] MessageError),
+    /// A compensation for a tool whose grant allows none.
     #[error("tool `{0}` is not granted any compensations")]
     CompensationNotGranted(String),
+    /// The session's request-id space is spent (the limit).
     #[error("the session has used all {0} request ids a session allows; open a new session")]
     RequestLimit(usize),
+    /// The worker ended the session with a request unanswered.
     #[error(
         "the worker ended the session without answering `{kind}` request `{request}` of tool `{tool}`; a worker ends the session on a request it cannot serve, so its effect is indeterminate"
     )]
     WorkerEnded {
+        /// The request's message type.
         kind: &'static str,
+        /// The request id.
         request: String,
+        /// The tool.
         tool: String,
     },
+    /// A reply whose echoed fields differ from its request.
     #[error("the `{kind}` reply does not match its request ({field} differs)")]
     ReplyMismatch {
+        /// The reply's message type.
         kind: &'static str,
+        /// The first field that differs.
         field: &'static str,
     },
+    /// The manifest grants a tool the worker cannot serve.
     #[error("the manifest grants tool `{0}`, which this worker has no handler for")]
     UnhandledTool(String),
+    /// The worker refused a request and ended the session.
     #[error("ended the session on `{kind}` request `{request}`: {reason}")]
     Refused {
+        /// The request's message type.
         kind: &'static str,
+        /// The request id.
         request: String,
+        /// Why the worker refused it.
         reason: String,
     },
+    /// A tool handler failed; the worker ends the session.
     #[error("tool `{tool}` failed on request `{request}`, so the session ends: {message}")]
     ToolFailed {
+        /// The tool.
         tool: String,
+        /// The request id.
         request: String,
+        /// The handler's failure message.
         message: String,
     },
+    /// A tool handler panicked.
     #[error("a tool thread panicked")]
     ToolPanicked,
+    /// A call is already in flight (its request id).
     #[error("call `{0}` is still in flight; collect its answer first")]
     Busy(String),
+    /// There is no call in flight to wait for.
     #[error("no call is in flight")]
     Idle,
+    /// The session closed with a call in flight (its request id).
     #[error("the session was closed with call `{0}` in flight; its effect is indeterminate")]
     Abandoned(String),
+    /// The request id names no call that can still be cancelled.
     #[error("request `{0}` is not a call in flight that can still be cancelled")]
     NotCancellable(String),
 }
@@ -225,6 +297,7 @@ pub struct FrameSender<W> {
 }
 
 impl<R: BufRead> FrameReceiver<R> {
+    /// Whether an earlier error poisoned this half.
     pub fn is_poisoned(&self) -> bool {
         self.poison.is_set()
     }
@@ -272,6 +345,7 @@ impl<R: BufRead> FrameReceiver<R> {
 }
 
 impl<W: Write> FrameSender<W> {
+    /// Whether an earlier error poisoned this half.
     pub fn is_poisoned(&self) -> bool {
         self.poison.is_set()
     }
@@ -319,6 +393,7 @@ pub struct FrameChannel<R, W> {
 }
 
 impl<R: BufRead, W: Write> FrameChannel<R, W> {
+    /// A channel over `reader` and `writer`, authenticated by `auth`.
     pub fn new(reader: R, writer: W, auth: SessionAuthenticator) -> Self {
         let (sealer, opener) = auth.split();
         let poison = Poison::default();
@@ -336,6 +411,7 @@ impl<R: BufRead, W: Write> FrameChannel<R, W> {
         }
     }
 
+    /// Whether an earlier error poisoned the channel.
     pub fn is_poisoned(&self) -> bool {
         self.rx.is_poisoned()
     }

@@ -17,19 +17,27 @@ pub const MAX_LINE_BYTES: usize = 1_048_576;
 
 /// Why a line could not be read or written.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CodecError {
+    /// An earlier error poisoned this end; nothing more is read or written.
     #[error("the channel is poisoned by an earlier error")]
     Poisoned,
+    /// A line over [`MAX_LINE_BYTES`].
     #[error("line exceeds {MAX_LINE_BYTES} bytes")]
     LineTooLong,
+    /// The input ended without a final newline.
     #[error("input ended in the middle of a line")]
     TruncatedLine,
+    /// A line that is valid JSON but not an object.
     #[error("line is not a JSON object")]
     NotAnObject,
+    /// A line that is not the expected JSON (syntax, shape, duplicate key).
     #[error("line does not decode: {0}")]
     Decode(#[source] serde_json::Error),
+    /// A value that could not be serialized.
     #[error("failed to encode a line: {0}")]
     Encode(#[source] serde_json::Error),
+    /// Reading or writing the stream failed.
     #[error("channel I/O failed: {0}")]
     Io(#[source] io::Error),
 }
@@ -44,6 +52,7 @@ pub struct JsonLineReader<R> {
 }
 
 impl<R: BufRead> JsonLineReader<R> {
+    /// A reader of lines from `inner`.
     pub fn new(inner: R) -> Self {
         Self {
             inner,
@@ -53,6 +62,7 @@ impl<R: BufRead> JsonLineReader<R> {
         }
     }
 
+    /// Whether an earlier error poisoned the reader.
     pub fn is_poisoned(&self) -> bool {
         self.poisoned
     }
@@ -141,6 +151,7 @@ pub struct JsonLineWriter<W> {
 }
 
 impl<W: Write> JsonLineWriter<W> {
+    /// A writer of lines to `inner`.
     pub fn new(inner: W) -> Self {
         Self {
             inner,
@@ -148,6 +159,7 @@ impl<W: Write> JsonLineWriter<W> {
         }
     }
 
+    /// Whether an earlier error poisoned the writer.
     pub fn is_poisoned(&self) -> bool {
         self.poisoned
     }

@@ -57,14 +57,28 @@ struct Pending {
 pub enum CallEvent {
     /// The call's result: the payload value (a JSON string for a `text`
     /// grant).
-    Finished { request_id: Token, output: Value },
+    Finished {
+        /// The call's request id.
+        request_id: Token,
+        /// The output payload's value.
+        output: Value,
+    },
     /// The worker acknowledged the cancel: the effect stopped and no result
     /// follows.
-    Cancelled { request_id: Token },
+    Cancelled {
+        /// The call's request id.
+        request_id: Token,
+    },
     /// The cancel came after the result, which was reported first.
-    TooLate { request_id: Token },
+    TooLate {
+        /// The call's request id.
+        request_id: Token,
+    },
     /// The call cannot be cancelled; its result still follows.
-    Unsupported { request_id: Token },
+    Unsupported {
+        /// The call's request id.
+        request_id: Token,
+    },
 }
 
 impl<R: Read, W: Write> HostSession<R, W> {
@@ -93,14 +107,17 @@ impl<R: Read, W: Write> HostSession<R, W> {
         })
     }
 
+    /// The manifest the session was opened with.
     pub fn manifest(&self) -> &CapabilityManifest {
         &self.manifest
     }
 
+    /// The session's id.
     pub fn session_id(&self) -> &Token {
         &self.manifest.session_id
     }
 
+    /// Whether an earlier error poisoned the session.
     pub fn is_poisoned(&self) -> bool {
         self.channel.is_poisoned()
     }
@@ -394,7 +411,7 @@ impl<R: Read, W: Write> HostSession<R, W> {
             .starts_with(crate::message::COMPENSATION_KEY_PREFIX)
         {
             return Err(SessionError::InvalidRequest(
-                crate::message::MessageError::CompensationKey(compensation_key.to_string()),
+                crate::message::MessageError::CompensationKey(compensation_key.clone()),
             ));
         }
         if grant.max_compensations == 0 {
@@ -414,8 +431,7 @@ impl<R: Read, W: Write> HostSession<R, W> {
             input,
             grant.max_input_bytes,
         )?;
-        let grant_fingerprint = grant
-            .compensation_fingerprint()
+        let grant_fingerprint = crate::message::compensation_fingerprint(&grant)
             .map_err(|e| SessionError::Codec(crate::codec::CodecError::Encode(e)))?;
         let request = CompensationRequest {
             protocol_version: Version,

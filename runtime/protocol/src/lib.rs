@@ -1,14 +1,14 @@
 //! Splash worker protocol version 5.
 //!
-//! The wire facts (see `docs/protocol.md`): tokens, the capability
-//! manifest, the private-pipe bootstrap preamble, frame authentication and the
+//! The wire facts (see `docs/protocol.md`): tokens and the capability
+//! manifest (from `splash-manifest`, re-exported here), the private-pipe bootstrap preamble, frame authentication and the
 //! bounded JSON-line codec. Shared by hosts (the runtime, through
 //! [`host::HostSession`]) and workers (the [`worker`] library), so both sides
 //! speak exactly one implementation.
 //!
 //! Modules, from the bytes up:
-//! - [`token`]: the token rule for ids and tool names;
-//! - [`manifest`]: the capability manifest and its strict decoder;
+//! - [`token`], [`manifest`]: the token rule and the capability manifest,
+//!   re-exported from `splash-manifest`;
 //! - [`bootstrap`]: the session key and the preamble written on stdin;
 //! - [`canonical`]: the deterministic serialization tags cover (sorted
 //!   payload keys, the canonical number layout);
@@ -16,7 +16,10 @@
 //!   and sequences;
 //! - [`codec`]: one bounded JSON object per line, poisoned by any error;
 //! - [`channel`]: codec plus authenticator;
-//! - [`host`], [`worker`]: the two ends of a session.
+//! - [`host`], [`worker`]: the two ends of a session;
+//! - [`journal`]: a worker's durable record of its operations.
+
+#![warn(missing_docs)]
 
 pub mod auth;
 pub mod bootstrap;
@@ -24,17 +27,9 @@ pub mod canonical;
 pub mod channel;
 pub mod codec;
 pub mod host;
-pub mod manifest;
+pub mod journal;
 pub mod message;
-mod strict;
-pub mod token;
 pub mod worker;
-
-#[expect(
-    unsafe_code,
-    reason = "volatile stores are the only way to wipe key bytes that the optimizer may not elide"
-)]
-mod sys;
 
 pub use auth::{
     AUTH_DOMAIN, AuthError, AuthTag, Frame, FrameOpener, FrameSealer, SessionAuthenticator,
@@ -46,15 +41,15 @@ pub use bootstrap::{
 pub use channel::{FrameChannel, FrameReceiver, FrameSender, SessionError, SessionState};
 pub use codec::{CodecError, JsonLineReader, JsonLineWriter, MAX_LINE_BYTES};
 pub use host::{CallEvent, HostSession};
-pub use manifest::{CapabilityManifest, Grant, GrantFormat, ManifestError, Resource, ResourceKind};
+pub use journal::{JOURNAL_FILE, Journal, JournalError};
 pub use message::{
     CancelOutcome, CancelRequest, CancelResult, CompensationRequest, CompensationResult,
     DispatchRequest, Invocation, MAX_JSON_PAYLOAD_DEPTH, MAX_SESSION_REQUEST_IDS, Message,
     MessageError, OperationResult, OperationStatus, Payload, PayloadError, ReconcileRequest,
-    ToolResult, Version,
+    ToolResult, Version, compensation_fingerprint,
 };
-pub use token::{Token, TokenError};
+pub use splash_manifest::{
+    CapabilityManifest, Grant, GrantFormat, ManifestError, PROTOCOL_VERSION, Resource,
+    ResourceKind, Token, TokenError, manifest, token,
+};
 pub use worker::{CancelSignal, ServeEnd, ToolFailure, Worker};
-
-/// The only protocol version this crate speaks.
-pub const PROTOCOL_VERSION: u16 = 5;

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::PROTOCOL_VERSION;
 use crate::auth::SessionRole;
 use crate::canonical::Sorted;
-use crate::manifest::{CapabilityManifest, GrantFormat};
+use crate::manifest::{CapabilityManifest, Grant, GrantFormat};
 use crate::token::Token;
 
 /// The maximum nesting depth of a JSON payload value, counting the root
@@ -60,7 +60,9 @@ impl<'de> Deserialize<'de> for Version {
 /// `{"format":"text","value":"..."}`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Payload {
+    /// A text payload (a JSON string on the wire).
     Text(String),
+    /// A JSON payload: an object or an array.
     Json(Value),
 }
 
@@ -113,7 +115,7 @@ impl Payload {
                 if depth(v) > MAX_JSON_PAYLOAD_DEPTH {
                     return Err(PayloadError::TooDeep);
                 }
-                crate::canonical::encoded_len(v).map_err(|e| PayloadError::Encode(e.to_string()))
+                crate::canonical::encoded_len(v).map_err(|e| PayloadError::Encode(e.classify()))
             }
         }
     }
@@ -137,20 +139,29 @@ fn depth(value: &Value) -> usize {
 
 /// Why a payload does not fit its grant.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PayloadError {
+    /// The payload's format is not the grant's.
     #[error("payload format is {}; the grant's format is {}", fmt_format(*got), fmt_format(*expected))]
     Format {
+        /// The grant's format.
         expected: GrantFormat,
+        /// The payload's format.
         got: GrantFormat,
     },
+    /// A text payload whose value is not a JSON string.
     #[error("a text payload must be a JSON string")]
     NotText,
+    /// A JSON payload that is neither an object nor an array.
     #[error("a JSON payload must be an object or an array")]
     NotContainer,
+    /// A JSON payload nested deeper than [`MAX_JSON_PAYLOAD_DEPTH`].
     #[error("a JSON payload is nested deeper than {MAX_JSON_PAYLOAD_DEPTH} levels")]
     TooDeep,
-    #[error("a JSON payload does not serialize: {0}")]
-    Encode(String),
+    /// Serializing the payload failed (a `serde_json` error of this
+    /// category; a JSON value always serializes, so this is not expected).
+    #[error("a JSON payload does not serialize ({0:?} error)")]
+    Encode(serde_json::error::Category),
 }
 
 fn fmt_format(f: GrantFormat) -> &'static str {
@@ -202,10 +213,15 @@ impl<'de> Deserialize<'de> for Payload {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Invocation {
+    /// The protocol version, always 5.
     pub protocol_version: Version,
+    /// The session the message belongs to.
     pub session_id: Token,
+    /// The request this message belongs to, unique in the session.
     pub request_id: Token,
+    /// The granted tool.
     pub tool: Token,
+    /// The payload, in the grant's format and within its size bound.
     pub payload: Payload,
 }
 
@@ -213,9 +229,13 @@ pub struct Invocation {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolResult {
+    /// The protocol version, always 5.
     pub protocol_version: Version,
+    /// The session the message belongs to.
     pub session_id: Token,
+    /// The request this message belongs to, unique in the session.
     pub request_id: Token,
+    /// The payload, in the grant's format and within its size bound.
     pub payload: Payload,
 }
 
@@ -225,10 +245,15 @@ pub struct ToolResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CancelRequest {
+    /// The protocol version, always 5.
     pub protocol_version: Version,
+    /// The session the message belongs to.
     pub session_id: Token,
+    /// The id of this cancellation, distinct from the request id it cancels.
     pub cancellation_id: Token,
+    /// The request this message belongs to, unique in the session.
     pub request_id: Token,
+    /// The granted tool.
     pub tool: Token,
 }
 
@@ -248,11 +273,17 @@ pub enum CancelOutcome {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CancelResult {
+    /// The protocol version, always 5.
     pub protocol_version: Version,
+    /// The session the message belongs to.
     pub session_id: Token,
+    /// The id of this cancellation, distinct from the request id it cancels.
     pub cancellation_id: Token,
+    /// The request this message belongs to, unique in the session.
     pub request_id: Token,
+    /// The granted tool.
     pub tool: Token,
+    /// What became of the cancelled call.
     pub outcome: CancelOutcome,
 }
 
@@ -271,11 +302,17 @@ impl CancelResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DispatchRequest {
+    /// The protocol version, always 5.
     pub protocol_version: Version,
+    /// The session the message belongs to.
     pub session_id: Token,
+    /// The request this message belongs to, unique in the session.
     pub request_id: Token,
+    /// The granted tool.
     pub tool: Token,
+    /// The host-chosen key that identifies the durable operation.
     pub operation_key: Token,
+    /// The payload, in the grant's format and within its size bound.
     pub payload: Payload,
 }
 
@@ -283,10 +320,15 @@ pub struct DispatchRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReconcileRequest {
+    /// The protocol version, always 5.
     pub protocol_version: Version,
+    /// The session the message belongs to.
     pub session_id: Token,
+    /// The request this message belongs to, unique in the session.
     pub request_id: Token,
+    /// The granted tool.
     pub tool: Token,
+    /// The host-chosen key that identifies the durable operation.
     pub operation_key: Token,
 }
 
@@ -296,9 +338,19 @@ pub struct ReconcileRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case", deny_unknown_fields)]
 pub enum OperationStatus {
+    /// Still running; ask again later.
     Running,
-    Succeeded { payload: Payload },
-    Failed { message: String },
+    /// Finished with this output.
+    Succeeded {
+        /// The operation's output.
+        payload: Payload,
+    },
+    /// Failed; the effect did not happen.
+    Failed {
+        /// Why, 1 to 4096 bytes.
+        message: String,
+    },
+    /// Cancelled before it had an effect.
     Cancelled,
 }
 
@@ -306,28 +358,43 @@ pub enum OperationStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OperationResult {
+    /// The protocol version, always 5.
     pub protocol_version: Version,
+    /// The session the message belongs to.
     pub session_id: Token,
+    /// The request this message belongs to, unique in the session.
     pub request_id: Token,
+    /// The granted tool.
     pub tool: Token,
+    /// The host-chosen key that identifies the durable operation.
     pub operation_key: Token,
+    /// The operation's state.
     pub status: OperationStatus,
 }
 
 /// `compensate_operation` body: a host-approved compensating effect for one
 /// operation. `grant_fingerprint` is the grant's
-/// [`crate::manifest::Grant::compensation_fingerprint`].
+/// [`compensation_fingerprint`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CompensationRequest {
+    /// The protocol version, always 5.
     pub protocol_version: Version,
+    /// The session the message belongs to.
     pub session_id: Token,
+    /// The request this message belongs to, unique in the session.
     pub request_id: Token,
+    /// The granted tool.
     pub tool: Token,
+    /// The host-chosen key that identifies the durable operation.
     pub operation_key: Token,
+    /// The key of the compensating effect (starts with `cmp-`).
     pub compensation_key: Token,
+    /// The tenant the compensation is scoped to.
     pub tenant_scope: Token,
+    /// The grant's [`compensation_fingerprint`]: 64 lowercase hex digits.
     pub grant_fingerprint: String,
+    /// The payload, in the grant's format and within its size bound.
     pub payload: Payload,
 }
 
@@ -335,14 +402,23 @@ pub struct CompensationRequest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CompensationResult {
+    /// The protocol version, always 5.
     pub protocol_version: Version,
+    /// The session the message belongs to.
     pub session_id: Token,
+    /// The request this message belongs to, unique in the session.
     pub request_id: Token,
+    /// The granted tool.
     pub tool: Token,
+    /// The host-chosen key that identifies the durable operation.
     pub operation_key: Token,
+    /// The key of the compensating effect (starts with `cmp-`).
     pub compensation_key: Token,
+    /// The tenant the compensation is scoped to.
     pub tenant_scope: Token,
+    /// The grant's [`compensation_fingerprint`]: 64 lowercase hex digits.
     pub grant_fingerprint: String,
+    /// The operation's state.
     pub status: OperationStatus,
 }
 
@@ -364,47 +440,89 @@ impl CompensationResult {
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Message {
     /// Host → worker, always the host's frame 1; never answered directly.
-    OpenSession { manifest: CapabilityManifest },
+    OpenSession {
+        /// The session's capability manifest.
+        manifest: CapabilityManifest,
+    },
     /// Host → worker: call one granted tool.
-    Invoke { invocation: Invocation },
+    Invoke {
+        /// The call.
+        invocation: Invocation,
+    },
     /// Worker → host: the output of one `invoke`.
-    Result { result: ToolResult },
+    Result {
+        /// The answer.
+        result: ToolResult,
+    },
     /// Host → worker: run one durable operation.
-    DispatchOperation { request: DispatchRequest },
+    DispatchOperation {
+        /// The request.
+        request: DispatchRequest,
+    },
     /// Worker → host: the status of one `dispatch_operation`.
-    OperationResult { result: OperationResult },
+    OperationResult {
+        /// The answer.
+        result: OperationResult,
+    },
     /// Host → worker: run one compensating effect.
-    CompensateOperation { request: CompensationRequest },
+    CompensateOperation {
+        /// The request.
+        request: CompensationRequest,
+    },
     /// Worker → host: the status of one `compensate_operation`.
-    CompensationResult { result: CompensationResult },
+    CompensationResult {
+        /// The answer.
+        result: CompensationResult,
+    },
     /// Host → worker: report the status of one operation.
-    ReconcileOperation { request: ReconcileRequest },
+    ReconcileOperation {
+        /// The request.
+        request: ReconcileRequest,
+    },
     /// Worker → host: the status of one `reconcile_operation`.
-    ReconciledOperation { result: OperationResult },
+    ReconciledOperation {
+        /// The answer.
+        result: OperationResult,
+    },
     /// Host → worker: cooperatively cancel one call in flight.
-    Cancel { request: CancelRequest },
+    Cancel {
+        /// The request.
+        request: CancelRequest,
+    },
     /// Worker → host: the outcome of one `cancel`.
-    CancellationResult { result: CancelResult },
+    CancellationResult {
+        /// The answer.
+        result: CancelResult,
+    },
     /// Host → worker: no more requests; the worker should exit.
     CloseSession {
+        /// The protocol version, always 5.
         protocol_version: Version,
+        /// The session being closed.
         session_id: Token,
     },
 }
 
 /// Why a decoded or built message is not valid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MessageError {
+    /// A cancel request reuses the id of the request it cancels.
     #[error("cancellation id `{0}` must differ from the request id it cancels")]
-    CancellationIdIsRequestId(String),
+    CancellationIdIsRequestId(Token),
+    /// A compensation key without the `cmp-` prefix.
     #[error("compensation key `{0}` must start with `cmp-`")]
-    CompensationKey(String),
+    CompensationKey(Token),
+    /// A grant fingerprint that is not 64 lowercase hex digits.
     #[error("grant fingerprint must be 64 lowercase hex digits")]
     GrantFingerprint,
+    /// A failed operation without a message.
     #[error("an operation failure message must not be empty")]
     EmptyFailure,
+    /// A failure message over 4096 bytes (the length).
     #[error("an operation failure message is {0} bytes; the maximum is 4096")]
     FailureTooLong(usize),
+    /// The payload does not fit the rules for payloads.
     #[error("payload: {0}")]
     Payload(#[from] PayloadError),
 }
@@ -442,7 +560,7 @@ fn is_fingerprint(s: &str) -> bool {
 
 fn check_compensation(key: &Token, fingerprint: &str) -> Result<(), MessageError> {
     if !key.as_str().starts_with(COMPENSATION_KEY_PREFIX) {
-        return Err(MessageError::CompensationKey(key.to_string()));
+        return Err(MessageError::CompensationKey(key.clone()));
     }
     if !is_fingerprint(fingerprint) {
         return Err(MessageError::GrantFingerprint);
@@ -516,11 +634,11 @@ impl Message {
     pub fn validate(&self) -> Result<(), MessageError> {
         match self {
             Self::Cancel { request } if request.cancellation_id == request.request_id => Err(
-                MessageError::CancellationIdIsRequestId(request.cancellation_id.to_string()),
+                MessageError::CancellationIdIsRequestId(request.cancellation_id.clone()),
             ),
             Self::CancellationResult { result } if result.cancellation_id == result.request_id => {
                 Err(MessageError::CancellationIdIsRequestId(
-                    result.cancellation_id.to_string(),
+                    result.cancellation_id.clone(),
                 ))
             }
             Self::CompensateOperation { request } => {
@@ -536,4 +654,22 @@ impl Message {
             _ => Ok(()),
         }
     }
+}
+
+/// The grant's compensation fingerprint: 64 lowercase hex digits of the
+/// BLAKE3 hash of `splash-compensation-grant-v1`, the length of the grant's
+/// compact JSON serialization as 8 big-endian bytes, and that serialization.
+/// It names no session, so a compensation can be recovered in a fresh
+/// session only under an unchanged grant.
+pub fn compensation_fingerprint(grant: &Grant) -> Result<String, serde_json::Error> {
+    let encoded = crate::canonical::to_vec(grant)?;
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(b"splash-compensation-grant-v1");
+    hasher.update(
+        &u64::try_from(encoded.len())
+            .unwrap_or(u64::MAX)
+            .to_be_bytes(),
+    );
+    hasher.update(&encoded);
+    Ok(hasher.finalize().to_hex().to_string())
 }

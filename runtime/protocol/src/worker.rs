@@ -26,11 +26,28 @@
 //!   grant (format, `max_output_bytes`);
 //! - a `cancel` that names no call of this session, or a call already being
 //!   cancelled;
-//! - any durable request (`dispatch_operation`, `compensate_operation`,
-//!   `reconcile_operation`): this library keeps no operation journal.
+//! - without an operation journal, any durable request
+//!   (`dispatch_operation`, `compensate_operation`, `reconcile_operation`);
+//! - with one ([`Worker::with_journal`]): a `compensate_operation`; a
+//!   `dispatch_operation` of a tool not declared durable, that fails the
+//!   checks of an `invoke`, that reuses an operation key for another tool or
+//!   input, or whose key started earlier and has no recorded outcome; a
+//!   `reconcile_operation` of an ungranted tool or of an operation key the
+//!   journal has no record of (for that tool).
 //!
 //! A manifest that grants a tool the worker has no handler for is refused
 //! when the session opens.
+//!
+//! # Durable operations
+//!
+//! A worker that enables a [`Journal`] serves `dispatch_operation` for the
+//! tools it declares durable: the journal records `started` (and syncs it)
+//! before the tool runs and the outcome after, before the answer is sent; a
+//! repeated dispatch of a finished operation (same key, tool and input) gets
+//! the recorded status and does not run the tool again. `reconcile_operation`
+//! answers from the journal: the recorded status of a finished operation, or
+//! `running` for one that started and has no recorded outcome (its effect is
+//! unknown: the worker was stopped, the tool failed, or the record tore).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -45,9 +62,11 @@ use serde_json::Value;
 use crate::auth::{SessionAuthenticator, SessionRole};
 use crate::bootstrap::PrivatePipeWorkerBootstrap;
 use crate::channel::{FrameChannel, FrameSender, SessionError, check_payload, payload_for};
+use crate::journal::{Entry, Journal, input_fingerprint};
 use crate::manifest::{CapabilityManifest, GrantFormat};
 use crate::message::{
-    CancelOutcome, CancelRequest, CancelResult, Invocation, MAX_SESSION_REQUEST_IDS, Message,
+    CancelOutcome, CancelRequest, CancelResult, DispatchRequest, Invocation,
+    MAX_SESSION_REQUEST_IDS, Message, OperationResult, OperationStatus, Payload, ReconcileRequest,
     ToolResult, Version,
 };
 use crate::token::Token;
@@ -67,6 +86,14 @@ pub struct Worker<R, W> {
     channel: FrameChannel<BufReader<R>, W>,
     manifest: CapabilityManifest,
     ledger: Ledger,
+    durable: Option<Durable>,
+}
+
+/// The operation journal of a worker and the tools it serves durably.
+#[derive(Debug)]
+struct Durable {
+    journal: Journal,
+    tools: Vec<String>,
 }
 
 /// What the session has admitted so far.
@@ -108,27 +135,33 @@ impl Ledger {
         manifest: &CapabilityManifest,
         inv: &Invocation,
     ) -> Result<Admitted, String> {
-        let Some(grant) = manifest.grant(inv.tool.as_str()) else {
-            return Err(SessionError::NotGranted(inv.tool.to_string()).to_string());
+        self.admit_call(manifest, &inv.tool, &inv.payload, &inv.request_id)
+    }
+
+    /// [`Self::admit`] for any request that runs a tool (an `invoke` or a
+    /// `dispatch_operation`).
+    fn admit_call(
+        &mut self,
+        manifest: &CapabilityManifest,
+        tool: &Token,
+        payload: &Payload,
+        request_id: &Token,
+    ) -> Result<Admitted, String> {
+        let Some(grant) = manifest.grant(tool.as_str()) else {
+            return Err(SessionError::NotGranted(tool.to_string()).to_string());
         };
-        check_payload(
-            &inv.tool,
-            grant.format,
-            "input",
-            &inv.payload,
-            grant.max_input_bytes,
-        )
-        .map_err(|e| e.to_string())?;
-        let used = self.calls.get(&inv.tool).copied().unwrap_or(0);
+        check_payload(tool, grant.format, "input", payload, grant.max_input_bytes)
+            .map_err(|e| e.to_string())?;
+        let used = self.calls.get(tool).copied().unwrap_or(0);
         if used >= grant.max_calls {
             return Err(SessionError::CallLimit {
-                tool: inv.tool.to_string(),
+                tool: tool.to_string(),
                 max: grant.max_calls,
             }
             .to_string());
         }
-        self.reserve_id(&inv.request_id)?;
-        self.calls.insert(inv.tool.clone(), used + 1);
+        self.reserve_id(request_id)?;
+        self.calls.insert(tool.clone(), used + 1);
         Ok(Admitted {
             format: grant.format,
             max_output: grant.max_output_bytes,
@@ -164,14 +197,200 @@ fn request_of(message: &Message) -> Token {
 /// The answer to a request that ends the session: nothing is sent.
 fn unservable(message: &Message) -> SessionError {
     let reason = match message {
-        Message::DispatchOperation { .. }
-        | Message::CompensateOperation { .. }
-        | Message::ReconcileOperation { .. } => {
+        Message::DispatchOperation { .. } | Message::ReconcileOperation { .. } => {
             "this worker keeps no operation journal, so it serves no durable operations".to_owned()
+        }
+        Message::CompensateOperation { .. } => {
+            "this worker serves no compensating operations".to_owned()
         }
         other => format!("`{}` is not a request a worker answers", other.kind()),
     };
     refused(message.kind(), &request_of(message), reason)
+}
+
+/// What to do with an admitted `dispatch_operation`.
+enum DurableStep {
+    /// The journal has its outcome already: answer with it, run nothing.
+    Answer(Message),
+    /// Recorded as started: run the tool.
+    Run(Admitted),
+}
+
+fn operation_reply(reconciled: bool, base: OperationResult) -> Message {
+    if reconciled {
+        Message::ReconciledOperation { result: base }
+    } else {
+        Message::OperationResult { result: base }
+    }
+}
+
+fn operation_result(
+    session_id: &Token,
+    request_id: &Token,
+    tool: &Token,
+    operation_key: &Token,
+    status: OperationStatus,
+) -> OperationResult {
+    OperationResult {
+        protocol_version: Version,
+        session_id: session_id.clone(),
+        request_id: request_id.clone(),
+        tool: tool.clone(),
+        operation_key: operation_key.clone(),
+        status,
+    }
+}
+
+impl Durable {
+    /// Checks a `dispatch_operation` like an `invoke`, then against the
+    /// journal; a new operation is durably recorded as started.
+    fn admit(
+        &mut self,
+        ledger: &mut Ledger,
+        manifest: &CapabilityManifest,
+        request: &DispatchRequest,
+    ) -> Result<DurableStep, SessionError> {
+        let refuse = |reason| refused("dispatch_operation", &request.request_id, reason);
+        let key = &request.operation_key;
+        if !self.tools.iter().any(|t| t == request.tool.as_str()) {
+            return Err(refuse(format!(
+                "tool `{}` is not served as a durable operation by this worker",
+                request.tool
+            )));
+        }
+        let admitted = ledger
+            .admit_call(
+                manifest,
+                &request.tool,
+                &request.payload,
+                &request.request_id,
+            )
+            .map_err(refuse)?;
+        let input = input_fingerprint(&request.payload);
+        match self.journal.entry(key) {
+            Some(e) if e.tool != request.tool || e.input != input => Err(refuse(format!(
+                "operation key `{key}` was used for another tool or input"
+            ))),
+            Some(Entry {
+                status: Some(status),
+                ..
+            }) => {
+                ledger
+                    .answered
+                    .insert(request.request_id.clone(), request.tool.clone());
+                Ok(DurableStep::Answer(operation_reply(
+                    false,
+                    operation_result(
+                        &request.session_id,
+                        &request.request_id,
+                        &request.tool,
+                        key,
+                        status.clone(),
+                    ),
+                )))
+            }
+            Some(_) => Err(refuse(format!(
+                "operation `{key}` started earlier and has no recorded outcome; reconcile it"
+            ))),
+            None => {
+                self.journal
+                    .start(&request.tool, key, &input)
+                    .map_err(|e| refuse(format!("the journal cannot record the start: {e}")))?;
+                Ok(DurableStep::Run(admitted))
+            }
+        }
+    }
+
+    /// Records the outcome of a dispatched operation that ran and builds
+    /// its answer. A tool error or an output that does not fit the grant
+    /// ends the session and leaves the operation recorded as started.
+    fn finish(
+        &mut self,
+        done: &Done,
+        operation_key: &Token,
+        output: Result<Value, String>,
+    ) -> Result<Message, SessionError> {
+        let failed = |message: String| SessionError::ToolFailed {
+            tool: done.tool.to_string(),
+            request: done.request_id.to_string(),
+            message: format!("{message}; operation `{operation_key}` stays recorded as started"),
+        };
+        let payload = output
+            .and_then(|output| {
+                payload_for(
+                    &done.tool,
+                    done.admitted.format,
+                    "output",
+                    output,
+                    done.admitted.max_output,
+                )
+                .map_err(|e| e.to_string())
+            })
+            .map_err(failed)?;
+        let status = OperationStatus::Succeeded { payload };
+        self.journal
+            .finish(operation_key, &status)
+            .map_err(|e| failed(format!("the journal cannot record the outcome: {e}")))?;
+        Ok(operation_reply(
+            false,
+            operation_result(
+                &done.session_id,
+                &done.request_id,
+                &done.tool,
+                operation_key,
+                status,
+            ),
+        ))
+    }
+}
+
+/// Answers a `reconcile_operation` from the journal (if there is one).
+fn reconcile(
+    durable: Option<&Durable>,
+    ledger: &mut Ledger,
+    manifest: &CapabilityManifest,
+    request: ReconcileRequest,
+) -> Result<Message, SessionError> {
+    let Some(durable) = durable else {
+        return Err(unservable(&Message::ReconcileOperation { request }));
+    };
+    let refuse = |reason| refused("reconcile_operation", &request.request_id, reason);
+    let Some(grant) = manifest.grant(request.tool.as_str()) else {
+        return Err(refuse(
+            SessionError::NotGranted(request.tool.to_string()).to_string(),
+        ));
+    };
+    ledger.reserve_id(&request.request_id).map_err(refuse)?;
+    let key = &request.operation_key;
+    let status = match durable.journal.entry(key) {
+        Some(e) if e.tool == request.tool => e.status.clone().unwrap_or(OperationStatus::Running),
+        _ => {
+            return Err(refuse(format!(
+                "the operation journal has no record of operation `{key}` of tool `{}`",
+                request.tool
+            )));
+        }
+    };
+    if let OperationStatus::Succeeded { payload } = &status {
+        check_payload(
+            &request.tool,
+            grant.format,
+            "output",
+            payload,
+            grant.max_output_bytes,
+        )
+        .map_err(|e| refuse(e.to_string()))?;
+    }
+    Ok(operation_reply(
+        true,
+        operation_result(
+            &request.session_id,
+            &request.request_id,
+            &request.tool,
+            key,
+            status,
+        ),
+    ))
 }
 
 fn result_message(session_id: &Token, request_id: Token, payload: crate::Payload) -> Message {
@@ -257,7 +476,21 @@ impl<R: Read, W: Write> Worker<R, W> {
             channel,
             manifest,
             ledger: Ledger::default(),
+            durable: None,
         })
+    }
+
+    /// Enables durable operations: `journal` records them, and
+    /// `dispatch_operation` is served for `durable_tools` (each must also be
+    /// a tool the worker has a handler for; the same handler runs it).
+    /// `reconcile_operation` is answered from the journal. Without a journal
+    /// every durable request ends the session.
+    pub fn with_journal(mut self, journal: Journal, durable_tools: &[&str]) -> Self {
+        self.durable = Some(Durable {
+            journal,
+            tools: durable_tools.iter().map(|t| (*t).to_owned()).collect(),
+        });
+        self
     }
 
     /// The authenticated manifest of this session.
@@ -301,6 +534,23 @@ impl<R: Read, W: Write> Worker<R, W> {
                     }
                     cancel_result(request, CancelOutcome::TooLate)
                 }
+                Message::DispatchOperation { request } if self.durable.is_some() => {
+                    match self.dispatch(request, &mut handler) {
+                        Ok(reply) => reply,
+                        Err(e) => return Err(self.end(e)),
+                    }
+                }
+                Message::ReconcileOperation { request } => {
+                    match reconcile(
+                        self.durable.as_ref(),
+                        &mut self.ledger,
+                        &self.manifest,
+                        request,
+                    ) {
+                        Ok(reply) => reply,
+                        Err(e) => return Err(self.end(e)),
+                    }
+                }
                 Message::CloseSession { .. } => return Ok(ServeEnd::Closed),
                 other => return Err(self.end(unservable(&other))),
             };
@@ -343,6 +593,42 @@ impl<R: Read, W: Write> Worker<R, W> {
         Ok(result_message(&session_id, request_id, payload))
     }
 
+    fn dispatch<F>(
+        &mut self,
+        request: DispatchRequest,
+        handler: &mut F,
+    ) -> Result<Message, SessionError>
+    where
+        F: FnMut(&Token, Value, &CapabilityManifest) -> Result<Value, String>,
+    {
+        let Some(durable) = self.durable.as_mut() else {
+            return Err(unservable(&Message::DispatchOperation { request }));
+        };
+        let admitted = match durable.admit(&mut self.ledger, &self.manifest, &request)? {
+            DurableStep::Answer(reply) => return Ok(reply),
+            DurableStep::Run(admitted) => admitted,
+        };
+        let DispatchRequest {
+            session_id,
+            request_id,
+            tool,
+            operation_key,
+            payload,
+            ..
+        } = request;
+        let output = handler(&tool, payload.into_value(), &self.manifest);
+        let done = Done {
+            session_id,
+            request_id,
+            tool,
+            admitted,
+            operation_key: None,
+        };
+        let reply = durable.finish(&done, &operation_key, output)?;
+        self.ledger.answered.insert(done.request_id, done.tool);
+        Ok(reply)
+    }
+
     /// Ends the session: nothing more is read or written.
     fn end(&mut self, e: SessionError) -> SessionError {
         self.channel.poison();
@@ -372,6 +658,7 @@ impl From<String> for ToolFailure {
 pub struct CancelSignal(Arc<AtomicBool>);
 
 impl CancelSignal {
+    /// Whether the host asked to cancel the call.
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
@@ -400,6 +687,7 @@ struct Shared<W> {
     tx: FrameSender<W>,
     running: Option<Running>,
     ledger: Ledger,
+    durable: Option<Durable>,
 }
 
 fn lock<W>(m: &Mutex<Shared<W>>) -> MutexGuard<'_, Shared<W>> {
@@ -447,6 +735,7 @@ impl<R: Read + Send + 'static, W: Write + Send> Worker<R, W> {
             channel,
             manifest,
             ledger,
+            durable,
         } = self;
         let (mut rx, tx) = channel.split();
         let (events, inbox) = std::sync::mpsc::channel::<Event>();
@@ -464,6 +753,7 @@ impl<R: Read + Send + 'static, W: Write + Send> Worker<R, W> {
             tx,
             running: None,
             ledger,
+            durable,
         });
         let manifest = &manifest;
         let handler = &handler;
@@ -497,6 +787,15 @@ impl<R: Read + Send + 'static, W: Write + Send> Worker<R, W> {
                                 }
                                 Ok(admitted) => {
                                     let signal = CancelSignal::default();
+                                    st.running = Some(Running {
+                                        request_id: invocation.request_id.clone(),
+                                        tool: invocation.tool.clone(),
+                                        cancellable: cancellable
+                                            .contains(&invocation.tool.as_str()),
+                                        cancel: None,
+                                        signal: signal.clone(),
+                                    });
+                                    drop(st);
                                     let Invocation {
                                         session_id,
                                         request_id,
@@ -504,32 +803,39 @@ impl<R: Read + Send + 'static, W: Write + Send> Worker<R, W> {
                                         payload,
                                         ..
                                     } = invocation;
-                                    st.running = Some(Running {
-                                        request_id: request_id.clone(),
-                                        tool: tool.clone(),
-                                        cancellable: cancellable.contains(&tool.as_str()),
-                                        cancel: None,
-                                        signal: signal.clone(),
-                                    });
-                                    drop(st);
-                                    let done_events = events.clone();
-                                    scope.spawn(move || {
-                                        let result =
-                                            handler(&tool, payload.into_value(), manifest, &signal);
-                                        let done = Done {
-                                            session_id,
-                                            request_id,
-                                            tool,
-                                            admitted,
-                                        };
-                                        let outcome = finish(shared, done, result);
-                                        // The dispatcher may be gone already.
-                                        let _ = done_events.send(Event::Finished(outcome));
-                                    });
+                                    let done = Done {
+                                        session_id,
+                                        request_id,
+                                        tool,
+                                        admitted,
+                                        operation_key: None,
+                                    };
+                                    let call = Call {
+                                        shared,
+                                        handler,
+                                        manifest,
+                                        events: events.clone(),
+                                    };
+                                    call.spawn(scope, done, payload, signal);
                                     Ok(())
                                 }
                             }
                         }
+                    }
+                    Message::DispatchOperation { request } => {
+                        let call = Call {
+                            shared,
+                            handler,
+                            manifest,
+                            events: events.clone(),
+                        };
+                        call.dispatch(scope, request)
+                    }
+                    Message::ReconcileOperation { request } => {
+                        let mut st = lock(shared);
+                        let st = &mut *st;
+                        reconcile(st.durable.as_ref(), &mut st.ledger, manifest, request)
+                            .and_then(|reply| st.tx.send(reply))
                     }
                     Message::Cancel { request } => on_cancel(shared, request),
                     Message::CloseSession { .. } => break Ok(ServeEnd::Closed),
@@ -564,6 +870,88 @@ impl<R: Read + Send + 'static, W: Write + Send> Worker<R, W> {
                 None => Ok(end),
             }
         })
+    }
+}
+
+/// What a call thread of a cancellable session needs.
+struct Call<'env, W, F> {
+    shared: &'env Mutex<Shared<W>>,
+    handler: &'env F,
+    manifest: &'env CapabilityManifest,
+    events: std::sync::mpsc::Sender<Event>,
+}
+
+impl<'env, W, F> Call<'env, W, F>
+where
+    W: Write + Send,
+    F: Fn(&Token, Value, &CapabilityManifest, &CancelSignal) -> Result<Value, ToolFailure> + Sync,
+{
+    /// Runs an admitted call on a thread of `scope`; the thread answers it
+    /// through [`finish`].
+    fn spawn<'scope>(
+        self,
+        scope: &'scope thread::Scope<'scope, 'env>,
+        done: Done,
+        payload: Payload,
+        signal: CancelSignal,
+    ) {
+        scope.spawn(move || {
+            let result = (self.handler)(&done.tool, payload.into_value(), self.manifest, &signal);
+            let outcome = finish(self.shared, done, result);
+            // The dispatcher may be gone already.
+            let _ = self.events.send(Event::Finished(outcome));
+        });
+    }
+
+    /// Handles a `dispatch_operation` in a cancellable session: one call at
+    /// a time, like `invoke`; a durable call is never cancellable.
+    fn dispatch<'scope>(
+        self,
+        scope: &'scope thread::Scope<'scope, 'env>,
+        request: DispatchRequest,
+    ) -> Result<(), SessionError> {
+        let mut guard = lock(self.shared);
+        let st = &mut *guard;
+        if st.running.is_some() {
+            return Err(refused(
+                "dispatch_operation",
+                &request.request_id,
+                "another call is still running in this session".into(),
+            ));
+        }
+        let Some(durable) = st.durable.as_mut() else {
+            return Err(unservable(&Message::DispatchOperation { request }));
+        };
+        let admitted = match durable.admit(&mut st.ledger, self.manifest, &request)? {
+            DurableStep::Answer(reply) => return st.tx.send(reply),
+            DurableStep::Run(admitted) => admitted,
+        };
+        let signal = CancelSignal::default();
+        st.running = Some(Running {
+            request_id: request.request_id.clone(),
+            tool: request.tool.clone(),
+            cancellable: false,
+            cancel: None,
+            signal: signal.clone(),
+        });
+        drop(guard);
+        let DispatchRequest {
+            session_id,
+            request_id,
+            tool,
+            operation_key,
+            payload,
+            ..
+        } = request;
+        let done = Done {
+            session_id,
+            request_id,
+            tool,
+            admitted,
+            operation_key: Some(operation_key),
+        };
+        self.spawn(scope, done, payload, signal);
+        Ok(())
     }
 }
 
@@ -615,6 +1003,8 @@ struct Done {
     request_id: Token,
     tool: Token,
     admitted: Admitted,
+    /// The operation key of a durable call.
+    operation_key: Option<Token>,
 }
 
 /// Sends the answer of a finished call from the tool thread, or ends the
@@ -624,8 +1014,41 @@ fn finish<W: Write>(
     done: Done,
     result: Result<Value, ToolFailure>,
 ) -> Result<(), SessionError> {
-    let mut st = lock(shared);
+    let mut guard = lock(shared);
+    let st = &mut *guard;
     let cancel = st.running.take().and_then(|r| r.cancel);
+    if let Some(key) = &done.operation_key {
+        let output = match result {
+            Ok(output) => Ok(output),
+            Err(ToolFailure::Error(e)) => Err(e),
+            Err(ToolFailure::Cancelled) => Err("the tool stopped early".to_owned()),
+        };
+        let reply = match st.durable.as_mut() {
+            Some(durable) => durable.finish(&done, key, output),
+            // A durable call is only admitted with a journal.
+            None => Err(SessionError::ToolFailed {
+                tool: done.tool.to_string(),
+                request: done.request_id.to_string(),
+                message: "the worker has no operation journal".into(),
+            }),
+        };
+        return match reply {
+            Ok(reply) => {
+                st.ledger
+                    .answered
+                    .insert(done.request_id.clone(), done.tool.clone());
+                st.tx.send(reply)?;
+                match cancel {
+                    Some(request) => st.tx.send(cancel_result(request, CancelOutcome::TooLate)),
+                    None => Ok(()),
+                }
+            }
+            Err(e) => {
+                st.tx.poison();
+                Err(e)
+            }
+        };
+    }
     let failed = |message: String| SessionError::ToolFailed {
         tool: done.tool.to_string(),
         request: done.request_id.to_string(),

@@ -273,8 +273,13 @@ fn main() {
         eprintln!("SKIP: splash-probe not built (cargo build --release -p splash-probe)");
         return;
     };
-    let dir = std::env::temp_dir().join(format!("splash-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("bench dir");
+    // 0755, as `mkdir` makes it: the sandboxed worker may run as another uid.
+    let scratch = tempfile::Builder::new()
+        .prefix("splash-bench-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .tempdir()
+        .expect("bench dir");
+    let dir = scratch.path().to_path_buf();
     std::fs::copy(&probe, dir.join("splash-probe")).expect("copy probe");
     let dir = dir.canonicalize().expect("canonical bench dir");
 
@@ -339,7 +344,6 @@ fn main() {
             one.samples.extend(o);
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 
     let base = raw.quantile(0.5);
     println!("spawn → first authenticated response ({rounds} rounds, interleaved)");

@@ -34,15 +34,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// A temporary directory removed on drop.
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The manifest of one session: the probe's echo and sleep tools.
 fn manifest(session: &str) -> Result<CapabilityManifest, String> {
     let mut grants = Vec::new();
@@ -117,10 +108,16 @@ policy "example-host" {{
 }
 
 fn run() -> Result<(), String> {
-    let scratch = Scratch(std::env::temp_dir().join(format!("splash-host-{}", std::process::id())));
+    // Removed on drop. Mode 0755, as `mkdir` makes it: the sandboxed worker
+    // may run as another uid and must reach the probe copied in here.
+    let scratch = tempfile::Builder::new()
+        .prefix("splash-host-")
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .tempdir()
+        .map_err(|e| e.to_string())?;
     let artifact = match std::env::args_os().nth(1) {
         Some(path) => PathBuf::from(path),
-        None => compile_example_artifact(&scratch.0)?,
+        None => compile_example_artifact(scratch.path())?,
     };
 
     // 1. Load the artifact once; it is re-validated (digest, invariants).

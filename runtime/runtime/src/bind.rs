@@ -46,8 +46,8 @@
 //!    bind fails naming the root and the fixes; and the device nodes (see
 //!    [`crate::devices`]; the plan's binds of them are part of the prefix
 //!    [`crate::verify`] checks): when that uid owns any of the host's nodes,
-//!    launches get private nodes, and one directory of them is made and
-//!    removed here to prove that this host can;
+//!    launches get private nodes, and one directory of them is made here to
+//!    prove that this host can (the first launch uses it);
 //! 9. [`LaunchPreparation`] steps, which can wrap each launch (see
 //!    [`crate::LaunchSpec`]); the cgroup runner always wraps outermost.
 
@@ -72,94 +72,217 @@ use crate::sys;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BindError {
+    /// The plan does not start with the fixed hardening prefix: operation `position` should be `expected`, found `found`.
     #[error(
         "the plan does not start with the fixed hardening prefix: operation {position} should be `{expected}`, found {found}; the launch is refused"
     )]
     HardeningPrefix {
+        /// The argument position.
         position: usize,
+        /// What was expected.
         expected: &'static str,
+        /// What was found.
         found: String,
     },
+    /// `what` is for `plan`, but this host is `host`.
     #[error("{what} is for {plan}, but this host is {host}; the launch is refused")]
     ForeignArch {
+        /// What is concerned.
         what: &'static str,
+        /// The plan's value.
         plan: &'static str,
+        /// This host's value.
         host: &'static str,
     },
-    #[error("failed to resolve source `{path}`")]
+    /// Failed to resolve source `path`.
+    #[error("failed to resolve source `{}`", .path.display())]
     Resolve {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
-    #[error("source `{path}` resolves to `/`; the host root is never mounted")]
-    ResolvesToRoot { path: String },
-    #[error("source `{path}` (resolved to `{canonical}`) is {found}; expected {expected}")]
+    /// Source `path` resolves to `/`.
+    #[error("source `{}` resolves to `/`; the host root is never mounted", .path.display())]
+    ResolvesToRoot {
+        /// The path involved.
+        path: PathBuf,
+    },
+    /// Source `path` (resolved to `canonical`) is `found`.
+    #[error("source `{}` (resolved to `{}`) is {found}; expected {expected}", .path.display(), .canonical.display())]
     WrongType {
-        path: String,
-        canonical: String,
+        /// The path involved.
+        path: PathBuf,
+        /// Where the path resolves.
+        canonical: PathBuf,
+        /// What was expected.
         expected: &'static str,
+        /// What was found.
         found: &'static str,
     },
-    #[error("executable `{path}` is a symbolic link; name the file itself")]
-    SymlinkExecutable { path: String },
-    #[error("failed to pin source `{path}`")]
+    /// Executable `path` is a symbolic link.
+    #[error("executable `{}` is a symbolic link; name the file itself", .path.display())]
+    SymlinkExecutable {
+        /// The path involved.
+        path: PathBuf,
+    },
+    /// Failed to pin source `path`.
+    #[error("failed to pin source `{}`", .path.display())]
     Pin {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
-    #[error("failed to inspect pinned source `{path}`")]
+    /// Failed to inspect pinned source `path`.
+    #[error("failed to inspect pinned source `{}`", .path.display())]
     Inspect {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// A control this runtime cannot provide for the plan.
     #[error("this runtime cannot provide {what}; the launch is refused")]
-    Unsupported { what: String },
+    Unsupported {
+        /// What it cannot provide.
+        what: Unprovided,
+    },
+    /// The plan contradicts itself or breaks a rule of plans.
     #[error("launch plan is inconsistent: {0}")]
-    Plan(String),
+    Plan(#[source] PlanDefect),
+    /// Worker program `program` is not reached through a read-only runtime mount.
     #[error("worker program `{program}` is not reached through a read-only runtime mount")]
-    WorkerNotInRuntimeMount { program: String },
-    #[error("failed to query bubblewrap `{path}` for its options")]
+    WorkerNotInRuntimeMount {
+        /// The program.
+        program: String,
+    },
+    /// Failed to query bubblewrap `path` for its options.
+    #[error("failed to query bubblewrap `{}` for its options", .path.display())]
     BubblewrapQuery {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
-    #[error("bubblewrap `{path}` exited with {status} when asked for `--help`")]
-    BubblewrapHelp { path: String, status: String },
-    #[error(
-        "bubblewrap `{path}` does not support `{option}`, which this plan needs; the launch is refused (there is no fallback without it)"
-    )]
-    UnsupportedOption { path: String, option: String },
-    #[error("failed to verify the project quota of root `{root}` (`{path}`)")]
+    /// Bubblewrap `path` exited with `status` when asked for `--help`.
+    #[error("bubblewrap `{}` exited with {status} when asked for `--help`", .path.display())]
+    BubblewrapHelp {
+        /// The path involved.
+        path: PathBuf,
+        /// The process's exit status.
+        status: String,
+    },
+    /// Bubblewrap `path` does not support `option`, which this plan needs.
+    #[error("bubblewrap `{}` does not support `{option}`, which this plan needs; the launch is refused (there is no fallback without it)", .path.display())]
+    UnsupportedOption {
+        /// The path involved.
+        path: PathBuf,
+        /// The Bubblewrap option.
+        option: String,
+    },
+    /// Failed to verify the project quota of root `root` (`path`).
+    #[error("failed to verify the project quota of root `{root}` (`{}`)", .path.display())]
     Quota {
+        /// The policy's root name.
         root: String,
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: QuotaError,
     },
+    /// Failed to verify the aggregate project quota.
     #[error("failed to verify the aggregate project quota")]
     AggregateQuota(#[source] QuotaError),
+    /// Failed to prepare the cgroup-v2 boundary.
     #[error("failed to prepare the cgroup-v2 boundary")]
     Cgroup(#[source] CgroupError),
+    /// Read-write mount at `destination` has no verified project quota, which the aggregate quota bound forbids.
     #[error(
         "read-write mount at `{destination}` has no verified project quota, which the aggregate quota bound forbids"
     )]
-    UnverifiedWritableMount { destination: String },
+    UnverifiedWritableMount {
+        /// The mount destination in the sandbox.
+        destination: String,
+    },
+    /// Launch preparation `step` failed.
     #[error("launch preparation `{step}` failed")]
     Preparation {
+        /// The preparation step.
         step: String,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Cannot provide the sandbox's device nodes.
     #[error("cannot provide the sandbox's device nodes")]
     Devices(#[from] DeviceError),
+    /// A read-write root of a root launch would honour set-user-ID bits.
     #[error(transparent)]
     SetId(#[from] crate::nosuid::SetIdError),
+    /// Failed to bind the network broker.
     #[error("failed to bind the network broker")]
     Broker(#[from] crate::broker::BrokerBindError),
+}
+
+/// A control [`BindError::Unsupported`] names.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Unprovided {
+    /// A broker directory given as a pin; the broker binds its own.
+    #[error("the network broker directory under `{}`", .path.display())]
+    BrokerDirectoryPin {
+        /// The pinned host path.
+        path: PathBuf,
+    },
+    /// A host architecture without seccomp tables.
+    #[error("launches on this host architecture (no seccomp tables for it)")]
+    HostArch,
+}
+
+/// How a launch plan contradicts itself or the rules of plans. A plan made
+/// by `splashpol::lower` never has one; a hand-edited or foreign plan can.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanDefect {
+    /// The Bubblewrap pin does not hold the plan's Bubblewrap.
+    #[error("bubblewrap pin {slot} does not hold `{bwrap}`")]
+    BubblewrapPin {
+        /// The slot.
+        slot: u16,
+        /// The plan's Bubblewrap path.
+        bwrap: String,
+    },
+    /// A launched program that is not an absolute, normalized path.
+    #[error("launched program `{program}`: {reason}")]
+    ProgramPath {
+        /// The program as the plan writes it.
+        program: String,
+        /// Why it is not a sandbox path.
+        reason: String,
+    },
+    /// `--dev` or a device-node `--dev-bind` outside the hardening prefix.
+    #[error(
+        "`--dev` and the device-node `--dev-bind` operations may only appear in the hardening prefix"
+    )]
+    DeviceOutsidePrefix,
+    /// A seccomp program the kernel would refuse.
+    #[error("the seccomp program is not valid: {0}")]
+    InvalidSeccomp(#[source] splash_seccomp::interp::InterpError),
+    /// A program of the exec chain is a descriptor slot.
+    #[error("a program of the exec chain is a descriptor slot")]
+    ChainProgramIsSlot,
+    /// The plan has no command.
+    #[error("the plan has no command")]
+    NoCommand,
+    /// A runner's `--` without a program after it.
+    #[error("a runner's `--` is not followed by a program")]
+    RunnerWithoutProgram,
 }
 
 /// A descriptor retained at bind, duplicated fresh for every launch.
@@ -171,6 +294,7 @@ pub struct PinnedSource {
 }
 
 impl PinnedSource {
+    /// The plan's pin this descriptor holds.
     pub fn pin(&self) -> &Pin {
         &self.pin
     }
@@ -336,12 +460,12 @@ fn is_executable_role(role: &PinRole) -> bool {
 /// Canonicalizes `path`, rejecting `/`.
 fn canonical(path: &str) -> Result<PathBuf, BindError> {
     let canonical = fs::canonicalize(path).map_err(|source| BindError::Resolve {
-        path: path.to_owned(),
+        path: PathBuf::from(path),
         source,
     })?;
     if canonical == Path::new("/") {
         return Err(BindError::ResolvesToRoot {
-            path: path.to_owned(),
+            path: PathBuf::from(path),
         });
     }
     Ok(canonical)
@@ -349,12 +473,12 @@ fn canonical(path: &str) -> Result<PathBuf, BindError> {
 
 fn reject_symlink(path: &str) -> Result<(), BindError> {
     let meta = fs::symlink_metadata(path).map_err(|source| BindError::Resolve {
-        path: path.to_owned(),
+        path: PathBuf::from(path),
         source,
     })?;
     if meta.file_type().is_symlink() {
         return Err(BindError::SymlinkExecutable {
-            path: path.to_owned(),
+            path: PathBuf::from(path),
         });
     }
     Ok(())
@@ -364,7 +488,9 @@ fn pin_source(pin: &Pin) -> Result<PinnedSource, BindError> {
     let path = pin.host_path.as_str();
     if pin.kind == PinKind::BrokerDirectory {
         return Err(BindError::Unsupported {
-            what: format!("the network broker directory under `{path}`"),
+            what: Unprovided::BrokerDirectoryPin {
+                path: PathBuf::from(path),
+            },
         });
     }
     if pin.kind == PinKind::Executable || is_executable_role(&pin.role) {
@@ -372,18 +498,18 @@ fn pin_source(pin: &Pin) -> Result<PinnedSource, BindError> {
     }
     let canonical = canonical(path)?;
     let fd = sys::open_path_no_symlinks(&canonical).map_err(|source| BindError::Pin {
-        path: path.to_owned(),
+        path: PathBuf::from(path),
         source,
     })?;
     let file = File::from(fd);
     let meta = file.metadata().map_err(|source| BindError::Inspect {
-        path: path.to_owned(),
+        path: PathBuf::from(path),
         source,
     })?;
     if !kind_matches(pin.kind, &meta) {
         return Err(BindError::WrongType {
-            path: path.to_owned(),
-            canonical: canonical.display().to_string(),
+            path: PathBuf::from(path),
+            canonical: canonical.to_path_buf(),
             expected: kind_name(pin.kind),
             found: type_name(&meta),
         });
@@ -398,7 +524,7 @@ fn pin_source(pin: &Pin) -> Result<PinnedSource, BindError> {
 fn check_path_source(path: &AbsPath, directory: bool) -> Result<PathBuf, BindError> {
     let canonical = canonical(path.as_str())?;
     let meta = fs::metadata(&canonical).map_err(|source| BindError::Resolve {
-        path: path.to_string(),
+        path: PathBuf::from(path.to_string()),
         source,
     })?;
     let ok = if directory {
@@ -408,8 +534,8 @@ fn check_path_source(path: &AbsPath, directory: bool) -> Result<PathBuf, BindErr
     };
     if !ok {
         return Err(BindError::WrongType {
-            path: path.to_string(),
-            canonical: canonical.display().to_string(),
+            path: PathBuf::from(path.to_string()),
+            canonical: canonical.to_path_buf(),
             expected: if directory {
                 "a directory"
             } else {
@@ -470,8 +596,12 @@ fn check_exec_target(
     pins: &[PinnedSource],
     program: String,
 ) -> Result<(), BindError> {
-    let sandbox = AbsPath::new(program.clone())
-        .map_err(|e| BindError::Plan(format!("launched program `{program}`: {e}")))?;
+    let sandbox = AbsPath::new(program.clone()).map_err(|e| {
+        BindError::Plan(PlanDefect::ProgramPath {
+            program: program.clone(),
+            reason: e.to_string(),
+        })
+    })?;
     let host = host_file_behind(plan, pins, &sandbox)?.ok_or_else(|| {
         BindError::WorkerNotInRuntimeMount {
             program: program.clone(),
@@ -480,13 +610,13 @@ fn check_exec_target(
     let host_str = host.display().to_string();
     reject_symlink(&host_str)?;
     let meta = fs::metadata(&host).map_err(|source| BindError::Resolve {
-        path: host_str.clone(),
+        path: PathBuf::from(host_str.clone()),
         source,
     })?;
     if !kind_matches(PinKind::Executable, &meta) {
         return Err(BindError::WrongType {
-            path: host_str,
-            canonical: program,
+            path: PathBuf::from(host_str),
+            canonical: PathBuf::from(program),
             expected: kind_name(PinKind::Executable),
             found: type_name(&meta),
         });
@@ -514,7 +644,7 @@ pub(crate) fn plan_options(plan: &LaunchPlan) -> BTreeSet<String> {
 /// option it does not parse, and the launch fails.
 fn supported_options(program: &Path, shown: &str) -> Result<BTreeSet<String>, BindError> {
     let image = fs::read(program).map_err(|source| BindError::BubblewrapQuery {
-        path: shown.to_owned(),
+        path: PathBuf::from(shown),
         source,
     })?;
     if image.starts_with(b"\x7fELF") {
@@ -555,12 +685,12 @@ fn options_from_help(program: &Path, shown: &str) -> Result<BTreeSet<String>, Bi
     let output = command
         .output()
         .map_err(|source| BindError::BubblewrapQuery {
-            path: shown.to_owned(),
+            path: PathBuf::from(shown),
             source,
         })?;
     if !output.status.success() {
         return Err(BindError::BubblewrapHelp {
-            path: shown.to_owned(),
+            path: PathBuf::from(shown),
             status: crate::lifecycle::describe_status(output.status),
         });
     }
@@ -593,13 +723,13 @@ impl BoundCommand {
         reject_symlink(&bwrap_str)?;
         let bwrap_canonical = canonical(&bwrap_str)?;
         let meta = fs::metadata(&bwrap_canonical).map_err(|source| BindError::Resolve {
-            path: bwrap_str.clone(),
+            path: PathBuf::from(bwrap_str.clone()),
             source,
         })?;
         if !kind_matches(PinKind::Executable, &meta) {
             return Err(BindError::WrongType {
-                path: bwrap_str,
-                canonical: bwrap_canonical.display().to_string(),
+                path: PathBuf::from(bwrap_str),
+                canonical: bwrap_canonical.to_path_buf(),
                 expected: kind_name(PinKind::Executable),
                 found: type_name(&meta),
             });
@@ -628,11 +758,10 @@ impl BoundCommand {
                 // must agree too (a symlink swapped in between).
                 let pin = &pins[usize::from(slot.0)];
                 if pin.canonical != bwrap_canonical {
-                    return Err(BindError::Plan(format!(
-                        "bubblewrap pin {} does not hold `{}`",
-                        slot.0,
-                        plan.bwrap()
-                    )));
+                    return Err(BindError::Plan(PlanDefect::BubblewrapPin {
+                        slot: slot.0,
+                        bwrap: plan.bwrap().to_string(),
+                    }));
                 }
                 BubblewrapLaunch::Pinned(slot)
             }
@@ -757,7 +886,7 @@ impl BoundCommand {
                 quota::verify(inspector, pinned.fd.as_fd(), &check.quota).map_err(|source| {
                     BindError::Quota {
                         root: root.clone(),
-                        path: pinned.pin.host_path.to_string(),
+                        path: PathBuf::from(pinned.pin.host_path.to_string()),
                         source,
                     }
                 })?;
@@ -799,7 +928,7 @@ impl BoundCommand {
                     let canonical = canonical(p.as_str())?;
                     let fd = sys::open_path_no_symlinks(&canonical).map_err(|source| {
                         BindError::Pin {
-                            path: p.to_string(),
+                            path: PathBuf::from(p.to_string()),
                             source,
                         }
                     })?;
@@ -819,7 +948,7 @@ impl BoundCommand {
                 let fd = self.pins[usize::from(slot.0)]
                     .duplicate()
                     .map_err(|source| BindError::BubblewrapQuery {
-                        path: shown.clone(),
+                        path: PathBuf::from(shown.clone()),
                         source,
                     })?;
                 let program = crate::spawn::proc_fd_path(&fd);
@@ -828,7 +957,7 @@ impl BoundCommand {
         };
         if let Some(option) = needed.difference(&supported).next() {
             return Err(BindError::UnsupportedOption {
-                path: shown,
+                path: PathBuf::from(shown),
                 option: option.clone(),
             });
         }

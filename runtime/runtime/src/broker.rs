@@ -32,6 +32,7 @@ use splashpol::plan::{BwrapOp, LaunchPlan, Pin};
 
 /// Why a plan's network broker could not be bound.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BrokerBindError {
     /// The plan mounts a broker and the host supplied none.
     #[error(
@@ -70,10 +71,10 @@ pub enum BrokerBindError {
         policy: String,
     },
     /// The policy's parent does not resolve.
-    #[error("failed to resolve the broker parent `{path}`")]
+    #[error("failed to resolve the broker parent `{}`", .path.display())]
     Resolve {
         /// The policy's parent.
-        path: String,
+        path: PathBuf,
         /// The cause.
         #[source]
         source: io::Error,
@@ -162,7 +163,7 @@ pub(crate) fn pin(
     let mount = mount.ok_or(BrokerBindError::Missing)?;
     let path = pin.host_path.as_str();
     let policy = std::fs::canonicalize(path).map_err(|source| BrokerBindError::Resolve {
-        path: path.to_owned(),
+        path: PathBuf::from(path),
         source,
     })?;
     if policy != mount.parent_path() {

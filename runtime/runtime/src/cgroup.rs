@@ -60,6 +60,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rustix::fs::OFlags;
 use splashpol::model::{CgroupLimits, CgroupPolicy};
 
 use crate::spawn::LaunchSpec;
@@ -83,91 +84,143 @@ const CORE_FILES: [&str; 3] = [
 
 /// Why the cgroup boundary could not be prepared, joined or torn down.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum CgroupError {
-    #[error("failed to open the cgroup parent `{path}`")]
+    /// Failed to open the cgroup parent `path`.
+    #[error("failed to open the cgroup parent `{}`", .path.display())]
     OpenParent {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
-    #[error(
-        "cgroup parent `{path}` is not on a cgroup-v2 filesystem (filesystem magic {magic:#x}); name a directory of the cgroup2 mount"
-    )]
-    NotCgroup2 { path: String, magic: i64 },
-    #[error("cgroup parent `{path}` has no `{file}`; it is not a cgroup-v2 directory")]
-    MissingCoreFile { path: String, file: &'static str },
-    #[error(
-        "controller `{controller}` is not available in `{path}`; the host must enable it in the parent's `cgroup.subtree_control` (this runtime never writes it)"
-    )]
+    /// Cgroup parent `path` is not on a cgroup-v2 filesystem (filesystem magic `magic`).
+    #[error("cgroup parent `{}` is not on a cgroup-v2 filesystem (filesystem magic {magic:#x}); name a directory of the cgroup2 mount", .path.display())]
+    NotCgroup2 {
+        /// The path involved.
+        path: PathBuf,
+        /// The filesystem magic found.
+        magic: i64,
+    },
+    /// Cgroup parent `path` has no `file`.
+    #[error("cgroup parent `{}` has no `{file}`; it is not a cgroup-v2 directory", .path.display())]
+    MissingCoreFile {
+        /// The path involved.
+        path: PathBuf,
+        /// The control file.
+        file: &'static str,
+    },
+    /// Controller `controller` is not available to the children of `path`.
+    #[error("controller `{controller}` is not available to the children of `{}`; the host must enable it in the parent's `cgroup.subtree_control` (this runtime never writes it)", .path.display())]
     MissingController {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The missing controller.
         controller: &'static str,
     },
-    #[error("failed to create the child cgroup `{path}`")]
+    /// Failed to create the child cgroup `path`.
+    #[error("failed to create the child cgroup `{}`", .path.display())]
     Create {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
-    #[error("failed to read `{file}` of cgroup `{path}`")]
+    /// Failed to read `file` of cgroup `path`.
+    #[error("failed to read `{file}` of cgroup `{}`", .path.display())]
     Read {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The control file.
         file: String,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
-    #[error("failed to write `{value}` to `{file}` of cgroup `{path}`")]
+    /// Failed to write `value` to `file` of cgroup `path`.
+    #[error("failed to write `{value}` to `{file}` of cgroup `{}`", .path.display())]
     Write {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The control file.
         file: String,
+        /// The value written.
         value: String,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
-    #[error("failed to remove cgroup `{path}`")]
+    /// Failed to remove cgroup `path`.
+    #[error("failed to remove cgroup `{}`", .path.display())]
     Remove {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Creating or joining failed, and removing the child afterwards failed too.
     #[error("{first}; removing the child cgroup afterwards failed as well: {cleanup}")]
     CleanupAfter {
+        /// The error that came first.
         first: Box<CgroupError>,
+        /// The error of the removal afterwards.
         cleanup: Box<CgroupError>,
     },
-    #[error("cgroup runner `{path}` is unusable: {why}")]
-    Runner { path: String, why: String },
-    #[error("failed to check cgroup runner `{path}`")]
+    /// Cgroup runner `path` is unusable: `why`.
+    #[error("cgroup runner `{}` is unusable: {why}", .path.display())]
+    Runner {
+        /// The path involved.
+        path: PathBuf,
+        /// Why it is unusable.
+        why: String,
+    },
+    /// Failed to check cgroup runner `path`.
+    #[error("failed to check cgroup runner `{}`", .path.display())]
     RunnerIo {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
-    #[error("failed to hand cgroup `{path}` to the runner")]
+    /// Failed to hand cgroup `path` to the runner.
+    #[error("failed to hand cgroup `{}` to the runner", .path.display())]
     Descriptor {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
-    #[error(
-        "the cgroup runner (pid {pid}) did not join `{path}` within {timeout_ms} ms; it was killed and the cgroup removed"
-    )]
+    /// The cgroup runner (pid `pid`) did not join `path` within `timeout_ms` ms.
+    #[error("the cgroup runner (pid {pid}) did not join `{}` within {timeout_ms} ms; it was killed and the cgroup removed", .path.display())]
     JoinTimeout {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The runner's process id.
         pid: u32,
+        /// The wait in milliseconds.
         timeout_ms: u128,
     },
-    #[error(
-        "the cgroup runner (pid {pid}) ended with {status} before the host saw it in `{path}`; the cgroup was removed"
-    )]
+    /// The cgroup runner (pid `pid`) ended with `status` before the host saw it in `path`.
+    #[error("the cgroup runner (pid {pid}) ended with {status} before the host saw it in `{}`; the cgroup was removed", .path.display())]
     RunnerExited {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The runner's process id.
         pid: u32,
+        /// The process's exit status.
         status: String,
     },
+    /// Failed to observe the cgroup runner (pid `pid`).
     #[error("failed to observe the cgroup runner (pid {pid})")]
     Observe {
+        /// The runner's process id.
         pid: u32,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
@@ -231,14 +284,14 @@ impl CgroupDir for KernelCgroupDir {
     }
 
     fn read(&self, file: &str) -> io::Result<String> {
-        let mut f = File::from(sys::open_at(self.fd.as_fd(), file, libc::O_RDONLY)?);
+        let mut f = File::from(sys::open_at(self.fd.as_fd(), file, OFlags::RDONLY)?);
         let mut text = String::new();
         f.read_to_string(&mut text)?;
         Ok(text)
     }
 
     fn write(&self, file: &str, value: &str) -> io::Result<()> {
-        let mut f = File::from(sys::open_at(self.fd.as_fd(), file, libc::O_WRONLY)?);
+        let mut f = File::from(sys::open_at(self.fd.as_fd(), file, OFlags::WRONLY)?);
         let n = f.write(value.as_bytes())?;
         if n != value.len() {
             return Err(io::Error::other(format!(
@@ -251,7 +304,7 @@ impl CgroupDir for KernelCgroupDir {
 
     fn make_child(&self, name: &str) -> io::Result<Box<dyn CgroupDir>> {
         sys::make_directory_at(self.fd.as_fd(), name, 0o755)?;
-        let fd = sys::open_at(self.fd.as_fd(), name, libc::O_RDONLY | libc::O_DIRECTORY)?;
+        let fd = sys::open_at(self.fd.as_fd(), name, OFlags::RDONLY | OFlags::DIRECTORY)?;
         Ok(Box::new(KernelCgroupDir { fd }))
     }
 
@@ -331,9 +384,8 @@ impl CgroupParent {
     /// configured path is canonicalized once, then opened without following
     /// any symbolic link.
     pub fn open(path: &Path) -> Result<Self, CgroupError> {
-        let shown = path.display().to_string();
         let open_err = |source| CgroupError::OpenParent {
-            path: shown.clone(),
+            path: path.to_path_buf(),
             source,
         };
         let canonical = std::fs::canonicalize(path).map_err(open_err)?;
@@ -344,24 +396,29 @@ impl CgroupParent {
     /// Verifies `dir` as the parent shown as `path`: cgroup-v2 filesystem
     /// magic and the core files.
     pub fn with_dir(path: &Path, dir: Arc<dyn CgroupDir>) -> Result<Self, CgroupError> {
-        let shown = path.display().to_string();
         let magic = dir
             .filesystem_magic()
             .map_err(|source| CgroupError::OpenParent {
-                path: shown.clone(),
+                path: path.to_path_buf(),
                 source,
             })?;
         if magic != CGROUP2_SUPER_MAGIC {
-            return Err(CgroupError::NotCgroup2 { path: shown, magic });
+            return Err(CgroupError::NotCgroup2 {
+                path: path.to_path_buf(),
+                magic,
+            });
         }
         for file in CORE_FILES {
             let present = dir.has(file).map_err(|source| CgroupError::Read {
-                path: shown.clone(),
+                path: path.to_path_buf(),
                 file: file.to_owned(),
                 source,
             })?;
             if !present {
-                return Err(CgroupError::MissingCoreFile { path: shown, file });
+                return Err(CgroupError::MissingCoreFile {
+                    path: path.to_path_buf(),
+                    file,
+                });
             }
         }
         Ok(Self {
@@ -378,12 +435,11 @@ impl CgroupParent {
     /// Reads (never writes) the parent's `cgroup.subtree_control` and
     /// requires every controller `limits` need.
     pub fn check_delegated(&self, limits: &CgroupLimits) -> Result<(), CgroupError> {
-        let shown = self.path.display().to_string();
         let enabled =
             self.dir
                 .read("cgroup.subtree_control")
                 .map_err(|source| CgroupError::Read {
-                    path: shown.clone(),
+                    path: self.path.clone(),
                     file: "cgroup.subtree_control".into(),
                     source,
                 })?;
@@ -392,7 +448,7 @@ impl CgroupParent {
             .find(|c| !listed(&enabled, c))
         {
             return Err(CgroupError::MissingController {
-                path: format!("children of {shown}"),
+                path: self.path.clone(),
                 controller,
             });
         }
@@ -405,7 +461,7 @@ impl CgroupParent {
     pub fn create_child(&self, limits: &CgroupLimits) -> Result<WorkerCgroup, CgroupError> {
         let mut suffix = [0u8; 8];
         getrandom::fill(&mut suffix).map_err(|e| CgroupError::Create {
-            path: self.path.display().to_string(),
+            path: self.path.to_path_buf(),
             source: io::Error::other(format!("the random source failed: {e}")),
         })?;
         let name = format!("splash-{:016x}", u64::from_ne_bytes(suffix));
@@ -422,7 +478,7 @@ impl CgroupParent {
             .dir
             .make_child(&name)
             .map_err(|source| CgroupError::Create {
-                path: path.display().to_string(),
+                path: path.to_path_buf(),
                 source,
             })?;
         let mut child = WorkerCgroup {
@@ -462,14 +518,10 @@ impl WorkerCgroup {
         self.removed
     }
 
-    fn shown(&self) -> String {
-        self.path.display().to_string()
-    }
-
     /// Reads a file of the child (`memory.events`, `cpu.stat`, ...).
     pub fn read(&self, file: &str) -> Result<String, CgroupError> {
         self.dir.read(file).map_err(|source| CgroupError::Read {
-            path: self.shown(),
+            path: self.path.clone(),
             file: file.to_owned(),
             source,
         })
@@ -480,7 +532,7 @@ impl WorkerCgroup {
         self.dir
             .write(file, value)
             .map_err(|source| CgroupError::Write {
-                path: self.shown(),
+                path: self.path.clone(),
                 file: file.to_owned(),
                 value: value.to_owned(),
                 source,
@@ -494,7 +546,7 @@ impl WorkerCgroup {
             .find(|c| !listed(&available, c))
         {
             return Err(CgroupError::MissingController {
-                path: self.shown(),
+                path: self.path.clone(),
                 controller,
             });
         }
@@ -535,7 +587,7 @@ impl WorkerCgroup {
                 }
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
                     return Err(CgroupError::Remove {
-                        path: self.shown(),
+                        path: self.path.clone(),
                         source: io::Error::other(
                             "the cgroup disappeared before this runtime removed it",
                         ),
@@ -546,7 +598,7 @@ impl WorkerCgroup {
                 }
                 Err(source) => {
                     return Err(CgroupError::Remove {
-                        path: self.shown(),
+                        path: self.path.clone(),
                         source,
                     });
                 }
@@ -573,7 +625,7 @@ impl WorkerCgroup {
         self.dir
             .descriptor()
             .map_err(|source| CgroupError::Descriptor {
-                path: self.shown(),
+                path: self.path.clone(),
                 source,
             })
     }
@@ -595,7 +647,7 @@ impl WorkerCgroup {
             match exited() {
                 Ok(Some(status)) => {
                     return Err(CgroupError::RunnerExited {
-                        path: self.shown(),
+                        path: self.path.clone(),
                         pid,
                         status,
                     });
@@ -605,7 +657,7 @@ impl WorkerCgroup {
             }
             if Instant::now() >= deadline {
                 return Err(CgroupError::JoinTimeout {
-                    path: self.shown(),
+                    path: self.path.clone(),
                     pid,
                     timeout_ms: timeout.as_millis(),
                 });
@@ -698,11 +750,11 @@ impl CgroupBoundary {
 
 fn check_runner(path: &str, pin: bool) -> Result<(RunnerProgram, String), CgroupError> {
     let io_err = |source| CgroupError::RunnerIo {
-        path: path.to_owned(),
+        path: PathBuf::from(path),
         source,
     };
     let bad = |why: &str| CgroupError::Runner {
-        path: path.to_owned(),
+        path: PathBuf::from(path),
         why: why.to_owned(),
     };
     let link = std::fs::symlink_metadata(path).map_err(io_err)?;

@@ -25,6 +25,7 @@ use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use splashpol::emit::DEVICE_SOURCE_MAX_BYTES;
 use splashpol::plan::DeviceNode;
@@ -46,30 +47,49 @@ const NODE_MODE: u32 = 0o666;
 
 /// Why the device nodes of a launch cannot be provided.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum DeviceError {
-    #[error("failed to inspect the host's `{path}`")]
+    /// Failed to inspect the host's `path`.
+    #[error("failed to inspect the host's `{}`", .path.display())]
     Host {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
-    #[error("the host's `{path}` is not the character device {major}:{minor}")]
+    /// The host's `path` is not the character device `major`:`minor`.
+    #[error("the host's `{}` is not the character device {major}:{minor}", .path.display())]
     NotTheDevice {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The expected device major number.
         major: u32,
+        /// The expected device minor number.
         minor: u32,
     },
-    #[error(
-        "the worker runs as uid {uid}, which would own both the host's `{path}` and the private device nodes"
-    )]
-    OwnerIsWorker { path: String, uid: u32 },
-    #[error("device directory parent `{path}`: {reason}")]
-    Parent { path: String, reason: String },
-    #[error(
-        "failed to make the private device nodes under `{path}` (a worker that owns the host's device nodes needs them; the launch is refused)"
-    )]
+    /// The worker runs as uid `uid`, which would own both the host's `path` and the private device nodes.
+    #[error("the worker runs as uid {uid}, which would own both the host's `{}` and the private device nodes", .path.display())]
+    OwnerIsWorker {
+        /// The path involved.
+        path: PathBuf,
+        /// The owning uid.
+        uid: u32,
+    },
+    /// Device directory parent `path`: `reason`.
+    #[error("device directory parent `{}`: {reason}", .path.display())]
+    Parent {
+        /// The path involved.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// Failed to make the private device nodes under `path`.
+    #[error("failed to make the private device nodes under `{}` (a worker that owns the host's device nodes needs them; the launch is refused)", .path.display())]
     Create {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
@@ -89,6 +109,14 @@ pub enum DeviceSources {
 pub struct PrivateDevices {
     parent: PathBuf,
     parent_fd: OwnedFd,
+    /// The directory made at bind to prove this host can make one; the
+    /// first launch uses it instead of making another (it is removed with
+    /// this value when no launch took it).
+    proof: Mutex<Option<DeviceDirectory>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn host_path(node: DeviceNode) -> String {
@@ -98,14 +126,15 @@ fn host_path(node: DeviceNode) -> String {
 impl DeviceSources {
     /// Decides for a worker that runs as host uid `worker_uid`: private nodes
     /// when it owns any of the host's, made under `parent`. With private
-    /// nodes, one directory is made and removed here, so a host that cannot
-    /// make them fails at bind rather than at the first launch.
+    /// nodes, one directory is made here, so a host that cannot make them
+    /// fails at bind rather than at the first launch; the first launch takes
+    /// it, every later one makes its own.
     pub fn decide(worker_uid: u32, parent: &Path) -> Result<Self, DeviceError> {
         let mut owned = None;
         for node in DeviceNode::ALL {
             let path = host_path(node);
             let meta = fs::symlink_metadata(&path).map_err(|source| DeviceError::Host {
-                path: path.clone(),
+                path: PathBuf::from(path.clone()),
                 source,
             })?;
             let (major, minor) = node.major_minor();
@@ -113,7 +142,11 @@ impl DeviceSources {
             if !meta.file_type().is_char_device()
                 || (libc::major(rdev), libc::minor(rdev)) != (major, minor)
             {
-                return Err(DeviceError::NotTheDevice { path, major, minor });
+                return Err(DeviceError::NotTheDevice {
+                    path: PathBuf::from(path),
+                    major,
+                    minor,
+                });
             }
             if meta.uid() == worker_uid && owned.is_none() {
                 owned = Some(path);
@@ -124,12 +157,13 @@ impl DeviceSources {
         };
         if worker_uid == DEVICE_NODE_OWNER {
             return Err(DeviceError::OwnerIsWorker {
-                path: owned,
+                path: PathBuf::from(owned),
                 uid: worker_uid,
             });
         }
         let private = PrivateDevices::open(parent)?;
-        drop(private.create()?);
+        let proof = private.create()?;
+        *lock(&private.proof) = Some(proof);
         Ok(Self::Private(private))
     }
 
@@ -137,7 +171,10 @@ impl DeviceSources {
     pub fn prepare(&self) -> Result<Option<DeviceDirectory>, DeviceError> {
         match self {
             Self::Host => Ok(None),
-            Self::Private(p) => p.create().map(Some),
+            Self::Private(p) => match lock(&p.proof).take() {
+                Some(made_at_bind) => Ok(Some(made_at_bind)),
+                None => p.create().map(Some),
+            },
         }
     }
 
@@ -157,9 +194,8 @@ pub fn source(node: DeviceNode, directory: Option<&DeviceDirectory>) -> String {
 
 impl PrivateDevices {
     fn open(parent: &Path) -> Result<Self, DeviceError> {
-        let shown = parent.display().to_string();
         let refuse = |reason: String| DeviceError::Parent {
-            path: shown.clone(),
+            path: parent.to_path_buf(),
             reason,
         };
         let canonical = fs::canonicalize(parent).map_err(|e| refuse(e.to_string()))?;
@@ -200,16 +236,18 @@ impl PrivateDevices {
         Ok(Self {
             parent: canonical,
             parent_fd,
+            proof: Mutex::new(None),
         })
     }
 
     fn create(&self) -> Result<DeviceDirectory, DeviceError> {
         let fail = |source| DeviceError::Create {
-            path: self.parent.display().to_string(),
+            path: self.parent.to_path_buf(),
             source,
         };
         let mut random = [0u8; RANDOM_BYTES];
-        sys::random_bytes(&mut random).map_err(fail)?;
+        getrandom::fill(&mut random)
+            .map_err(|e| fail(io::Error::other(format!("the random source failed: {e}"))))?;
         let name: String = std::iter::once(DEVICE_DIRECTORY_PREFIX.to_owned())
             .chain(random.iter().map(|b| format!("{b:02x}")))
             .collect();

@@ -21,7 +21,7 @@
 //! that poison the session say so.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use splash_protocol::{CapabilityManifest, ManifestError, SessionError, SessionKeyError};
 use splashpol::activate::{self, ActivationError};
@@ -44,25 +44,37 @@ use crate::watchdog::Deadlines;
 #[non_exhaustive]
 pub enum LaunchError {
     /// The policy file could not be read.
-    #[error("cannot read policy `{path}`")]
+    #[error("cannot read policy `{}`", .path.display())]
     Read {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
     /// A compiled artifact failed its validation.
     #[error("policy artifact `{name}` is not valid")]
     Artifact {
+        /// The policy file name shown.
         name: String,
+        /// The operating system's error.
         #[source]
         source: ArtifactError,
     },
     /// Policy source that is not UTF-8.
     #[error("policy `{name}` is not UTF-8")]
-    NotUtf8 { name: String },
+    NotUtf8 {
+        /// The policy file name shown.
+        name: String,
+    },
     /// The checker reported errors; `rendered` holds every diagnostic.
     #[error("policy `{name}` has errors:\n{rendered}")]
-    Check { name: String, rendered: String },
+    Check {
+        /// The policy file name shown.
+        name: String,
+        /// The rendered diagnostics.
+        rendered: String,
+    },
     /// The manifest is not a valid protocol-v5 manifest.
     #[error("the manifest is invalid")]
     Manifest(#[source] ManifestError),
@@ -92,8 +104,10 @@ pub enum LaunchError {
     /// ended (it was stopped and reaped).
     #[error("cannot open the session ({failure})")]
     Open {
+        /// The operating system's error.
         #[source]
         source: SessionError,
+        /// What the watchdog observed.
         failure: LaunchFailure,
     },
 }
@@ -153,7 +167,7 @@ impl LoadedPolicy {
     /// Reads and checks (or validates) the policy at `path`.
     pub fn from_path(path: &Path) -> Result<Self, LaunchError> {
         let bytes = std::fs::read(path).map_err(|source| LaunchError::Read {
-            path: path.display().to_string(),
+            path: path.to_path_buf(),
             source,
         })?;
         Self::from_bytes(&path.display().to_string(), bytes)

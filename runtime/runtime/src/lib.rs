@@ -30,6 +30,8 @@
 //!
 //! Every raw system call lives in the private `sys` module.
 
+#![warn(missing_docs)]
+
 pub mod bind;
 pub mod broker;
 pub mod cgroup;
@@ -47,6 +49,7 @@ pub mod watchdog;
 
 pub use bind::{
     BindError, BindOptions, BoundCommand, BubblewrapLaunch, LaunchPreparation, PinnedSource,
+    PlanDefect, Unprovided,
 };
 pub use broker::BrokerBindError;
 pub use cgroup::{CgroupBoundary, CgroupError, WorkerCgroup};

@@ -29,6 +29,7 @@ use crate::devices::DeviceDirectory;
 /// What the host knows about the Bubblewrap process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WorkerStatus {
+    /// Not reaped yet.
     Running,
     /// Exited with this status code.
     Exited(i32),
@@ -249,12 +250,15 @@ impl Drop for WorkerLifecycle {
 /// Why a worker session did not start.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchFailure {
+    /// Bubblewrap ended before the session started (its status).
     #[error(
         "bubblewrap ended with {0} before the session started (an unsupported option, a failed mount, a failed exec or a rejected bootstrap)"
     )]
     Exited(WorkerStatus),
+    /// The worker did not answer in time and was killed.
     #[error("the worker did not answer and was killed")]
     NoSession,
+    /// Waiting for the Bubblewrap process failed.
     #[error("failed to observe the bubblewrap process")]
     Unknown(#[source] io::Error),
 }

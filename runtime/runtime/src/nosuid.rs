@@ -36,29 +36,37 @@ const MOUNTINFO: &str = "/proc/self/mountinfo";
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SetIdError {
-    #[error(
-        "read-write root `{root}` (`{path}`) is on the host mount `{mount}`, which is not mounted `nosuid`, and the worker runs as host uid 0: a set-user-ID-root program it creates there would give root to any host user who can reach it. Mount the filesystem holding it `nosuid` (for example `mount -o remount,nosuid {mount}`, or a dedicated mount with `-o nosuid`), or launch as an unprivileged user; the launch is refused"
-    )]
+    /// A read-write root of a root launch is on a mount without `nosuid`.
+    #[error("read-write root `{root}` (`{}`) is on the host mount `{mount}`, which is not mounted `nosuid`, and the worker runs as host uid 0: a set-user-ID-root program it creates there would give root to any host user who can reach it. Mount the filesystem holding it `nosuid` (for example `mount -o remount,nosuid {mount}`, or a dedicated mount with `-o nosuid`), or launch as an unprivileged user; the launch is refused", .path.display())]
     HonoursSetId {
+        /// The policy's root name.
         root: String,
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The mount holding the path.
         mount: String,
     },
-    #[error(
-        "read-write root `{root}` (`{path}`) is on a `nosuid` mount, but its filesystem is also mounted at `{mount}` without `nosuid`, where the directory appears as `{appears}`, and the worker runs as host uid 0: a set-user-ID-root program it creates would give root to any host user who can reach it there. Mount that one `nosuid` too (`mount -o remount,nosuid {mount}`), or launch as an unprivileged user; the launch is refused"
-    )]
+    /// A read-write root's filesystem is also mounted elsewhere without
+    /// `nosuid`.
+    #[error("read-write root `{root}` (`{}`) is on a `nosuid` mount, but its filesystem is also mounted at `{mount}` without `nosuid`, where the directory appears as `{appears}`, and the worker runs as host uid 0: a set-user-ID-root program it creates would give root to any host user who can reach it there. Mount that one `nosuid` too (`mount -o remount,nosuid {mount}`), or launch as an unprivileged user; the launch is refused", .path.display())]
     AlsoMounted {
+        /// The policy's root name.
         root: String,
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The mount holding the path.
         mount: String,
+        /// Where else the filesystem is mounted.
         appears: String,
     },
-    #[error(
-        "failed to read the mount flags of read-write root `{root}` (`{path}`); the launch is refused"
-    )]
+    /// Failed to read the mount flags of read-write root `root` (`path`).
+    #[error("failed to read the mount flags of read-write root `{root}` (`{}`); the launch is refused", .path.display())]
     Inspect {
+        /// The policy's root name.
         root: String,
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
@@ -136,7 +144,7 @@ pub fn check_root(root: &str, path: &Path, fd: BorrowedFd<'_>) -> Result<(), Set
     let shown = path.display().to_string();
     let inspect = |source: io::Error| SetIdError::Inspect {
         root: root.to_owned(),
-        path: shown.clone(),
+        path: path.to_path_buf(),
         source,
     };
     let table = fs::read_to_string(MOUNTINFO).map_err(inspect)?;
@@ -145,7 +153,7 @@ pub fn check_root(root: &str, path: &Path, fd: BorrowedFd<'_>) -> Result<(), Set
     if !sys::mounted_nosuid(fd).map_err(inspect)? {
         return Err(SetIdError::HonoursSetId {
             root: root.to_owned(),
-            path: shown.clone(),
+            path: path.to_path_buf(),
             mount: holding.map_or(shown, |m| m.point.display().to_string()),
         });
     }
@@ -166,7 +174,7 @@ pub fn check_root(root: &str, path: &Path, fd: BorrowedFd<'_>) -> Result<(), Set
             if holding_mount(&mounts, &appears).is_some_and(|m| std::ptr::eq(m, other)) {
                 return Err(SetIdError::AlsoMounted {
                     root: root.to_owned(),
-                    path: shown,
+                    path: path.to_path_buf(),
                     mount: other.point.display().to_string(),
                     appears: appears.display().to_string(),
                 });
@@ -179,7 +187,7 @@ pub fn check_root(root: &str, path: &Path, fd: BorrowedFd<'_>) -> Result<(), Set
     {
         return Err(SetIdError::HonoursSetId {
             root: root.to_owned(),
-            path: shown,
+            path: path.to_path_buf(),
             mount: below.point.display().to_string(),
         });
     }

@@ -149,94 +149,156 @@ impl fmt::Display for Interface {
 
 /// Why a quota root was rejected. Each unmet requirement is its own variant.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum QuotaError {
+    /// Failed to open the pinned directory for reading.
     #[error("failed to open the pinned directory for reading")]
     OpenDirectory(#[source] io::Error),
+    /// Failed to identify the filesystem of the pinned directory (fstat).
     #[error("failed to identify the filesystem of the pinned directory (fstat)")]
     Filesystem(#[source] io::Error),
+    /// The `interface` is not available: the kernel or filesystem lacks it, or no quota is enabled on this filesystem.
     #[error(
         "the {interface} is not available: the kernel or filesystem lacks it, or no quota is enabled on this filesystem"
     )]
     Unsupported {
+        /// The quota interface that failed.
         interface: Interface,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Project quotas are not enabled on this filesystem (mount it with `prjquota`).
     #[error("project quotas are not enabled on this filesystem (mount it with `prjquota`)")]
     NotEnabled(#[source] io::Error),
+    /// Project quota accounting is off on this filesystem (mount it with `prjquota`).
     #[error("project quota accounting is off on this filesystem (mount it with `prjquota`)")]
     NoAccounting,
+    /// Project quota limits are accounted but not enforced on this filesystem (mount it with `prjquota`, or turn them on with `quotaon -P`).
     #[error(
         "project quota limits are accounted but not enforced on this filesystem (mount it with `prjquota`, or turn them on with `quotaon -P`)"
     )]
     NotEnforced,
+    /// Permission to read the `interface` is missing.
     #[error("permission to read the {interface} is missing")]
     PermissionDenied {
+        /// The quota interface that failed.
         interface: Interface,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// The filesystem has no quota record for project `project` (no limits are set).
     #[error("the filesystem has no quota record for project {project} (no limits are set)")]
     NoRecord {
+        /// The project id.
         project: u32,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Failed to read the `interface`.
     #[error("failed to read the {interface}")]
     Failed {
+        /// The quota interface that failed.
         interface: Interface,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Directory has project id `found`.
     #[error("directory has project id {found}; the policy expects {expected}")]
-    ProjectMismatch { expected: u32, found: u32 },
+    ProjectMismatch {
+        /// What was expected.
+        expected: u32,
+        /// What was found.
+        found: u32,
+    },
+    /// Project inheritance (FS_XFLAG_PROJINHERIT) is not set on the directory.
     #[error("project inheritance (FS_XFLAG_PROJINHERIT) is not set on the directory")]
     NoInheritance,
+    /// The kernel did not return complete quota accounting for project `project` (valid mask `valid`, missing `missing`).
     #[error(
         "the kernel did not return complete quota accounting for project {project} (valid mask {valid:#x}, missing {missing:#x})"
     )]
     Incomplete {
+        /// The project id.
         project: u32,
+        /// Which limits the record says are valid.
         valid: u32,
+        /// Which limits it lacks.
         missing: u32,
     },
+    /// Project `project` hard block limit `blocks` (1 KiB blocks) does not fit in 64-bit bytes.
     #[error(
         "project {project} hard block limit {blocks} (1 KiB blocks) does not fit in 64-bit bytes"
     )]
-    BlockOverflow { project: u32, blocks: u64 },
+    BlockOverflow {
+        /// The project id.
+        project: u32,
+        /// The block count.
+        blocks: u64,
+    },
+    /// Project `project` has no hard `what` limit.
     #[error("project {project} has no hard {what} limit")]
-    NoHardLimit { project: u32, what: &'static str },
+    NoHardLimit {
+        /// The project id.
+        project: u32,
+        /// What is concerned.
+        what: &'static str,
+    },
+    /// Project `project` hard `what` limit `limit` exceeds the accepted ceiling `ceiling`.
     #[error("project {project} hard {what} limit {limit} exceeds the accepted ceiling {ceiling}")]
     AboveCeiling {
+        /// The project id.
         project: u32,
+        /// What is concerned.
         what: &'static str,
+        /// The hard limit.
         limit: u64,
+        /// The policy ceiling.
         ceiling: u64,
     },
+    /// Project `project` already uses `used` `what`s, above its hard limit `limit`.
     #[error("project {project} already uses {used} {what}s, above its hard limit {limit}")]
     OverLimit {
+        /// The project id.
         project: u32,
+        /// What is concerned.
         what: &'static str,
+        /// The current usage.
         used: u64,
+        /// The hard limit.
         limit: u64,
     },
+    /// Project `project` on filesystem `device` reported different hard limits for two roots (`first_bytes` bytes, `first_inodes` inodes, then `second_bytes` bytes, `second_inodes` inodes).
     #[error(
         "project {project} on filesystem {device:#x} reported different hard limits for two roots ({first_bytes} bytes, {first_inodes} inodes, then {second_bytes} bytes, {second_inodes} inodes)"
     )]
     InconsistentPair {
+        /// The device number.
         device: u64,
+        /// The project id.
         project: u32,
+        /// The byte limit of the first root.
         first_bytes: u64,
+        /// The inode limit of the first root.
         first_inodes: u64,
+        /// The byte limit of the second root.
         second_bytes: u64,
+        /// The inode limit of the second root.
         second_inodes: u64,
     },
+    /// The hard `what` limits of the distinct (filesystem, project) pairs sum to `total`, above the aggregate maximum `maximum`.
     #[error(
         "the hard {what} limits of the distinct (filesystem, project) pairs sum to {total}, above the aggregate maximum {maximum}"
     )]
     AggregateExceeded {
+        /// What is concerned.
         what: &'static str,
+        /// The sum over the roots.
         total: u128,
+        /// The aggregate maximum.
         maximum: u64,
     },
 }
@@ -261,11 +323,14 @@ fn classify(interface: Interface, project: u32, source: io::Error) -> QuotaError
 /// A verified quota: the hard limits the kernel enforces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VerifiedQuota {
+    /// The directory's project id.
     pub project_id: u32,
     /// `st_dev` of the verified directory: with the project id, the
     /// (filesystem, project) pair the aggregate counts once.
     pub device: u64,
+    /// The hard limit on bytes.
     pub hard_bytes: u64,
+    /// The hard limit on inodes.
     pub hard_inodes: u64,
 }
 

@@ -65,7 +65,12 @@ pub enum ReconcileError {
     SessionReused(String),
     /// The fresh manifest does not grant exactly the operation's tool.
     #[error("a reconciliation manifest must grant exactly one tool, `{tool}`; it grants {granted}")]
-    ManifestScope { tool: String, granted: String },
+    ManifestScope {
+        /// The tool.
+        tool: String,
+        /// What the manifest grants.
+        granted: String,
+    },
     /// The fresh session could not be launched.
     #[error("the reconciliation session could not be launched")]
     Launch(#[source] LaunchError),

@@ -62,8 +62,10 @@ pub enum CallError {
     /// unknown. `status` is the worker's status once the session knew it.
     #[error("the outcome is indeterminate and the session is poisoned ({status})")]
     Indeterminate {
+        /// Why.
         #[source]
         reason: Indeterminate,
+        /// The process's exit status.
         status: WorkerStatus,
     },
     /// An earlier error poisoned the session.
@@ -94,14 +96,28 @@ impl CallError {
 #[non_exhaustive]
 pub enum Event {
     /// The call's result.
-    Finished { request_id: Token, output: Value },
+    Finished {
+        /// The call's request id.
+        request_id: Token,
+        /// The output payload's value.
+        output: Value,
+    },
     /// The worker acknowledged the cancel (termination did not win): the
     /// effect stopped and no result follows.
-    Cancelled { request_id: Token },
+    Cancelled {
+        /// The call's request id.
+        request_id: Token,
+    },
     /// The cancel came after the result, which was reported first.
-    TooLate { request_id: Token },
+    TooLate {
+        /// The call's request id.
+        request_id: Token,
+    },
     /// The call cannot be cancelled; it keeps running and its result follows.
-    Unsupported { request_id: Token },
+    Unsupported {
+        /// The call's request id.
+        request_id: Token,
+    },
 }
 
 /// An open authenticated session with a watched worker.
@@ -355,6 +371,21 @@ impl Session {
         Ok(status)
     }
 
+    /// Dispatches one durable operation of a granted tool (counted against
+    /// its `max_calls`) under the call deadline and returns the worker's
+    /// status for it. As with [`Session::call`], a deadline, stop or
+    /// transport error poisons the session and the operation's outcome is
+    /// indeterminate: reconcile it in a fresh session
+    /// ([`LoadedPolicy::reconcile`](crate::LoadedPolicy::reconcile)).
+    pub fn dispatch(
+        &mut self,
+        tool: &str,
+        operation_key: &Token,
+        input: Value,
+    ) -> Result<OperationStatus, CallError> {
+        self.exchange(|host| host.dispatch(tool, operation_key, input))
+    }
+
     /// One `reconcile_operation` exchange under the call deadline (the
     /// recovery path's only request).
     pub(crate) fn reconcile_once(
@@ -362,13 +393,25 @@ impl Session {
         tool: &str,
         operation_id: &Token,
     ) -> Result<OperationStatus, CallError> {
+        self.exchange(|host| host.reconcile(tool, operation_id))
+    }
+
+    /// One request and its answer under the call deadline; the answer is
+    /// accepted only if termination did not win.
+    fn exchange<T>(
+        &mut self,
+        request: impl FnOnce(&mut HostSession<ChildStdout, ChildStdin>) -> Result<T, SessionError>,
+    ) -> Result<T, CallError> {
         self.usable()?;
+        if let Some(id) = self.host.call_in_flight() {
+            return Err(CallError::Refused(SessionError::Busy(id.to_string())));
+        }
         if let Err(why) = self.watchdog.arm_call() {
             return Err(self.force_stopped(why));
         }
-        match self.host.reconcile(tool, operation_id) {
-            Ok(state) => match self.watchdog.settle_call(true) {
-                Ok(()) => Ok(state),
+        match request(&mut self.host) {
+            Ok(answer) => match self.watchdog.settle_call(true) {
+                Ok(()) => Ok(answer),
                 Err(why) => Err(self.force_stopped(why)),
             },
             Err(e) if e.leaves_session() == SessionState::Usable => {

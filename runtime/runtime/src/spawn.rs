@@ -54,51 +54,80 @@ use crate::sys;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SpawnError {
+    /// The plan sets a watchdog, so it must be spawned under one.
     #[error(
         "the plan sets a watchdog ({session_ms} ms per session); launch it with `BoundCommand::spawn_watched`, which enforces it, not with `spawn_with_bootstrap`"
     )]
-    WatchdogRequired { session_ms: u64 },
+    WatchdogRequired {
+        /// The session deadline in milliseconds.
+        session_ms: u64,
+    },
+    /// Failed to start the watchdog.
     #[error("failed to start the watchdog; the worker was stopped and reaped")]
     Watchdog(#[source] io::Error),
+    /// The plan was lowered without a manifest.
     #[error("the plan was lowered without a manifest; activate a manifest before launch")]
     NoSession,
+    /// Bootstrap session id `bootstrap` does not match the manifest session id `manifest`.
     #[error(
         "bootstrap session id `{bootstrap}` does not match the manifest session id `{manifest}`"
     )]
-    SessionMismatch { bootstrap: String, manifest: String },
-    #[error("failed to duplicate pinned source `{path}` for the launch")]
+    SessionMismatch {
+        /// The bootstrap's session id.
+        bootstrap: String,
+        /// The manifest's session id.
+        manifest: String,
+    },
+    /// Failed to duplicate pinned source `path` for the launch.
+    #[error("failed to duplicate pinned source `{}` for the launch", .path.display())]
     Duplicate {
-        path: String,
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Failed to write the seccomp program to an anonymous descriptor.
     #[error("failed to write the seccomp program to an anonymous descriptor")]
     Seccomp(#[source] io::Error),
+    /// Failed to make the launch's private device nodes.
     #[error("failed to make the launch's private device nodes")]
     Devices(#[from] crate::devices::DeviceError),
+    /// The plan's argument list uses a slot this launch did not prepare.
     #[error("the plan's argument list uses {0:?}, which this launch did not prepare")]
     UnpreparedSlot(Slot),
+    /// This plan requires its cgroup-v2 boundary.
     #[error("this plan requires its cgroup-v2 boundary; only `spawn_with_bootstrap` launches it")]
     Uncgrouped,
+    /// The cgroup-v2 boundary failed.
     #[error("the cgroup-v2 boundary failed; nothing was left running")]
     Cgroup(#[source] CgroupError),
+    /// Launch preparation `step` failed.
     #[error("launch preparation `{step}` failed")]
     Preparation {
+        /// The preparation step.
         step: String,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
-    #[error("failed to start bubblewrap `{program}`")]
+    /// Failed to start bubblewrap `program`.
+    #[error("failed to start bubblewrap `{}`", .program.display())]
     Exec {
-        program: String,
+        /// The program that could not be started.
+        program: PathBuf,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
+    /// Failed to write the bootstrap preamble to the worker.
     #[error(
         "failed to write the bootstrap preamble to the worker; bubblewrap was stopped and reaped, ending with {status}"
     )]
     Bootstrap {
+        /// The process's exit status.
         status: String,
+        /// The operating system's error.
         #[source]
         source: io::Error,
     },
@@ -126,10 +155,13 @@ pub struct LaunchSpec {
 }
 
 impl LaunchSpec {
+    /// The program the launch executes (Bubblewrap, or the cgroup runner
+    /// in front of it).
     pub fn program(&self) -> &std::path::Path {
         &self.program
     }
 
+    /// Its arguments.
     pub fn args(&self) -> &[String] {
         &self.args
     }
@@ -192,6 +224,7 @@ impl SpawnedWorker {
         (self.lifecycle, self.stdin, self.stdout)
     }
 
+    /// The handle that terminates and reaps the worker.
     pub fn lifecycle(&mut self) -> &mut WorkerLifecycle {
         &mut self.lifecycle
     }
@@ -226,7 +259,7 @@ impl BoundCommand {
         let mut fresh: Vec<Option<OwnedFd>> = Vec::with_capacity(self.pins.len());
         for p in &self.pins {
             let fd = p.duplicate().map_err(|source| SpawnError::Duplicate {
-                path: p.pin().host_path.to_string(),
+                path: PathBuf::from(p.pin().host_path.to_string()),
                 source,
             })?;
             fresh.push(Some(fd));
@@ -355,7 +388,7 @@ impl BoundCommand {
                     cg.kill_and_remove().map_err(SpawnError::Cgroup)?;
                 }
                 return Err(SpawnError::Exec {
-                    program: shown,
+                    program: PathBuf::from(shown),
                     source,
                 });
             }

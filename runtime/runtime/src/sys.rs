@@ -1,9 +1,13 @@
 //! Every raw system call of the runtime, behind one door.
 //!
-//! Each function is a thin, checked wrapper: it turns a `-1` return into an
+//! Each function is a thin, checked wrapper: it turns a failure into an
 //! [`io::Error`] and hands out [`OwnedFd`]s so that descriptor lifetimes are
 //! tracked by the type system from the moment the kernel returns them. Callers
-//! outside this module never write `unsafe`.
+//! outside this module never write `unsafe`. Where `rustix` has a safe
+//! binding (the `*at` calls, `openat2`, `memfd_create` and its seals,
+//! `fstatfs`/`fstatvfs`, `poll`, `pidfd_open`, `getuid`) this module uses it;
+//! `unsafe` remains only for what it does not cover: the project-quota
+//! `ioctl` and `quotactl_fd(2)`, and the forked child's descriptor hook.
 //!
 //! Kernel interfaces used here: `openat2(2)` (pinning), `openat(2)` (a
 //! read-only directory relative to a pin), `memfd_create(2)` and
@@ -12,7 +16,7 @@
 //! `poll(2)` (a session waiting for the worker's first answer), `mkdirat(2)`,
 //! `mknodat(2)`, `fchownat(2)`, `fchmodat(2)`, `fstatat(2)`, `unlinkat(2)`,
 //! `fstatvfs(3)` (private device nodes, read-write roots of a root launch),
-//! `getrandom(2)` (private device nodes), `fstatfs(2)`, `openat(2)`,
+//! `fstatfs(2)`, `openat(2)`,
 //! `fstatat(2)`, `mkdirat(2)` and `unlinkat(2)` relative to directory
 //! descriptors (the cgroup-v2 boundary), and — only in
 //! the forked child, through [`install_child_descriptor_hook`] —
@@ -25,16 +29,17 @@
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
-fn cstring(path: &Path) -> io::Result<CString> {
-    CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))
-}
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::fs::{
+    self, AtFlags, FileType, Gid, MemfdFlags, Mode, OFlags, ResolveFlags, SealFlags,
+    StatVfsMountFlags, Uid,
+};
+use rustix::process::{Pid, PidfdFlags};
 
 /// Opens `path` with `O_PATH | O_NOFOLLOW | O_CLOEXEC` through `openat2(2)`
 /// with `RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`: no directory component
@@ -45,39 +50,19 @@ fn cstring(path: &Path) -> io::Result<CString> {
 /// therefore never followed.
 /// There is no fallback to `openat(2)`: a kernel without `openat2` fails.
 pub fn open_path_no_symlinks(path: &Path) -> io::Result<OwnedFd> {
-    openat2_no_symlinks(path, libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+    openat2_no_symlinks(path, OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC)
 }
 
 /// `openat2(AT_FDCWD, path, flags)` with `RESOLVE_NO_SYMLINKS |
 /// RESOLVE_NO_MAGICLINKS`, the one door for both path openings here.
-fn openat2_no_symlinks(path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
-    let c_path = cstring(path)?;
-    // SAFETY: `open_how` is a plain-old-data struct of integers; all-zero is a
-    // valid value, and it is `#[non_exhaustive]` so it cannot be built by a
-    // literal.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = u64::try_from(flags).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-    how.resolve = libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;
-    // SAFETY: `c_path` is a valid NUL-terminated string and `how` a valid
-    // `open_how` whose exact size is passed; both outlive the call. The
-    // kernel returns a new descriptor or -1.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            libc::AT_FDCWD,
-            c_path.as_ptr(),
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let fd = RawFd::try_from(fd)
-        .map_err(|_| io::Error::other("openat2 returned an out-of-range descriptor"))?;
-    // SAFETY: `fd` was just returned by the kernel, is open, and is owned by
-    // nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+fn openat2_no_symlinks(path: &Path, flags: OFlags) -> io::Result<OwnedFd> {
+    Ok(fs::openat2(
+        fs::CWD,
+        path,
+        flags,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    )?)
 }
 
 /// Opens the directory that `pin` (an `O_PATH` descriptor) refers to for
@@ -85,44 +70,26 @@ fn openat2_no_symlinks(path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
 /// O_CLOEXEC)`. The result is the same inode as the pin, never a path lookup
 /// from the host root.
 pub fn open_directory_at(pin: BorrowedFd<'_>) -> io::Result<OwnedFd> {
-    // SAFETY: `pin` is a live descriptor for the duration of the call and the
-    // path is a static NUL-terminated string.
-    let fd = unsafe {
-        libc::openat(
-            pin.as_raw_fd(),
-            c".".as_ptr(),
-            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor from the kernel, owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    Ok(fs::openat(
+        pin,
+        c".",
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
 }
 
 /// Writes `bytes` into a fresh `memfd_create(2)` descriptor (close-on-exec,
 /// sealable), rewinds it to offset 0 (Bubblewrap reads from the current
 /// offset), and seals it against any further change of size or content.
 pub fn sealed_memfd(name: &str, bytes: &[u8]) -> io::Result<OwnedFd> {
-    let c_name = CString::new(name)
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "memfd name contains a NUL"))?;
-    // SAFETY: `c_name` is a valid NUL-terminated string that outlives the call.
-    let fd =
-        unsafe { libc::memfd_create(c_name.as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor from the kernel, owned by nobody else.
-    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let owned = fs::memfd_create(name, MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
     let mut file = File::from(owned);
     file.write_all(bytes)?;
     file.seek(SeekFrom::Start(0))?;
-    let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
-    // SAFETY: `file` holds a live memfd; F_ADD_SEALS takes an int argument.
-    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    fs::fcntl_add_seals(
+        &file,
+        SealFlags::SEAL | SealFlags::SHRINK | SealFlags::GROW | SealFlags::WRITE,
+    )?;
     Ok(OwnedFd::from(file))
 }
 
@@ -318,41 +285,24 @@ pub fn install_child_descriptor_hook(command: &mut Command, inherit: Vec<RawFd>)
     }
 }
 
-fn check(rc: libc::c_int) -> io::Result<()> {
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(())
-    }
-}
-
 /// The process's real user id (the uid Bubblewrap gives the worker).
 pub fn real_uid() -> u32 {
-    // SAFETY: getuid has no arguments and cannot fail.
-    unsafe { libc::getuid() }
+    rustix::process::getuid().as_raw()
 }
 
 /// `mkdirat(dir, name, mode)`.
 pub fn mkdir_at(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> io::Result<()> {
-    // SAFETY: `dir` is live and `name` a NUL-terminated string for the call.
-    check(unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode as libc::mode_t) })
+    Ok(fs::mkdirat(dir, name, Mode::from_raw_mode(mode))?)
 }
 
 /// `openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)`.
 pub fn open_directory_path_at(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<OwnedFd> {
-    // SAFETY: `dir` is live and `name` a NUL-terminated string for the call.
-    let fd = unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor from the kernel, owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    Ok(fs::openat(
+        dir,
+        name,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
 }
 
 /// `mknodat(dir, name, S_IFCHR | mode, makedev(major, minor))`.
@@ -362,102 +312,69 @@ pub fn mknod_char_at(
     mode: u32,
     (major, minor): (u32, u32),
 ) -> io::Result<()> {
-    let device = libc::makedev(major, minor);
-    // SAFETY: `dir` is live and `name` a NUL-terminated string for the call.
-    check(unsafe {
-        libc::mknodat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            libc::S_IFCHR | mode as libc::mode_t,
-            device,
-        )
-    })
+    Ok(fs::mknodat(
+        dir,
+        name,
+        FileType::CharacterDevice,
+        Mode::from_raw_mode(mode),
+        fs::makedev(major, minor),
+    )?)
 }
 
 /// `fchownat(dir, name, uid, gid, AT_SYMLINK_NOFOLLOW)`.
 pub fn chown_at(dir: BorrowedFd<'_>, name: &CStr, uid: u32, gid: u32) -> io::Result<()> {
-    // SAFETY: `dir` is live and `name` a NUL-terminated string for the call.
-    check(unsafe {
-        libc::fchownat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            uid,
-            gid,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    })
+    Ok(fs::chownat(
+        dir,
+        name,
+        Some(Uid::from_raw(uid)),
+        Some(Gid::from_raw(gid)),
+        AtFlags::SYMLINK_NOFOLLOW,
+    )?)
 }
 
 /// `fchmodat(dir, name, mode, 0)`.
 pub fn chmod_at(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> io::Result<()> {
-    // SAFETY: `dir` is live and `name` a NUL-terminated string for the call.
-    check(unsafe { libc::fchmodat(dir.as_raw_fd(), name.as_ptr(), mode as libc::mode_t, 0) })
+    Ok(fs::chmodat(
+        dir,
+        name,
+        Mode::from_raw_mode(mode),
+        AtFlags::empty(),
+    )?)
 }
 
 /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: (mode, uid, gid, rdev major, minor).
 pub fn stat_at(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<(u32, u32, u32, (u32, u32))> {
-    // SAFETY: `stat` is plain-old-data; all-zero is a valid value.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `dir` is live, `name` NUL-terminated, and the kernel writes one
-    // `struct stat` into `st`, which outlives the call.
-    check(unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            &mut st,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    })?;
-    let rdev = (libc::major(st.st_rdev), libc::minor(st.st_rdev));
+    let st = fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)?;
+    let rdev = (fs::major(st.st_rdev), fs::minor(st.st_rdev));
     Ok((st.st_mode, st.st_uid, st.st_gid, rdev))
 }
 
 /// `unlinkat(dir, name, AT_REMOVEDIR when directory)`.
 pub fn unlink_at(dir: BorrowedFd<'_>, name: &CStr, directory: bool) -> io::Result<()> {
-    let flags = if directory { libc::AT_REMOVEDIR } else { 0 };
-    // SAFETY: `dir` is live and `name` a NUL-terminated string for the call.
-    check(unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), flags) })
+    let flags = if directory {
+        AtFlags::REMOVEDIR
+    } else {
+        AtFlags::empty()
+    };
+    Ok(fs::unlinkat(dir, name, flags)?)
 }
 
 /// The mount flags (`f_flag`) of the filesystem mount holding `fd`, from
 /// `fstatvfs` (which works on an `O_PATH` descriptor).
-fn mount_flags(fd: BorrowedFd<'_>) -> io::Result<libc::c_ulong> {
-    // SAFETY: `statvfs` is plain-old-data; all-zero is a valid value.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: `fd` is live and the kernel writes one `struct statvfs`.
-    check(unsafe { libc::fstatvfs(fd.as_raw_fd(), &mut st) })?;
-    Ok(st.f_flag)
+fn mount_flags(fd: BorrowedFd<'_>) -> io::Result<StatVfsMountFlags> {
+    Ok(fs::fstatvfs(fd)?.f_flag)
 }
 
 /// Whether the filesystem mount holding `fd` forbids device access
 /// (`ST_NODEV` from `fstatvfs`).
 pub fn mounted_nodev(fd: BorrowedFd<'_>) -> io::Result<bool> {
-    Ok(mount_flags(fd)? & libc::ST_NODEV != 0)
+    Ok(mount_flags(fd)?.contains(StatVfsMountFlags::NODEV))
 }
 
 /// Whether the filesystem mount holding `fd` ignores set-user-ID and
 /// set-group-ID bits and file capabilities (`ST_NOSUID` from `fstatvfs`).
 pub fn mounted_nosuid(fd: BorrowedFd<'_>) -> io::Result<bool> {
-    Ok(mount_flags(fd)? & libc::ST_NOSUID != 0)
-}
-
-/// Fills `buf` from the kernel's random source (`getrandom(2)`).
-pub fn random_bytes(buf: &mut [u8]) -> io::Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        let rest = &mut buf[done..];
-        // SAFETY: `rest` is a writable buffer of exactly `rest.len()` bytes.
-        let n = unsafe { libc::getrandom(rest.as_mut_ptr().cast(), rest.len(), 0) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        done += n as usize;
-    }
-    Ok(())
+    Ok(mount_flags(fd)?.contains(StatVfsMountFlags::NOSUID))
 }
 
 // ---------------------------------------------------------------- cgroup v2
@@ -484,128 +401,75 @@ fn c_name(name: &str) -> io::Result<CString> {
 pub fn open_directory_no_symlinks(path: &Path) -> io::Result<OwnedFd> {
     openat2_no_symlinks(
         path,
-        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
     )
 }
 
 /// The filesystem magic (`f_type` of `fstatfs(2)`) of the filesystem that
 /// holds `fd`.
 pub fn filesystem_magic(fd: BorrowedFd<'_>) -> io::Result<i64> {
-    let mut buf = std::mem::MaybeUninit::<libc::statfs>::zeroed();
-    // SAFETY: `buf` is writable memory of the size of `struct statfs`, live
-    // for the call; `fd` is a live descriptor.
-    if unsafe { libc::fstatfs(fd.as_raw_fd(), buf.as_mut_ptr()) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: fstatfs succeeded and filled the (already zeroed) structure.
-    Ok(unsafe { buf.assume_init() }.f_type)
+    Ok(fs::fstatfs(fd)?.f_type)
 }
 
 /// `openat(dir, name, flags | O_CLOEXEC | O_NOFOLLOW)`: one component
 /// relative to `dir`, never following a symbolic link.
-pub fn open_at(dir: BorrowedFd<'_>, name: &str, flags: libc::c_int) -> io::Result<OwnedFd> {
+pub fn open_at(dir: BorrowedFd<'_>, name: &str, flags: OFlags) -> io::Result<OwnedFd> {
     let c = c_name(name)?;
-    // SAFETY: `dir` is live and `c` a NUL-terminated string that outlives
-    // the call.
-    let fd = unsafe {
-        libc::openat(
-            dir.as_raw_fd(),
-            c.as_ptr(),
-            flags | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a fresh descriptor from the kernel, owned by nobody else.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    Ok(fs::openat(
+        dir,
+        c.as_c_str(),
+        flags | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+        Mode::empty(),
+    )?)
 }
 
 /// Whether `name` exists in `dir` (`fstatat(2)` without following a link).
 pub fn exists_at(dir: BorrowedFd<'_>, name: &str) -> io::Result<bool> {
     let c = c_name(name)?;
-    let mut buf = std::mem::MaybeUninit::<libc::stat>::zeroed();
-    // SAFETY: `dir` is live, `c` is NUL-terminated and `buf` is writable
-    // memory of the size of `struct stat`; all outlive the call.
-    let rc = unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            c.as_ptr(),
-            buf.as_mut_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    if rc == 0 {
-        return Ok(true);
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::ENOENT) {
-        Ok(false)
-    } else {
-        Err(e)
+    match fs::statat(dir, c.as_c_str(), AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(_) => Ok(true),
+        Err(rustix::io::Errno::NOENT) => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 
 /// `mkdirat(dir, name, mode)`; fails with `EEXIST` if `name` exists.
-pub fn make_directory_at(dir: BorrowedFd<'_>, name: &str, mode: libc::mode_t) -> io::Result<()> {
+pub fn make_directory_at(dir: BorrowedFd<'_>, name: &str, mode: u32) -> io::Result<()> {
     let c = c_name(name)?;
-    // SAFETY: `dir` is live and `c` a NUL-terminated string that outlives
-    // the call.
-    if unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), mode) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    Ok(fs::mkdirat(dir, c.as_c_str(), Mode::from_raw_mode(mode))?)
 }
 
 /// `unlinkat(dir, name, AT_REMOVEDIR)`: removes the (empty) directory.
 pub fn remove_directory_at(dir: BorrowedFd<'_>, name: &str) -> io::Result<()> {
     let c = c_name(name)?;
-    // SAFETY: `dir` is live and `c` a NUL-terminated string that outlives
-    // the call.
-    if unsafe { libc::unlinkat(dir.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
+    Ok(fs::unlinkat(dir, c.as_c_str(), AtFlags::REMOVEDIR)?)
 }
 
 /// Waits at most `timeout` for `fd` to become readable (data, end of input
 /// or an error condition) with `poll(2)`; `false` when the time ran out.
 /// An interrupted wait is reported as not yet readable.
 pub fn wait_readable(fd: BorrowedFd<'_>, timeout: std::time::Duration) -> io::Result<bool> {
-    let millis = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
-    let mut pfd = libc::pollfd {
-        fd: fd.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
+    let timeout = Timespec {
+        tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: timeout.subsec_nanos().into(),
     };
-    // SAFETY: `pfd` is one valid `pollfd` that outlives the call, and the
-    // count passed is 1; `fd` is borrowed, so it stays open meanwhile.
-    let n = unsafe { libc::poll(&mut pfd, 1, millis) };
-    if n < 0 {
-        let e = io::Error::last_os_error();
-        if e.kind() == io::ErrorKind::Interrupted {
-            return Ok(false);
-        }
-        return Err(e);
+    let mut fds = [PollFd::from_borrowed_fd(fd, PollFlags::IN)];
+    match rustix::event::poll(&mut fds, Some(&timeout)) {
+        Ok(n) => Ok(n > 0),
+        Err(rustix::io::Errno::INTR) => Ok(false),
+        Err(e) => Err(e.into()),
     }
-    Ok(n > 0)
 }
 
 /// A descriptor that becomes readable when process `pid` exits
 /// (`pidfd_open(2)`). `pid` must be an unreaped child of this process, so
 /// the number cannot have been reused.
 pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
-    let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
-    // SAFETY: `pidfd_open` takes a pid and a flags word and returns a new
-    // descriptor or -1; no memory is passed.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let fd = RawFd::try_from(fd).map_err(|_| io::Error::from_raw_os_error(libc::EBADF))?;
-    // SAFETY: the kernel just returned this descriptor, and nothing else
-    // owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let pid = i32::try_from(pid)
+        .ok()
+        .and_then(Pid::from_raw)
+        .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
+    Ok(rustix::process::pidfd_open(pid, PidfdFlags::empty())?)
 }
 
 #[cfg(test)]
@@ -642,8 +506,11 @@ mod tests {
 
     #[test]
     fn pinning_refuses_any_symbolic_link_component() {
-        let dir = std::env::temp_dir().join(format!("splash-sys-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir_guard = tempfile::Builder::new()
+            .prefix("splash-sys-")
+            .tempdir()
+            .expect("create a temporary directory");
+        let dir = dir_guard.path();
         std::fs::create_dir_all(dir.join("real")).expect("dir");
         std::os::unix::fs::symlink(dir.join("real"), dir.join("link")).expect("link");
         let dir = dir.canonicalize().expect("canonical");
@@ -655,6 +522,5 @@ mod tests {
         std::fs::create_dir(dir.join("real/sub")).expect("sub");
         let err = open_path_no_symlinks(&dir.join("link/sub")).expect_err("inner link");
         assert_eq!(err.raw_os_error(), Some(libc::ELOOP));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -21,7 +21,7 @@
 
 use splashpol::plan::{Arch, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, SeccompPlan};
 
-use crate::bind::BindError;
+use crate::bind::{BindError, PlanDefect, Unprovided};
 
 /// The operations every plan starts with, after an optional `--seccomp`, as
 /// Bubblewrap options. `--unshare-user --disable-userns` may follow
@@ -108,16 +108,14 @@ fn check_prefix(plan: &LaunchPlan) -> Result<(), BindError> {
         .iter()
         .any(|op| matches!(op, BwrapOp::Dev(_) | BwrapOp::DevBind(_)))
     {
-        return Err(BindError::Plan(
-            "`--dev` and the device-node `--dev-bind` operations may only appear in the hardening prefix".into(),
-        ));
+        return Err(BindError::Plan(PlanDefect::DeviceOutsidePrefix));
     }
     Ok(())
 }
 
 fn check_arch(plan: &LaunchPlan) -> Result<(), BindError> {
-    let host = Arch::host().ok_or_else(|| BindError::Unsupported {
-        what: "launches on this host architecture (no seccomp tables for it)".into(),
+    let host = Arch::host().ok_or(BindError::Unsupported {
+        what: Unprovided::HostArch,
     })?;
     if plan.arch() != host {
         return Err(BindError::ForeignArch {
@@ -156,7 +154,7 @@ fn check_program_arch(seccomp: &SeccompPlan, host: Arch) -> Result<(), BindError
         })
         .collect();
     splash_seccomp::interp::verify(&insns)
-        .map_err(|e| BindError::Plan(format!("the seccomp program is not valid: {e}")))?;
+        .map_err(|e| BindError::Plan(PlanDefect::InvalidSeccomp(e)))?;
     let allows_host = host.syscalls().iter().any(|&(_, nr)| {
         splash_seccomp::interp::execute(&insns, &SeccompData::new(host, nr))
             .is_ok_and(|e| e.ret & SECCOMP_RET_ACTION_FULL == SECCOMP_RET_ALLOW)
@@ -196,17 +194,13 @@ pub(crate) fn exec_chain(plan: &LaunchPlan) -> Result<Vec<String>, BindError> {
         let program = match plan.command().get(i) {
             Some(ExecArg::Literal(p)) => p.clone(),
             Some(ExecArg::Slot(_)) => {
-                return Err(BindError::Plan(
-                    "a program of the exec chain is a descriptor slot".into(),
-                ));
+                return Err(BindError::Plan(PlanDefect::ChainProgramIsSlot));
             }
             None if programs.is_empty() => {
-                return Err(BindError::Plan("the plan has no command".into()));
+                return Err(BindError::Plan(PlanDefect::NoCommand));
             }
             None => {
-                return Err(BindError::Plan(
-                    "a runner's `--` is not followed by a program".into(),
-                ));
+                return Err(BindError::Plan(PlanDefect::RunnerWithoutProgram));
             }
         };
         programs.push(program);

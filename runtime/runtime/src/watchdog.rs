@@ -3,7 +3,8 @@
 //! [`BoundCommand::spawn_watched`] launches the worker and, before it hands
 //! out either pipe, moves the [`WorkerLifecycle`] into a [`Watchdog`] whose
 //! thread enforces two deadlines (both trusted host configuration, see
-//! [`Deadlines`]):
+//! [`Deadlines`]; with neither, no thread is started, since a host stop
+//! runs in the thread that asks for it):
 //!
 //! - the **session deadline**, measured from the instant taken just before
 //!   the Bubblewrap process was created, active while the worker is idle or
@@ -184,7 +185,7 @@ impl Shared {
 
 /// The watchdog of one launched worker: owns its lifecycle and enforces the
 /// deadlines. Dropping it stops and reaps the worker (if it has not exited)
-/// and joins the watchdog thread.
+/// and joins the watchdog thread, if one was started.
 #[derive(Debug)]
 pub struct Watchdog {
     shared: Arc<Shared>,
@@ -241,22 +242,29 @@ impl Watchdog {
             wake: Condvar::new(),
             lifecycle: Mutex::new(lifecycle),
         });
-        let runner = Arc::clone(&shared);
-        let thread = std::thread::Builder::new()
-            .name("splash-watchdog".into())
-            .spawn(move || runner.run());
-        let thread = match thread {
-            Ok(t) => t,
-            Err(e) => {
-                // Without its watchdog the worker must not run.
-                let _ = shared.force_stop(StopReason::Stopped);
-                return Err(e);
+        // The thread only enforces deadlines: without any, a stop is the
+        // caller's own `force_stop` (through `StopHandle` or `stop`), so no
+        // thread is started.
+        let thread = if deadlines.session.is_none() && deadlines.call.is_none() {
+            None
+        } else {
+            let runner = Arc::clone(&shared);
+            let thread = std::thread::Builder::new()
+                .name("splash-watchdog".into())
+                .spawn(move || runner.run());
+            match thread {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    // Without its watchdog the worker must not run.
+                    let _ = shared.force_stop(StopReason::Stopped);
+                    return Err(e);
+                }
             }
         };
         Ok((
             Self {
                 shared,
-                thread: Some(thread),
+                thread,
                 call: deadlines.call,
                 pid,
                 exited,

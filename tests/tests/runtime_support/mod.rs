@@ -30,39 +30,39 @@ pub fn probe() -> Option<PathBuf> {
     probe.is_file().then_some(probe)
 }
 
-/// A fresh private directory under the temp dir, removed on drop.
-pub struct TempDir(pub PathBuf);
+/// A fresh directory under the temp dir, removed on drop.
+///
+/// Created by `tempfile` with mode 0755 (not its default 0700), so a worker
+/// running as another uid can still traverse it, as with `mkdir`; the path
+/// is canonical, as the bind phase compares canonical paths.
+pub struct TempDir {
+    dir: tempfile::TempDir,
+    path: PathBuf,
+}
 
 impl TempDir {
     pub fn new(tag: &str) -> Self {
-        use std::sync::atomic::{AtomicU32, Ordering};
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "splash-rt-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        Self(dir.canonicalize().expect("canonical temp dir"))
+        Self::create(&std::env::temp_dir(), &format!("splash-rt-{tag}-"))
     }
 
-    /// A fresh private directory under `parent`, removed on drop.
+    /// A fresh directory under `parent`, removed on drop.
     pub fn new_in(parent: &Path, tag: &str) -> Self {
-        let dir = parent.join(tag);
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        Self(dir.canonicalize().expect("canonical temp dir"))
+        Self::create(parent, &format!("{tag}-"))
+    }
+
+    fn create(parent: &Path, prefix: &str) -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::Builder::new()
+            .prefix(prefix)
+            .permissions(std::fs::Permissions::from_mode(0o755))
+            .tempdir_in(parent)
+            .expect("create temp dir");
+        let path = dir.path().canonicalize().expect("canonical temp dir");
+        Self { dir, path }
     }
 
     pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        &self.path
     }
 }
 
@@ -163,6 +163,8 @@ pub struct TestPolicy {
     pub worker_dir: PathBuf,
     /// The worker's file name inside `worker_dir`.
     pub worker_name: String,
+    /// The worker's fixed arguments (`worker ... args [...]`), if any.
+    pub worker_args: Vec<String>,
     /// `pin ...`.
     pub binding: Binding,
     /// `(id, statement)` of each `root`, in policy order.
@@ -197,6 +199,7 @@ impl TestPolicy {
             bwrap: bwrap.to_path_buf(),
             worker_dir: worker_dir.to_path_buf(),
             worker_name: worker_name.to_owned(),
+            worker_args: Vec::new(),
             binding: Binding::Paths,
             roots: Vec::new(),
             tmp: None,
@@ -252,7 +255,20 @@ impl TestPolicy {
             out.push('\n');
         };
         line(format!(r#"bubblewrap "{}""#, text(&self.bwrap)));
-        line(format!(r#"worker "{}""#, self.worker()));
+        if self.worker_args.is_empty() {
+            line(format!(r#"worker "{}""#, self.worker()));
+        } else {
+            let args: Vec<String> = self
+                .worker_args
+                .iter()
+                .map(|a| format!(r#""{}""#, text(Path::new(a))))
+                .collect();
+            line(format!(
+                r#"worker "{}" args [{}]"#,
+                self.worker(),
+                args.join(", ")
+            ));
+        }
         for dir in system_mounts() {
             line(format!(r#"runtime "{dir}" at "{dir}""#));
         }

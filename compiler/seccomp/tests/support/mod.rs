@@ -1,6 +1,8 @@
 //! Shared helpers for this crate's integration tests.
 #![allow(dead_code, reason = "each test binary uses a subset")]
 
+pub mod sys;
+
 use std::collections::BTreeSet;
 
 use splash_seccomp::{Arch, StrictRejection, strict_rejection};

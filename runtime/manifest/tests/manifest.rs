@@ -1,7 +1,7 @@
 //! Strict manifest decoding and deterministic serialization.
 
 use serde_json::{Value, json};
-use splash_protocol::{CapabilityManifest, ManifestError, ResourceKind};
+use splash_manifest::{CapabilityManifest, ManifestError, ResourceKind};
 
 fn grant(tool: &str) -> Value {
     json!({"tool": tool, "format": "json", "max_calls": 1, "max_input_bytes": 10, "max_output_bytes": 10})
@@ -156,7 +156,7 @@ fn rejects_more_than_128_grants() {
 #[test]
 fn rejects_duplicate_tools() {
     let e = err(&manifest(vec![grant("t"), grant("u"), grant("t")]));
-    assert!(matches!(&e, ManifestError::DuplicateTool(t) if t == "t"));
+    assert!(matches!(&e, ManifestError::DuplicateTool(t) if t.as_str() == "t"));
     assert_eq!(e.to_string(), "manifest grants tool `t` more than once");
 }
 
@@ -167,7 +167,7 @@ fn rejects_zero_bounds() {
         g[field] = json!(0);
         match err(&manifest(vec![g])) {
             ManifestError::ZeroBound { tool, field: f } => {
-                assert_eq!(tool, "t");
+                assert_eq!(tool.as_str(), "t");
                 assert_eq!(f, field);
             }
             other => panic!("{field}: {other}"),
@@ -207,7 +207,7 @@ fn rejects_duplicate_resources_in_one_grant() {
     let e = err(&manifest(vec![g]));
     assert!(matches!(
         &e,
-        ManifestError::DuplicateResource { tool, kind: ResourceKind::FileRoot, id } if tool == "t" && id == "a"
+        ManifestError::DuplicateResource { tool, kind: ResourceKind::FileRoot, id } if tool.as_str() == "t" && id.as_str() == "a"
     ));
     assert_eq!(
         e.to_string(),

@@ -12,8 +12,11 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 /// A JSON value parsed with duplicate object keys rejected.
+///
+/// Deserialize into it (for example `serde_json::from_slice::<StrictValue>`)
+/// instead of into `serde_json::Value` wherever the bytes are untrusted.
 #[derive(Debug)]
-pub(crate) struct StrictValue(pub(crate) Value);
+pub struct StrictValue(pub Value);
 
 impl<'de> Deserialize<'de> for StrictValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -33,9 +33,13 @@ pub const MAX_RESOURCES_PER_GRANT: usize = 64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ResourceKind {
+    /// A registered file root of the policy (`file_root`).
     FileRoot,
+    /// A registered executable (`executable`).
     Executable,
+    /// A brokered network origin (`network_origin`).
     NetworkOrigin,
+    /// A secret the host holds (`secret`).
     Secret,
 }
 
@@ -57,12 +61,15 @@ impl ResourceKind {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Resource {
+    /// What kind of resource the id names.
     pub kind: ResourceKind,
+    /// The resource's id, as the policy registers it.
     #[serde(deserialize_with = "resource_id")]
     pub id: Token,
 }
 
 impl Resource {
+    /// A selector of `kind` with `id`.
     pub fn new(kind: ResourceKind, id: Token) -> Self {
         Self { kind, id }
     }
@@ -72,7 +79,9 @@ impl Resource {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GrantFormat {
+    /// Payloads are JSON strings.
     Text,
+    /// Payloads are JSON objects or arrays.
     Json,
 }
 
@@ -83,11 +92,17 @@ pub enum GrantFormat {
 /// that nothing can skip the duplicate-resource check.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Grant {
+    /// The granted tool's name, unique in the manifest.
     pub tool: Token,
+    /// The payload format of the tool's input and output.
     pub format: GrantFormat,
+    /// How many calls the session may make (greater than zero).
     pub max_calls: u32,
+    /// The largest input payload in bytes (greater than zero).
     pub max_input_bytes: u32,
+    /// The largest output payload in bytes (greater than zero).
     pub max_output_bytes: u32,
+    /// How many compensating operations the session may request.
     pub max_compensations: u32,
     /// Ordered by kind, then id (the `Ord` of [`Resource`]).
     pub resources: BTreeSet<Resource>,
@@ -109,26 +124,6 @@ impl Grant {
     }
 }
 
-impl Grant {
-    /// The grant's compensation fingerprint: 64 lowercase hex digits of the
-    /// BLAKE3 hash of `splash-compensation-grant-v1`, the length of the
-    /// grant's compact JSON serialization as 8 big-endian bytes, and that
-    /// serialization. It names no session, so a compensation can be
-    /// recovered in a fresh session only under an unchanged grant.
-    pub fn compensation_fingerprint(&self) -> Result<String, serde_json::Error> {
-        let encoded = crate::canonical::to_vec(self)?;
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(b"splash-compensation-grant-v1");
-        hasher.update(
-            &u64::try_from(encoded.len())
-                .unwrap_or(u64::MAX)
-                .to_be_bytes(),
-        );
-        hasher.update(&encoded);
-        Ok(hasher.finalize().to_hex().to_string())
-    }
-}
-
 /// A session's capability manifest.
 ///
 /// The fields are public so hosts and tests can build a manifest in code;
@@ -137,36 +132,64 @@ impl Grant {
 /// manifest that fails it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CapabilityManifest {
+    /// Always [`crate::PROTOCOL_VERSION`] in a valid manifest.
     pub protocol_version: u16,
+    /// The session this manifest is for.
     pub session_id: Token,
+    /// The tool grants, at most [`MAX_GRANTS`], tools unique.
     pub grants: Vec<Grant>,
 }
 
 /// Why a manifest was rejected.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ManifestError {
     /// A JSON syntax error, a wrong type, an unknown field or a bad token; from
     /// [`CapabilityManifest::from_json`] the message names the field and ends
     /// with the line and column in the document.
     #[error("manifest is not a valid protocol v5 manifest: {0}")]
     Decode(#[from] serde_json::Error),
+    /// A position that must hold a JSON object holds something else (for
+    /// example the array form serde would accept for a struct).
     #[error("manifest `{path}` must be a JSON object")]
-    NotAnObject { path: String },
+    NotAnObject {
+        /// The position in the document, like `grants[0].resources[1]`.
+        path: String,
+    },
+    /// A protocol version other than 5.
     #[error("manifest protocol_version is {0}; only 5 is supported")]
     Version(u16),
+    /// More than [`MAX_GRANTS`] grants.
     #[error("manifest has {0} grants; the maximum is 128")]
     TooManyGrants(usize),
+    /// Two grants for the same tool.
     #[error("manifest grants tool `{0}` more than once")]
-    DuplicateTool(String),
+    DuplicateTool(Token),
+    /// A bound that must be positive is zero.
     #[error("grant `{tool}` has {field} = 0; it must be greater than zero")]
-    ZeroBound { tool: String, field: &'static str },
+    ZeroBound {
+        /// The grant's tool.
+        tool: Token,
+        /// The field that is zero.
+        field: &'static str,
+    },
+    /// More than [`MAX_RESOURCES_PER_GRANT`] resources in one grant.
     #[error("grant `{tool}` has {count} resources; the maximum is 64")]
-    TooManyResources { tool: String, count: usize },
+    TooManyResources {
+        /// The grant's tool.
+        tool: Token,
+        /// How many resources it lists.
+        count: usize,
+    },
+    /// The same resource twice in one grant.
     #[error("grant `{tool}` lists resource {} `{id}` more than once", kind.as_str())]
     DuplicateResource {
-        tool: String,
+        /// The grant's tool.
+        tool: Token,
+        /// The repeated resource's kind.
         kind: ResourceKind,
-        id: String,
+        /// The repeated resource's id.
+        id: Token,
     },
 }
 
@@ -244,7 +267,7 @@ impl CapabilityManifest {
         for g in raw.grants {
             if g.resources.len() > MAX_RESOURCES_PER_GRANT {
                 return Err(ManifestError::TooManyResources {
-                    tool: g.tool.to_string(),
+                    tool: g.tool.clone(),
                     count: g.resources.len(),
                 });
             }
@@ -252,9 +275,9 @@ impl CapabilityManifest {
             for r in g.resources {
                 if resources.contains(&r) {
                     return Err(ManifestError::DuplicateResource {
-                        tool: g.tool.to_string(),
+                        tool: g.tool.clone(),
                         kind: r.kind,
-                        id: r.id.to_string(),
+                        id: r.id.clone(),
                     });
                 }
                 resources.insert(r);
@@ -291,7 +314,7 @@ impl CapabilityManifest {
         let mut tools = BTreeSet::new();
         for g in &self.grants {
             if !tools.insert(&g.tool) {
-                return Err(ManifestError::DuplicateTool(g.tool.to_string()));
+                return Err(ManifestError::DuplicateTool(g.tool.clone()));
             }
             for (field, value) in [
                 ("max_calls", g.max_calls),
@@ -300,14 +323,14 @@ impl CapabilityManifest {
             ] {
                 if value == 0 {
                     return Err(ManifestError::ZeroBound {
-                        tool: g.tool.to_string(),
+                        tool: g.tool.clone(),
                         field,
                     });
                 }
             }
             if g.resources.len() > MAX_RESOURCES_PER_GRANT {
                 return Err(ManifestError::TooManyResources {
-                    tool: g.tool.to_string(),
+                    tool: g.tool.clone(),
                     count: g.resources.len(),
                 });
             }

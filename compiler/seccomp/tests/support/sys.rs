@@ -1,5 +1,6 @@
 //! Raw system calls: installing a filter and running probes in a forked
-//! child. Used by the real-kernel tests and the benchmark.
+//! child. Used by the real-kernel tests and the benchmark (which includes
+//! this file by path); not part of the library, which makes no syscall.
 //!
 //! The forked child must not allocate or take locks (the parent may have
 //! other threads), so everything it needs is prepared before `fork` and the
@@ -13,8 +14,8 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use crate::bpf::SockFilter;
-use crate::program::Program;
+use splash_seccomp::Program;
+use splash_seccomp::bpf::{BPF_MAXINSNS, SockFilter};
 
 /// `struct sock_fprog`.
 #[repr(C)]
@@ -38,7 +39,7 @@ impl<'a> Prepared<'a> {
     pub fn new(program: &'a Program) -> io::Result<Prepared<'a>> {
         let len = u16::try_from(program.insns.len())
             .ok()
-            .filter(|&l| l > 0 && usize::from(l) <= crate::bpf::BPF_MAXINSNS)
+            .filter(|&l| l > 0 && usize::from(l) <= BPF_MAXINSNS)
             .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
         Ok(Prepared {
             prog: SockFprog {

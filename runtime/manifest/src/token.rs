@@ -13,15 +13,24 @@ pub struct Token(String);
 
 /// Why a string is not a token.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TokenError {
+    /// The empty string.
     #[error("token is empty")]
     Empty,
+    /// Longer than [`MAX_TOKEN_LEN`] bytes (the length).
     #[error("token is {0} bytes long; the maximum is 128")]
     TooLong(usize),
+    /// A byte outside `[a-z0-9._-]`.
     #[error(
         "token has byte {byte:#04x} at offset {offset}; only `a-z`, `0-9`, `.`, `_` and `-` are allowed"
     )]
-    InvalidByte { offset: usize, byte: u8 },
+    InvalidByte {
+        /// The byte offset of the first bad byte.
+        offset: usize,
+        /// The bad byte.
+        byte: u8,
+    },
 }
 
 impl Token {
@@ -71,6 +80,7 @@ impl Token {
         }
     }
 
+    /// The token's text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
