@@ -933,12 +933,12 @@ fn strict_additions(text: &str) -> (Vec<&'static str>, String) {
     let probe = PolicyRun::new("probe", text.to_owned(), None);
     let plan = probe.plan(&["list".into()]);
     let bwrap_delivered = plan
-        .seccomp
+        .seccomp()
         .as_ref()
         .is_some_and(|s| s.delivery == splashpol::plan::SeccompDelivery::Bubblewrap);
-    let runner_first = plan.command.len() > 1
+    let runner_first = plan.command().len() > 1
         && plan
-            .command
+            .command()
             .iter()
             .any(|a| matches!(a, splashpol::plan::ExecArg::Literal(l) if l == "--"));
     if bwrap_delivered && runner_first {

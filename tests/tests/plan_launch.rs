@@ -17,7 +17,8 @@ use splashpol::activate::activate;
 use splashpol::emit::shell_quote;
 use splashpol::lower::lower;
 use splashpol::model::{
-    AbsPath, Access, FileRoot, FileRootKind, Policy, PrivateTmp, RuntimeMount, SeccompPolicy,
+    AbsPath, Access, FileRoot, FileRootKind, Policy, PrivateTmp, RawPolicy, RuntimeMount,
+    SeccompPolicy,
 };
 use splashpol::plan::{Arch, LaunchPlan, PinSlot, Slot};
 
@@ -101,7 +102,7 @@ fn host_root(fx: &Fixture, name: &str, dest: &str, access: Access) -> FileRoot {
 
 /// A path-mode policy: system directories and the fixture runtime as
 /// read-only runtime mounts, four registered roots.
-fn policy(fx: &Fixture, bwrap: &Path) -> Policy {
+fn policy(fx: &Fixture, bwrap: &Path) -> RawPolicy {
     let mut runtime_mounts = vec![RuntimeMount {
         source: fx.path("rt"),
         destination: p("/opt/splash"),
@@ -114,7 +115,7 @@ fn policy(fx: &Fixture, bwrap: &Path) -> Policy {
             });
         }
     }
-    Policy {
+    RawPolicy {
         name: "plan-launch".into(),
         bubblewrap: AbsPath::new(bwrap.to_string_lossy().into_owned()).expect("bwrap path"),
         worker: p("/opt/splash/bin/worker"),
@@ -179,7 +180,13 @@ fn manifest(roots: &[&str]) -> CapabilityManifest {
     }
 }
 
-fn plan_for(policy: &Policy, roots: &[&str]) -> LaunchPlan {
+/// `raw` as a checked policy.
+fn checked(raw: &RawPolicy) -> Policy {
+    Policy::try_from(raw.clone()).expect("a valid policy")
+}
+
+fn plan_for(raw: &RawPolicy, roots: &[&str]) -> LaunchPlan {
+    let policy = &checked(raw);
     let activation = activate(policy, Some(&manifest(roots))).expect("activate");
     let arch = Arch::host().expect("supported host arch");
     lower(policy, &activation, arch, "test").expect("lower")
@@ -207,7 +214,7 @@ fn launch(plan: &LaunchPlan) -> BTreeMap<String, Vec<String>> {
         std::process::id(),
         std::thread::current().id()
     ));
-    let bytes = plan.seccomp.as_ref().map_or(&[][..], |s| &s.program[..]);
+    let bytes = plan.seccomp().map_or(&[][..], |s| &s.program[..]);
     std::fs::write(&filter, bytes).expect("write the seccomp program");
     let out = Command::new("/bin/sh")
         .arg("-c")
@@ -368,12 +375,13 @@ fn refused_plans_never_reach_bwrap() {
     let fx = Fixture::new();
     let mut policy = policy(&fx, Path::new("/usr/bin/bwrap"));
     policy.bounded_writes = true;
-    let activation = activate(&policy, Some(&manifest(&["rw"]))).expect("activate");
-    assert!(lower(&policy, &activation, Arch::X86_64, "test").is_err());
+    let checked_policy = checked(&policy);
+    let activation = activate(&checked_policy, Some(&manifest(&["rw"]))).expect("activate");
+    assert!(lower(&checked_policy, &activation, Arch::X86_64, "test").is_err());
     // The aggregate ephemeral bound: /tmp (2 MiB) + scratch (1 MiB) fits 3 MiB,
     // one byte less does not.
     policy.aggregate_ephemeral_max_bytes = Some((3 << 20) - 1);
-    assert!(activate(&policy, Some(&manifest(&["scratch"]))).is_err());
+    assert!(activate(&checked(&policy), Some(&manifest(&["scratch"]))).is_err());
 }
 
 #[test]
@@ -392,7 +400,7 @@ fn pinned_plan_launches_through_descriptors() {
     policy.pin_executables = true;
     policy.seccomp = SeccompPolicy::DenyKnownEscapeSurface;
     let plan = plan_for(&policy, &["ro", "scratch"]);
-    let seccomp = plan.seccomp.as_ref().expect("seccomp plan");
+    let seccomp = plan.seccomp().expect("seccomp plan");
     let program = fx.base.join("filter.bpf");
     std::fs::write(&program, &seccomp.program).expect("write filter");
 
@@ -413,7 +421,7 @@ fn pinned_plan_launches_through_descriptors() {
     // One `exec N<path` per descriptor: bash drops all but the first of
     // several multi-digit redirections given to one `exec`.
     let mut script = format!("exec 9<{};", shell_quote(&program.to_string_lossy()));
-    for (i, pin) in plan.pins.iter().enumerate() {
+    for (i, pin) in plan.pins().iter().enumerate() {
         script.push_str(&format!(
             " exec {}<{};",
             usize::from(FIRST_PIN_FD) + i,
@@ -470,7 +478,7 @@ if /usr/bin/true 2>/dev/null; then echo exec=allowed; else echo exec=denied; fi
 echo "args=$*"
 "#;
 
-fn chain_policy(fx: &Fixture, bwrap: &Path, landlock: bool) -> Option<Policy> {
+fn chain_policy(fx: &Fixture, bwrap: &Path, landlock: bool) -> Option<RawPolicy> {
     let (landlock_bin, limit_bin) = runner_binaries()?;
     for (src, name) in [
         (&landlock_bin, "splash-landlock-runner"),

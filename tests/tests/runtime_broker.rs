@@ -17,7 +17,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use runtime_support::{
-    Binding, ProbeSession, TempDir, TestPolicy, host_with_probe, lowered, probe_manifest,
+    Binding, ProbeSession, TempDir, TestPolicy, edited, host_with_probe, lowered, probe_manifest,
     probe_policy, serial,
 };
 use serde_json::{Value, json};
@@ -29,7 +29,7 @@ use splash_protocol::{
     ResourceKind, SessionKey, Token,
 };
 use splash_runtime::{BindError, BindOptions, BoundCommand, BrokerBindError};
-use splashpol::plan::{BwrapOp, MountSource};
+use splashpol::plan::{BwrapOp, LaunchPlan, MountSource, PlanError};
 
 /// The worker-visible broker directory.
 const DEST: &str = "/run/broker";
@@ -331,7 +331,7 @@ fn a_sandboxed_worker_makes_exactly_the_catalogs_requests() {
     .expect("bind");
     let slot = bound
         .plan()
-        .network_broker
+        .network_broker()
         .as_ref()
         .expect("broker plan")
         .slot;
@@ -609,48 +609,46 @@ fn bind_refuses_a_missing_foreign_or_mismatched_broker() {
     std::fs::remove_file(&extra).expect("remove extra");
 
     // A plan altered after lowering: the broker directory mounted
-    // writable, mounted twice, mounted elsewhere, or without
-    // `--unshare-all`. Each is refused before anything on the host is
-    // looked at.
-    let slot = plan.network_broker.as_ref().expect("broker plan").slot;
+    // writable, mounted twice or mounted elsewhere is not a plan (it cannot
+    // be built or read from JSON); without `--unshare-all` it is refused at
+    // bind before anything on the host is looked at.
+    let slot = plan.network_broker().expect("broker plan").slot;
     let is_broker_mount = |op: &BwrapOp| matches!(op, BwrapOp::RoBind { source: MountSource::Pinned(s), .. } if *s == slot);
     let at = plan
-        .ops
+        .ops()
         .iter()
         .position(is_broker_mount)
         .expect("broker mount");
     let BwrapOp::RoBind {
         source,
         destination,
-    } = plan.ops[at].clone()
+    } = plan.ops()[at].clone()
     else {
         unreachable!("matched above")
     };
-    let mut writable = plan.clone();
+    let mut writable = plan.clone().into_raw();
     writable.ops[at] = BwrapOp::Bind {
         source: source.clone(),
         destination: destination.clone(),
     };
-    let mut twice = plan.clone();
-    twice.ops.insert(at, plan.ops[at].clone());
-    let mut elsewhere_mount = plan.clone();
+    let mut twice = plan.clone().into_raw();
+    twice.ops.insert(at, plan.ops()[at].clone());
+    let mut elsewhere_mount = plan.clone().into_raw();
     elsewhere_mount.ops[at] = BwrapOp::RoBind {
         source,
         destination: splashpol::model::AbsPath::new("/run/other").expect("path"),
     };
-    let mut shared = plan.clone();
-    shared.ops.retain(|op| *op != BwrapOp::UnshareAll);
     for (what, altered) in [
         ("writable", writable),
         ("twice", twice),
         ("elsewhere", elsewhere_mount),
     ] {
-        let e = broker_error(BoundCommand::bind_with(
-            altered,
-            BindOptions::default().with_network_broker(broker.mount().expect("mount")),
-        ));
-        assert!(matches!(e, BrokerBindError::Plan(_)), "{what}: {e}");
+        let e = LaunchPlan::try_from(altered).expect_err(what);
+        assert!(matches!(e, PlanError::Broker(_)), "{what}: {e}");
     }
+    let shared = edited(plan.clone(), |p| {
+        p.ops.retain(|op| *op != BwrapOp::UnshareAll);
+    });
     // Without `--unshare-all` the plan's hardening prefix is already broken,
     // which bind's re-verification refuses before the broker is looked at.
     match BoundCommand::bind_with(

@@ -21,12 +21,14 @@ use runtime_support::{
     probe_policy, serial,
 };
 use serde_json::json;
+use splash_runtime::SessionState;
 use splash_runtime::cgroup::{CgroupParent, REMOVE_TIMEOUT};
 use splash_runtime::{
     BindError, BoundCommand, CallError, CgroupError, Deadlines, Session, SpawnError,
     WorkerLifecycle, WorkerStatus,
 };
 use splashpol::model::CgroupLimits;
+use splashpol::plan::{LaunchPlan, PlanError};
 
 /// A parent cgroup of our own, removed (with anything left in it) on drop.
 struct TestParent(PathBuf);
@@ -116,10 +118,10 @@ fn with_cgroup(policy: &mut TestPolicy, parent: &Path, runner: &Path, entries: &
 }
 
 /// The plan with its cgroup limits cleared: this host has no controllers.
-fn boundary_only(policy: &TestPolicy) -> splashpol::plan::LaunchPlan {
-    let mut plan = policy.plan();
+fn boundary_only(policy: &TestPolicy) -> LaunchPlan {
+    let mut plan = policy.plan().into_raw();
     plan.cgroup.as_mut().expect("cgroup policy").limits = CgroupLimits::default();
-    plan
+    LaunchPlan::try_from(plan).expect("a structurally valid plan")
 }
 
 fn pids_of(dir: &Path) -> Vec<u32> {
@@ -504,15 +506,17 @@ fn a_required_boundary_refuses_every_uncgrouped_path() {
         parent.path().display(),
         runner().display()
     ));
-    let mut plan = policy.plan();
-    plan.cgroup.as_mut().expect("cgroup").limits = CgroupLimits::default();
-    assert!(plan.require_cgroup_v2);
+    let mut raw = policy.plan().into_raw();
+    raw.cgroup.as_mut().expect("cgroup").limits = CgroupLimits::default();
+    assert!(raw.require_cgroup_v2);
 
-    // A required plan whose cgroup policy was removed does not bind.
-    let mut stripped = plan.clone();
+    // A required plan whose cgroup policy was removed is not a plan: it
+    // cannot be built, or read from JSON, so it never reaches bind.
+    let mut stripped = raw.clone();
     stripped.cgroup = None;
-    let err = BoundCommand::bind(stripped).expect_err("required without policy");
-    assert!(matches!(err, BindError::Unsupported { .. }), "{err}");
+    let err = LaunchPlan::try_from(stripped).expect_err("required without policy");
+    assert_eq!(err, PlanError::MissingCgroup);
+    let plan = LaunchPlan::try_from(raw).expect("control: with its policy");
 
     // The uncgrouped launch spec is refused; spawn goes through the cgroup.
     let bound = BoundCommand::bind(plan).expect("bind");
@@ -676,7 +680,7 @@ fn a_host_api_session_removes_the_cgroup_on_close_and_on_a_deadline() {
     let err = session
         .call("probe.exec", json!({"argv": ["/bin/sleep", "30"]}))
         .expect_err("the deadline ends the call");
-    assert!(err.poisons_session(), "{err}");
+    assert_eq!(err.leaves_session(), SessionState::Poisoned, "{err}");
     assert!(parent.children().is_empty(), "{:?}", parent.children());
     drop(session);
 
@@ -717,7 +721,7 @@ fn a_host_api_session_removes_the_cgroup_on_close_and_on_a_deadline() {
     };
     let failure = WorkerLifecycle::containment_failure(e).expect("a containment failure");
     assert!(matches!(failure, CgroupError::Remove { .. }), "{failure}");
-    assert!(err.poisons_session());
+    assert_eq!(err.leaves_session(), SessionState::Poisoned);
     assert!(pids_of(&cgroup).is_empty(), "the tree itself is dead");
     drop(session);
     std::fs::remove_dir(cgroup.join("nested")).expect("remove nested");

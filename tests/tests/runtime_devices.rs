@@ -8,7 +8,7 @@ mod runtime_support;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use runtime_support::{TempDir, TestPolicy};
+use runtime_support::{TempDir, TestPolicy, edited};
 use splash_protocol::{PrivatePipeWorkerBootstrap, SessionKey, Token};
 use splash_runtime::{
     BindError, BindOptions, BoundCommand, LaunchPreparation, LaunchSpec, PlanDefect, SpawnError,
@@ -293,17 +293,18 @@ fn bind_refuses_a_plan_without_every_device_bind_after_dev() {
     std::fs::copy("/usr/bin/cat", dir.path().join("cat")).expect("copy cat");
     let plan = TestPolicy::new(&bwrap, dir.path(), "cat").plan();
     let is_device = |op: &BwrapOp| matches!(op, BwrapOp::DevBind(_));
-    let first = plan.ops.iter().position(is_device).expect("device binds");
+    let first = plan.ops().iter().position(is_device).expect("device binds");
 
-    let mut missing = plan.clone();
-    missing
-        .ops
-        .retain(|op| *op != BwrapOp::DevBind(DeviceNode::Null));
-    let mut moved = plan.clone();
-    let op = moved.ops.remove(first);
-    moved.ops.push(op);
-    let mut repeated = plan.clone();
-    repeated.ops.push(BwrapOp::DevBind(DeviceNode::Tty));
+    let missing = edited(plan.clone(), |p| {
+        p.ops.retain(|op| *op != BwrapOp::DevBind(DeviceNode::Null));
+    });
+    let moved = edited(plan.clone(), |p| {
+        let op = p.ops.remove(first);
+        p.ops.push(op);
+    });
+    let repeated = edited(plan.clone(), |p| {
+        p.ops.push(BwrapOp::DevBind(DeviceNode::Tty));
+    });
     for (what, bad) in [
         ("missing", missing),
         ("moved", moved),

@@ -11,9 +11,11 @@ mod runtime_support;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use runtime_support::{TestPolicy, host_with_probe, live_children, open_fds, probe_policy, serial};
+use runtime_support::{
+    TestPolicy, edited, host_with_probe, live_children, open_fds, probe_policy, serial,
+};
 use serde_json::{Value, json};
-use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Token};
+use splash_protocol::{CapabilityManifest, Grant, GrantFormat, SessionState, Token};
 use splash_runtime::{
     BindError, BoundCommand, CallError, Deadlines, Event, Indeterminate, LaunchError,
     LaunchOptions, LoadedPolicy, Session, SpawnError, StopReason,
@@ -129,7 +131,7 @@ fn session_deadline_stops_and_reaps_a_sleeping_worker() {
         Some(StopReason::SessionDeadline),
         "{err}"
     );
-    assert!(err.poisons_session());
+    assert_eq!(err.leaves_session(), SessionState::Poisoned);
     eprintln!("session deadline 1 s: caller unblocked after {elapsed:?}");
     assert!(elapsed >= Duration::from_millis(900), "{elapsed:?}");
     assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
@@ -360,11 +362,13 @@ fn bind_refuses_a_plan_for_another_architecture() {
     assert!(matches!(err, BindError::ForeignArch { .. }), "{err}");
 
     // Only the seccomp program is foreign: the plan says this host.
-    let mut mixed = plan(&policy, host);
-    mixed.seccomp = plan(&policy, other).seccomp;
-    if let Some(s) = mixed.seccomp.as_mut() {
-        s.arch = host;
-    }
+    let foreign = plan(&policy, other).seccomp().cloned();
+    let mixed = edited(plan(&policy, host), |p| {
+        p.seccomp = foreign;
+        if let Some(s) = p.seccomp.as_mut() {
+            s.arch = host;
+        }
+    });
     let err = BoundCommand::bind(mixed).expect_err("foreign program");
     assert!(
         err.to_string()
@@ -389,8 +393,7 @@ fn bind_refuses_a_plan_without_the_hardening_prefix() {
         BwrapOp::DieWithParent,
         BwrapOp::AsPid1,
     ] {
-        let mut p = plan(&policy, host);
-        p.ops.retain(|op| *op != drop_op);
+        let p = edited(plan(&policy, host), |p| p.ops.retain(|op| *op != drop_op));
         let err = BoundCommand::bind(p).expect_err("no prefix");
         assert!(
             matches!(err, BindError::HardeningPrefix { .. }),
@@ -398,13 +401,14 @@ fn bind_refuses_a_plan_without_the_hardening_prefix() {
         );
     }
     // The read-only /proc right after `--proc /proc`.
-    let mut p = plan(&policy, host);
-    let at = p
-        .ops
-        .iter()
-        .position(|op| matches!(op, BwrapOp::RemountRo(_)))
-        .expect("remount /proc");
-    p.ops.remove(at);
+    let p = edited(plan(&policy, host), |p| {
+        let at = p
+            .ops
+            .iter()
+            .position(|op| matches!(op, BwrapOp::RemountRo(_)))
+            .expect("remount /proc");
+        p.ops.remove(at);
+    });
     let err = BoundCommand::bind(p).expect_err("writable /proc");
     assert!(err.to_string().contains("--remount-ro /proc"), "{err}");
 }
@@ -418,22 +422,24 @@ fn bind_checks_every_program_of_the_exec_chain() {
     let policy = probe_policy(&bwrap, &probe_dir);
     let host = Arch::host().expect("host arch");
     // A hand-built runner segment whose next program does not exist.
-    let mut p = plan(&policy, host);
-    let worker = p.command.clone();
-    p.command = vec![splashpol::plan::ExecArg::Literal(policy.worker())];
-    p.command
-        .push(splashpol::plan::ExecArg::Literal("--".into()));
-    p.command.push(splashpol::plan::ExecArg::Literal(
-        "/opt/worker/missing-program".into(),
-    ));
+    let worker = plan(&policy, host).command().to_vec();
+    let p = edited(plan(&policy, host), |p| {
+        p.command = vec![
+            splashpol::plan::ExecArg::Literal(policy.worker()),
+            splashpol::plan::ExecArg::Literal("--".into()),
+            splashpol::plan::ExecArg::Literal("/opt/worker/missing-program".into()),
+        ];
+    });
     let err = BoundCommand::bind(p).expect_err("second program missing");
     assert!(err.to_string().contains("missing-program"), "{err}");
     // Control: the same chain ending in the worker binds.
-    let mut p = plan(&policy, host);
-    p.command = vec![splashpol::plan::ExecArg::Literal(policy.worker())];
-    p.command
-        .push(splashpol::plan::ExecArg::Literal("--".into()));
-    p.command.extend(worker);
+    let p = edited(plan(&policy, host), |p| {
+        p.command = vec![
+            splashpol::plan::ExecArg::Literal(policy.worker()),
+            splashpol::plan::ExecArg::Literal("--".into()),
+        ];
+        p.command.extend(worker);
+    });
     BoundCommand::bind(p).expect("every program exists");
 }
 
@@ -479,7 +485,7 @@ fn a_call_error_names_the_worker_status_after_a_good_open() {
         .call("probe.report", json!({}))
         .expect_err("not granted");
     assert!(matches!(err, CallError::Refused(_)), "{err}");
-    assert!(!err.poisons_session());
+    assert_eq!(err.leaves_session(), SessionState::Usable);
     let v: Value = session
         .call("probe.echo", json!({"input": "ok"}))
         .expect("still usable");
@@ -505,7 +511,7 @@ fn reconciliation_needs_a_reaped_worker_a_fresh_session_and_one_grant() {
     let err = session
         .call("probe.sleep", json!({"ms": 30_000}))
         .expect_err("deadline");
-    assert!(err.poisons_session());
+    assert_eq!(err.leaves_session(), SessionState::Poisoned);
     let old = session.into_reaped(Duration::from_secs(1)).expect("reaped");
     assert_eq!(old.session_id().as_str(), "h-1");
     assert_eq!(old.status(), splash_runtime::WorkerStatus::Killed(9));

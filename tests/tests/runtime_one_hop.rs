@@ -126,7 +126,7 @@ fn one_hop_runner_applies_rlimits_and_the_landlock_allowlist() {
     };
     let text = policy(&bwrap, &probe_dir, &one_hop_controls(&loader));
     let plan = lowered(&text, &probe_manifest("s-1"));
-    let command = literals(&plan.command);
+    let command = literals(plan.command());
     let allowed = |p: &str| command.windows(2).any(|w| w[0] == "--allow" && w[1] == p);
     assert_eq!(command[0], "/opt/probe/splash-runner", "{command:?}");
     assert!(
@@ -169,7 +169,7 @@ fn without_the_one_hop_runner_the_same_probe_sees_host_limits_and_runs_anything(
     let text = policy(&bwrap, &probe_dir, "");
     let plan = lowered(&text, &probe_manifest("s-1"));
     assert_eq!(
-        literals(&plan.command),
+        literals(plan.command()),
         ["/opt/probe/splash-probe"],
         "no runner in the command"
     );

@@ -10,7 +10,7 @@ use runtime_support::{
 };
 use serde_json::json;
 use splash_runtime::{BoundCommand, WorkerStatus};
-use splashpol::plan::BwrapOp;
+use splashpol::plan::{BwrapOp, LaunchPlan};
 
 /// Replaces directory `dir` by a fresh one holding `marker` = `content`.
 fn replace_dir(dir: &std::path::Path, content: &str) {
@@ -224,7 +224,7 @@ fn bind_fails_closed_on_bad_sources() {
     // never lets a policy place its worker in a writable mount, so the
     // lowered plan's read-only mount of the worker directory is turned into
     // a writable bind.
-    let mut plan = probe_policy(&bwrap, &probe_dir).plan();
+    let mut plan = probe_policy(&bwrap, &probe_dir).plan().into_raw();
     let mut turned = 0;
     for op in &mut plan.ops {
         if let BwrapOp::RoBind {
@@ -241,6 +241,7 @@ fn bind_fails_closed_on_bad_sources() {
         }
     }
     assert_eq!(turned, 1, "{:?}", plan.ops);
+    let plan = LaunchPlan::try_from(plan).expect("a structurally valid plan");
     let err = BoundCommand::bind(plan)
         .expect_err("worker in a writable root")
         .to_string();

@@ -14,7 +14,7 @@ use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use runtime_support::{
-    Binding, NosuidArea, TempDir, TestPolicy, host_with_probe, probe_policy, serial,
+    Binding, NosuidArea, TempDir, TestPolicy, edited, host_with_probe, probe_policy, serial,
 };
 use splash_runtime::quota::{DirectoryProject, Interface, ProjectUsage, QIF_REQUIRED, QuotaState};
 use splash_runtime::{
@@ -143,15 +143,15 @@ fn quota_plan(bwrap: &std::path::Path, probe_dir: &TempDir, root: &TempDir) -> L
     let plan = quota_policy(bwrap, probe_dir, &[root]).plan();
     // The lowered plan verifies `QUOTA` on the root's pin under the
     // aggregate bound.
-    assert_eq!(plan.quota_checks.len(), 1, "{:?}", plan.quota_checks);
-    let check = &plan.quota_checks[0];
+    assert_eq!(plan.quota_checks().len(), 1, "{:?}", plan.quota_checks());
+    let check = &plan.quota_checks()[0];
     assert_eq!(check.quota, QUOTA);
     assert!(matches!(
-        plan.pins[usize::from(check.slot.0)].role,
+        plan.pins()[usize::from(check.slot.0)].role,
         PinRole::FileRoot(_)
     ));
     assert_eq!(
-        plan.aggregate_quota,
+        plan.aggregate_quota(),
         Some(AggregateQuota {
             max_bytes: 64 << 20,
             max_inodes: 1000,
@@ -247,10 +247,11 @@ fn bind_fails_closed_without_kernel_project_quotas() {
     // The checker refuses a policy whose root ceiling exceeds its aggregate,
     // so the smaller aggregate is set on the lowered plan: the runtime
     // repeats the check against the verified hard limits.
-    let mut plan = quota_plan(&bwrap, &probe_dir, &root);
-    plan.aggregate_quota = Some(AggregateQuota {
-        max_bytes: 16 << 20,
-        max_inodes: 1000,
+    let plan = edited(quota_plan(&bwrap, &probe_dir, &root), |p| {
+        p.aggregate_quota = Some(AggregateQuota {
+            max_bytes: 16 << 20,
+            max_inodes: 1000,
+        });
     });
     let err = BoundCommand::bind_with(
         plan,
@@ -279,15 +280,16 @@ fn roots_in_one_project_share_one_budget() {
         TempDir::new_in(area.path(), "quota-b"),
     );
     let plan = || {
-        let mut plan = quota_policy(&bwrap, &probe_dir, &[&a, &b]).plan();
-        assert_eq!(plan.quota_checks.len(), 2);
+        let plan = quota_policy(&bwrap, &probe_dir, &[&a, &b]).plan();
+        assert_eq!(plan.quota_checks().len(), 2);
         // Two roots of 32 MiB each in one project on one filesystem are one
         // 32 MiB budget: under 48 MiB, counted once.
-        plan.aggregate_quota = Some(AggregateQuota {
-            max_bytes: 48 << 20,
-            max_inodes: 1000,
-        });
-        plan
+        edited(plan, |p| {
+            p.aggregate_quota = Some(AggregateQuota {
+                max_bytes: 48 << 20,
+                max_inodes: 1000,
+            });
+        })
     };
     let bound = BoundCommand::bind_with(
         plan(),
@@ -329,13 +331,14 @@ fn bind_refuses_a_raw_writable_mount_under_an_aggregate() {
     // The lowering never produces this (a raw read-write root under an
     // aggregate is a policy error); a plan from elsewhere is refused at
     // bind all the same, before any quota is read.
-    let mut plan = quota_plan(&bwrap, &probe_dir, &root);
     let destination = splashpol::model::AbsPath::new("/workspace/raw").expect("path");
-    plan.ops.push(BwrapOp::Bind {
-        source: MountSource::Path(
-            splashpol::model::AbsPath::new(raw.path().to_str().expect("utf-8")).expect("path"),
-        ),
-        destination,
+    let plan = edited(quota_plan(&bwrap, &probe_dir, &root), |p| {
+        p.ops.push(BwrapOp::Bind {
+            source: MountSource::Path(
+                splashpol::model::AbsPath::new(raw.path().to_str().expect("utf-8")).expect("path"),
+            ),
+            destination,
+        });
     });
     let err = BoundCommand::bind_with(
         plan,

@@ -28,7 +28,7 @@ fn deny_known_escape_surface_gives_eperm_for_unshare_and_leaves_no_descriptor() 
         }
         let plan = policy.plan();
         assert_eq!(
-            plan.seccomp.as_ref().map(|s| &s.delivery),
+            plan.seccomp().map(|s| &s.delivery),
             filtered.then_some(&SeccompDelivery::Bubblewrap)
         );
         let bound = BoundCommand::bind(plan).expect("bind");
@@ -107,7 +107,7 @@ fn strict_allowlist_through_the_landlock_runner_handoff_kills_an_unlisted_syscal
         let plan = policy.plan();
         if strict {
             assert_eq!(
-                plan.seccomp.as_ref().map(|s| &s.delivery),
+                plan.seccomp().map(|s| &s.delivery),
                 Some(&SeccompDelivery::Runner)
             );
         }

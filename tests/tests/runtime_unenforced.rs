@@ -19,17 +19,20 @@ fn a_cgroup_boundary_that_cannot_be_provided_fails_to_bind() {
             .into(),
     );
     let plan = policy.plan();
-    assert!(plan.require_cgroup_v2 && plan.cgroup.is_some());
+    assert!(plan.require_cgroup_v2() && plan.cgroup().is_some());
     let err = BoundCommand::bind(plan.clone()).expect_err("no such parent");
     assert!(matches!(err, BindError::Cgroup(_)), "{err}");
     assert!(err.to_string().contains("cgroup-v2 boundary"), "{err}");
 
-    // Required, with the cgroup policy removed from the plan.
-    let mut stripped = plan;
+    // Required, with the cgroup policy removed from the plan: not a plan,
+    // so it can neither be built nor read back from its JSON.
+    let mut stripped = plan.into_raw();
     stripped.cgroup = None;
-    let err = BoundCommand::bind(stripped).expect_err("required");
-    assert!(matches!(err, BindError::Unsupported { .. }), "{err}");
+    let json = serde_json::to_string(&stripped).expect("json");
+    let err = serde_json::from_str::<splashpol::plan::LaunchPlan>(&json).expect_err("required");
     assert!(err.to_string().contains("cgroup-v2 boundary"), "{err}");
+    let err = splashpol::plan::LaunchPlan::try_from(stripped).expect_err("required");
+    assert_eq!(err, splashpol::plan::PlanError::MissingCgroup);
 
     // Control: the same policy without the cgroup block binds.
     BoundCommand::bind(probe_policy(&bwrap, &probe_dir).plan()).expect("binds");

@@ -24,7 +24,7 @@ use std::process::{Command, Stdio};
 use serde_json::json;
 use splash_seccomp::Arch;
 use splashpol::emit;
-use splashpol::model::{CgroupLimits, Policy, ProjectQuota};
+use splashpol::model::{CgroupLimits, Policy, ProjectQuota, Runners};
 use splashpol::plan::{BwrapOp, LaunchPlan, MountSource, PinKind, PinRole};
 
 use crate::{DoctorArgs, Format};
@@ -256,15 +256,15 @@ pub fn diagnose(host: &dyn Host, policy: &Policy, plan: &LaunchPlan) -> Vec<Find
     let mut findings = Vec::new();
     let setuid = bubblewrap(host, plan, &mut findings);
     user_namespaces(host, plan, setuid, &mut findings);
-    if let Some(seccomp) = &plan.seccomp {
-        findings.push(seccomp_finding(host, &seccomp.profile));
+    if let Some(seccomp) = plan.seccomp() {
+        findings.push(seccomp_finding(host, seccomp.profile));
     }
-    if policy.landlock_runner.is_some() {
+    if policy.runners().landlock_allow().is_some() {
         findings.push(landlock_finding(host));
     }
     cgroup(host, plan, &mut findings);
-    for check in &plan.quota_checks {
-        if let Some(pin) = plan.pins.get(usize::from(check.slot.0)) {
+    for check in plan.quota_checks() {
+        if let Some(pin) = plan.pins().get(usize::from(check.slot.0)) {
             findings.push(quota_finding(host, pin.host_path.as_str(), &check.quota));
         }
     }
@@ -276,7 +276,7 @@ pub fn diagnose(host: &dyn Host, policy: &Policy, plan: &LaunchPlan) -> Vec<Find
 /// Bubblewrap: the file, its version, every option, setuid. Returns whether
 /// it is setuid root (when it could be inspected).
 fn bubblewrap(host: &dyn Host, plan: &LaunchPlan, out: &mut Vec<Finding>) -> bool {
-    let path = Path::new(plan.bwrap.as_str());
+    let path = Path::new(plan.bwrap().as_str());
     let needed = emit::minimum_bwrap_version(plan);
     let install = format!(
         "install Bubblewrap {needed} or later (Debian and Ubuntu: `apt-get install bubblewrap`) or point the policy's `bubblewrap` at it"
@@ -286,7 +286,7 @@ fn bubblewrap(host: &dyn Host, plan: &LaunchPlan, out: &mut Vec<Finding>) -> boo
         Err(e) => {
             out.push(Finding::missing(
                 "bubblewrap",
-                format!("`{}` cannot be used: {e}", plan.bwrap),
+                format!("`{}` cannot be used: {e}", plan.bwrap()),
                 install.clone(),
             ));
             return false;
@@ -301,7 +301,7 @@ fn bubblewrap(host: &dyn Host, plan: &LaunchPlan, out: &mut Vec<Finding>) -> boo
             "bubblewrap",
             format!(
                 "`{}` is a symbolic link; the launch refuses to execute through one",
-                plan.bwrap
+                plan.bwrap()
             ),
             format!("name the file itself in the policy: `bubblewrap` {target}"),
         ));
@@ -310,7 +310,7 @@ fn bubblewrap(host: &dyn Host, plan: &LaunchPlan, out: &mut Vec<Finding>) -> boo
     if entry.kind != EntryKind::File || entry.mode & 0o111 == 0 {
         out.push(Finding::missing(
             "bubblewrap",
-            format!("`{}` is not an executable regular file", plan.bwrap),
+            format!("`{}` is not an executable regular file", plan.bwrap()),
             install.clone(),
         ));
         return false;
@@ -323,7 +323,7 @@ fn bubblewrap(host: &dyn Host, plan: &LaunchPlan, out: &mut Vec<Finding>) -> boo
                     "bubblewrap",
                     format!(
                         "`{}` is bubblewrap {}.{}.{} (the plan needs {needed} or later){}",
-                        plan.bwrap,
+                        plan.bwrap(),
                         found.0,
                         found.1,
                         found.2,
@@ -335,7 +335,10 @@ fn bubblewrap(host: &dyn Host, plan: &LaunchPlan, out: &mut Vec<Finding>) -> boo
                 "bubblewrap",
                 format!(
                     "`{}` is bubblewrap {}.{}.{}; the plan needs {needed} or later",
-                    plan.bwrap, found.0, found.1, found.2
+                    plan.bwrap(),
+                    found.0,
+                    found.1,
+                    found.2
                 ),
                 install.clone(),
             )),
@@ -343,7 +346,7 @@ fn bubblewrap(host: &dyn Host, plan: &LaunchPlan, out: &mut Vec<Finding>) -> boo
                 "bubblewrap",
                 format!(
                     "`{} --version` printed `{}`, not a bubblewrap version",
-                    plan.bwrap,
+                    plan.bwrap(),
                     text.trim()
                 ),
                 install.clone(),
@@ -351,7 +354,7 @@ fn bubblewrap(host: &dyn Host, plan: &LaunchPlan, out: &mut Vec<Finding>) -> boo
         },
         Err(e) => out.push(Finding::missing(
             "bubblewrap",
-            format!("`{} --version` failed: {e}", plan.bwrap),
+            format!("`{} --version` failed: {e}", plan.bwrap()),
             install.clone(),
         )),
     }
@@ -382,7 +385,7 @@ fn bubblewrap(host: &dyn Host, plan: &LaunchPlan, out: &mut Vec<Finding>) -> boo
                     "bubblewrap options",
                     format!(
                         "`{} --help` does not list {}",
-                        plan.bwrap,
+                        plan.bwrap(),
                         absent
                             .iter()
                             .map(|o| format!("`{o}`"))
@@ -395,7 +398,7 @@ fn bubblewrap(host: &dyn Host, plan: &LaunchPlan, out: &mut Vec<Finding>) -> boo
         }
         Err(e) => out.push(Finding::missing(
             "bubblewrap options",
-            format!("`{} --help` failed: {e}", plan.bwrap),
+            format!("`{} --help` failed: {e}", plan.bwrap()),
             install.clone(),
         )),
     }
@@ -426,7 +429,7 @@ fn read_number(host: &dyn Host, path: &str) -> Option<i64> {
 /// User namespaces: a non-setuid Bubblewrap always needs one, a setuid one
 /// only for `--unshare-user`; root needs only a nonzero namespace budget.
 fn user_namespaces(host: &dyn Host, plan: &LaunchPlan, setuid: bool, out: &mut Vec<Finding>) {
-    let unshare_user = plan.ops.contains(&BwrapOp::UnshareUser);
+    let unshare_user = plan.ops().contains(&BwrapOp::UnshareUser);
     if setuid && !unshare_user {
         out.push(Finding::ok(
             "user namespaces",
@@ -464,7 +467,7 @@ fn user_namespaces(host: &dyn Host, plan: &LaunchPlan, setuid: bool, out: &mut V
             );
             fixes.push(format!(
                 "an AppArmor profile for `{}` that allows `userns`, or `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`",
-                plan.bwrap
+                plan.bwrap()
             ));
         }
     }
@@ -486,7 +489,7 @@ fn user_namespaces(host: &dyn Host, plan: &LaunchPlan, setuid: bool, out: &mut V
     }
 }
 
-fn seccomp_finding(host: &dyn Host, profile: &str) -> Finding {
+fn seccomp_finding(host: &dyn Host, profile: splashpol::plan::SeccompProfile) -> Finding {
     let mode = match host.seccomp_mode() {
         Ok(m) => m,
         Err(e) => {
@@ -615,8 +618,8 @@ fn cgroup(host: &dyn Host, plan: &LaunchPlan, out: &mut Vec<Finding>) {
                 .join(", ")
         )
     };
-    let Some(cg) = &plan.cgroup else {
-        if plan.require_cgroup_v2 {
+    let Some(cg) = plan.cgroup() else {
+        if plan.require_cgroup_v2() {
             out.push(if mounts.is_empty() {
                 Finding::missing(
                     "cgroup",
@@ -890,7 +893,7 @@ impl Want {
 /// mounts (the one with the longest destination that contains it).
 fn host_path_behind(plan: &LaunchPlan, path: &str) -> Option<String> {
     let mut best: Option<(usize, String)> = None;
-    for op in &plan.ops {
+    for op in plan.ops() {
         let (BwrapOp::RoBind {
             source,
             destination,
@@ -912,7 +915,9 @@ fn host_path_behind(plan: &LaunchPlan, path: &str) -> Option<String> {
         };
         let source = match source {
             MountSource::Path(p) => p.to_string(),
-            MountSource::Pinned(slot) => plan.pins.get(usize::from(slot.0))?.host_path.to_string(),
+            MountSource::Pinned(slot) => {
+                plan.pins().get(usize::from(slot.0))?.host_path.to_string()
+            }
         };
         if best.as_ref().is_none_or(|(len, _)| dest.len() > *len) {
             best = Some((dest.len(), format!("{source}{rest}")));
@@ -938,7 +943,7 @@ fn role_name(role: &PinRole) -> String {
 /// Every host path the launch opens, mounts or executes, with its type.
 fn paths(host: &dyn Host, policy: &Policy, plan: &LaunchPlan, out: &mut Vec<Finding>) {
     let mut wanted: Vec<(String, String, Want)> = Vec::new();
-    for pin in &plan.pins {
+    for pin in plan.pins() {
         if pin.role == PinRole::Bubblewrap {
             continue; // probed with its version and options
         }
@@ -949,11 +954,11 @@ fn paths(host: &dyn Host, policy: &Policy, plan: &LaunchPlan, out: &mut Vec<Find
         ));
     }
     let roots: BTreeSet<&str> = plan
-        .active_roots
+        .active_roots()
         .iter()
         .map(|r| r.destination.as_str())
         .collect();
-    for op in &plan.ops {
+    for op in plan.ops() {
         match op {
             BwrapOp::RoBind {
                 source: MountSource::Path(p),
@@ -973,21 +978,23 @@ fn paths(host: &dyn Host, policy: &Policy, plan: &LaunchPlan, out: &mut Vec<Find
             _ => {}
         }
     }
-    let mut executables: Vec<(&str, String)> = vec![("worker", policy.worker.to_string())];
-    if let Some(r) = &policy.combined_runner {
-        executables.push(("combined runner", r.to_string()));
-    } else {
-        if let Some(r) = &policy.limit_runner {
-            executables.push(("limit runner", r.path.to_string()));
+    let mut executables: Vec<(&str, String)> = vec![("worker", policy.worker().to_string())];
+    match policy.runners() {
+        Runners::Combined { path, .. } => {
+            executables.push(("combined runner", path.to_string()));
         }
-        if let Some(r) = &policy.landlock_runner {
-            executables.push(("landlock runner", r.path.to_string()));
+        Runners::Separate { limit, landlock } => {
+            if let Some(r) = limit {
+                executables.push(("limit runner", r.path.to_string()));
+            }
+            if let Some(r) = landlock {
+                executables.push(("landlock runner", r.path.to_string()));
+            }
         }
+        _ => {}
     }
-    if let Some(r) = &policy.landlock_runner {
-        for p in &r.allow_exec {
-            executables.push(("allowed executable", p.to_string()));
-        }
+    for p in policy.runners().landlock_allow().into_iter().flatten() {
+        executables.push(("allowed executable", p.to_string()));
     }
     for (role, inside) in executables {
         match host_path_behind(plan, &inside) {
@@ -1080,10 +1087,10 @@ fn root_finding(host: &dyn Host) -> Finding {
 fn render_human(name: &str, plan: &LaunchPlan, findings: &[Finding]) -> String {
     let mut t = format!(
         "splashc doctor: `{name}` (policy \"{}\") on this host ({})\n",
-        plan.policy_name,
-        plan.arch.name()
+        plan.policy_name(),
+        plan.arch().name()
     );
-    if plan.all_registered_roots_active {
+    if plan.all_registered_roots_active() {
         t.push_str("note: no manifest given; every registered file root is checked\n");
     }
     for f in findings {
@@ -1127,9 +1134,9 @@ fn render_human(name: &str, plan: &LaunchPlan, findings: &[Finding]) -> String {
 fn to_json(name: &str, plan: &LaunchPlan, findings: &[Finding]) -> serde_json::Value {
     json!({
         "file": name,
-        "policy": plan.policy_name,
-        "arch": plan.arch.name(),
-        "all_registered_roots_active": plan.all_registered_roots_active,
+        "policy": plan.policy_name(),
+        "arch": plan.arch().name(),
+        "all_registered_roots_active": plan.all_registered_roots_active(),
         "enforceable": findings.iter().all(|f| f.status != Status::Missing),
         "checks": findings.iter().map(|f| json!({
             "control": f.control,

@@ -166,7 +166,7 @@ fn emit_main(args: &EmitArgs) -> Result<(), u8> {
             .map_err(std::io::Error::other)
             .and_then(|json| writeln!(out, "{json}"))
     } else {
-        if plan.all_registered_roots_active {
+        if plan.all_registered_roots_active() {
             eprintln!("note: no manifest given; every registered file root is active");
         }
         eprintln!(

@@ -22,7 +22,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, ResourceKind, Token};
-use splash_runtime::{BindOptions, Deadlines, LaunchError, LoadedPolicy, Session, WorkerStatus};
+use splash_runtime::{
+    BindOptions, Deadlines, LaunchError, LoadedPolicy, Session, SessionState, WorkerStatus,
+};
 use splashpol::model::Policy;
 
 use crate::RunArgs;
@@ -61,7 +63,7 @@ fn generated_manifest(policy: &Policy, tool: &Token) -> Result<CapabilityManifes
     grant.max_input_bytes = 64 * 1024;
     grant.max_output_bytes = 1024 * 1024;
     grant.resources = policy
-        .file_roots
+        .file_roots()
         .iter()
         .map(|r| Resource::new(ResourceKind::FileRoot, r.id.clone()))
         .collect::<BTreeSet<_>>();
@@ -117,7 +119,7 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
             let m = generated_manifest(&loaded.policy, &tool)?;
             let roots: Vec<String> = loaded
                 .policy
-                .file_roots
+                .file_roots()
                 .iter()
                 .map(|r| format!("`{}`", r.id))
                 .collect();
@@ -148,13 +150,13 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
     let deadlines = Deadlines::for_plan(plan, Deadlines::none());
     eprintln!(
         "bound `{}`: {} pinned descriptor(s), bubblewrap launched {}, seccomp {}, watchdog {}",
-        plan.policy_name,
+        plan.policy_name(),
         bound.pins().len(),
         match bound.bubblewrap_launch() {
             splash_runtime::BubblewrapLaunch::Path => "by path",
             splash_runtime::BubblewrapLaunch::Pinned(_) => "through its pinned descriptor",
         },
-        plan.seccomp.as_ref().map_or("off", |s| s.profile.as_str()),
+        plan.seccomp().map_or("off", |s| s.profile.as_str()),
         match (deadlines.session, deadlines.call) {
             (None, None) => "off".to_owned(),
             (s, c) => format!(
@@ -175,7 +177,7 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
         Ok(v) => v,
         Err(e) => {
             eprintln!("splashc run: `{tool}`: {}", chain(&e));
-            if !e.poisons_session() {
+            if e.leaves_session() == SessionState::Usable {
                 let _ = session.stop();
             }
             return Err(LAUNCH_FAILED);

@@ -19,8 +19,8 @@ use serde_json::{Value, json};
 use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, ResourceKind, Token};
 use splashpol::model::{
     AbsPath, Access, AggregateQuota, BrokerCatalog, CgroupLimits, CgroupPolicy, FileRoot,
-    FileRootKind, IoMax, LandlockRunner, LimitRunner, NetworkBroker, Policy, PrivateTmp,
-    ProjectQuota, ResourceLimits, RuntimeMount, SeccompPolicy, Watchdog,
+    FileRootKind, IoMax, LandlockRunner, LimitRunner, NetworkBroker, PrivateTmp, ProjectQuota,
+    RawPolicy, ResourceLimits, RuntimeMount, SeccompPolicy, Watchdog,
 };
 
 fn workspace() -> PathBuf {
@@ -341,7 +341,7 @@ fn root_kinds() -> Vec<FileRootKind> {
 
 /// Policies that together use every field with a value (not only `null`)
 /// and every enum variant.
-fn full_policies() -> Vec<Policy> {
+fn full_policies() -> Vec<RawPolicy> {
     let catalogs = [BrokerCatalog::Endpoint, BrokerCatalog::Origin];
     for c in &catalogs {
         match c {
@@ -351,7 +351,7 @@ fn full_policies() -> Vec<Policy> {
     let tmps = tmp_variants();
     let seccomps = seccomp_variants();
     (0..3)
-        .map(|i| Policy {
+        .map(|i| RawPolicy {
             name: format!("full-{i}"),
             bubblewrap: path("/usr/bin/bwrap"),
             worker: path("/opt/w"),

@@ -23,6 +23,11 @@
 //!
 //! Inactive roots are never looked at again: lowering only sees the ids in
 //! [`Activation::roots`].
+//!
+//! An [`Activation`] can only be made here, and it is tied to the policy it
+//! was made from: it records the policy's identity (a BLAKE3 digest of its
+//! canonical JSON), and [`crate::lower::lower`] refuses an activation of any
+//! other policy, so the checks above never need repeating.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -30,28 +35,76 @@ use splash_manifest::{CapabilityManifest, ResourceKind};
 
 use crate::model::{FileRootKind, Policy, PrivateTmp, SelectorId};
 
-/// The selection a manifest made from a policy.
+/// The selection a (validated) manifest made from one policy; made only by
+/// [`activate`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Activation {
-    /// The manifest's session id; `None` when no manifest was given and every
-    /// registered root is active.
-    pub session_id: Option<SelectorId>,
-    /// Active file-root ids, in policy order.
-    pub roots: Vec<SelectorId>,
-    /// The manifest's distinct network-origin ids (equal to the broker's ids
-    /// when non-empty).
-    pub network_origins: BTreeSet<SelectorId>,
-    /// True when the network broker is mounted.
-    pub broker_active: bool,
-    /// Potential tmpfs capacity: the sum of the active ephemeral roots and a
-    /// bounded private `/tmp`.
-    pub ephemeral_bytes: u64,
-    /// Sum of the per-project maximum hard limits of the active quota roots,
-    /// each project id once: `(bytes, inodes)`.
-    pub quota_totals: (u64, u64),
+    /// The identity of the policy this activation was made from.
+    policy: PolicyIdentity,
+    session_id: Option<SelectorId>,
+    roots: Vec<SelectorId>,
+    network_origins: BTreeSet<SelectorId>,
+    broker_active: bool,
+    ephemeral_bytes: u64,
+    quota_totals: (u64, u64),
+}
+
+/// The identity of a [`Policy`]: the BLAKE3 digest of its compact JSON (the
+/// same bytes an artifact's policy digest covers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PolicyIdentity(blake3::Hash);
+
+impl PolicyIdentity {
+    /// The identity of `policy`.
+    pub(crate) fn of(policy: &Policy) -> Result<Self, ActivationError> {
+        let mut hasher = blake3::Hasher::new();
+        serde_json::to_writer(&mut hasher, policy).map_err(|e| ActivationError::Identity {
+            reason: e.to_string(),
+        })?;
+        Ok(Self(hasher.finalize()))
+    }
 }
 
 impl Activation {
+    /// True when this activation was made from `policy`.
+    pub fn is_for(&self, policy: &Policy) -> Result<bool, ActivationError> {
+        Ok(PolicyIdentity::of(policy)? == self.policy)
+    }
+
+    /// The manifest's session id; `None` when no manifest was given and
+    /// every registered root is active.
+    pub fn session_id(&self) -> Option<&SelectorId> {
+        self.session_id.as_ref()
+    }
+
+    /// Active file-root ids, distinct, registered, in policy order.
+    pub fn roots(&self) -> &[SelectorId] {
+        &self.roots
+    }
+
+    /// The manifest's distinct network-origin ids (equal to the broker's ids
+    /// when non-empty).
+    pub fn network_origins(&self) -> &BTreeSet<SelectorId> {
+        &self.network_origins
+    }
+
+    /// True when the policy's network broker is mounted.
+    pub fn broker_active(&self) -> bool {
+        self.broker_active
+    }
+
+    /// Potential tmpfs capacity: the sum of the active ephemeral roots and a
+    /// bounded private `/tmp`.
+    pub fn ephemeral_bytes(&self) -> u64 {
+        self.ephemeral_bytes
+    }
+
+    /// Sum of the per-project maximum hard limits of the active quota roots,
+    /// each project id once: `(bytes, inodes)`.
+    pub fn quota_totals(&self) -> (u64, u64) {
+        self.quota_totals
+    }
+
     /// True when no manifest was given.
     pub fn is_all_registered(&self) -> bool {
         self.session_id.is_none()
@@ -113,6 +166,8 @@ pub enum ActivationError {
         max_bytes: u64,
         max_inodes: u64,
     },
+    #[error("internal error: cannot compute the policy's identity: {reason}")]
+    Identity { reason: String },
 }
 
 fn describe_mismatch(not_in_broker: &[SelectorId], not_in_manifest: &[SelectorId]) -> String {
@@ -154,7 +209,7 @@ pub fn activate(
         None => select_all(policy)?,
     };
 
-    let broker_active = match &policy.network_broker {
+    let broker_active = match policy.network_broker() {
         Some(broker) => {
             if broker.ids != network_origins {
                 return Err(ActivationError::BrokerMismatch {
@@ -169,7 +224,7 @@ pub fn activate(
 
     // Active roots in policy order.
     let roots: Vec<SelectorId> = policy
-        .file_roots
+        .file_roots()
         .iter()
         .filter(|r| file_roots.contains(&r.id))
         .map(|r| r.id.clone())
@@ -179,6 +234,7 @@ pub fn activate(
     let quota_totals = quota_totals(policy, &roots)?;
 
     Ok(Activation {
+        policy: PolicyIdentity::of(policy)?,
         session_id,
         roots,
         network_origins,
@@ -186,59 +242,6 @@ pub fn activate(
         ephemeral_bytes,
         quota_totals,
     })
-}
-
-/// Re-check an [`Activation`] against `policy` (lowering calls this, since an
-/// `Activation` can be built by hand): the root bound, distinct registered
-/// roots, the broker ids, and the aggregate tmpfs and quota bounds.
-pub fn recheck(policy: &Policy, activation: &Activation) -> Result<(), ActivationError> {
-    let distinct: BTreeSet<&SelectorId> = activation.roots.iter().collect();
-    if activation.roots.len() > usize::from(policy.max_active_file_roots) {
-        let (count, max) = (activation.roots.len(), policy.max_active_file_roots);
-        return Err(if activation.is_all_registered() {
-            ActivationError::TooManyRegisteredRoots { count, max }
-        } else {
-            ActivationError::TooManyActiveRoots { count, max }
-        });
-    }
-    for id in &activation.roots {
-        if distinct.len() != activation.roots.len()
-            || !policy.file_roots.iter().any(|r| &r.id == id)
-        {
-            return Err(ActivationError::UnknownFileRoot { id: id.clone() });
-        }
-    }
-    match (&policy.network_broker, activation.broker_active) {
-        (Some(broker), true) if broker.ids == activation.network_origins => {}
-        (None, false) if activation.network_origins.is_empty() => {}
-        (Some(broker), _) => {
-            return Err(ActivationError::BrokerMismatch {
-                not_in_broker: activation
-                    .network_origins
-                    .difference(&broker.ids)
-                    .cloned()
-                    .collect(),
-                not_in_manifest: broker
-                    .ids
-                    .difference(&activation.network_origins)
-                    .cloned()
-                    .collect(),
-            });
-        }
-        (None, _) => {
-            let id = activation.network_origins.iter().next().cloned();
-            return Err(match id {
-                Some(id) => ActivationError::NetworkOriginWithoutBroker { id },
-                None => ActivationError::BrokerMismatch {
-                    not_in_broker: vec![],
-                    not_in_manifest: vec![],
-                },
-            });
-        }
-    }
-    ephemeral_total(policy, &activation.roots)?;
-    quota_totals(policy, &activation.roots)?;
-    Ok(())
 }
 
 type Selection = (
@@ -255,10 +258,10 @@ fn select(policy: &Policy, manifest: &CapabilityManifest) -> Result<Selection, A
         .iter()
         .filter(|r| r.kind == ResourceKind::FileRoot)
         .count();
-    if count > usize::from(policy.max_active_file_roots) {
+    if count > usize::from(policy.max_active_file_roots()) {
         return Err(ActivationError::TooManyActiveRoots {
             count,
-            max: policy.max_active_file_roots,
+            max: policy.max_active_file_roots(),
         });
     }
 
@@ -267,7 +270,7 @@ fn select(policy: &Policy, manifest: &CapabilityManifest) -> Result<Selection, A
     for resource in active {
         match resource.kind {
             ResourceKind::FileRoot => {
-                if !policy.file_roots.iter().any(|r| r.id == resource.id) {
+                if !policy.file_roots().iter().any(|r| r.id == resource.id) {
                     return Err(ActivationError::UnknownFileRoot { id: resource.id });
                 }
                 file_roots.insert(resource.id);
@@ -276,7 +279,7 @@ fn select(policy: &Policy, manifest: &CapabilityManifest) -> Result<Selection, A
                 return Err(ActivationError::ExecutableSelector { id: resource.id });
             }
             ResourceKind::NetworkOrigin => {
-                if policy.network_broker.is_none() {
+                if policy.network_broker().is_none() {
                     return Err(ActivationError::NetworkOriginWithoutBroker { id: resource.id });
                 }
                 network.insert(resource.id);
@@ -290,15 +293,15 @@ fn select(policy: &Policy, manifest: &CapabilityManifest) -> Result<Selection, A
 }
 
 fn select_all(policy: &Policy) -> Result<Selection, ActivationError> {
-    let ids: BTreeSet<SelectorId> = policy.file_roots.iter().map(|r| r.id.clone()).collect();
-    if ids.len() > usize::from(policy.max_active_file_roots) {
+    let ids: BTreeSet<SelectorId> = policy.file_roots().iter().map(|r| r.id.clone()).collect();
+    if ids.len() > usize::from(policy.max_active_file_roots()) {
         return Err(ActivationError::TooManyRegisteredRoots {
             count: ids.len(),
-            max: policy.max_active_file_roots,
+            max: policy.max_active_file_roots(),
         });
     }
     let network = policy
-        .network_broker
+        .network_broker()
         .as_ref()
         .map(|b| b.ids.clone())
         .unwrap_or_default();
@@ -306,17 +309,17 @@ fn select_all(policy: &Policy) -> Result<Selection, ActivationError> {
 }
 
 fn ephemeral_total(policy: &Policy, roots: &[SelectorId]) -> Result<u64, ActivationError> {
-    let mut total: u128 = match policy.tmp {
+    let mut total: u128 = match policy.tmp() {
         PrivateTmp::Bounded { size_bytes } => u128::from(size_bytes),
         PrivateTmp::Off | PrivateTmp::Unbounded => 0,
     };
-    for root in policy.file_roots.iter().filter(|r| roots.contains(&r.id)) {
+    for root in policy.file_roots().iter().filter(|r| roots.contains(&r.id)) {
         if let FileRootKind::Ephemeral { size_bytes } = root.kind {
             total += u128::from(size_bytes);
         }
     }
-    if let Some(max) = policy.aggregate_ephemeral_max_bytes {
-        if policy.tmp == PrivateTmp::Unbounded {
+    if let Some(max) = policy.aggregate_ephemeral_max_bytes() {
+        if policy.tmp() == PrivateTmp::Unbounded {
             return Err(ActivationError::UnboundedTmpWithEphemeralBound);
         }
         if total > u128::from(max) {
@@ -331,9 +334,9 @@ fn quota_totals(policy: &Policy, roots: &[SelectorId]) -> Result<(u64, u64), Act
     // Per project id, the largest accepted hard limits among the active roots
     // that share it: one project is one budget however many roots it backs.
     let mut projects: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
-    for root in policy.file_roots.iter().filter(|r| roots.contains(&r.id)) {
+    for root in policy.file_roots().iter().filter(|r| roots.contains(&r.id)) {
         if let FileRootKind::Host { quota: Some(q), .. } = &root.kind {
-            if policy.aggregate_quota.is_none() {
+            if policy.aggregate_quota().is_none() {
                 return Err(ActivationError::QuotaWithoutAggregate {
                     id: root.id.clone(),
                 });
@@ -345,7 +348,7 @@ fn quota_totals(policy: &Policy, roots: &[SelectorId]) -> Result<(u64, u64), Act
     }
     let bytes: u128 = projects.values().map(|v| u128::from(v.0)).sum();
     let inodes: u128 = projects.values().map(|v| u128::from(v.1)).sum();
-    if let Some(agg) = policy.aggregate_quota
+    if let Some(agg) = policy.aggregate_quota()
         && (bytes > u128::from(agg.max_bytes) || inodes > u128::from(agg.max_inodes))
     {
         return Err(ActivationError::QuotaBoundExceeded {
@@ -366,12 +369,12 @@ mod tests {
     use splash_manifest::ResourceKind as K;
 
     use super::*;
-    use crate::lower::tests::{id, manifest, sample};
+    use crate::lower::tests::{checked, id, manifest, sample_raw};
     use crate::model::{BrokerCatalog, NetworkBroker};
 
     #[test]
     fn invalid_manifests_are_refused_before_selection() {
-        let policy = sample();
+        let policy = sample_raw();
         let mut version = manifest(&[(K::FileRoot, "scratch")]);
         version.protocol_version = 4;
         let mut duplicate = manifest(&[(K::FileRoot, "scratch")]);
@@ -383,7 +386,7 @@ mod tests {
             (duplicate, "more than once"),
             (zero, "max_calls = 0"),
         ] {
-            match activate(&policy, Some(&m)) {
+            match activate(&checked(&policy), Some(&m)) {
                 Err(ActivationError::InvalidManifest { reason }) => {
                     assert!(reason.contains(needle), "{reason}");
                 }
@@ -394,7 +397,7 @@ mod tests {
 
     #[test]
     fn union_of_grants_in_policy_order() {
-        let policy = sample();
+        let policy = sample_raw();
         let mut m = manifest(&[(K::FileRoot, "scratch")]);
         let mut second = m.grants[0].clone();
         second.tool = id("tool.two");
@@ -405,24 +408,29 @@ mod tests {
         .into_iter()
         .collect();
         m.grants.push(second);
-        let a = activate(&policy, Some(&m)).expect("activation");
+        let a = activate(&checked(&policy), Some(&m)).expect("activation");
         assert_eq!(a.roots, vec![id("project-read"), id("scratch")]);
         assert_eq!(a.ephemeral_bytes, (64 << 20) + (32 << 20));
     }
 
     #[test]
     fn selectors_are_checked_by_kind() {
-        let policy = sample();
-        let err =
-            activate(&policy, Some(&manifest(&[(K::FileRoot, "nope")]))).expect_err("unknown");
+        let policy = sample_raw();
+        let err = activate(&checked(&policy), Some(&manifest(&[(K::FileRoot, "nope")])))
+            .expect_err("unknown");
         assert_eq!(err, ActivationError::UnknownFileRoot { id: id("nope") });
         assert!(err.to_string().contains("`nope`"));
-        let err = activate(&policy, Some(&manifest(&[(K::Executable, "sh")]))).expect_err("exe");
+        let err = activate(&checked(&policy), Some(&manifest(&[(K::Executable, "sh")])))
+            .expect_err("exe");
         assert_eq!(err, ActivationError::ExecutableSelector { id: id("sh") });
-        let err = activate(&policy, Some(&manifest(&[(K::Secret, "k")]))).expect_err("secret");
-        assert_eq!(err, ActivationError::SecretSelector { id: id("k") });
         let err =
-            activate(&policy, Some(&manifest(&[(K::NetworkOrigin, "api")]))).expect_err("net");
+            activate(&checked(&policy), Some(&manifest(&[(K::Secret, "k")]))).expect_err("secret");
+        assert_eq!(err, ActivationError::SecretSelector { id: id("k") });
+        let err = activate(
+            &checked(&policy),
+            Some(&manifest(&[(K::NetworkOrigin, "api")])),
+        )
+        .expect_err("net");
         assert_eq!(
             err,
             ActivationError::NetworkOriginWithoutBroker { id: id("api") }
@@ -431,23 +439,24 @@ mod tests {
 
     #[test]
     fn root_maximum_comes_before_resolution() {
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.max_active_file_roots = 1;
         // Two unknown selectors: the bound is reported, not the unknown ids.
         let m = manifest(&[(K::FileRoot, "x"), (K::FileRoot, "y")]);
         assert_eq!(
-            activate(&policy, Some(&m)),
+            activate(&checked(&policy), Some(&m)),
             Err(ActivationError::TooManyActiveRoots { count: 2, max: 1 })
         );
         policy.max_active_file_roots = 0;
-        assert!(activate(&policy, Some(&manifest(&[]))).is_ok());
+        assert!(activate(&checked(&policy), Some(&manifest(&[]))).is_ok());
     }
 
     #[test]
     fn without_a_manifest_the_root_maximum_names_no_manifest() {
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.max_active_file_roots = 0;
-        let err = activate(&policy, None).expect_err("every registered root is over the bound");
+        let err =
+            activate(&checked(&policy), None).expect_err("every registered root is over the bound");
         assert!(
             matches!(err, ActivationError::TooManyRegisteredRoots { max: 0, .. }),
             "{err:?}"
@@ -459,7 +468,7 @@ mod tests {
 
     #[test]
     fn broker_ids_must_match_exactly() {
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.network_broker = Some(NetworkBroker {
             parent: crate::lower::tests::p("/run/splash"),
             destination: crate::lower::tests::p("/run/broker"),
@@ -467,7 +476,7 @@ mod tests {
             ids: [id("a"), id("b")].into_iter().collect(),
         });
         let err = activate(
-            &policy,
+            &checked(&policy),
             Some(&manifest(&[
                 (K::NetworkOrigin, "a"),
                 (K::NetworkOrigin, "c"),
@@ -477,7 +486,7 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("`c`") && text.contains("`b`"), "{text}");
         let a = activate(
-            &policy,
+            &checked(&policy),
             Some(&manifest(&[
                 (K::NetworkOrigin, "a"),
                 (K::NetworkOrigin, "b"),
@@ -489,18 +498,28 @@ mod tests {
 
     #[test]
     fn ephemeral_bound_counts_only_active_roots() {
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.aggregate_ephemeral_max_bytes = Some(64 << 20);
         // /tmp alone fits exactly; selecting scratch exceeds.
-        assert!(activate(&policy, Some(&manifest(&[(K::FileRoot, "project-read")]))).is_ok());
-        let err =
-            activate(&policy, Some(&manifest(&[(K::FileRoot, "scratch")]))).expect_err("over");
+        assert!(
+            activate(
+                &checked(&policy),
+                Some(&manifest(&[(K::FileRoot, "project-read")]))
+            )
+            .is_ok()
+        );
+        let err = activate(
+            &checked(&policy),
+            Some(&manifest(&[(K::FileRoot, "scratch")])),
+        )
+        .expect_err("over");
         assert!(matches!(
             err,
             ActivationError::EphemeralBoundExceeded { .. }
         ));
         policy.tmp = PrivateTmp::Unbounded;
-        let err = activate(&policy, Some(&manifest(&[]))).expect_err("unbounded tmp");
+        policy.bounded_writes = false;
+        let err = activate(&checked(&policy), Some(&manifest(&[]))).expect_err("unbounded tmp");
         assert_eq!(err, ActivationError::UnboundedTmpWithEphemeralBound);
     }
 }

@@ -14,13 +14,14 @@
 //! [`load`] re-validates everything it relies on: the format tag, the
 //! version, the policy digest (recomputed over the policy as re-serialized,
 //! which catches truncation and accidental edits; it is not a signature), and
-//! the invariants lowering relies on ([`crate::lower::check_invariants`]).
-//! Unknown fields anywhere are rejected.
+//! the invariants lowering relies on (the policy is built through
+//! [`Policy::try_from`], like the checker's). Unknown fields anywhere are
+//! rejected.
 
 use serde::{Deserialize, Serialize};
 
-use crate::lower::{InvariantError, check_invariants};
-use crate::model::Policy;
+use crate::lower::InvariantError;
+use crate::model::{Policy, RawPolicy};
 
 /// The format tag.
 pub const FORMAT: &str = "splashpol-compiled";
@@ -72,7 +73,6 @@ fn policy_digest(policy: &Policy) -> Result<String, ArtifactError> {
 /// Serialize `policy` (checked from `source`) as an artifact. The output ends
 /// with a newline and is byte-identical for the same inputs.
 pub fn write(policy: &Policy, source: &[u8]) -> Result<Vec<u8>, ArtifactError> {
-    check_invariants(policy)?;
     let artifact = Artifact {
         format: FORMAT.to_string(),
         version: VERSION,
@@ -101,21 +101,38 @@ pub fn load(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
     if header.version != VERSION {
         return Err(ArtifactError::Version(header.version));
     }
-    let artifact: Artifact = serde_json::from_slice(bytes).map_err(ArtifactError::Decode)?;
+    // The policy is decoded as its raw fields first, so a resealed policy
+    // that breaks an invariant is named as such, after the digest check.
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Raw {
+        format: String,
+        version: u32,
+        source_digest: String,
+        policy_digest: String,
+        policy: RawPolicy,
+    }
+    let raw: Raw = serde_json::from_slice(bytes).map_err(ArtifactError::Decode)?;
     let is_hex =
         |s: &str| s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-    if !is_hex(&artifact.source_digest) {
-        return Err(ArtifactError::SourceDigest(artifact.source_digest));
+    if !is_hex(&raw.source_digest) {
+        return Err(ArtifactError::SourceDigest(raw.source_digest));
     }
-    let computed = policy_digest(&artifact.policy)?;
-    if computed != artifact.policy_digest {
+    let json = serde_json::to_vec(&raw.policy).map_err(ArtifactError::Encode)?;
+    let computed = digest(&json);
+    if computed != raw.policy_digest {
         return Err(ArtifactError::Digest {
-            stored: artifact.policy_digest,
+            stored: raw.policy_digest,
             computed,
         });
     }
-    check_invariants(&artifact.policy)?;
-    Ok(artifact)
+    Ok(Artifact {
+        format: raw.format,
+        version: raw.version,
+        source_digest: raw.source_digest,
+        policy_digest: raw.policy_digest,
+        policy: Policy::try_from(raw.policy)?,
+    })
 }
 
 /// True when `bytes` look like an artifact rather than `.splashpol` source
@@ -129,9 +146,24 @@ mod tests {
     use super::*;
     use crate::lower::tests::sample;
 
+    /// An artifact as its raw fields, for editing.
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    struct Edited {
+        format: String,
+        version: u32,
+        source_digest: String,
+        policy_digest: String,
+        policy: RawPolicy,
+    }
+
+    fn policy_digest(policy: &RawPolicy) -> Result<String, ArtifactError> {
+        let json = serde_json::to_vec(policy).map_err(ArtifactError::Encode)?;
+        Ok(digest(&json))
+    }
+
     /// Re-seal an edited artifact with a correct digest, as an attacker with
     /// write access to the file could.
-    fn reseal(mut artifact: Artifact) -> Vec<u8> {
+    fn reseal(mut artifact: Edited) -> Vec<u8> {
         artifact.policy_digest = policy_digest(&artifact.policy).expect("digest");
         serde_json::to_vec(&artifact).expect("json")
     }
@@ -148,7 +180,7 @@ mod tests {
 
     #[test]
     fn version_tag_and_digest_are_checked() {
-        let good: Artifact =
+        let good: Edited =
             serde_json::from_slice(&write(&sample(), b"s").expect("write")).expect("json");
         let mut a = good.clone();
         a.version = 2;
@@ -178,7 +210,7 @@ mod tests {
 
     #[test]
     fn resealed_weaker_policies_are_refused() {
-        let good: Artifact =
+        let good: Edited =
             serde_json::from_slice(&write(&sample(), b"s").expect("write")).expect("json");
         // Pinned executables without pinned mounts.
         let mut a = good.clone();

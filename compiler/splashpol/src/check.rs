@@ -52,7 +52,8 @@ pub fn check_source(file_name: &str, source: &str) -> CheckOutcome {
     let mut diagnostics = parsed.diagnostics;
     let mut policy = None;
     if let Some(file) = &parsed.file {
-        let (p, d) = check_file(file, &parsed.failed_keywords);
+        let parse_errors = diagnostics.iter().any(Diagnostic::is_error);
+        let (p, d) = check_file(file, &parsed.failed_keywords, parse_errors);
         policy = p;
         diagnostics.extend(d);
     }
@@ -125,15 +126,31 @@ pub fn check_bytes(file_name: &str, bytes: &[u8]) -> (String, CheckOutcome) {
 }
 
 /// Checks a parsed file. `failed` names statements that did not parse (and
-/// were reported), so they are not also reported missing. Returns the policy
-/// when there is no error, and every diagnostic (unsorted).
+/// were reported), so they are not also reported missing; `parse_errors`
+/// says whether parsing reported any error. Returns the policy when there is
+/// no error, and every diagnostic (unsorted).
 pub fn check_file(
     file: &ast::File,
     failed: &BTreeSet<&'static str>,
+    parse_errors: bool,
 ) -> (Option<model::Policy>, Vec<Diagnostic>) {
     let mut c = Checker::default();
     let policy = c.check(file, failed);
     let errors = c.diags.iter().any(Diagnostic::is_error);
+    // A policy that breaks an invariant although nothing was reported is a
+    // checker bug; with errors (or statements that did not parse) it is
+    // only a consequence of them.
+    if let Some((span, e)) = c.broken.take()
+        && !errors
+        && !parse_errors
+        && failed.is_empty()
+    {
+        c.push(Diagnostic::error(
+            code("splash::check::internal"),
+            span,
+            format!("internal error: the checked policy breaks an invariant: {e}"),
+        ));
+    }
     (if errors { None } else { policy }, c.diags)
 }
 
@@ -149,6 +166,8 @@ const REPEATABLE: &[&str] = &["runtime", "root"];
 #[derive(Default)]
 struct Checker {
     diags: Vec<Diagnostic>,
+    /// A built policy that broke a `Policy` invariant, and the header span.
+    broken: Option<(Span, crate::lower::InvariantError)>,
 }
 
 /// A path with where it was written and what it is, for cross-checks.

@@ -268,7 +268,7 @@ pub fn diff(a: &Side<'_>, b: &Side<'_>) -> PolicyDiff {
     PolicyDiff {
         a: a.file.to_string(),
         b: b.file.to_string(),
-        arch: a.plan.arch.name().to_string(),
+        arch: a.plan.arch().name().to_string(),
         differences: d.out,
     }
 }
@@ -621,7 +621,7 @@ fn count(v: u64) -> String {
 
 fn cgroup(d: &mut Differ<'_>, a: &LaunchPlan, b: &LaunchPlan) {
     let loc = |s: &Statements<'_>| s.keyword("cgroup");
-    match (&a.cgroup, &b.cgroup) {
+    match (a.cgroup(), b.cgroup()) {
         (None, None) => return,
         (Some(_), None) => d.push(
             "cgroup",
@@ -644,8 +644,8 @@ fn cgroup(d: &mut Differ<'_>, a: &LaunchPlan, b: &LaunchPlan) {
         _ => {}
     }
     let none = Default::default();
-    let la = a.cgroup.as_ref().map_or(&none, |c| &c.limits);
-    let lb = b.cgroup.as_ref().map_or(&none, |c| &c.limits);
+    let la = a.cgroup().map_or(&none, |c| &c.limits);
+    let lb = b.cgroup().map_or(&none, |c| &c.limits);
     let scope = Scope {
         layer: "cgroup",
         keyword: "cgroup",
@@ -703,7 +703,7 @@ type IoField = fn(&IoMax) -> Option<u64>;
 type Format = fn(u64) -> String;
 
 fn deadlines(d: &mut Differ<'_>, a: &LaunchPlan, b: &LaunchPlan) {
-    let (wa, wb) = (a.watchdog, b.watchdog);
+    let (wa, wb) = (a.watchdog(), b.watchdog());
     let scope = Scope {
         layer: "deadlines",
         keyword: "watchdog",
@@ -718,7 +718,7 @@ fn deadlines(d: &mut Differ<'_>, a: &LaunchPlan, b: &LaunchPlan) {
 
 fn network(d: &mut Differ<'_>, a: &LaunchPlan, b: &LaunchPlan) {
     let loc = |s: &Statements<'_>| s.keyword("network-broker");
-    let isolated = |p: &LaunchPlan| p.ops.contains(&BwrapOp::UnshareAll);
+    let isolated = |p: &LaunchPlan| p.ops().contains(&BwrapOp::UnshareAll);
     if isolated(a) && !isolated(b) {
         d.push(
             "network",
@@ -735,12 +735,12 @@ fn network(d: &mut Differ<'_>, a: &LaunchPlan, b: &LaunchPlan) {
         );
     }
     let ids = |p: &LaunchPlan| -> Vec<String> {
-        p.network_broker
+        p.network_broker()
             .iter()
             .flat_map(|b| b.ids.iter().map(|i| i.to_string()))
             .collect()
     };
-    match (&a.network_broker, &b.network_broker) {
+    match (a.network_broker(), b.network_broker()) {
         (None, Some(br)) => d.push(
             "network",
             Change::Widened,

@@ -75,11 +75,11 @@ impl LaunchPlan {
     /// Every argument after the bwrap program name, in emission order.
     pub fn bwrap_arguments(&self, render: &mut dyn FnMut(Slot) -> String) -> Vec<String> {
         let mut out = Vec::new();
-        for op in &self.ops {
+        for op in self.ops() {
             render_op(op, render, &mut out);
         }
         out.push("--".to_string());
-        for arg in &self.command {
+        for arg in self.command() {
             match arg {
                 ExecArg::Literal(s) => out.push(s.clone()),
                 ExecArg::Slot(slot) => out.push(render(*slot)),
@@ -91,9 +91,9 @@ impl LaunchPlan {
     /// The program to execute: the policy's bwrap path, or
     /// `/proc/self/fd/N` when bwrap itself is pinned.
     pub fn bwrap_program(&self, render: &mut dyn FnMut(Slot) -> String) -> String {
-        match self.bwrap_pin {
+        match self.bwrap_pin() {
             Some(slot) => format!("/proc/self/fd/{}", render(Slot::Pin(slot))),
-            None => self.bwrap.to_string(),
+            None => self.bwrap().to_string(),
         }
     }
 
@@ -112,7 +112,7 @@ pub fn display_slot(plan: &LaunchPlan, slot: Slot) -> String {
     match slot {
         Slot::Pin(pin) => {
             let path = plan
-                .pins
+                .pins()
                 .get(usize::from(pin.0))
                 .map(|p| p.host_path.to_string())
                 .unwrap_or_else(|| "?".to_string());

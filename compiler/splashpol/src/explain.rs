@@ -15,7 +15,7 @@ use serde::Serialize;
 use splash_seccomp::guards::{self, Class};
 use splash_seccomp::{Action, Arch, ArgCond, Fallback, RuleSet, compile_rules};
 
-use crate::model::{Policy, SeccompPolicy};
+use crate::model::{Policy, Runners, SeccompPolicy};
 use crate::plan::{BwrapOp, ExecArg, LaunchPlan, MountPoint, MountSource, SeccompDelivery};
 use crate::units::{format_bytes, format_millis};
 
@@ -98,8 +98,8 @@ pub struct ArchFilter {
 /// The compiled filter.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct FilterSummary {
-    /// The profile's name.
-    pub profile: String,
+    /// The profile.
+    pub profile: crate::plan::SeccompProfile,
     /// `bubblewrap` or `runner`.
     pub delivered_by: String,
     /// The filter per architecture.
@@ -185,10 +185,10 @@ pub fn explain(policy: &Policy, plan: &LaunchPlan) -> Explanation {
     let (namespaces, network) = namespaces(plan);
     let not_enforced = not_enforced(policy, plan, &writable, &exec, &limits);
     Explanation {
-        policy: plan.policy_name.clone(),
-        policy_digest: plan.policy_digest.clone(),
-        arch: plan.arch.name().to_string(),
-        all_registered_roots_active: plan.all_registered_roots_active,
+        policy: plan.policy_name().to_string(),
+        policy_digest: plan.policy_digest().to_string(),
+        arch: plan.arch().name().to_string(),
+        all_registered_roots_active: plan.all_registered_roots_active(),
         mounts,
         writable,
         exec,
@@ -215,19 +215,19 @@ fn visible_mounts(plan: &LaunchPlan) -> Vec<VisibleMount> {
     }];
     let role_of = |dest: &str, source: &MountSource| -> String {
         if let Some(r) = plan
-            .active_roots
+            .active_roots()
             .iter()
             .find(|r| r.destination.as_str() == dest)
         {
             return format!("file root \"{}\" ({})", r.id, r.mode);
         }
-        if let Some(b) = &plan.network_broker
+        if let Some(b) = plan.network_broker()
             && b.destination.as_str() == dest
         {
             return "network broker".into();
         }
         if let MountSource::Pinned(slot) = source
-            && let Some(pin) = plan.pins.get(usize::from(slot.0))
+            && let Some(pin) = plan.pins().get(usize::from(slot.0))
         {
             use crate::plan::PinRole as R;
             return match &pin.role {
@@ -248,14 +248,14 @@ fn visible_mounts(plan: &LaunchPlan) -> Vec<VisibleMount> {
         match source {
             MountSource::Path(p) => (Some(p.to_string()), false),
             MountSource::Pinned(slot) => (
-                plan.pins
+                plan.pins()
                     .get(usize::from(slot.0))
                     .map(|p| p.host_path.to_string()),
                 true,
             ),
         }
     };
-    for op in &plan.ops {
+    for op in plan.ops() {
         let mount = match op {
             BwrapOp::Proc(p) => VisibleMount {
                 path: p.to_string(),
@@ -285,7 +285,7 @@ fn visible_mounts(plan: &LaunchPlan) -> Vec<VisibleMount> {
                 let role = if dest == "/tmp" {
                     "private /tmp".to_string()
                 } else {
-                    plan.active_roots
+                    plan.active_roots()
                         .iter()
                         .find(|r| r.destination.as_str() == dest)
                         .map(|r| format!("file root \"{}\" ({})", r.id, r.mode))
@@ -324,7 +324,9 @@ fn visible_mounts(plan: &LaunchPlan) -> Vec<VisibleMount> {
             } => {
                 let (src, pinned) = source_of(source);
                 let quota = match source {
-                    MountSource::Pinned(slot) => plan.quota_checks.iter().find(|q| q.slot == *slot),
+                    MountSource::Pinned(slot) => {
+                        plan.quota_checks().iter().find(|q| q.slot == *slot)
+                    }
                     MountSource::Path(_) => None,
                 };
                 VisibleMount {
@@ -384,8 +386,8 @@ fn writable_bytes(plan: &LaunchPlan, mounts: &[VisibleMount]) -> WritableBytes {
                 m.path.clone(),
                 "the `/dev` tmpfs is not remounted read-only".to_string(),
             )),
-            _ => match plan.quota_checks.iter().find(|q| {
-                plan.pins
+            _ => match plan.quota_checks().iter().find(|q| {
+                plan.pins()
                     .get(usize::from(q.slot.0))
                     .is_some_and(|p| Some(p.host_path.to_string()) == m.source)
             }) {
@@ -397,7 +399,7 @@ fn writable_bytes(plan: &LaunchPlan, mounts: &[VisibleMount]) -> WritableBytes {
             },
         }
     }
-    if let Some(agg) = plan.aggregate_quota {
+    if let Some(agg) = plan.aggregate_quota() {
         quota_bytes = quota_bytes.min(agg.max_bytes);
     }
     WritableBytes {
@@ -411,7 +413,7 @@ fn writable_bytes(plan: &LaunchPlan, mounts: &[VisibleMount]) -> WritableBytes {
 }
 
 fn tmpfs_size(plan: &LaunchPlan, path: &str) -> Option<u64> {
-    plan.ops.iter().rev().find_map(|op| match op {
+    plan.ops().iter().rev().find_map(|op| match op {
         BwrapOp::Tmpfs {
             destination,
             size_bytes,
@@ -424,13 +426,15 @@ fn tmpfs_size(plan: &LaunchPlan, path: &str) -> Option<u64> {
 /// path and the closing `--`. Runner segments come first, each ended by
 /// `--`; the worker and its own arguments follow and are never read here.
 fn runner_flags<'a>(policy: &Policy, plan: &'a LaunchPlan) -> Vec<Vec<&'a str>> {
-    let runners = if policy.combined_runner.is_some() {
-        1
-    } else {
-        usize::from(policy.landlock_runner.is_some()) + usize::from(policy.limit_runner.is_some())
+    let runners = match policy.runners() {
+        Runners::Combined { .. } => 1,
+        Runners::Separate { limit, landlock } => {
+            usize::from(landlock.is_some()) + usize::from(limit.is_some())
+        }
+        _ => 0,
     };
     let mut segments = Vec::new();
-    let mut args = plan.command.iter().map(|a| match a {
+    let mut args = plan.command().iter().map(|a| match a {
         ExecArg::Literal(s) => s.as_str(),
         ExecArg::Slot(_) => "",
     });
@@ -467,7 +471,7 @@ fn exec_surface(policy: &Policy, plan: &LaunchPlan, mounts: &[VisibleMount]) -> 
         writable_and_executable: if landlock { Vec::new() } else { writable },
         landlock_allowlist: landlock.then_some(allow),
         memfd_guard: plan
-            .seccomp
+            .seccomp()
             .as_ref()
             .is_some_and(|s| s.exec_allowlist_guard),
     }
@@ -487,7 +491,7 @@ fn action_text(a: Action) -> String {
 }
 
 fn filter_summary(policy: &Policy, plan: &LaunchPlan) -> Option<FilterSummary> {
-    let seccomp = plan.seccomp.as_ref()?;
+    let seccomp = plan.seccomp()?;
     let (profile, exec_allowlist) = crate::lower::launch_filter(policy)?;
     let classes: BTreeMap<&str, Class> = guards::DENIED.iter().map(|d| (d.name, d.class)).collect();
     let mut per_arch = Vec::new();
@@ -551,7 +555,7 @@ fn filter_summary(policy: &Policy, plan: &LaunchPlan) -> Option<FilterSummary> {
         });
     }
     Some(FilterSummary {
-        profile: seccomp.profile.clone(),
+        profile: seccomp.profile,
         delivered_by: match seccomp.delivery {
             SeccompDelivery::Bubblewrap => "bubblewrap `--seccomp`".into(),
             SeccompDelivery::Runner => "the runner, after Landlock".into(),
@@ -641,7 +645,7 @@ fn limits(policy: &Policy, plan: &LaunchPlan) -> Limits {
         rlimits.push((name.to_string(), text));
     }
     let mut cgroup = Vec::new();
-    if let Some(c) = &plan.cgroup {
+    if let Some(c) = plan.cgroup() {
         let l = &c.limits;
         if let Some(v) = l.cpu_quota_micros {
             let quota = if v % 1000 == 0 {
@@ -682,7 +686,7 @@ fn limits(policy: &Policy, plan: &LaunchPlan) -> Limits {
         cgroup.push(("join timeout".into(), format_millis(c.join_timeout_ms)));
     }
     let mut watchdog = Vec::new();
-    if let Some(w) = &plan.watchdog {
+    if let Some(w) = plan.watchdog() {
         watchdog.push(("session".into(), format_millis(w.session_deadline_ms)));
         if let Some(c) = w.call_deadline_ms {
             watchdog.push(("call".into(), format_millis(c)));
@@ -691,33 +695,33 @@ fn limits(policy: &Policy, plan: &LaunchPlan) -> Limits {
     Limits {
         rlimits,
         cgroup,
-        cgroup_parent: plan.cgroup.as_ref().map(|c| c.parent.to_string()),
+        cgroup_parent: plan.cgroup().map(|c| c.parent.to_string()),
         watchdog,
     }
 }
 
 fn namespaces(plan: &LaunchPlan) -> (Vec<String>, String) {
     let mut ns = Vec::new();
-    let all = plan.ops.contains(&BwrapOp::UnshareAll);
+    let all = plan.ops().contains(&BwrapOp::UnshareAll);
     if all {
         ns.push("new user, mount, pid, ipc, uts, cgroup and network namespaces".to_string());
     }
-    if plan.ops.contains(&BwrapOp::DisableUserns) {
+    if plan.ops().contains(&BwrapOp::DisableUserns) {
         ns.push("no further user namespaces inside (`--disable-userns`)".to_string());
     }
-    if plan.ops.contains(&BwrapOp::AsPid1) {
+    if plan.ops().contains(&BwrapOp::AsPid1) {
         ns.push("the command is pid 1 of its pid namespace".to_string());
     }
-    if plan.ops.contains(&BwrapOp::CapDropAll) {
+    if plan.ops().contains(&BwrapOp::CapDropAll) {
         ns.push("every capability dropped".to_string());
     }
-    if plan.ops.contains(&BwrapOp::ClearEnv) && plan.environment.is_empty() {
+    if plan.ops().contains(&BwrapOp::ClearEnv) && plan.environment().is_empty() {
         ns.push("empty environment".to_string());
     }
-    if plan.ops.contains(&BwrapOp::NewSession) {
+    if plan.ops().contains(&BwrapOp::NewSession) {
         ns.push("new terminal session (no TIOCSTI into the host terminal)".to_string());
     }
-    let network = match (&plan.network_broker, all) {
+    let network = match (plan.network_broker(), all) {
         (Some(b), _) => format!(
             "no network interfaces; {} ids {} only through the host broker at `{}`",
             match b.catalog {
@@ -745,8 +749,8 @@ fn not_enforced(
     limits: &Limits,
 ) -> Vec<String> {
     let mut v = Vec::new();
-    match &policy.seccomp {
-        SeccompPolicy::Off if plan.seccomp.is_none() => {
+    match policy.seccomp() {
+        SeccompPolicy::Off if plan.seccomp().is_none() => {
             v.push("no seccomp filter: every syscall reaches the kernel".into());
         }
         SeccompPolicy::Off => v.push(
@@ -782,24 +786,24 @@ fn not_enforced(
     }
     if !limits.rlimits.is_empty() {
         v.push("rlimits are per process, not per worker tree".into());
-    } else if plan.cgroup.is_none() {
+    } else if plan.cgroup().is_none() {
         v.push("no resource limits: CPU, memory and processes are unbounded".into());
     }
-    if plan.cgroup.is_none() && !limits.rlimits.is_empty() {
+    if plan.cgroup().is_none() && !limits.rlimits.is_empty() {
         v.push(
             "no cgroup: the worker tree's total memory, CPU and process count are not bounded"
                 .into(),
         );
     }
-    if plan.watchdog.is_none() {
+    if plan.watchdog().is_none() {
         v.push("no wall-clock deadline (no watchdog)".into());
     }
-    if policy.pin_mounts {
+    if policy.pin_mounts() {
         v.push("pinning freezes mount roots, not their mutable descendants".into());
     } else {
         v.push("mount sources are looked up by path at launch, not pinned at bind".into());
     }
-    if !policy.pin_executables {
+    if !policy.pin_executables() {
         v.push("executables are looked up by path inside the sandbox, not pinned".into());
     }
     v

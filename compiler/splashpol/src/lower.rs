@@ -3,9 +3,9 @@
 //! Pure and deterministic: the same policy, activation, architecture and
 //! digest give the same plan on every machine. Nothing here touches the host.
 //!
-//! Lowering does not trust that its input came from the checker (a compiled
-//! artifact can be edited by hand), so it first re-validates the invariants it
-//! relies on with [`check_invariants`] and, for each active root,
+//! A [`Policy`] cannot be built without its invariants holding: the checker
+//! and a compiled artifact both go through [`Policy::try_from`], which runs
+//! `check_invariants`; lowering checks each active root with
 //! [`check_active_root`]. These two functions are the one place where those
 //! defensive checks live; they are deliberately much smaller than the checker
 //! and report only the first violation.
@@ -25,17 +25,15 @@ use crate::activate::Activation;
 use crate::emit::{self, ArgvError};
 use crate::model::{
     AbsPath, Access, FileRoot, FileRootKind, MAX_ACTIVE_FILE_ROOTS_CEILING, MAX_LANDLOCK_TARGETS,
-    MAX_STRICT_SYSCALLS, MAX_TMPFS_BYTES, Policy, PrivateTmp, ResourceLimits, SandboxPath,
-    SeccompPolicy, SelectorId,
+    MAX_STRICT_SYSCALLS, MAX_TMPFS_BYTES, Policy, PrivateTmp, RawPolicy, ResourceLimits, Runners,
+    SandboxPath, SeccompPolicy, SelectorId,
 };
 use crate::plan::{
-    ActiveRoot, BrokerPlan, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, MountSource, Pin,
-    PinKind, PinRole, PinSlot, QuotaCheck, SeccompDelivery, SeccompPlan, Slot, Stdio,
+    ActiveRoot, BrokerPlan, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, MountSource,
+    PLAN_FORMAT, Pin, PinKind, PinRole, PinSlot, PlanError, QuotaCheck, RawPlan, RootMode,
+    SeccompDelivery, SeccompPlan, SeccompProfile, Slot, Stdio,
 };
 use splash_seccomp::Arch;
-
-/// Version of the [`LaunchPlan`] layout.
-pub const PLAN_FORMAT: u32 = 1;
 
 /// A policy invariant that lowering relies on does not hold.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -107,6 +105,12 @@ pub enum InvariantError {
     /// The cgroup policy selects no finite controller limit.
     #[error("the cgroup policy selects no finite controller limit")]
     EmptyCgroup,
+    /// A one-hop policy whose limit or Landlock runner is not the combined
+    /// runner.
+    #[error(
+        "a one-hop policy's limits or landlock settings name another runner than the combined runner"
+    )]
+    CombinedRunnerPath,
     /// A strict seccomp allowlist that breaks a rule (which one).
     #[error("the strict seccomp allowlist {0}")]
     StrictAllowlist(&'static str),
@@ -154,12 +158,9 @@ pub enum LowerError {
     /// The policy breaks an invariant lowering relies on.
     #[error("unsafe policy: {0}")]
     Invariant(#[from] InvariantError),
-    /// The activation selects a file root this policy does not register.
-    #[error("the activation selects file root `{0}`, which this policy does not register")]
-    ForeignActivation(SelectorId),
-    /// The activation mounts a network broker this policy does not configure.
-    #[error("the activation mounts a network broker this policy does not configure")]
-    ForeignBroker,
+    /// The activation was made from another policy.
+    #[error("the activation was made from another policy")]
+    ForeignActivation,
     /// The activation does not fit this policy.
     #[error("the activation does not fit this policy: {0}")]
     Activation(#[from] crate::activate::ActivationError),
@@ -190,16 +191,19 @@ pub enum LowerError {
     /// The Bubblewrap argument list is too large.
     #[error("the bubblewrap argument list is too large: {0}")]
     Argv(#[from] ArgvError),
+    /// Lowering produced a launch plan its constructor refused (a bug).
+    #[error("internal error: lowering produced an invalid launch plan: {0}")]
+    Plan(#[from] PlanError),
 }
 
 fn fixed(path: &str) -> SandboxPath {
     AbsPath::new(path).expect("fixed sandbox paths are valid absolute paths")
 }
 
-/// Re-validate the static invariants lowering relies on. The checker
-/// guarantees all of these for a policy it accepted; this exists for
-/// policies that did not come from it (a hand-edited compiled artifact).
-pub fn check_invariants(policy: &Policy) -> Result<(), InvariantError> {
+/// The static invariants lowering relies on, checked whenever a [`Policy`]
+/// is built (the checker guarantees all of these for a policy it accepted;
+/// a hand-edited compiled artifact is held to them too).
+pub(crate) fn check_invariants(policy: &RawPolicy) -> Result<(), InvariantError> {
     if policy.pin_executables && !policy.pin_mounts {
         return Err(InvariantError::PinExecutablesWithoutPinMounts);
     }
@@ -233,8 +237,9 @@ pub fn check_invariants(policy: &Policy) -> Result<(), InvariantError> {
             policy.max_active_file_roots,
         ));
     }
-    for (i, root) in policy.file_roots.iter().enumerate() {
-        if policy.file_roots[..i].iter().any(|r| r.id == root.id) {
+    let mut ids = std::collections::HashSet::with_capacity(policy.file_roots.len());
+    for root in &policy.file_roots {
+        if !ids.insert(&root.id) {
             return Err(InvariantError::DuplicateRoot(root.id.clone()));
         }
         if let FileRootKind::Ephemeral { size_bytes } = root.kind
@@ -285,8 +290,9 @@ pub fn check_invariants(policy: &Policy) -> Result<(), InvariantError> {
 }
 
 /// No two worker-visible mount destinations overlap, so mounting in policy
-/// order can never hide an earlier mount.
-fn check_destinations(policy: &Policy) -> Result<(), InvariantError> {
+/// order can never hide an earlier mount. Linear in the number of path
+/// components: each destination looks up itself and its ancestors.
+fn check_destinations(policy: &RawPolicy) -> Result<(), InvariantError> {
     let mut dests: Vec<(String, &SandboxPath)> = Vec::new();
     let proc_ = fixed("/proc");
     let dev = fixed("/dev");
@@ -311,20 +317,45 @@ fn check_destinations(policy: &Policy) -> Result<(), InvariantError> {
             &b.destination,
         ));
     }
-    for (i, (name, path)) in dests.iter().enumerate() {
-        if let Some((other, _)) = dests[..i].iter().find(|(_, p)| p.overlaps(path)) {
-            return Err(InvariantError::Overlap {
-                a: other.clone(),
-                b: name.clone(),
-            });
+    // The first index of each destination; a repeated one overlaps it.
+    let mut first: std::collections::HashMap<&str, usize> =
+        std::collections::HashMap::with_capacity(dests.len());
+    // The earliest-reported overlapping pair `(later, earlier)`, as a
+    // pairwise scan in order would find it.
+    let mut worst: Option<(usize, usize)> = None;
+    let mut note = |pair: (usize, usize)| {
+        if worst.is_none_or(|w| pair < w) {
+            worst = Some(pair);
+        }
+    };
+    for (i, (_, path)) in dests.iter().enumerate() {
+        match first.entry(path.as_str()) {
+            std::collections::hash_map::Entry::Occupied(e) => note((i, *e.get())),
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(i);
+            }
         }
     }
-    Ok(())
+    for (i, (_, path)) in dests.iter().enumerate() {
+        let s = path.as_str();
+        for (at, _) in s.match_indices('/').skip(1) {
+            if let Some(&j) = first.get(&s[..at]) {
+                note((i.max(j), i.min(j)));
+            }
+        }
+    }
+    match worst {
+        Some((later, earlier)) => Err(InvariantError::Overlap {
+            a: dests[earlier].0.clone(),
+            b: dests[later].0.clone(),
+        }),
+        None => Ok(()),
+    }
 }
 
 /// The worker and every runner or allowed target is a distinct path inside
 /// a read-only runtime mount.
-fn check_executables(policy: &Policy) -> Result<(), InvariantError> {
+fn check_executables(policy: &RawPolicy) -> Result<(), InvariantError> {
     let mut named: Vec<(&'static str, &SandboxPath)> = vec![("the worker", &policy.worker)];
     if let Some(c) = &policy.combined_runner {
         // One-hop mode: only the combined runner executes; the `limits` and
@@ -365,7 +396,7 @@ fn check_executables(policy: &Policy) -> Result<(), InvariantError> {
 }
 
 /// The host path behind a worker-visible path through its runtime mount.
-fn host_behind(policy: &Policy, path: &SandboxPath) -> Option<AbsPath> {
+fn host_behind(policy: &RawPolicy, path: &SandboxPath) -> Option<AbsPath> {
     policy
         .runtime_mounts
         .iter()
@@ -384,15 +415,15 @@ pub fn check_active_root(policy: &Policy, root: &FileRoot) -> Result<(), Invaria
     };
     match (access, quota) {
         (Access::ReadWrite, None) => {
-            if policy.bounded_writes {
+            if policy.bounded_writes() {
                 return Err(InvariantError::UnverifiedRootUnderBoundedWrites(
                     root.id.clone(),
                 ));
             }
-            if policy.aggregate_quota.is_some() {
+            if policy.aggregate_quota().is_some() {
                 return Err(InvariantError::RawRootUnderAggregateQuota(root.id.clone()));
             }
-            if !policy.allow_unbounded_host_writes {
+            if !policy.allow_unbounded_host_writes() {
                 return Err(InvariantError::UnboundedWritableRoot(root.id.clone()));
             }
         }
@@ -403,13 +434,13 @@ pub fn check_active_root(policy: &Policy, root: &FileRoot) -> Result<(), Invaria
                     reason,
                 })
             };
-            if !policy.pin_mounts {
+            if !policy.pin_mounts() {
                 return fail("requires descriptor-pinned mounts");
             }
-            if !policy.no_further_user_namespaces {
+            if !policy.no_further_user_namespaces() {
                 return fail("requires no further user namespaces");
             }
-            if policy.aggregate_quota.is_none() {
+            if policy.aggregate_quota().is_none() {
                 return fail("requires an aggregate quota bound");
             }
             if q.project_id == 0 {
@@ -444,17 +475,6 @@ impl Pins {
     }
 }
 
-/// Which runners run before the worker.
-enum Chain<'a> {
-    /// Landlock runner (optional) → limit runner (optional) → worker.
-    Separate {
-        landlock: Option<&'a crate::model::LandlockRunner>,
-        limit: Option<&'a crate::model::LimitRunner>,
-    },
-    /// One-hop runner → worker.
-    Combined(&'a SandboxPath),
-}
-
 /// Lower an activated policy to its launch plan for `arch`.
 ///
 /// `source_digest` is the hex digest of the policy source or artifact the
@@ -465,21 +485,14 @@ pub fn lower(
     arch: Arch,
     source_digest: &str,
 ) -> Result<LaunchPlan, LowerError> {
-    check_invariants(policy)?;
-
-    // Resolve the activation against this policy, in policy order, and
-    // re-check its bounds (an `Activation` can be built by hand).
-    for id in &activation.roots {
-        if !policy.file_roots.iter().any(|r| &r.id == id) {
-            return Err(LowerError::ForeignActivation(id.clone()));
-        }
+    // The policy's invariants hold (a `Policy` is validated when built or
+    // read). An activation is made only by `activate`, which checked it against
+    // the policy it records; it must be this one.
+    if !activation.is_for(policy)? {
+        return Err(LowerError::ForeignActivation);
     }
-    if activation.broker_active && policy.network_broker.is_none() {
-        return Err(LowerError::ForeignBroker);
-    }
-    crate::activate::recheck(policy, activation)?;
     let active: Vec<&FileRoot> = policy
-        .file_roots
+        .file_roots()
         .iter()
         .filter(|r| activation.is_active(&r.id))
         .collect();
@@ -487,21 +500,14 @@ pub fn lower(
         check_active_root(policy, root)?;
     }
 
-    let chain = match &policy.combined_runner {
-        Some(path) => Chain::Combined(path),
-        None => Chain::Separate {
-            landlock: policy.landlock_runner.as_ref(),
-            limit: policy.limit_runner.as_ref(),
-        },
-    };
-    let has_exec_runner = matches!(chain, Chain::Combined(_))
-        || matches!(
-            chain,
-            Chain::Separate {
+    let has_exec_runner = matches!(
+        policy.runners(),
+        Runners::Combined { .. }
+            | Runners::Separate {
                 landlock: Some(_),
                 ..
             }
-        );
+    );
 
     let seccomp = seccomp_plan(policy, arch, has_exec_runner)?;
     let delivery = seccomp
@@ -510,9 +516,9 @@ pub fn lower(
         .unwrap_or(SeccompDelivery::None);
 
     let mut pins = Pins(Vec::new());
-    let bwrap_pin = if policy.pin_executables {
+    let bwrap_pin = if policy.pin_executables() {
         Some(pins.add(
-            policy.bubblewrap.clone(),
+            policy.bubblewrap().clone(),
             PinKind::Executable,
             PinRole::Bubblewrap,
         )?)
@@ -525,7 +531,7 @@ pub fn lower(
         ops.push(BwrapOp::Seccomp);
     }
     ops.push(BwrapOp::UnshareAll);
-    if policy.no_further_user_namespaces {
+    if policy.no_further_user_namespaces() {
         ops.push(BwrapOp::UnshareUser);
         ops.push(BwrapOp::DisableUserns);
     }
@@ -549,7 +555,7 @@ pub fn lower(
     // launch (a private node the worker does not own, when it would own the
     // host's).
     ops.extend(DeviceNode::ALL.map(BwrapOp::DevBind));
-    match policy.tmp {
+    match policy.tmp() {
         PrivateTmp::Off => {}
         PrivateTmp::Unbounded => ops.push(BwrapOp::Tmpfs {
             destination: fixed("/tmp"),
@@ -561,8 +567,8 @@ pub fn lower(
         }),
     }
 
-    for m in &policy.runtime_mounts {
-        let source = if policy.pin_mounts {
+    for m in policy.runtime_mounts() {
+        let source = if policy.pin_mounts() {
             MountSource::Pinned(pins.add(
                 m.source.clone(),
                 PinKind::FileOrDirectory,
@@ -586,7 +592,7 @@ pub fn lower(
                 access,
                 quota,
             } => {
-                let src = if policy.pin_mounts {
+                let src = if policy.pin_mounts() {
                     let slot = pins.add(
                         source.clone(),
                         PinKind::Directory,
@@ -611,22 +617,22 @@ pub fn lower(
                     }),
                 }
                 match (access, quota) {
-                    (Access::ReadOnly, _) => "read-only",
-                    (Access::ReadWrite, Some(_)) => "read-write+quota",
-                    (Access::ReadWrite, None) => "read-write",
+                    (Access::ReadOnly, _) => RootMode::ReadOnly,
+                    (Access::ReadWrite, Some(_)) => RootMode::ReadWriteQuota,
+                    (Access::ReadWrite, None) => RootMode::ReadWrite,
                 }
             }
-            FileRootKind::Ephemeral { .. } => "tmpfs",
+            FileRootKind::Ephemeral { .. } => RootMode::Tmpfs,
         };
         active_roots.push(ActiveRoot {
             id: root.id.clone(),
             destination: root.destination.clone(),
-            mode: mode.to_string(),
+            mode,
         });
     }
 
     let mut network_broker = None;
-    if let (true, Some(broker)) = (activation.broker_active, &policy.network_broker) {
+    if let (true, Some(broker)) = (activation.broker_active(), policy.network_broker()) {
         let slot = pins.add(
             broker.parent.clone(),
             PinKind::BrokerDirectory,
@@ -653,12 +659,13 @@ pub fn lower(
         }
     }
 
-    if policy.pin_executables {
-        for (path, role) in executables(policy, &chain) {
-            let host = host_behind(policy, path).ok_or_else(|| InvariantError::OutsideRuntime {
-                what: "an executable",
-                path: path.clone(),
-            })?;
+    if policy.pin_executables() {
+        for (path, role) in executables(policy) {
+            let host =
+                host_behind(policy.raw(), path).ok_or_else(|| InvariantError::OutsideRuntime {
+                    what: "an executable",
+                    path: path.clone(),
+                })?;
             let slot = pins.add(host, PinKind::Executable, role)?;
             ops.push(BwrapOp::RoBind {
                 source: MountSource::Pinned(slot),
@@ -667,21 +674,21 @@ pub fn lower(
         }
     }
 
-    if policy.bounded_writes {
+    if policy.bounded_writes() {
         ops.push(BwrapOp::RemountRo(MountPoint::Path(fixed("/dev"))));
         ops.push(BwrapOp::RemountRo(MountPoint::Root));
     }
 
-    let command = command(policy, &chain, delivery == SeccompDelivery::Runner);
+    let command = command(policy, delivery == SeccompDelivery::Runner);
 
-    let plan = LaunchPlan {
+    let plan = LaunchPlan::new(RawPlan {
         format: PLAN_FORMAT,
-        policy_name: policy.name.clone(),
+        policy_name: policy.name().to_string(),
         policy_digest: source_digest.to_string(),
-        session_id: activation.session_id.clone(),
+        session_id: activation.session_id().cloned(),
         all_registered_roots_active: activation.is_all_registered(),
         arch,
-        bwrap: policy.bubblewrap.clone(),
+        bwrap: policy.bubblewrap().clone(),
         bwrap_pin,
         pins: pins.0,
         ops,
@@ -692,11 +699,11 @@ pub fn lower(
         network_broker,
         environment: Vec::new(),
         stdio: Stdio::default(),
-        aggregate_quota: policy.aggregate_quota,
-        cgroup: policy.cgroup.clone(),
-        require_cgroup_v2: policy.require_cgroup_v2,
-        watchdog: policy.watchdog,
-    };
+        aggregate_quota: policy.aggregate_quota(),
+        cgroup: policy.cgroup().cloned(),
+        require_cgroup_v2: policy.require_cgroup_v2(),
+        watchdog: policy.watchdog(),
+    })?;
     emit::check_argument_limits(&plan)?;
     Ok(plan)
 }
@@ -704,10 +711,11 @@ pub fn lower(
 /// The executables overlaid from pinned descriptors, deduplicated, in the
 /// order: worker, limit runner, landlock runner, combined runner, explicit
 /// targets (policy order). Only runners that are part of the chain appear.
-fn executables<'a>(policy: &'a Policy, chain: &Chain<'a>) -> Vec<(&'a SandboxPath, PinRole)> {
-    let mut out: Vec<(&SandboxPath, PinRole)> = vec![(&policy.worker, PinRole::Worker)];
-    match chain {
-        Chain::Separate { landlock, limit } => {
+fn executables(policy: &Policy) -> Vec<(&SandboxPath, PinRole)> {
+    let mut out: Vec<(&SandboxPath, PinRole)> = vec![(policy.worker(), PinRole::Worker)];
+    match policy.runners() {
+        Runners::None => {}
+        Runners::Separate { landlock, limit } => {
             if let Some(l) = limit {
                 out.push((&l.path, PinRole::LimitRunner));
             }
@@ -715,10 +723,10 @@ fn executables<'a>(policy: &'a Policy, chain: &Chain<'a>) -> Vec<(&'a SandboxPat
                 out.push((&l.path, PinRole::LandlockRunner));
             }
         }
-        Chain::Combined(path) => out.push((path, PinRole::CombinedRunner)),
+        Runners::Combined { path, .. } => out.push((path, PinRole::CombinedRunner)),
     }
-    if let Some(l) = &policy.landlock_runner {
-        for target in &l.allow_exec {
+    if let Some(allow) = policy.runners().landlock_allow() {
+        for target in allow {
             if !out.iter().any(|(p, _)| *p == target) {
                 out.push((target, PinRole::AllowedExecutable));
             }
@@ -761,21 +769,27 @@ fn push_allow(paths: &[&SandboxPath], out: &mut Vec<ExecArg>) {
 
 /// The command after `--`: runner segments, then the worker and its fixed
 /// arguments.
-fn command(policy: &Policy, chain: &Chain<'_>, runner_seccomp: bool) -> Vec<ExecArg> {
+fn command(policy: &Policy, runner_seccomp: bool) -> Vec<ExecArg> {
     let mut out = Vec::new();
     let explicit: Vec<&SandboxPath> = policy
-        .landlock_runner
-        .iter()
-        .flat_map(|l| l.allow_exec.iter())
+        .runners()
+        .landlock_allow()
+        .into_iter()
+        .flatten()
         .collect();
-    match chain {
-        Chain::Combined(path) => {
+    match policy.runners() {
+        Runners::None => {}
+        Runners::Combined {
+            path,
+            limits,
+            allow_exec,
+        } => {
             out.push(lit(path.as_str()));
-            if let Some(l) = &policy.limit_runner {
-                limit_flags(&l.limits, &mut out);
+            if let Some(l) = limits {
+                limit_flags(l, &mut out);
             }
-            if policy.landlock_runner.is_some() {
-                let mut allow = vec![&policy.worker];
+            if allow_exec.is_some() {
+                let mut allow = vec![policy.worker()];
                 allow.extend(explicit.iter().copied());
                 push_allow(&allow, &mut out);
             }
@@ -785,10 +799,10 @@ fn command(policy: &Policy, chain: &Chain<'_>, runner_seccomp: bool) -> Vec<Exec
             }
             out.push(lit("--"));
         }
-        Chain::Separate { landlock, limit } => {
+        Runners::Separate { landlock, limit } => {
             if let Some(l) = landlock {
                 out.push(lit(l.path.as_str()));
-                let mut allow = vec![&policy.worker];
+                let mut allow = vec![policy.worker()];
                 if let Some(lr) = limit {
                     allow.push(&lr.path);
                 }
@@ -807,8 +821,8 @@ fn command(policy: &Policy, chain: &Chain<'_>, runner_seccomp: bool) -> Vec<Exec
             }
         }
     }
-    out.push(lit(policy.worker.as_str()));
-    out.extend(policy.worker_args.iter().map(|a| lit(a.as_str())));
+    out.push(lit(policy.worker().as_str()));
+    out.extend(policy.worker_args().iter().map(|a| lit(a.as_str())));
     out
 }
 
@@ -824,8 +838,8 @@ fn command(policy: &Policy, chain: &Chain<'_>, runner_seccomp: bool) -> Vec<Exec
 /// checks. `splashc emit --bpf` and lowering both call this, so the program
 /// shown is the program launched.
 pub fn launch_filter(policy: &Policy) -> Option<(splash_seccomp::Profile, bool)> {
-    let exec_allowlist = policy.landlock_runner.is_some();
-    let profile = match &policy.seccomp {
+    let exec_allowlist = policy.runners().landlock_allow().is_some();
+    let profile = match policy.seccomp() {
         SeccompPolicy::Off if exec_allowlist => splash_seccomp::Profile::Baseline,
         SeccompPolicy::Off => return None,
         SeccompPolicy::DenyKnownEscapeSurface => splash_seccomp::Profile::DenyKnownEscapeSurface,
@@ -871,7 +885,7 @@ fn seccomp_plan(
     Ok(Some(SeccompPlan {
         delivery,
         arch,
-        profile: name.to_string(),
+        profile: SeccompProfile::of(&profile),
         exec_allowlist_guard: exec_allowlist,
         program,
     }))
@@ -900,7 +914,12 @@ pub(crate) mod tests {
 
     /// The specification's first example.
     pub(crate) fn sample() -> Policy {
-        Policy {
+        checked(&sample_raw())
+    }
+
+    /// The fields of [`sample`], for editing.
+    pub(crate) fn sample_raw() -> RawPolicy {
+        RawPolicy {
             name: "agent-worker".into(),
             bubblewrap: p("/usr/bin/bwrap"),
             worker: p("/opt/splash/bin/worker"),
@@ -992,14 +1011,21 @@ pub(crate) mod tests {
         plan.bwrap_arguments(&mut |s| display_slot(plan, s))
     }
 
-    fn plain(policy: &Policy, m: Option<&CapabilityManifest>) -> Result<LaunchPlan, LowerError> {
-        let a = activate(policy, m).expect("activation");
-        lower(policy, &a, Arch::X86_64, "00")
+    /// `raw` as a checked policy.
+    pub(crate) fn checked(raw: &RawPolicy) -> Policy {
+        Policy::try_from(raw.clone()).expect("a valid policy")
+    }
+
+    /// Builds `raw` (its invariants are lowering errors here) and lowers it.
+    fn plain(raw: &RawPolicy, m: Option<&CapabilityManifest>) -> Result<LaunchPlan, LowerError> {
+        let policy = Policy::try_from(raw.clone())?;
+        let a = activate(&policy, m).expect("activation");
+        lower(&policy, &a, Arch::X86_64, "00")
     }
 
     #[test]
     fn sample_pinned_argv_is_in_the_documented_order() {
-        let policy = sample();
+        let policy = sample_raw();
         let m = manifest(&[
             (ResourceKind::FileRoot, "project-read"),
             (ResourceKind::FileRoot, "scratch"),
@@ -1029,40 +1055,40 @@ pub(crate) mod tests {
             --open-files 64 --file-size-bytes 16777216 -- /opt/splash/bin/worker --json-lines";
         let want: Vec<&str> = want.split_whitespace().collect();
         assert_eq!(got.split(' ').collect::<Vec<_>>(), want);
-        assert_eq!(plan.bwrap_pin, Some(PinSlot(0)));
+        assert_eq!(plan.bwrap_pin(), Some(PinSlot(0)));
         assert_eq!(
             plan.bwrap_program(&mut |s| display_slot(&plan, s)),
             "/proc/self/fd/{fd:pin:0:/usr/bin/bwrap}"
         );
-        assert_eq!(plan.pins[1].kind, PinKind::FileOrDirectory);
-        assert_eq!(plan.pins[2].kind, PinKind::Directory);
+        assert_eq!(plan.pins()[1].kind, PinKind::FileOrDirectory);
+        assert_eq!(plan.pins()[2].kind, PinKind::Directory);
         assert_eq!(crate::emit::minimum_bwrap_version(&plan), "0.8.0");
     }
 
     #[test]
     fn unselected_root_never_appears() {
-        let policy = sample();
+        let policy = sample_raw();
         let m = manifest(&[(ResourceKind::FileRoot, "scratch")]);
         let plan = plain(&policy, Some(&m)).expect("plan");
         let json = serde_json::to_string(&plan).expect("json");
         assert!(!json.contains("project"), "{json}");
         assert!(!argv(&plan).iter().any(|a| a.contains("project")));
-        assert_eq!(plan.active_roots.len(), 1);
-        assert_eq!(plan.session_id, Some(id("s-1")));
-        assert!(!plan.all_registered_roots_active);
+        assert_eq!(plan.active_roots().len(), 1);
+        assert_eq!(plan.session_id(), Some(&id("s-1")));
+        assert!(!plan.all_registered_roots_active());
     }
 
     #[test]
     fn no_manifest_activates_everything_and_says_so() {
-        let plan = plain(&sample(), None).expect("plan");
-        assert!(plan.all_registered_roots_active);
-        assert_eq!(plan.session_id, None);
-        assert_eq!(plan.active_roots.len(), 2);
+        let plan = plain(&sample_raw(), None).expect("plan");
+        assert!(plan.all_registered_roots_active());
+        assert_eq!(plan.session_id(), None);
+        assert_eq!(plan.active_roots().len(), 2);
     }
 
     #[test]
     fn path_mode_uses_plain_binds() {
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.pin_mounts = false;
         policy.pin_executables = false;
         let plan = plain(&policy, None).expect("plan");
@@ -1076,7 +1102,7 @@ pub(crate) mod tests {
                 .any(|w| w == ["--ro-bind", "/srv/splash/project", "/workspace/project"])
         );
         assert!(!a.iter().any(|x| x.contains("{fd:pin")));
-        assert!(plan.pins.is_empty());
+        assert!(plan.pins().is_empty());
         assert_eq!(crate::emit::minimum_bwrap_version(&plan), "0.8.0");
         let mut policy = policy.clone();
         policy.no_further_user_namespaces = false;
@@ -1091,10 +1117,10 @@ pub(crate) mod tests {
 
     #[test]
     fn seccomp_delivery() {
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.seccomp = SeccompPolicy::DenyKnownEscapeSurface;
         let plan = plain(&policy, None).expect("plan");
-        let s = plan.seccomp.as_ref().expect("seccomp");
+        let s = plan.seccomp().expect("seccomp");
         assert_eq!(s.delivery, SeccompDelivery::Bubblewrap);
         assert!(!s.program.is_empty() && s.program.len().is_multiple_of(8));
         let a = argv(&plan);
@@ -1109,7 +1135,7 @@ pub(crate) mod tests {
         policy.seccomp = SeccompPolicy::StrictAllowlist { syscalls };
         let plan = plain(&policy, None).expect("plan");
         assert_eq!(
-            plan.seccomp.as_ref().expect("seccomp").delivery,
+            plan.seccomp().expect("seccomp").delivery,
             SeccompDelivery::Runner
         );
         let a = argv(&plan);
@@ -1124,11 +1150,11 @@ pub(crate) mod tests {
         policy.landlock_runner = None;
         let plan = plain(&policy, None).expect("plan");
         assert_eq!(
-            plan.seccomp.as_ref().expect("seccomp").delivery,
+            plan.seccomp().expect("seccomp").delivery,
             SeccompDelivery::Bubblewrap
         );
         assert!(
-            plan.command
+            plan.command()
                 .iter()
                 .all(|c| *c != ExecArg::Slot(Slot::RunnerSeccomp))
         );
@@ -1145,9 +1171,24 @@ pub(crate) mod tests {
 
     #[test]
     fn combined_runner_command_line() {
-        let mut policy = sample();
-        policy.combined_runner = Some(p("/opt/splash/bin/splash-runner"));
+        let mut policy = sample_raw();
+        let one = p("/opt/splash/bin/splash-runner");
+        policy.combined_runner = Some(one.clone());
         policy.pin_executables = false;
+        // The serialized `limits` and `landlock` settings must name the
+        // combined runner, as the checker writes them.
+        assert_eq!(
+            plain(&policy, None),
+            Err(LowerError::Invariant(InvariantError::CombinedRunnerPath))
+        );
+        if let Some(l) = &mut policy.limit_runner {
+            l.path = one.clone();
+        }
+        if let Some(l) = &mut policy.landlock_runner {
+            l.path = one.clone();
+        }
+        let built = checked(&policy);
+        assert!(matches!(built.runners(), Runners::Combined { path, .. } if *path == one));
         let plan = plain(&policy, None).expect("plan");
         let a = argv(&plan);
         let cmd = &a[a.iter().position(|x| x == "--").expect("--") + 1..];
@@ -1165,7 +1206,7 @@ pub(crate) mod tests {
 
     #[test]
     fn limit_runner_alone_and_no_runner() {
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.landlock_runner = None;
         policy.pin_executables = false;
         let plan = plain(&policy, None).expect("plan");
@@ -1182,14 +1223,14 @@ pub(crate) mod tests {
 
     #[test]
     fn defensive_checks_refuse_weaker_sandboxes() {
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.pin_mounts = false;
         assert_eq!(
             check_invariants(&policy),
             Err(InvariantError::PinExecutablesWithoutPinMounts)
         );
 
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.no_further_user_namespaces = false;
         assert_eq!(
             check_invariants(&policy),
@@ -1197,7 +1238,7 @@ pub(crate) mod tests {
         );
 
         // A read-write host root without quota and without the escape hatch.
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.bounded_writes = false;
         policy.file_roots.push(FileRoot {
             id: id("out"),
@@ -1230,7 +1271,7 @@ pub(crate) mod tests {
         );
 
         // Overlapping destinations.
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.file_roots[1].destination = p("/opt/splash/scratch");
         assert!(matches!(
             check_invariants(&policy),
@@ -1238,7 +1279,7 @@ pub(crate) mod tests {
         ));
 
         // Worker outside every runtime mount.
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.worker = p("/usr/bin/worker");
         assert!(matches!(
             check_invariants(&policy),
@@ -1248,7 +1289,7 @@ pub(crate) mod tests {
 
     #[test]
     fn quota_roots_make_checks_and_respect_the_aggregate() {
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.aggregate_quota = Some(AggregateQuota {
             max_bytes: 256 << 20,
             max_inodes: 16384,
@@ -1273,12 +1314,12 @@ pub(crate) mod tests {
             (ResourceKind::FileRoot, "out-b"),
         ]);
         let plan = plain(&policy, Some(&m)).expect("one project counted once");
-        assert_eq!(plan.quota_checks.len(), 2);
-        assert_eq!(plan.active_roots[0].mode, "read-write+quota");
+        assert_eq!(plan.quota_checks().len(), 2);
+        assert_eq!(plan.active_roots()[0].mode, RootMode::ReadWriteQuota);
         if let FileRootKind::Host { quota: Some(q), .. } = &mut policy.file_roots[3].kind {
             q.project_id = 43;
         }
-        let err = activate(&policy, Some(&m)).expect_err("two projects exceed");
+        let err = activate(&checked(&policy), Some(&m)).expect_err("two projects exceed");
         assert!(
             matches!(err, ActivationError::QuotaBoundExceeded { .. }),
             "{err}"
@@ -1287,7 +1328,7 @@ pub(crate) mod tests {
 
     #[test]
     fn broker_mount_is_pinned_and_exact() {
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.network_broker = Some(NetworkBroker {
             parent: p("/run/splash"),
             destination: p("/run/broker"),
@@ -1302,54 +1343,33 @@ pub(crate) mod tests {
                 .any(|w| w[0] == "--ro-bind-fd" && w[2] == "/run/broker")
         );
         assert!(!a.iter().any(|x| x == "--share-net"));
-        let slot = plan.network_broker.as_ref().expect("broker").slot;
+        let slot = plan.network_broker().expect("broker").slot;
         assert_eq!(
-            plan.pins[usize::from(slot.0)].kind,
+            plan.pins()[usize::from(slot.0)].kind,
             PinKind::BrokerDirectory
         );
     }
 
     #[test]
-    fn hand_made_activations_are_rechecked() {
-        let mut policy = sample();
-        policy.aggregate_ephemeral_max_bytes = Some(64 << 20);
-        let mut a = activate(&policy, Some(&manifest(&[]))).expect("activation");
-        a.roots.push(id("scratch"));
-        let err = lower(&policy, &a, Arch::X86_64, "00").expect_err("bound");
-        assert!(
-            matches!(
-                err,
-                LowerError::Activation(ActivationError::EphemeralBoundExceeded { .. })
-            ),
-            "{err}"
-        );
-        policy.max_active_file_roots = 0;
-        let err = lower(&policy, &a, Arch::X86_64, "00").expect_err("max");
-        assert!(
-            matches!(
-                err,
-                LowerError::Activation(ActivationError::TooManyActiveRoots { .. })
-            ),
-            "{err}"
-        );
-        let policy = sample();
-        let mut a = activate(&policy, None).expect("activation");
-        a.roots.push(id("scratch"));
-        assert!(
-            lower(&policy, &a, Arch::X86_64, "00").is_err(),
-            "duplicate root"
-        );
-        a.roots.pop();
-        a.network_origins.insert(id("api"));
-        assert!(
-            lower(&policy, &a, Arch::X86_64, "00").is_err(),
-            "origins without a broker"
-        );
+    fn an_activation_lowers_only_its_own_policy() {
+        let policy = sample_raw();
+        let a = activate(&checked(&policy), Some(&manifest(&[]))).expect("activation");
+        lower(&checked(&policy), &a, Arch::X86_64, "00").expect("control: its own policy");
+        // The same policy, changed after activation: a lower root maximum
+        // the activation was never checked against.
+        let mut changed = policy.clone();
+        changed.max_active_file_roots = 0;
+        let changed = checked(&changed);
+        let err = lower(&changed, &a, Arch::X86_64, "00").expect_err("another policy");
+        assert_eq!(err, LowerError::ForeignActivation);
+        // An identical policy is the same policy.
+        assert!(a.is_for(&sample()).expect("identity"));
+        assert!(!a.is_for(&changed).expect("identity"));
     }
 
     #[test]
     fn output_is_deterministic() {
-        let policy = sample();
+        let policy = sample_raw();
         let a = serde_json::to_string(&plain(&policy, None).expect("plan")).expect("json");
         let b = serde_json::to_string(&plain(&policy, None).expect("plan")).expect("json");
         assert_eq!(a, b);
@@ -1357,7 +1377,7 @@ pub(crate) mod tests {
 
     #[test]
     fn plan_round_trips_through_json() {
-        let plan = plain(&sample(), None).expect("plan");
+        let plan = plain(&sample_raw(), None).expect("plan");
         let json = serde_json::to_string(&plan).expect("json");
         let back: LaunchPlan = serde_json::from_str(&json).expect("decode");
         assert_eq!(back, plan);
@@ -1375,7 +1395,7 @@ pub(crate) mod tests {
             check_argv(&["a\0b".to_string()]),
             Err(ArgvError::Nul { index: 0 })
         ));
-        let mut policy = sample();
+        let mut policy = sample_raw();
         policy.worker_args = vec!["y".repeat(100_000), "z".repeat(100_000)];
         let err = plain(&policy, None).expect_err("too many bytes");
         assert!(
@@ -1389,7 +1409,7 @@ pub(crate) mod tests {
         use crate::emit::EMITTED_OPTIONS;
         let mut seen = BTreeSet::new();
         for pinned in [false, true] {
-            let mut policy = sample();
+            let mut policy = sample_raw();
             policy.pin_mounts = pinned;
             policy.pin_executables = pinned;
             policy.seccomp = SeccompPolicy::DenyKnownEscapeSurface;

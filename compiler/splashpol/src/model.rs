@@ -120,10 +120,14 @@ pub const MAX_STRICT_SYSCALLS: usize = 512;
 /// Default cgroup join timeout in milliseconds.
 pub const DEFAULT_CGROUP_JOIN_TIMEOUT_MS: u64 = 5_000;
 
-/// A checked policy.
+/// The fields of a [`Policy`], open for building and inspection: its
+/// serialized shape (the `policy` object of a compiled artifact).
+///
+/// It becomes a [`Policy`] only through [`Policy::try_from`], which checks
+/// the invariants lowering relies on ([`crate::lower::InvariantError`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Policy {
+pub struct RawPolicy {
     /// The policy's name (free text, for reports).
     pub name: String,
     /// Host path of the Bubblewrap executable.
@@ -178,6 +182,234 @@ pub struct Policy {
     pub watchdog: Option<Watchdog>,
     /// The brokered network-origin mount, if configured.
     pub network_broker: Option<NetworkBroker>,
+}
+
+/// A checked policy: a [`RawPolicy`] whose invariants hold, built by the
+/// checker or read from a compiled artifact (both through
+/// [`Policy::try_from`]).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "RawPolicy")]
+pub struct Policy {
+    raw: RawPolicy,
+    runners: Runners,
+}
+
+/// The runners that execute before the worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Runners {
+    /// No runner: Bubblewrap executes the worker.
+    None,
+    /// The separate runners: Landlock (optional) then limits (optional),
+    /// at least one of them.
+    Separate {
+        /// The rlimit runner.
+        limit: Option<LimitRunner>,
+        /// The Landlock executable runner.
+        landlock: Option<LandlockRunner>,
+    },
+    /// One-hop mode: one fixed runner applies rlimits, Landlock and the
+    /// strict filter in a single exec.
+    Combined {
+        /// Worker-visible path of the combined runner.
+        path: SandboxPath,
+        /// The rlimits of the `limits { ... }` block, if present.
+        limits: Option<ResourceLimits>,
+        /// The explicit extra allowed executables of the `landlock { ... }`
+        /// block, if present (an executable allowlist is configured exactly
+        /// when this is `Some`).
+        allow_exec: Option<Vec<SandboxPath>>,
+    },
+}
+
+impl Runners {
+    /// The rlimits the runners apply, if any.
+    pub fn limits(&self) -> Option<&ResourceLimits> {
+        match self {
+            Runners::None => None,
+            Runners::Separate { limit, .. } => limit.as_ref().map(|l| &l.limits),
+            Runners::Combined { limits, .. } => limits.as_ref(),
+        }
+    }
+
+    /// The explicit extra allowed executables when a Landlock executable
+    /// allowlist is configured, `None` otherwise.
+    pub fn landlock_allow(&self) -> Option<&[SandboxPath]> {
+        match self {
+            Runners::None => None,
+            Runners::Separate { landlock, .. } => {
+                landlock.as_ref().map(|l| l.allow_exec.as_slice())
+            }
+            Runners::Combined { allow_exec, .. } => allow_exec.as_deref(),
+        }
+    }
+
+    /// The runners' split from their serialized fields.
+    fn from_raw(raw: &RawPolicy) -> Result<Self, crate::lower::InvariantError> {
+        let Some(path) = &raw.combined_runner else {
+            return Ok(match (&raw.limit_runner, &raw.landlock_runner) {
+                (None, None) => Runners::None,
+                (limit, landlock) => Runners::Separate {
+                    limit: limit.clone(),
+                    landlock: landlock.clone(),
+                },
+            });
+        };
+        // In one-hop mode the `limits` and `landlock` blocks name no runner
+        // of their own: their serialized path is the combined runner's.
+        let other = |p: &SandboxPath| p != path;
+        if raw.limit_runner.as_ref().is_some_and(|l| other(&l.path))
+            || raw.landlock_runner.as_ref().is_some_and(|l| other(&l.path))
+        {
+            return Err(crate::lower::InvariantError::CombinedRunnerPath);
+        }
+        Ok(Runners::Combined {
+            path: path.clone(),
+            limits: raw.limit_runner.as_ref().map(|l| l.limits),
+            allow_exec: raw.landlock_runner.as_ref().map(|l| l.allow_exec.clone()),
+        })
+    }
+}
+
+impl TryFrom<RawPolicy> for Policy {
+    type Error = crate::lower::InvariantError;
+    fn try_from(raw: RawPolicy) -> Result<Self, Self::Error> {
+        crate::lower::check_invariants(&raw)?;
+        let runners = Runners::from_raw(&raw)?;
+        Ok(Self { raw, runners })
+    }
+}
+
+impl Serialize for Policy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.raw.serialize(s)
+    }
+}
+
+impl Policy {
+    /// The policy's fields, for editing; [`Policy::try_from`] validates
+    /// them again.
+    pub fn into_raw(self) -> RawPolicy {
+        self.raw
+    }
+
+    /// The policy's fields (in one-hop mode `limit_runner` and
+    /// `landlock_runner` carry the combined runner's path; see
+    /// [`Policy::runners`] for the runners that execute).
+    pub fn raw(&self) -> &RawPolicy {
+        &self.raw
+    }
+
+    /// The runners that execute before the worker.
+    pub fn runners(&self) -> &Runners {
+        &self.runners
+    }
+
+    /// The policy's name (free text, for reports).
+    pub fn name(&self) -> &str {
+        &self.raw.name
+    }
+
+    /// Host path of the Bubblewrap executable.
+    pub fn bubblewrap(&self) -> &HostPath {
+        &self.raw.bubblewrap
+    }
+
+    /// Worker-visible path of the fixed worker program.
+    pub fn worker(&self) -> &SandboxPath {
+        &self.raw.worker
+    }
+
+    /// Fixed worker arguments (no NUL byte).
+    pub fn worker_args(&self) -> &[String] {
+        &self.raw.worker_args
+    }
+
+    /// Read-only runtime mounts, in policy order.
+    pub fn runtime_mounts(&self) -> &[RuntimeMount] {
+        &self.raw.runtime_mounts
+    }
+
+    /// Registered file roots, in policy order, with distinct ids and
+    /// non-overlapping destinations.
+    pub fn file_roots(&self) -> &[FileRoot] {
+        &self.raw.file_roots
+    }
+
+    /// The private `/tmp` setting.
+    pub fn tmp(&self) -> PrivateTmp {
+        self.raw.tmp
+    }
+
+    /// `require_bounded_file_root_writes`.
+    pub fn bounded_writes(&self) -> bool {
+        self.raw.bounded_writes
+    }
+
+    /// `require_no_further_user_namespaces`.
+    pub fn no_further_user_namespaces(&self) -> bool {
+        self.raw.no_further_user_namespaces
+    }
+
+    /// `MountSourceBinding::DescriptorPinned`.
+    pub fn pin_mounts(&self) -> bool {
+        self.raw.pin_mounts
+    }
+
+    /// `ExecutableSourceBinding::DescriptorPinned`.
+    pub fn pin_executables(&self) -> bool {
+        self.raw.pin_executables
+    }
+
+    /// `allow_unbounded_host_file_root_writes`.
+    pub fn allow_unbounded_host_writes(&self) -> bool {
+        self.raw.allow_unbounded_host_writes
+    }
+
+    /// `set_maximum_aggregate_linux_project_quota`.
+    pub fn aggregate_quota(&self) -> Option<AggregateQuota> {
+        self.raw.aggregate_quota
+    }
+
+    /// `set_maximum_aggregate_ephemeral_tmpfs_bytes`.
+    pub fn aggregate_ephemeral_max_bytes(&self) -> Option<u64> {
+        self.raw.aggregate_ephemeral_max_bytes
+    }
+
+    /// `set_maximum_active_file_roots` (at most 256).
+    pub fn max_active_file_roots(&self) -> u16 {
+        self.raw.max_active_file_roots
+    }
+
+    /// The seccomp profile.
+    pub fn seccomp(&self) -> &SeccompPolicy {
+        &self.raw.seccomp
+    }
+
+    /// `require_resource_limit_runner` (rlimits are then configured).
+    pub fn require_limit_runner(&self) -> bool {
+        self.raw.require_limit_runner
+    }
+
+    /// The cgroup-v2 policy, if configured.
+    pub fn cgroup(&self) -> Option<&CgroupPolicy> {
+        self.raw.cgroup.as_ref()
+    }
+
+    /// `require_cgroup_v2` (a cgroup policy is then configured).
+    pub fn require_cgroup_v2(&self) -> bool {
+        self.raw.require_cgroup_v2
+    }
+
+    /// The host wall-clock watchdog, if configured.
+    pub fn watchdog(&self) -> Option<Watchdog> {
+        self.raw.watchdog
+    }
+
+    /// The brokered network-origin mount, if configured.
+    pub fn network_broker(&self) -> Option<&NetworkBroker> {
+        self.raw.network_broker.as_ref()
+    }
 }
 
 /// A read-only runtime mount (file or directory).

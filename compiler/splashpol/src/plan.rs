@@ -224,10 +224,8 @@ pub enum SeccompDelivery {
 pub struct SeccompPlan {
     pub delivery: SeccompDelivery,
     pub arch: Arch,
-    /// Profile name for reports (`deny-known-escape-surface`,
-    /// `strict-allowlist`, or `baseline` when the filter exists only for the
-    /// executable-allowlist guard).
-    pub profile: String,
+    /// The profile, for reports.
+    pub profile: SeccompProfile,
     /// Whether the executable-allowlist guard is part of the program: with a
     /// Landlock allowlist, `memfd_create` without `MFD_NOEXEC_SEAL` fails
     /// with `EACCES`.
@@ -239,13 +237,88 @@ pub struct SeccompPlan {
     pub program: Vec<u8>,
 }
 
+/// Which seccomp profile a plan's program implements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum SeccompProfile {
+    /// `deny-known-escape-surface`.
+    DenyKnownEscapeSurface,
+    /// `strict-allowlist`.
+    StrictAllowlist,
+    /// `baseline`: the filter exists only for the executable-allowlist guard.
+    Baseline,
+}
+
+impl SeccompProfile {
+    /// The profile of a [`splash_seccomp::Profile`].
+    pub fn of(profile: &splash_seccomp::Profile) -> Self {
+        match profile {
+            splash_seccomp::Profile::DenyKnownEscapeSurface => Self::DenyKnownEscapeSurface,
+            splash_seccomp::Profile::StrictAllowlist(_) => Self::StrictAllowlist,
+            splash_seccomp::Profile::Baseline => Self::Baseline,
+        }
+    }
+
+    /// The stable name in reports and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::DenyKnownEscapeSurface => "deny-known-escape-surface",
+            Self::StrictAllowlist => "strict-allowlist",
+            Self::Baseline => "baseline",
+        }
+    }
+}
+
+impl std::fmt::Display for SeccompProfile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How an active file root is mounted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum RootMode {
+    /// A read-only bind of a host directory.
+    #[serde(rename = "read-only")]
+    ReadOnly,
+    /// A read-write bind of a host directory without a project quota.
+    #[serde(rename = "read-write")]
+    ReadWrite,
+    /// A read-write bind of a host directory under a verified project quota.
+    #[serde(rename = "read-write+quota")]
+    ReadWriteQuota,
+    /// An ephemeral tmpfs.
+    #[serde(rename = "tmpfs")]
+    Tmpfs,
+}
+
+impl RootMode {
+    /// The stable name in reports and JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::ReadWrite => "read-write",
+            Self::ReadWriteQuota => "read-write+quota",
+            Self::Tmpfs => "tmpfs",
+        }
+    }
+}
+
+impl std::fmt::Display for RootMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// An active file root after activation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActiveRoot {
     pub id: SelectorId,
     pub destination: SandboxPath,
-    /// `read-only`, `read-write`, `read-write+quota`, `tmpfs`.
-    pub mode: String,
+    /// How the root is mounted.
+    pub mode: RootMode,
 }
 
 /// A project-quota verification the runtime performs at bind on a pinned root.
@@ -255,24 +328,35 @@ pub struct QuotaCheck {
     pub quota: ProjectQuota,
 }
 
+/// Where one of the worker's standard streams goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum StreamMode {
+    /// A private pipe owned by the host.
+    Pipe,
+    /// `/dev/null`.
+    Null,
+}
+
 /// The worker's standard streams (fixed; not policy-selectable).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stdio {
-    /// `pipe`: a private pipe owned by the host.
-    pub stdin: String,
-    /// `pipe`: a private pipe owned by the host.
-    pub stdout: String,
-    /// `null`: `/dev/null`, so an undrained diagnostic pipe cannot block the
-    /// worker.
-    pub stderr: String,
+    /// [`StreamMode::Pipe`].
+    pub stdin: StreamMode,
+    /// [`StreamMode::Pipe`].
+    pub stdout: StreamMode,
+    /// [`StreamMode::Null`], so an undrained diagnostic pipe cannot block
+    /// the worker.
+    pub stderr: StreamMode,
 }
 
 impl Default for Stdio {
     fn default() -> Self {
         Self {
-            stdin: "pipe".into(),
-            stdout: "pipe".into(),
-            stderr: "null".into(),
+            stdin: StreamMode::Pipe,
+            stdout: StreamMode::Pipe,
+            stderr: StreamMode::Null,
         }
     }
 }
@@ -288,11 +372,16 @@ pub struct BrokerPlan {
     pub ids: Vec<SelectorId>,
 }
 
-/// The complete launch object.
+/// The fields of a [`LaunchPlan`], open for inspection and editing.
+///
+/// This is the plan's serialized shape. It becomes a [`LaunchPlan`] only
+/// through [`LaunchPlan::try_from`], which checks every structural invariant
+/// (the same check a deserialized plan and a lowered plan go through).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LaunchPlan {
+pub struct RawPlan {
     /// Launch-plan format version.
     pub format: u32,
+    /// The policy's name (for reports).
     pub policy_name: String,
     /// Hex digest of the policy source (or artifact) this plan came from.
     pub policy_digest: String,
@@ -306,6 +395,7 @@ pub struct LaunchPlan {
     pub arch: Arch,
     /// Host path of bwrap; with `bwrap_pin`, launched via `/proc/self/fd/N`.
     pub bwrap: HostPath,
+    /// The pin of the Bubblewrap executable, when executables are pinned.
     pub bwrap_pin: Option<PinSlot>,
     /// Descriptors to retain at bind; index is [`PinSlot`].
     pub pins: Vec<Pin>,
@@ -314,17 +404,463 @@ pub struct LaunchPlan {
     /// The command after `--`: runner segments, then the worker and its
     /// fixed arguments.
     pub command: Vec<ExecArg>,
+    /// The seccomp program and how it is installed, if any.
     pub seccomp: Option<SeccompPlan>,
+    /// The active file roots, in policy order.
     pub active_roots: Vec<ActiveRoot>,
+    /// Project-quota verifications performed at bind.
     pub quota_checks: Vec<QuotaCheck>,
+    /// The brokered network-origin mount, if active.
     pub network_broker: Option<BrokerPlan>,
     /// The worker environment: always empty (`--clearenv`, no `--setenv`).
     pub environment: Vec<(String, String)>,
+    /// The worker's standard streams (always [`Stdio::default`]).
     pub stdio: Stdio,
+    /// The aggregate project-quota ceiling over the quota roots.
     pub aggregate_quota: Option<AggregateQuota>,
+    /// The cgroup-v2 policy, if configured.
     pub cgroup: Option<CgroupPolicy>,
+    /// Whether the launch must run inside its cgroup-v2 boundary.
     pub require_cgroup_v2: bool,
+    /// The host wall-clock watchdog, if configured.
     pub watchdog: Option<Watchdog>,
+}
+
+/// The complete launch object: a [`RawPlan`] whose structural invariants
+/// hold.
+///
+/// A plan is built by [`crate::lower::lower`] or read from its JSON form;
+/// both go through the same validation ([`PlanError`] names each rule), so
+/// every slot a plan names exists, the seccomp program reaches exactly the
+/// installer its delivery names, and the fixed parts of the launch (standard
+/// streams, empty environment, a required cgroup's policy) are present.
+/// What only the host can answer (the hardening prefix Bubblewrap must see,
+/// the architecture, the files behind the paths) is re-checked by the
+/// runtime at bind.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "RawPlan")]
+pub struct LaunchPlan {
+    raw: RawPlan,
+}
+
+/// A structural invariant of a [`LaunchPlan`] does not hold.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// The plan is in another layout version.
+    #[error("launch-plan format {0} is not the supported format {PLAN_FORMAT}")]
+    Format(u32),
+    /// A slot names a pin the plan does not have.
+    #[error("{what} names missing pin {slot}")]
+    MissingPin {
+        /// What names the pin.
+        what: &'static str,
+        /// The slot index.
+        slot: u16,
+    },
+    /// More pins than a [`PinSlot`] can index.
+    #[error("the plan has {0} descriptor pins; at most 65536 are possible")]
+    TooManyPins(usize),
+    /// A slot names a pin of the wrong kind or role.
+    #[error("{what} names pin {slot}, which is not {expected}")]
+    WrongPin {
+        /// What names the pin.
+        what: &'static str,
+        /// The slot index.
+        slot: u16,
+        /// The pin it must be.
+        expected: &'static str,
+    },
+    /// The Bubblewrap pin holds another path than the plan's Bubblewrap.
+    #[error("bubblewrap pin {slot} does not hold `{bwrap}`")]
+    BubblewrapPin {
+        /// The slot index.
+        slot: u16,
+        /// The plan's Bubblewrap path.
+        bwrap: HostPath,
+    },
+    /// The seccomp program does not reach its installer, or a descriptor
+    /// slot for it appears where it is not delivered.
+    #[error("{0}")]
+    SeccompDelivery(&'static str),
+    /// The seccomp program is not a whole, nonempty number of instructions.
+    #[error("the seccomp program is {0} bytes, not a whole nonzero number of instructions")]
+    SeccompProgram(usize),
+    /// The seccomp program is for another architecture than the plan.
+    #[error("the seccomp program is for {program}, the plan for {plan}")]
+    SeccompArch {
+        /// The program's architecture.
+        program: &'static str,
+        /// The plan's architecture.
+        plan: &'static str,
+    },
+    /// Standard streams other than the fixed ones, or an environment.
+    #[error(
+        "worker standard streams other than a stdin pipe, a stdout pipe and stderr on `/dev/null`, or a worker environment"
+    )]
+    Streams,
+    /// A required cgroup-v2 boundary without its policy.
+    #[error("the plan requires a cgroup-v2 boundary but carries no cgroup policy")]
+    MissingCgroup,
+    /// Quota roots without an aggregate ceiling.
+    #[error("quota roots without an aggregate maximum")]
+    QuotaWithoutAggregate,
+    /// The network broker's pin and mounts are inconsistent.
+    #[error("the network broker {0}")]
+    Broker(&'static str),
+}
+
+/// Version of the [`LaunchPlan`] layout.
+pub const PLAN_FORMAT: u32 = 1;
+
+impl LaunchPlan {
+    /// Validates `raw`; the one constructor (lowering and deserialization
+    /// both use it).
+    pub(crate) fn new(raw: RawPlan) -> Result<Self, PlanError> {
+        validate(&raw)?;
+        Ok(Self { raw })
+    }
+
+    /// The plan's fields, for editing; [`LaunchPlan::try_from`] validates
+    /// them again.
+    pub fn into_raw(self) -> RawPlan {
+        self.raw
+    }
+
+    /// The plan's fields.
+    pub fn raw(&self) -> &RawPlan {
+        &self.raw
+    }
+
+    /// Launch-plan format version ([`PLAN_FORMAT`]).
+    pub fn format(&self) -> u32 {
+        self.raw.format
+    }
+
+    /// The policy's name (for reports).
+    pub fn policy_name(&self) -> &str {
+        &self.raw.policy_name
+    }
+
+    /// Hex digest of the policy source (or artifact) this plan came from.
+    pub fn policy_digest(&self) -> &str {
+        &self.raw.policy_digest
+    }
+
+    /// Session id of the manifest, or `None` when no manifest was given.
+    pub fn session_id(&self) -> Option<&SelectorId> {
+        self.raw.session_id.as_ref()
+    }
+
+    /// True when no manifest was given and every registered root is active.
+    pub fn all_registered_roots_active(&self) -> bool {
+        self.raw.all_registered_roots_active
+    }
+
+    /// Target architecture of the seccomp program and runner binaries.
+    pub fn arch(&self) -> Arch {
+        self.raw.arch
+    }
+
+    /// Host path of bwrap.
+    pub fn bwrap(&self) -> &HostPath {
+        &self.raw.bwrap
+    }
+
+    /// The pin of the Bubblewrap executable, when executables are pinned
+    /// (it names a pin of [`PinRole::Bubblewrap`] holding [`Self::bwrap`]).
+    pub fn bwrap_pin(&self) -> Option<PinSlot> {
+        self.raw.bwrap_pin
+    }
+
+    /// Descriptors to retain at bind; index is [`PinSlot`].
+    pub fn pins(&self) -> &[Pin] {
+        &self.raw.pins
+    }
+
+    /// The pin at `slot` (every slot a plan names exists).
+    pub fn pin(&self, slot: PinSlot) -> &Pin {
+        &self.raw.pins[usize::from(slot.0)]
+    }
+
+    /// Setup operations in emission order (before `--`).
+    pub fn ops(&self) -> &[BwrapOp] {
+        &self.raw.ops
+    }
+
+    /// The command after `--`: runner segments, then the worker and its
+    /// fixed arguments.
+    pub fn command(&self) -> &[ExecArg] {
+        &self.raw.command
+    }
+
+    /// The seccomp program and how it is installed, if any.
+    pub fn seccomp(&self) -> Option<&SeccompPlan> {
+        self.raw.seccomp.as_ref()
+    }
+
+    /// The active file roots, in policy order.
+    pub fn active_roots(&self) -> &[ActiveRoot] {
+        &self.raw.active_roots
+    }
+
+    /// Project-quota verifications performed at bind (each names a file-root
+    /// directory pin).
+    pub fn quota_checks(&self) -> &[QuotaCheck] {
+        &self.raw.quota_checks
+    }
+
+    /// The brokered network-origin mount, if active.
+    pub fn network_broker(&self) -> Option<&BrokerPlan> {
+        self.raw.network_broker.as_ref()
+    }
+
+    /// The worker environment: always empty.
+    pub fn environment(&self) -> &[(String, String)] {
+        &self.raw.environment
+    }
+
+    /// The worker's standard streams: always [`Stdio::default`].
+    pub fn stdio(&self) -> &Stdio {
+        &self.raw.stdio
+    }
+
+    /// The aggregate project-quota ceiling (present whenever the plan has
+    /// quota checks).
+    pub fn aggregate_quota(&self) -> Option<AggregateQuota> {
+        self.raw.aggregate_quota
+    }
+
+    /// The cgroup-v2 policy (present whenever [`Self::require_cgroup_v2`]).
+    pub fn cgroup(&self) -> Option<&CgroupPolicy> {
+        self.raw.cgroup.as_ref()
+    }
+
+    /// Whether the launch must run inside its cgroup-v2 boundary.
+    pub fn require_cgroup_v2(&self) -> bool {
+        self.raw.require_cgroup_v2
+    }
+
+    /// The host wall-clock watchdog, if configured.
+    pub fn watchdog(&self) -> Option<Watchdog> {
+        self.raw.watchdog
+    }
+}
+
+impl TryFrom<RawPlan> for LaunchPlan {
+    type Error = PlanError;
+    fn try_from(raw: RawPlan) -> Result<Self, PlanError> {
+        Self::new(raw)
+    }
+}
+
+impl Serialize for LaunchPlan {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.raw.serialize(s)
+    }
+}
+
+/// The structural invariants of a plan (see [`PlanError`]).
+fn validate(plan: &RawPlan) -> Result<(), PlanError> {
+    if plan.format != PLAN_FORMAT {
+        return Err(PlanError::Format(plan.format));
+    }
+    if plan.pins.len() > usize::from(u16::MAX) + 1 {
+        return Err(PlanError::TooManyPins(plan.pins.len()));
+    }
+    let pin = |what: &'static str, slot: PinSlot| {
+        plan.pins
+            .get(usize::from(slot.0))
+            .ok_or(PlanError::MissingPin { what, slot: slot.0 })
+    };
+    if let Some(slot) = plan.bwrap_pin {
+        let p = pin("bubblewrap", slot)?;
+        if p.kind != PinKind::Executable || p.role != PinRole::Bubblewrap {
+            return Err(PlanError::WrongPin {
+                what: "bubblewrap",
+                slot: slot.0,
+                expected: "the bubblewrap executable",
+            });
+        }
+        if p.host_path != plan.bwrap {
+            return Err(PlanError::BubblewrapPin {
+                slot: slot.0,
+                bwrap: plan.bwrap.clone(),
+            });
+        }
+    }
+    for op in &plan.ops {
+        if let BwrapOp::RoBind {
+            source: MountSource::Pinned(slot),
+            ..
+        }
+        | BwrapOp::Bind {
+            source: MountSource::Pinned(slot),
+            ..
+        } = op
+        {
+            pin("a mount", *slot)?;
+        }
+    }
+    for arg in &plan.command {
+        if let ExecArg::Slot(Slot::Pin(slot)) = arg {
+            pin("the command", *slot)?;
+        }
+    }
+    for check in &plan.quota_checks {
+        let p = pin("a quota check", check.slot)?;
+        if p.kind != PinKind::Directory || !matches!(p.role, PinRole::FileRoot(_)) {
+            return Err(PlanError::WrongPin {
+                what: "a quota check",
+                slot: check.slot.0,
+                expected: "a file-root directory",
+            });
+        }
+        let mounted_writable = plan.ops.iter().any(|op| {
+            matches!(op, BwrapOp::Bind { source: MountSource::Pinned(s), .. } if *s == check.slot)
+        });
+        if !mounted_writable {
+            return Err(PlanError::WrongPin {
+                what: "a quota check",
+                slot: check.slot.0,
+                expected: "mounted read-write",
+            });
+        }
+    }
+    if !plan.quota_checks.is_empty() && plan.aggregate_quota.is_none() {
+        return Err(PlanError::QuotaWithoutAggregate);
+    }
+    validate_broker(plan)?;
+    validate_seccomp(plan)?;
+    if plan.stdio != Stdio::default() || !plan.environment.is_empty() {
+        return Err(PlanError::Streams);
+    }
+    if plan.require_cgroup_v2 && plan.cgroup.is_none() {
+        return Err(PlanError::MissingCgroup);
+    }
+    Ok(())
+}
+
+/// Exactly one broker pin exists when a broker is planned, at its slot, and
+/// it is mounted once, read-only, at the broker's destination.
+fn validate_broker(plan: &RawPlan) -> Result<(), PlanError> {
+    let broker_pins: Vec<usize> = plan
+        .pins
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.kind == PinKind::BrokerDirectory || p.role == PinRole::NetworkBroker)
+        .map(|(i, _)| i)
+        .collect();
+    let Some(broker) = &plan.network_broker else {
+        if broker_pins.is_empty() {
+            return Ok(());
+        }
+        return Err(PlanError::Broker("has a pin but no broker plan"));
+    };
+    let slot = usize::from(broker.slot.0);
+    if broker_pins != [slot]
+        || plan.pins[slot].kind != PinKind::BrokerDirectory
+        || plan.pins[slot].role != PinRole::NetworkBroker
+    {
+        return Err(PlanError::Broker(
+            "does not pin exactly one broker directory at the broker's slot",
+        ));
+    }
+    let mut read_only = 0;
+    for op in &plan.ops {
+        match op {
+            BwrapOp::RoBind {
+                source: MountSource::Pinned(s),
+                destination,
+            } if *s == broker.slot => {
+                if *destination != broker.destination {
+                    return Err(PlanError::Broker(
+                        "directory is mounted somewhere other than its destination",
+                    ));
+                }
+                read_only += 1;
+            }
+            BwrapOp::Bind {
+                source: MountSource::Pinned(s),
+                ..
+            } if *s == broker.slot => {
+                return Err(PlanError::Broker("directory is mounted writable"));
+            }
+            _ => {}
+        }
+    }
+    if read_only != 1 {
+        return Err(PlanError::Broker(
+            "directory is not mounted exactly once read-only",
+        ));
+    }
+    Ok(())
+}
+
+/// The seccomp program reaches its installer: a leading `--seccomp`
+/// operation exactly when Bubblewrap installs it, one runner `--seccomp-fd`
+/// slot exactly when a runner does; no profile without a delivery; the
+/// program is whole instructions for the plan's architecture.
+fn validate_seccomp(plan: &RawPlan) -> Result<(), PlanError> {
+    let delivery = plan.seccomp.as_ref().map(|s| &s.delivery);
+    let bwrap_ops = plan
+        .ops
+        .iter()
+        .filter(|op| **op == BwrapOp::Seccomp)
+        .count();
+    let runner_slots = plan
+        .command
+        .iter()
+        .filter(|a| **a == ExecArg::Slot(Slot::RunnerSeccomp))
+        .count();
+    if plan.command.contains(&ExecArg::Slot(Slot::BwrapSeccomp)) {
+        return Err(PlanError::SeccompDelivery(
+            "the command passes bubblewrap's seccomp descriptor",
+        ));
+    }
+    match delivery {
+        Some(SeccompDelivery::Bubblewrap)
+            if bwrap_ops != 1 || plan.ops.first() != Some(&BwrapOp::Seccomp) =>
+        {
+            return Err(PlanError::SeccompDelivery(
+                "the seccomp program is delivered by bubblewrap but `--seccomp` is not exactly its first operation",
+            ));
+        }
+        Some(SeccompDelivery::Runner) if runner_slots != 1 => {
+            return Err(PlanError::SeccompDelivery(
+                "the seccomp program is delivered by a runner, but the command does not pass it exactly once",
+            ));
+        }
+        Some(SeccompDelivery::None) => {
+            return Err(PlanError::SeccompDelivery(
+                "the plan names a seccomp program without a way to install it",
+            ));
+        }
+        _ => {}
+    }
+    if bwrap_ops > 0 && delivery != Some(&SeccompDelivery::Bubblewrap) {
+        return Err(PlanError::SeccompDelivery(
+            "the plan passes `--seccomp` but its seccomp program is not delivered by bubblewrap",
+        ));
+    }
+    if runner_slots > 0 && delivery != Some(&SeccompDelivery::Runner) {
+        return Err(PlanError::SeccompDelivery(
+            "the command passes a runner seccomp descriptor the plan does not deliver",
+        ));
+    }
+    if let Some(seccomp) = &plan.seccomp {
+        let len = seccomp.program.len();
+        if len == 0 || !len.is_multiple_of(8) {
+            return Err(PlanError::SeccompProgram(len));
+        }
+        if seccomp.arch != plan.arch {
+            return Err(PlanError::SeccompArch {
+                program: seccomp.arch.name(),
+                plan: plan.arch.name(),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Byte strings as lowercase hex in JSON.
@@ -352,5 +888,156 @@ mod hex_bytes {
                     .ok_or_else(|| D::Error::custom("invalid hex digit"))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::activate::activate;
+    use crate::lower::lower;
+    use crate::lower::tests::{checked, sample_raw};
+    use crate::model::SeccompPolicy;
+
+    /// The sample policy with a strict list behind its Landlock runner, so
+    /// the runner installs the filter.
+    fn runner_delivered() -> LaunchPlan {
+        let mut raw = sample_raw();
+        raw.seccomp = SeccompPolicy::StrictAllowlist {
+            syscalls: ["execve", "exit_group", "read", "write"]
+                .map(String::from)
+                .into(),
+        };
+        let policy = checked(&raw);
+        let activation = activate(&policy, None).expect("activate");
+        lower(&policy, &activation, Arch::X86_64, "d").expect("lower")
+    }
+
+    fn bubblewrap_delivered() -> LaunchPlan {
+        let mut raw = sample_raw();
+        raw.seccomp = SeccompPolicy::DenyKnownEscapeSurface;
+        let policy = checked(&raw);
+        let activation = activate(&policy, None).expect("activate");
+        lower(&policy, &activation, Arch::X86_64, "d").expect("lower")
+    }
+
+    fn rebuilt(
+        plan: &LaunchPlan,
+        edit: impl FnOnce(&mut RawPlan),
+    ) -> Result<LaunchPlan, PlanError> {
+        let mut raw = plan.clone().into_raw();
+        edit(&mut raw);
+        LaunchPlan::try_from(raw)
+    }
+
+    #[test]
+    fn json_round_trips_through_the_same_validation() {
+        for plan in [runner_delivered(), bubblewrap_delivered()] {
+            let json = serde_json::to_string(&plan).expect("json");
+            assert_eq!(json, serde_json::to_string(plan.raw()).expect("raw json"));
+            let back: LaunchPlan = serde_json::from_str(&json).expect("valid plan");
+            assert_eq!(back, plan);
+        }
+        // An edited plan that breaks an invariant is refused on read.
+        let mut raw = bubblewrap_delivered().into_raw();
+        raw.format = 2;
+        let json = serde_json::to_string(&raw).expect("json");
+        let err = serde_json::from_str::<LaunchPlan>(&json).expect_err("format 2");
+        assert!(err.to_string().contains("launch-plan format 2"), "{err}");
+    }
+
+    #[test]
+    fn a_seccomp_program_must_reach_its_installer() {
+        let plan = runner_delivered();
+        assert_eq!(
+            plan.seccomp().map(|s| &s.delivery),
+            Some(&SeccompDelivery::Runner)
+        );
+        // The runner's descriptor dropped from the command, or passed twice.
+        let slot = ExecArg::Slot(Slot::RunnerSeccomp);
+        let dropped = rebuilt(&plan, |p| p.command.retain(|a| *a != slot));
+        assert!(matches!(dropped, Err(PlanError::SeccompDelivery(_))));
+        let twice = rebuilt(&plan, |p| p.command.push(slot.clone()));
+        assert!(matches!(twice, Err(PlanError::SeccompDelivery(_))));
+        // A profile without a delivery.
+        let undelivered = rebuilt(&plan, |p| {
+            if let Some(s) = p.seccomp.as_mut() {
+                s.delivery = SeccompDelivery::None;
+            }
+        });
+        assert!(matches!(undelivered, Err(PlanError::SeccompDelivery(_))));
+        // A `--seccomp` for a program Bubblewrap does not deliver.
+        let stray = rebuilt(&plan, |p| p.ops.insert(0, BwrapOp::Seccomp));
+        assert!(matches!(stray, Err(PlanError::SeccompDelivery(_))));
+
+        let plan = bubblewrap_delivered();
+        assert_eq!(plan.ops().first(), Some(&BwrapOp::Seccomp));
+        let moved = rebuilt(&plan, |p| {
+            let op = p.ops.remove(0);
+            p.ops.push(op);
+        });
+        assert!(matches!(moved, Err(PlanError::SeccompDelivery(_))));
+        let removed = rebuilt(&plan, |p| p.seccomp = None);
+        assert!(matches!(removed, Err(PlanError::SeccompDelivery(_))));
+        let truncated = rebuilt(&plan, |p| {
+            if let Some(s) = p.seccomp.as_mut() {
+                s.program.pop();
+            }
+        });
+        assert!(matches!(truncated, Err(PlanError::SeccompProgram(_))));
+        let foreign = rebuilt(&plan, |p| {
+            if let Some(s) = p.seccomp.as_mut() {
+                s.arch = Arch::Aarch64;
+            }
+        });
+        assert!(matches!(foreign, Err(PlanError::SeccompArch { .. })));
+        // Controls: both plans as lowered rebuild.
+        rebuilt(&plan, |_| {}).expect("bubblewrap delivery");
+        rebuilt(&runner_delivered(), |_| {}).expect("runner delivery");
+    }
+
+    #[test]
+    fn every_slot_names_a_pin_of_its_kind() {
+        let plan = bubblewrap_delivered();
+        let last = u16::try_from(plan.pins().len()).expect("pins");
+        let missing = rebuilt(&plan, |p| p.bwrap_pin = Some(PinSlot(last)));
+        assert!(matches!(missing, Err(PlanError::MissingPin { .. })));
+        let mounted = rebuilt(&plan, |p| {
+            for op in &mut p.ops {
+                if let BwrapOp::RoBind {
+                    source: MountSource::Pinned(s),
+                    ..
+                } = op
+                {
+                    *s = PinSlot(last);
+                }
+            }
+        });
+        assert!(matches!(mounted, Err(PlanError::MissingPin { .. })));
+        // The Bubblewrap slot names the worker's pin.
+        let worker = plan
+            .pins()
+            .iter()
+            .position(|p| p.role == PinRole::Worker)
+            .expect("worker pin");
+        let wrong = rebuilt(&plan, |p| {
+            p.bwrap_pin = Some(PinSlot(u16::try_from(worker).expect("slot")));
+        });
+        assert!(matches!(wrong, Err(PlanError::WrongPin { .. })));
+        let moved = rebuilt(&plan, |p| {
+            p.bwrap = crate::lower::tests::p("/usr/local/bin/bwrap");
+        });
+        assert!(matches!(moved, Err(PlanError::BubblewrapPin { .. })));
+    }
+
+    #[test]
+    fn fixed_parts_of_the_launch_are_fixed() {
+        let plan = bubblewrap_delivered();
+        let env = rebuilt(&plan, |p| p.environment.push(("A".into(), "B".into())));
+        assert_eq!(env, Err(PlanError::Streams));
+        let streams = rebuilt(&plan, |p| p.stdio.stderr = StreamMode::Pipe);
+        assert_eq!(streams, Err(PlanError::Streams));
+        let cgroup = rebuilt(&plan, |p| p.require_cgroup_v2 = true);
+        assert_eq!(cgroup, Err(PlanError::MissingCgroup));
     }
 }

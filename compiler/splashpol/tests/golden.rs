@@ -38,7 +38,7 @@ fn blessing() -> bool {
 /// The argv text: one argument per line, shell-quoted, program first.
 fn argv_text(plan: &LaunchPlan) -> String {
     let mut text = String::new();
-    if plan.all_registered_roots_active {
+    if plan.all_registered_roots_active() {
         text.push_str("# no manifest: every registered file root is active\n");
     }
     for arg in plan.display_command_line() {
@@ -50,7 +50,7 @@ fn argv_text(plan: &LaunchPlan) -> String {
 
 fn json_text(plan: &LaunchPlan) -> String {
     let mut value = serde_json::to_value(plan).expect("plan to json");
-    if let Some(seccomp) = plan.seccomp.as_ref() {
+    if let Some(seccomp) = plan.seccomp() {
         value["seccomp"]["program"] = serde_json::Value::String(format!(
             "<{} bytes, blake3 {}>",
             seccomp.program.len(),

@@ -19,7 +19,7 @@ use crate::token::Token;
 
 /// Why a session operation failed.
 ///
-/// Unless [`SessionError::poisons_session`] says otherwise, the channel is
+/// Unless [`SessionError::leaves_session`] says otherwise, the channel is
 /// poisoned and every later call fails with [`SessionError::Poisoned`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -183,11 +183,23 @@ pub enum SessionError {
     NotCancellable(String),
 }
 
+/// What an error leaves of the session it happened in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SessionState {
+    /// The session can be used again: the error was a refusal decided
+    /// before anything was sent.
+    Usable,
+    /// The session can no longer be used: whether the call's effect
+    /// happened is unknown, or the channel is broken.
+    Poisoned,
+}
+
 impl SessionError {
-    /// Whether this error left the session unusable. Refusals decided
-    /// before anything was sent do not.
-    pub fn poisons_session(&self) -> bool {
-        !matches!(
+    /// What this error leaves of the session. Refusals decided before
+    /// anything was sent leave it usable; everything else poisons it.
+    pub fn leaves_session(&self) -> SessionState {
+        let refused = matches!(
             self,
             Self::NotGranted(_)
                 | Self::Busy(_)
@@ -200,7 +212,12 @@ impl SessionError {
                 | Self::InvalidRequest(_)
                 | Self::TooLarge { what: "input", .. }
                 | Self::Payload { what: "input", .. }
-        )
+        );
+        if refused {
+            SessionState::Usable
+        } else {
+            SessionState::Poisoned
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use std::thread::{self, JoinHandle};
 
 use common::{cancel, invoke, pipes, raw_host, raw_worker, result, tok};
 use serde_json::{Value, json};
+use splash_protocol::SessionState;
 use splash_protocol::auth::signed_bytes;
 use splash_protocol::{
     AuthError, CapabilityManifest, CodecError, CompensationResult, HostSession, Message,
@@ -102,7 +103,7 @@ fn host_and_worker_round_trip_and_host_refusals_send_nothing() {
     ];
     for r in refusals {
         let e = r.expect_err("refused");
-        assert!(!e.poisons_session(), "{e}");
+        assert_eq!(e.leaves_session(), SessionState::Usable, "{e}");
         assert!(
             matches!(
                 e,
@@ -148,7 +149,7 @@ fn a_failing_tool_ends_the_session_and_the_host_says_which_request() {
             if request == "r-1" && tool == "demo.fail"),
         "{e:?}"
     );
-    assert!(e.poisons_session());
+    assert_eq!(e.leaves_session(), SessionState::Poisoned);
     assert!(matches!(
         host.invoke("demo.echo", json!({})),
         Err(SessionError::Poisoned)
@@ -271,7 +272,7 @@ fn the_session_request_id_budget_is_enforced_by_the_host() {
     }
     let e = host.invoke("demo.many", json!([0])).expect_err("budget");
     assert!(matches!(e, SessionError::RequestLimit(1024)), "{e:?}");
-    assert!(!e.poisons_session());
+    assert_eq!(e.leaves_session(), SessionState::Usable);
     host.close().expect("close");
     assert_eq!(
         worker.join().expect("thread").expect("serve"),

@@ -124,7 +124,7 @@ fn run() -> Result<(), String> {
     let policy = LoadedPolicy::from_path(&artifact).map_err(|e| e.to_string())?;
     println!(
         "loaded `{}` from {}",
-        policy.policy.name,
+        policy.policy.name(),
         artifact.display()
     );
 

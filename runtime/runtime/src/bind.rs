@@ -5,9 +5,11 @@
 //!
 //! 0. the plan is re-verified ([`crate::verify`]): the fixed hardening
 //!    prefix and this host's architecture for the plan and its seccomp
-//!    program; a plan with `require_cgroup_v2` must carry a cgroup policy,
-//!    and a plan with a network broker needs the matching host broker
-//!    ([`BindOptions::with_network_broker`]); otherwise bind fails;
+//!    program; a plan with a network broker needs the matching host broker
+//!    ([`BindOptions::with_network_broker`]); otherwise bind fails (the
+//!    plan's structure, such as a required cgroup's policy and every pin a
+//!    slot names, is a [`LaunchPlan`] invariant checked when the plan was
+//!    lowered or deserialized);
 //! 1. the Bubblewrap program: canonicalized, a regular file with an execute
 //!    bit; in executable-pinned mode the canonical file is opened and retained
 //!    as one of the pins;
@@ -238,20 +240,6 @@ pub enum Unprovided {
         /// The pinned host path.
         path: PathBuf,
     },
-    /// Standard streams or an environment this runtime does not set up.
-    #[error(
-        "worker standard streams other than a stdin pipe, a stdout pipe and stderr on `/dev/null`, or a worker environment"
-    )]
-    WorkerStdio,
-    /// A required cgroup-v2 boundary without a cgroup policy.
-    #[error("the cgroup-v2 boundary this plan requires (it carries no cgroup policy)")]
-    CgroupBoundaryWithoutPolicy,
-    /// A seccomp profile with neither Bubblewrap nor a runner to install it.
-    #[error("seccomp profile `{profile}` without a way to install it")]
-    SeccompWithoutInstaller {
-        /// The profile.
-        profile: String,
-    },
     /// A host architecture without seccomp tables.
     #[error("launches on this host architecture (no seccomp tables for it)")]
     HostArch,
@@ -262,22 +250,6 @@ pub enum Unprovided {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PlanDefect {
-    /// A plan format this runtime does not read.
-    #[error("launch-plan format {found} is not the supported format {supported}")]
-    Format {
-        /// The plan's format.
-        found: u32,
-        /// The format this runtime reads.
-        supported: u32,
-    },
-    /// An operation names a pin slot the plan does not have.
-    #[error("{what} names missing pin {slot}")]
-    MissingPin {
-        /// What names it (`mount`, `bubblewrap`, `quota check`).
-        what: &'static str,
-        /// The slot.
-        slot: u16,
-    },
     /// The Bubblewrap pin does not hold the plan's Bubblewrap.
     #[error("bubblewrap pin {slot} does not hold `{bwrap}`")]
     BubblewrapPin {
@@ -286,21 +258,6 @@ pub enum PlanDefect {
         /// The plan's Bubblewrap path.
         bwrap: String,
     },
-    /// A quota check names a pin that is not a file root.
-    #[error("quota check names pin {slot}, which is not a file root")]
-    QuotaPinNotRoot {
-        /// The slot.
-        slot: u16,
-    },
-    /// A quota-checked root is not mounted read-write from its pin.
-    #[error("quota root `{root}` is not mounted read-write from its pin")]
-    QuotaRootNotWritable {
-        /// The root's name.
-        root: String,
-    },
-    /// Quota checks without the aggregate maximum that bounds them.
-    #[error("quota roots without an aggregate maximum")]
-    NoAggregateQuota,
     /// A launched program that is not an absolute, normalized path.
     #[error("launched program `{program}`: {reason}")]
     ProgramPath {
@@ -309,41 +266,11 @@ pub enum PlanDefect {
         /// Why it is not a sandbox path.
         reason: String,
     },
-    /// `--seccomp` is passed but Bubblewrap does not deliver the program.
-    #[error("the plan passes `--seccomp` but its seccomp program is not delivered by bubblewrap")]
-    SeccompNotFromBubblewrap,
-    /// Bubblewrap delivers the program but `--seccomp` is not first.
-    #[error(
-        "the plan's seccomp program is delivered by bubblewrap but `--seccomp` is not its first operation"
-    )]
-    SeccompNotFirst,
-    /// A second `--seccomp` operation.
-    #[error("`--seccomp` may only be the first operation")]
-    SeccompRepeated,
     /// `--dev` or a device-node `--dev-bind` outside the hardening prefix.
     #[error(
         "`--dev` and the device-node `--dev-bind` operations may only appear in the hardening prefix"
     )]
     DeviceOutsidePrefix,
-    /// A runner-delivered profile passed other than once.
-    #[error(
-        "seccomp profile `{profile}` is delivered by a runner, but the command passes it {count} times"
-    )]
-    RunnerSeccompCount {
-        /// The profile.
-        profile: String,
-        /// How often the command passes the descriptor.
-        count: usize,
-    },
-    /// A runner seccomp descriptor without a program to deliver.
-    #[error("the command passes a runner seccomp descriptor the plan does not deliver")]
-    UndeliveredRunnerSeccomp,
-    /// Seccomp bytes that are not whole instructions.
-    #[error("the seccomp program is {bytes} bytes, not a whole number of instructions")]
-    SeccompLength {
-        /// The program's length in bytes.
-        bytes: usize,
-    },
     /// A seccomp program the kernel would refuse.
     #[error("the seccomp program is not valid: {0}")]
     InvalidSeccomp(#[source] splash_seccomp::interp::InterpError),
@@ -628,7 +555,7 @@ fn host_file_behind(
     path: &AbsPath,
 ) -> Result<Option<PathBuf>, BindError> {
     let mut found: Option<Option<PathBuf>> = None;
-    for op in &plan.ops {
+    for op in plan.ops() {
         match op {
             BwrapOp::RoBind {
                 source,
@@ -636,16 +563,7 @@ fn host_file_behind(
             } if path.is_within(destination) => {
                 let base = match source {
                     MountSource::Path(p) => PathBuf::from(p.as_str()),
-                    MountSource::Pinned(slot) => pins
-                        .get(usize::from(slot.0))
-                        .ok_or({
-                            BindError::Plan(PlanDefect::MissingPin {
-                                what: "mount",
-                                slot: slot.0,
-                            })
-                        })?
-                        .canonical
-                        .clone(),
+                    MountSource::Pinned(slot) => pins[usize::from(slot.0)].canonical.clone(),
                 };
                 let rest = &path.as_str()[destination.as_str().len()..];
                 let host = if rest.is_empty() {
@@ -793,29 +711,15 @@ impl BoundCommand {
 
     /// Binds `plan`; see the module documentation for the steps.
     pub fn bind_with(plan: LaunchPlan, options: BindOptions) -> Result<Self, BindError> {
-        // 0. A plan this runtime understands, and controls it must not
-        //    silently drop.
-        if plan.format != splashpol::lower::PLAN_FORMAT {
-            return Err(BindError::Plan(PlanDefect::Format {
-                found: plan.format,
-                supported: splashpol::lower::PLAN_FORMAT,
-            }));
-        }
+        // 0. The hardening prefix and the architecture. (The plan's
+        //    structure — format, slots, seccomp delivery, fixed streams, a
+        //    required cgroup's policy — holds by construction: a
+        //    `LaunchPlan` is validated when lowered or deserialized.)
         crate::verify::verify_plan(&plan)?;
-        if plan.stdio != splashpol::plan::Stdio::default() || !plan.environment.is_empty() {
-            return Err(BindError::Unsupported {
-                what: Unprovided::WorkerStdio,
-            });
-        }
-        if plan.require_cgroup_v2 && plan.cgroup.is_none() {
-            return Err(BindError::Unsupported {
-                what: Unprovided::CgroupBoundaryWithoutPolicy,
-            });
-        }
         crate::broker::check_plan(&plan, options.network_broker.as_ref())?;
 
         // 1. Bubblewrap.
-        let bwrap_str = plan.bwrap.as_str().to_owned();
+        let bwrap_str = plan.bwrap().as_str().to_owned();
         reject_symlink(&bwrap_str)?;
         let bwrap_canonical = canonical(&bwrap_str)?;
         let meta = fs::metadata(&bwrap_canonical).map_err(|source| BindError::Resolve {
@@ -833,7 +737,7 @@ impl BoundCommand {
 
         // 2. Pins.
         let pins = plan
-            .pins
+            .pins()
             .iter()
             .map(|pin| match pin.kind {
                 PinKind::BrokerDirectory => {
@@ -847,31 +751,27 @@ impl BoundCommand {
                 _ => pin_source(pin),
             })
             .collect::<Result<Vec<_>, BindError>>()?;
-        let bwrap_launch = match plan.bwrap_pin {
+        let bwrap_launch = match plan.bwrap_pin() {
             None => BubblewrapLaunch::Path,
             Some(slot) => {
-                let pin = pins.get(usize::from(slot.0)).ok_or({
-                    BindError::Plan(PlanDefect::MissingPin {
-                        what: "bubblewrap",
-                        slot: slot.0,
-                    })
-                })?;
-                if pin.pin.kind != PinKind::Executable || pin.canonical != bwrap_canonical {
+                // The plan's pin holds `plan.bwrap()`; the canonical paths
+                // must agree too (a symlink swapped in between).
+                let pin = &pins[usize::from(slot.0)];
+                if pin.canonical != bwrap_canonical {
                     return Err(BindError::Plan(PlanDefect::BubblewrapPin {
                         slot: slot.0,
-                        bwrap: plan.bwrap.to_string(),
+                        bwrap: plan.bwrap().to_string(),
                     }));
                 }
                 BubblewrapLaunch::Pinned(slot)
             }
         };
 
-        // 3. Path-based mount sources; every pinned source must exist. A
-        //    file root (an active root's destination) must be a directory;
+        // 3. Path-based mount sources. A file root (an active root's destination) must be a directory;
         //    a runtime mount may also be a regular file.
         let root_destinations: BTreeSet<&AbsPath> =
-            plan.active_roots.iter().map(|r| &r.destination).collect();
-        for op in &plan.ops {
+            plan.active_roots().iter().map(|r| &r.destination).collect();
+        for op in plan.ops() {
             match op {
                 BwrapOp::RoBind {
                     source: MountSource::Path(p),
@@ -884,19 +784,6 @@ impl BoundCommand {
                     ..
                 } => {
                     check_path_source(p, true)?;
-                }
-                BwrapOp::RoBind {
-                    source: MountSource::Pinned(slot),
-                    ..
-                }
-                | BwrapOp::Bind {
-                    source: MountSource::Pinned(slot),
-                    ..
-                } if usize::from(slot.0) >= pins.len() => {
-                    return Err(BindError::Plan(PlanDefect::MissingPin {
-                        what: "mount",
-                        slot: slot.0,
-                    }));
                 }
                 _ => {}
             }
@@ -924,8 +811,8 @@ impl BoundCommand {
 
         // 7. The cgroup-v2 boundary. The runner is executed through its
         //    descriptor when the plan pins executables.
-        if let Some(policy) = &bound.plan.cgroup {
-            let pin_runner = bound.plan.bwrap_pin.is_some();
+        if let Some(policy) = bound.plan.cgroup() {
+            let pin_runner = bound.plan.bwrap_pin().is_some();
             bound.cgroup =
                 Some(CgroupBoundary::prepare(policy, pin_runner).map_err(BindError::Cgroup)?);
         }
@@ -965,9 +852,9 @@ impl BoundCommand {
         inspector: &dyn QuotaInspector,
     ) -> Result<Vec<VerifiedQuota>, BindError> {
         let plan = &self.plan;
-        let checked: BTreeSet<u16> = plan.quota_checks.iter().map(|c| c.slot.0).collect();
+        let checked: BTreeSet<u16> = plan.quota_checks().iter().map(|c| c.slot.0).collect();
         let mut writable: BTreeSet<u16> = BTreeSet::new();
-        for op in &plan.ops {
+        for op in plan.ops() {
             if let BwrapOp::Bind {
                 source,
                 destination,
@@ -977,7 +864,7 @@ impl BoundCommand {
                     MountSource::Pinned(slot) if checked.contains(&slot.0) => {
                         writable.insert(slot.0);
                     }
-                    _ if plan.aggregate_quota.is_some() => {
+                    _ if plan.aggregate_quota().is_some() => {
                         return Err(BindError::UnverifiedWritableMount {
                             destination: destination.to_string(),
                         });
@@ -986,40 +873,30 @@ impl BoundCommand {
                 }
             }
         }
-        let mut verified = Vec::with_capacity(plan.quota_checks.len());
-        for check in &plan.quota_checks {
-            let pinned = self.pins.get(usize::from(check.slot.0)).ok_or({
-                BindError::Plan(PlanDefect::MissingPin {
-                    what: "quota check",
-                    slot: check.slot.0,
-                })
-            })?;
-            let PinRole::FileRoot(root) = &pinned.pin.role else {
-                return Err(BindError::Plan(PlanDefect::QuotaPinNotRoot {
-                    slot: check.slot.0,
-                }));
+        let mut verified = Vec::with_capacity(plan.quota_checks().len());
+        for check in plan.quota_checks() {
+            // The plan guarantees a quota check names a file-root pin that
+            // is mounted read-write.
+            let pinned = &self.pins[usize::from(check.slot.0)];
+            let root = match &pinned.pin.role {
+                PinRole::FileRoot(root) => root.to_string(),
+                _ => format!("pin {}", check.slot.0),
             };
-            if !writable.contains(&check.slot.0) {
-                return Err(BindError::Plan(PlanDefect::QuotaRootNotWritable {
-                    root: root.to_string(),
-                }));
-            }
             let v =
                 quota::verify(inspector, pinned.fd.as_fd(), &check.quota).map_err(|source| {
                     BindError::Quota {
-                        root: root.to_string(),
+                        root: root.clone(),
                         path: PathBuf::from(pinned.pin.host_path.to_string()),
                         source,
                     }
                 })?;
             verified.push(v);
         }
-        if !plan.quota_checks.is_empty() {
-            let aggregate = plan
-                .aggregate_quota
-                .as_ref()
-                .ok_or(BindError::Plan(PlanDefect::NoAggregateQuota))?;
-            quota::check_aggregate(&verified, aggregate).map_err(BindError::AggregateQuota)?;
+        // A plan with quota checks always carries an aggregate ceiling.
+        if let Some(aggregate) = plan.aggregate_quota()
+            && !plan.quota_checks().is_empty()
+        {
+            quota::check_aggregate(&verified, &aggregate).map_err(BindError::AggregateQuota)?;
         }
         Ok(verified)
     }
@@ -1028,7 +905,7 @@ impl BoundCommand {
     /// mount is on a `nosuid` host mount ([`crate::nosuid`]), asked through
     /// its pinned descriptor or, unpinned, its canonical path.
     fn check_writable_roots_nosuid(&self) -> Result<(), BindError> {
-        for op in &self.plan.ops {
+        for op in self.plan.ops() {
             let BwrapOp::Bind {
                 source,
                 destination,
@@ -1038,18 +915,13 @@ impl BoundCommand {
             };
             let root = self
                 .plan
-                .active_roots
+                .active_roots()
                 .iter()
                 .find(|r| r.destination == *destination)
                 .map_or_else(|| destination.to_string(), |r| r.id.to_string());
             match source {
                 MountSource::Pinned(slot) => {
-                    let pinned = self.pins.get(usize::from(slot.0)).ok_or({
-                        BindError::Plan(PlanDefect::MissingPin {
-                            what: "mount",
-                            slot: slot.0,
-                        })
-                    })?;
+                    let pinned = &self.pins[usize::from(slot.0)];
                     crate::nosuid::check_root(&root, &pinned.canonical, pinned.fd.as_fd())?;
                 }
                 MountSource::Path(p) => {
@@ -1068,7 +940,7 @@ impl BoundCommand {
     }
 
     fn check_bubblewrap_options(&self) -> Result<(), BindError> {
-        let shown = self.plan.bwrap.to_string();
+        let shown = self.plan.bwrap().to_string();
         let needed = plan_options(&self.plan);
         let supported = match self.bwrap_launch {
             BubblewrapLaunch::Path => supported_options(&self.bwrap_canonical, &shown)?,

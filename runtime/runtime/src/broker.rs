@@ -11,8 +11,9 @@
 //!   plan, is refused;
 //! - the catalog kind and the ids must equal the plan's (which activation
 //!   made equal to the manifest's distinct `network_origin` ids);
-//! - the plan has exactly one broker pin, at the plan's slot, and mounts it
-//!   exactly once, read-only (`--ro-bind-fd`) at the plan's destination;
+//! - (the plan has exactly one broker pin, at the plan's slot, and mounts it
+//!   exactly once, read-only (`--ro-bind-fd`) at the plan's destination: a
+//!   [`LaunchPlan`] invariant, checked when the plan was built);
 //! - the plan keeps `--unshare-all` and never passes `--share-net`.
 //!
 //! `pin` then replaces step 2's path pinning for that slot: the policy's
@@ -27,7 +28,7 @@ use std::path::PathBuf;
 
 use splash_broker::{BrokerMount, CatalogKind};
 use splashpol::model::BrokerCatalog;
-use splashpol::plan::{BwrapOp, LaunchPlan, MountSource, Pin, PinKind, PinRole};
+use splashpol::plan::{BwrapOp, LaunchPlan, Pin};
 
 /// Why a plan's network broker could not be bound.
 #[derive(Debug, thiserror::Error)]
@@ -101,16 +102,8 @@ pub(crate) fn check_plan(
     plan: &LaunchPlan,
     mount: Option<&BrokerMount>,
 ) -> Result<(), BrokerBindError> {
-    let broker_pins: Vec<usize> = plan
-        .pins
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| p.kind == PinKind::BrokerDirectory || p.role == PinRole::NetworkBroker)
-        .map(|(i, _)| i)
-        .collect();
-    let (broker, mount) = match (&plan.network_broker, mount) {
-        (None, None) if broker_pins.is_empty() => return Ok(()),
-        (None, None) => return Err(BrokerBindError::Plan("has a broker pin but no broker")),
+    let (broker, mount) = match (plan.network_broker(), mount) {
+        (None, None) => return Ok(()),
         (None, Some(_)) => return Err(BrokerBindError::Unexpected),
         (Some(_), None) => return Err(BrokerBindError::Missing),
         (Some(b), Some(m)) => (b, m),
@@ -140,44 +133,7 @@ pub(crate) fn check_plan(
                 .collect(),
         });
     }
-    if broker_pins != [usize::from(broker.slot.0)]
-        || plan.pins[usize::from(broker.slot.0)].kind != PinKind::BrokerDirectory
-    {
-        return Err(BrokerBindError::Plan(
-            "does not pin exactly one broker directory at the broker's slot",
-        ));
-    }
-    let mut read_only = 0;
-    for op in &plan.ops {
-        match op {
-            BwrapOp::RoBind {
-                source: MountSource::Pinned(slot),
-                destination,
-            } if *slot == broker.slot => {
-                if *destination != broker.destination {
-                    return Err(BrokerBindError::Plan(
-                        "mounts the broker directory somewhere other than its destination",
-                    ));
-                }
-                read_only += 1;
-            }
-            BwrapOp::Bind {
-                source: MountSource::Pinned(slot),
-                ..
-            } if *slot == broker.slot => {
-                return Err(BrokerBindError::Plan(
-                    "mounts the broker directory writable",
-                ));
-            }
-            _ => {}
-        }
-    }
-    if read_only != 1 {
-        return Err(BrokerBindError::Plan(
-            "does not mount the broker directory exactly once, read-only",
-        ));
-    }
-    if !plan.ops.contains(&BwrapOp::UnshareAll) {
+    if !plan.ops().contains(&BwrapOp::UnshareAll) {
         return Err(BrokerBindError::Plan(
             "does not unshare every namespace (`--unshare-all`)",
         ));

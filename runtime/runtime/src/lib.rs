@@ -61,4 +61,5 @@ pub use quota::{KernelQuotaInspector, QuotaError, QuotaInspector};
 pub use recovery::{Reaped, ReconcileError, Reconciled};
 pub use session::{CallError, Event, Indeterminate, Session};
 pub use spawn::{LaunchSpec, SpawnError, SpawnedWorker};
+pub use splash_protocol::SessionState;
 pub use watchdog::{Deadlines, StopHandle, StopReason, Watchdog};

@@ -30,7 +30,7 @@ use std::time::Duration;
 use serde_json::Value;
 use splash_protocol::{
     CallEvent, CapabilityManifest, HostSession, OperationStatus, PrivatePipeWorkerBootstrap,
-    SessionError, SessionKey, Token,
+    SessionError, SessionKey, SessionState, Token,
 };
 
 use crate::bind::BoundCommand;
@@ -80,12 +80,14 @@ pub enum CallError {
 }
 
 impl CallError {
-    /// True when the session can no longer be used.
-    pub fn poisons_session(&self) -> bool {
-        matches!(
-            self,
-            Self::Indeterminate { .. } | Self::Poisoned | Self::Containment(_)
-        )
+    /// What this error leaves of the session.
+    pub fn leaves_session(&self) -> SessionState {
+        match self {
+            Self::Refused(_) => SessionState::Usable,
+            Self::Indeterminate { .. } | Self::Poisoned | Self::Containment(_) => {
+                SessionState::Poisoned
+            }
+        }
     }
 }
 
@@ -128,7 +130,8 @@ pub struct Session {
     answered: bool,
     /// The tool of the last call started.
     tool: String,
-    poisoned: bool,
+    /// Whether an error poisoned the session.
+    state: SessionState,
     watchdog: Watchdog,
     /// The bound command of a one-call launch, kept until the worker is
     /// gone (its launch preparations may own host state).
@@ -168,7 +171,7 @@ impl Session {
             readable,
             answered: false,
             tool: String::new(),
-            poisoned: false,
+            state: SessionState::Usable,
             watchdog,
             bound: None,
         })
@@ -203,7 +206,7 @@ impl Session {
 
     /// True once an error poisoned the session.
     pub fn is_poisoned(&self) -> bool {
-        self.poisoned
+        self.state == SessionState::Poisoned
     }
 
     /// The request id of the call in flight.
@@ -243,10 +246,12 @@ impl Session {
                 tool.clone_into(&mut self.tool);
                 Ok(id)
             }
-            Err(e) if !e.poisons_session() => match self.watchdog.settle_call(true) {
-                Ok(()) => Err(CallError::Refused(e)),
-                Err(why) => Err(self.force_stopped(why)),
-            },
+            Err(e) if e.leaves_session() == SessionState::Usable => {
+                match self.watchdog.settle_call(true) {
+                    Ok(()) => Err(CallError::Refused(e)),
+                    Err(why) => Err(self.force_stopped(why)),
+                }
+            }
             Err(e) => Err(self.transport_failed(e)),
         }
     }
@@ -260,7 +265,7 @@ impl Session {
         }
         match self.host.cancel(request_id) {
             Ok(()) => Ok(()),
-            Err(e) if !e.poisons_session() => Err(CallError::Refused(e)),
+            Err(e) if e.leaves_session() == SessionState::Usable => Err(CallError::Refused(e)),
             Err(e) => Err(self.transport_failed(e)),
         }
     }
@@ -271,7 +276,9 @@ impl Session {
         self.usable()?;
         let event = match self.host.next_event() {
             Ok(event) => event,
-            Err(e) if !e.poisons_session() => return Err(CallError::Refused(e)),
+            Err(e) if e.leaves_session() == SessionState::Usable => {
+                return Err(CallError::Refused(e));
+            }
             Err(e) => return Err(self.transport_failed(e)),
         };
         self.answered = true;
@@ -316,13 +323,13 @@ impl Session {
         let Self {
             host,
             readable,
-            poisoned,
+            state,
             watchdog,
             bound,
             ..
         } = self;
         drop(readable);
-        let result = Self::finish(host, poisoned, &watchdog, grace);
+        let result = Self::finish(host, state, &watchdog, grace);
         drop(watchdog);
         drop(bound);
         result
@@ -330,11 +337,11 @@ impl Session {
 
     fn finish(
         host: HostSession<ChildStdout, ChildStdin>,
-        poisoned: bool,
+        state: SessionState,
         watchdog: &Watchdog,
         grace: Duration,
     ) -> Result<WorkerStatus, CallError> {
-        if poisoned {
+        if state == SessionState::Poisoned {
             drop(host);
             let _ = watchdog.stop();
             return Err(CallError::Poisoned);
@@ -407,10 +414,12 @@ impl Session {
                 Ok(()) => Ok(answer),
                 Err(why) => Err(self.force_stopped(why)),
             },
-            Err(e) if !e.poisons_session() => match self.watchdog.settle_call(true) {
-                Ok(()) => Err(CallError::Refused(e)),
-                Err(why) => Err(self.force_stopped(why)),
-            },
+            Err(e) if e.leaves_session() == SessionState::Usable => {
+                match self.watchdog.settle_call(true) {
+                    Ok(()) => Err(CallError::Refused(e)),
+                    Err(why) => Err(self.force_stopped(why)),
+                }
+            }
             Err(e) => Err(self.transport_failed(e)),
         }
     }
@@ -421,13 +430,16 @@ impl Session {
         let Self {
             host,
             readable,
-            poisoned,
+            state,
             watchdog,
             bound,
             ..
         } = self;
         drop(readable);
-        let status = if !poisoned && host.call_in_flight().is_none() && host.close().is_ok() {
+        let status = if state == SessionState::Usable
+            && host.call_in_flight().is_none()
+            && host.close().is_ok()
+        {
             match watchdog.wait_exit(grace)? {
                 WorkerStatus::Running => watchdog.stop()?,
                 status => watchdog.release().map(|_| status)?,
@@ -456,7 +468,7 @@ impl Session {
     }
 
     fn usable(&self) -> Result<(), CallError> {
-        if self.poisoned {
+        if self.state == SessionState::Poisoned {
             Err(CallError::Poisoned)
         } else {
             Ok(())
@@ -465,7 +477,7 @@ impl Session {
 
     /// Poisons the session after the watchdog won; the worker is reaped.
     fn force_stopped(&mut self, why: StopReason) -> CallError {
-        self.poisoned = true;
+        self.state = SessionState::Poisoned;
         self.host.channel_mut().poison();
         // A sandbox that could not be killed or removed outranks the
         // deadline: the host must learn that containment failed.
@@ -489,7 +501,7 @@ impl Session {
     }
 
     fn indeterminate_now(&mut self, e: SessionError) -> CallError {
-        self.poisoned = true;
+        self.state = SessionState::Poisoned;
         self.host.channel_mut().poison();
         let status = match self.watchdog.stop() {
             Ok(status) => status,

@@ -90,9 +90,6 @@ pub enum SpawnError {
     /// Failed to write the seccomp program to an anonymous descriptor.
     #[error("failed to write the seccomp program to an anonymous descriptor")]
     Seccomp(#[source] io::Error),
-    /// The plan selects a seccomp profile (named) but carries no program.
-    #[error("the plan selects seccomp profile `{0}` but carries no program")]
-    EmptySeccomp(String),
     /// Failed to make the launch's private device nodes.
     #[error("failed to make the launch's private device nodes")]
     Devices(#[from] crate::devices::DeviceError),
@@ -239,7 +236,7 @@ impl SpawnedWorker {
 }
 
 fn seccomp_slot(plan: &LaunchPlan) -> Option<Slot> {
-    match plan.seccomp.as_ref().map(|s| &s.delivery) {
+    match plan.seccomp().map(|s| &s.delivery) {
         Some(SeccompDelivery::Bubblewrap) => Some(Slot::BwrapSeccomp),
         Some(SeccompDelivery::Runner) => Some(Slot::RunnerSeccomp),
         Some(SeccompDelivery::None) | None => None,
@@ -252,7 +249,7 @@ impl BoundCommand {
     /// no cgroup runner (spawn adds it), so a plan with `require_cgroup_v2`
     /// refuses: it must never be started outside its cgroup.
     pub fn launch_spec(&self) -> Result<LaunchSpec, SpawnError> {
-        if self.plan.require_cgroup_v2 {
+        if self.plan.require_cgroup_v2() {
             return Err(SpawnError::Uncgrouped);
         }
         self.uncgrouped_spec()
@@ -267,17 +264,12 @@ impl BoundCommand {
             })?;
             fresh.push(Some(fd));
         }
-        let seccomp = match (seccomp_slot(&self.plan), &self.plan.seccomp) {
-            (Some(slot), Some(plan)) => {
-                if plan.program.is_empty() {
-                    return Err(SpawnError::EmptySeccomp(plan.profile.clone()));
-                }
-                Some((
-                    slot,
-                    sys::sealed_memfd("splash-seccomp", &plan.program)
-                        .map_err(SpawnError::Seccomp)?,
-                ))
-            }
+        let seccomp = match (seccomp_slot(&self.plan), self.plan.seccomp()) {
+            // A plan's program is never empty (a `LaunchPlan` invariant).
+            (Some(slot), Some(plan)) => Some((
+                slot,
+                sys::sealed_memfd("splash-seccomp", &plan.program).map_err(SpawnError::Seccomp)?,
+            )),
             _ => None,
         };
 
@@ -327,7 +319,7 @@ impl BoundCommand {
         }
         Ok(LaunchSpec {
             program,
-            shown: self.plan.bwrap.to_string(),
+            shown: self.plan.bwrap().to_string(),
             args,
             inherit,
             keep_open,
@@ -344,7 +336,7 @@ impl BoundCommand {
         &self,
         bootstrap: &PrivatePipeWorkerBootstrap,
     ) -> Result<SpawnedWorker, SpawnError> {
-        if let Some(w) = &self.plan.watchdog {
+        if let Some(w) = self.plan.watchdog() {
             return Err(SpawnError::WatchdogRequired {
                 session_ms: w.session_deadline_ms,
             });
@@ -357,14 +349,15 @@ impl BoundCommand {
         &self,
         bootstrap: &PrivatePipeWorkerBootstrap,
     ) -> Result<SpawnedWorker, SpawnError> {
-        let manifest = self.plan.session_id.as_ref().ok_or(SpawnError::NoSession)?;
+        let manifest = self.plan.session_id().ok_or(SpawnError::NoSession)?;
         if bootstrap.session_id() != manifest {
             return Err(SpawnError::SessionMismatch {
                 bootstrap: bootstrap.session_id().to_string(),
                 manifest: manifest.to_string(),
             });
         }
-        if (self.plan.require_cgroup_v2 || self.plan.cgroup.is_some()) && self.cgroup.is_none() {
+        if (self.plan.require_cgroup_v2() || self.plan.cgroup().is_some()) && self.cgroup.is_none()
+        {
             return Err(SpawnError::Uncgrouped);
         }
         let mut spec = self.uncgrouped_spec()?;

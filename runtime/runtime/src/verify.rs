@@ -1,8 +1,11 @@
 //! Re-verification of a [`LaunchPlan`] at bind.
 //!
 //! A plan is data: a host can build or edit one by hand, or lower it for
-//! another machine. Bind therefore does not trust that the plan came from
-//! this host's lowering and checks, before anything is opened or launched:
+//! another machine. Its structure holds by construction (a
+//! [`LaunchPlan`] is validated when lowered or deserialized: every slot
+//! exists, the seccomp program reaches the installer its delivery names);
+//! what the launch depends on beyond that is checked again here, before
+//! anything is opened or launched:
 //!
 //! 1. the fixed hardening prefix of the Bubblewrap operations, exactly as
 //!    lowering emits it ([`HARDENING_PREFIX`]), after the optional
@@ -13,16 +16,10 @@
 //!    host's, and the program itself, run in the interpreter, must allow at
 //!    least one system call of this host's architecture (a program compiled
 //!    for another architecture kills every one of them);
-//! 3. the seccomp delivery matches the operations and the command (a
-//!    `--seccomp` operation exactly when Bubblewrap installs the filter, one
-//!    runner `--seccomp-fd` slot exactly when a runner does, and no profile
-//!    without a delivery);
-//! 4. the exec chain is split into its programs (`exec_chain`) so bind can
+//! 3. the exec chain is split into its programs (`exec_chain`) so bind can
 //!    check every one of them, not only the first.
 
-use splashpol::plan::{
-    Arch, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, SeccompDelivery, SeccompPlan,
-};
+use splashpol::plan::{Arch, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, SeccompPlan};
 
 use crate::bind::{BindError, PlanDefect, Unprovided};
 
@@ -77,33 +74,20 @@ fn expected_prefix(lockdown: bool) -> Vec<(BwrapOp, &'static str)> {
     out
 }
 
-/// Checks steps 1–3 of the module documentation (the network broker is
+/// Checks steps 1 and 2 of the module documentation (the network broker is
 /// checked against the host's broker by bind, `crate::broker::check_plan`).
 pub(crate) fn verify_plan(plan: &LaunchPlan) -> Result<(), BindError> {
     check_prefix(plan)?;
-    check_delivery(plan)?;
     check_arch(plan)?;
     Ok(())
 }
 
 fn check_prefix(plan: &LaunchPlan) -> Result<(), BindError> {
-    let bwrap_seccomp = matches!(
-        plan.seccomp.as_ref().map(|s| &s.delivery),
-        Some(SeccompDelivery::Bubblewrap)
-    );
-    let mut ops = plan.ops.as_slice();
-    match ops.first() {
-        Some(BwrapOp::Seccomp) if bwrap_seccomp => ops = &ops[1..],
-        Some(BwrapOp::Seccomp) => {
-            return Err(BindError::Plan(PlanDefect::SeccompNotFromBubblewrap));
-        }
-        _ if bwrap_seccomp => {
-            return Err(BindError::Plan(PlanDefect::SeccompNotFirst));
-        }
-        _ => {}
-    }
-    if ops.contains(&BwrapOp::Seccomp) {
-        return Err(BindError::Plan(PlanDefect::SeccompRepeated));
+    // A plan's `--seccomp` is exactly its first operation when Bubblewrap
+    // installs the filter, and absent otherwise (a `LaunchPlan` invariant).
+    let mut ops = plan.ops();
+    if ops.first() == Some(&BwrapOp::Seccomp) {
+        ops = &ops[1..];
     }
     let lockdown = ops.get(1) == Some(&BwrapOp::UnshareUser);
     let prefix = expected_prefix(lockdown);
@@ -129,51 +113,18 @@ fn check_prefix(plan: &LaunchPlan) -> Result<(), BindError> {
     Ok(())
 }
 
-/// The seccomp program must reach its installer: a `--seccomp` operation
-/// for Bubblewrap delivery (checked with the prefix), exactly one runner
-/// `--seccomp-fd` slot for runner delivery, and no plan may name a profile
-/// it does not deliver.
-fn check_delivery(plan: &LaunchPlan) -> Result<(), BindError> {
-    use splashpol::plan::Slot;
-    let runner_slots = plan
-        .command
-        .iter()
-        .filter(|a| **a == ExecArg::Slot(Slot::RunnerSeccomp))
-        .count();
-    match plan
-        .seccomp
-        .as_ref()
-        .map(|s| (&s.delivery, s.profile.as_str()))
-    {
-        Some((SeccompDelivery::Runner, _)) if runner_slots == 1 => Ok(()),
-        Some((SeccompDelivery::Runner, profile)) => {
-            Err(BindError::Plan(PlanDefect::RunnerSeccompCount {
-                profile: profile.to_string(),
-                count: runner_slots,
-            }))
-        }
-        Some((SeccompDelivery::None, profile)) => Err(BindError::Unsupported {
-            what: Unprovided::SeccompWithoutInstaller {
-                profile: profile.to_string(),
-            },
-        }),
-        _ if runner_slots > 0 => Err(BindError::Plan(PlanDefect::UndeliveredRunnerSeccomp)),
-        _ => Ok(()),
-    }
-}
-
 fn check_arch(plan: &LaunchPlan) -> Result<(), BindError> {
     let host = Arch::host().ok_or(BindError::Unsupported {
         what: Unprovided::HostArch,
     })?;
-    if plan.arch != host {
+    if plan.arch() != host {
         return Err(BindError::ForeignArch {
             what: "the launch plan",
-            plan: plan.arch.name(),
+            plan: plan.arch().name(),
             host: host.name(),
         });
     }
-    if let Some(seccomp) = &plan.seccomp {
+    if let Some(seccomp) = plan.seccomp() {
         if seccomp.arch != host {
             return Err(BindError::ForeignArch {
                 what: "the seccomp program",
@@ -192,12 +143,8 @@ fn check_program_arch(seccomp: &SeccompPlan, host: Arch) -> Result<(), BindError
     use splash_seccomp::bpf::{SECCOMP_RET_ACTION_FULL, SECCOMP_RET_ALLOW};
     use splash_seccomp::{SeccompData, SockFilter};
 
+    // A whole, nonempty number of instructions (a `LaunchPlan` invariant).
     let bytes = &seccomp.program;
-    if bytes.is_empty() || !bytes.len().is_multiple_of(8) {
-        return Err(BindError::Plan(PlanDefect::SeccompLength {
-            bytes: bytes.len(),
-        }));
-    }
     let insns: Vec<SockFilter> = bytes
         .chunks_exact(8)
         .map(|c| {
@@ -244,7 +191,7 @@ pub(crate) fn exec_chain(plan: &LaunchPlan) -> Result<Vec<String>, BindError> {
     let mut programs = Vec::new();
     let mut i = 0;
     loop {
-        let program = match plan.command.get(i) {
+        let program = match plan.command().get(i) {
             Some(ExecArg::Literal(p)) => p.clone(),
             Some(ExecArg::Slot(_)) => {
                 return Err(BindError::Plan(PlanDefect::ChainProgramIsSlot));
@@ -261,7 +208,7 @@ pub(crate) fn exec_chain(plan: &LaunchPlan) -> Result<Vec<String>, BindError> {
         // anything else (this program is the worker).
         let mut j = i + 1;
         let next = loop {
-            match plan.command.get(j) {
+            match plan.command().get(j) {
                 Some(ExecArg::Literal(a)) if a == "--" => break Some(j + 1),
                 Some(ExecArg::Literal(a)) if RUNNER_OPTIONS_WITH_VALUE.contains(&a.as_str()) => {
                     j += 2;
@@ -321,32 +268,8 @@ mod tests {
     #[test]
     fn a_program_for_another_architecture_allows_nothing_here() {
         let plan = lowered("agent-worker.splashpol", Arch::Aarch64);
-        let seccomp = plan.seccomp.expect("seccomp");
-        assert!(check_program_arch(&seccomp, Arch::X86_64).is_err());
-        assert!(check_program_arch(&seccomp, Arch::Aarch64).is_ok());
-    }
-
-    #[test]
-    fn a_seccomp_program_must_reach_its_installer() {
-        // A strict list behind the one-hop runner: the runner installs it.
-        let plan = lowered("one-hop.splashpol", Arch::X86_64);
-        assert_eq!(
-            plan.seccomp.as_ref().map(|s| &s.delivery),
-            Some(&SeccompDelivery::Runner)
-        );
-        check_delivery(&plan).expect("control: the lowered plan delivers it");
-        let mut dropped = plan.clone();
-        dropped
-            .command
-            .retain(|a| *a != ExecArg::Slot(splashpol::plan::Slot::RunnerSeccomp));
-        assert!(check_delivery(&dropped).is_err());
-        let mut undelivered = plan;
-        if let Some(s) = undelivered.seccomp.as_mut() {
-            s.delivery = SeccompDelivery::None;
-        }
-        assert!(matches!(
-            check_delivery(&undelivered),
-            Err(BindError::Unsupported { .. })
-        ));
+        let seccomp = plan.seccomp().expect("seccomp");
+        assert!(check_program_arch(seccomp, Arch::X86_64).is_err());
+        assert!(check_program_arch(seccomp, Arch::Aarch64).is_ok());
     }
 }

@@ -74,7 +74,7 @@ impl Deadlines {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let (session, call) = match &plan.watchdog {
+        let (session, call) = match plan.watchdog() {
             Some(w) => (
                 Some(Duration::from_millis(w.session_deadline_ms)),
                 w.call_deadline_ms.map(Duration::from_millis),
@@ -431,8 +431,9 @@ mod tests {
             Deadlines::for_plan(&plan, Deadlines::session(s(10)).with_call(s(60))),
             Deadlines::session(s(10)).with_call(s(30))
         );
-        let mut bare = plan;
+        let mut bare = plan.into_raw();
         bare.watchdog = None;
+        let bare = splashpol::plan::LaunchPlan::try_from(bare).expect("valid plan");
         assert_eq!(
             Deadlines::for_plan(&bare, Deadlines::none().with_call(s(5))),
             Deadlines::none().with_call(s(5))

@@ -493,3 +493,12 @@ pub fn lowered_with(text: &str, manifest: Option<&CapabilityManifest>) -> Launch
     splashpol::lower::lower(&policy, &activation, Arch::host().expect("arch"), "test")
         .expect("lower")
 }
+
+/// `plan` with its fields edited by `edit`, as a host could edit a plan's
+/// JSON before bind; the edit must leave a structurally valid plan (a
+/// [`LaunchPlan`] invariant), so what it changes is what bind re-checks.
+pub fn edited(plan: LaunchPlan, edit: impl FnOnce(&mut splashpol::plan::RawPlan)) -> LaunchPlan {
+    let mut raw = plan.into_raw();
+    edit(&mut raw);
+    LaunchPlan::try_from(raw).expect("the edited plan is structurally valid")
+}

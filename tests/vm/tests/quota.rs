@@ -359,12 +359,13 @@ fn roots_in_one_project_share_one_budget() {
     // The checker bounds the policy's ceilings; the runtime sums the hard
     // limits the kernel reports. A smaller aggregate set on the lowered plan
     // shows which: 8 MiB counted once fits 12 MiB, counted twice it would not.
-    let tight = |mut plan: LaunchPlan| {
-        plan.aggregate_quota = Some(splashpol::model::AggregateQuota {
+    let tight = |plan: LaunchPlan| {
+        let mut raw = plan.into_raw();
+        raw.aggregate_quota = Some(splashpol::model::AggregateQuota {
             max_bytes: 12 * MIB,
             max_inodes: 512,
         });
-        plan
+        LaunchPlan::try_from(raw).expect("a structurally valid plan")
     };
     let bound = bind(tight(plan(&probe, &shared, AGGREGATE))).expect("one shared budget");
     assert_eq!(bound.verified_quotas().len(), 2);

@@ -394,7 +394,7 @@ fn paths_with_the_wrong_type_are_named() {
 fn quota_roots_are_verified() {
     let (policy, plan) = bundled("durable-output.splashpol");
     let mut host = FakeHost::good();
-    for pin in &plan.pins {
+    for pin in plan.pins() {
         match pin.kind {
             PinKind::Directory | PinKind::FileOrDirectory | PinKind::BrokerDirectory => {
                 host.dir(pin.host_path.as_str())

@@ -31,7 +31,7 @@ impl Checker {
             Some((Err(Reported), _)) => return None,
             None => None,
         };
-        Some(model::Policy {
+        let raw = model::RawPolicy {
             name: policy.name.node.clone(),
             bubblewrap: c.bubblewrap?,
             worker: c.worker?.path,
@@ -64,6 +64,13 @@ impl Checker {
             cgroup,
             watchdog: c.watchdog,
             network_broker: c.broker.map(|(b, _, _)| b),
-        })
+        };
+        match model::Policy::try_from(raw) {
+            Ok(checked) => Some(checked),
+            Err(e) => {
+                self.broken = Some((policy.header, e));
+                None
+            }
+        }
     }
 }

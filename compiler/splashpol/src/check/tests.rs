@@ -263,9 +263,12 @@ fn runner_wiring() {
     let p = clean(&policy(
         "limits runner \"/opt/splash/bin/lr\" required { cpu 1 s }\n  landlock runner \"/opt/splash/bin/ll\"",
     ));
-    assert!(p.require_limit_runner);
-    assert_eq!(p.limit_runner.unwrap().path.as_str(), "/opt/splash/bin/lr");
-    assert!(p.combined_runner.is_none());
+    assert!(p.raw().require_limit_runner);
+    assert_eq!(
+        p.raw().limit_runner.clone().unwrap().path.as_str(),
+        "/opt/splash/bin/lr"
+    );
+    assert!(p.raw().combined_runner.is_none());
     // Limits without any runner.
     let src = policy("limits required { cpu 1 s }");
     expect(&src, "splash::check::missing-runner", "limits required");
@@ -276,12 +279,15 @@ fn runner_wiring() {
         "runner combined \"/opt/splash/bin/one\"\n  limits { cpu 1 s }\n  landlock",
     ));
     assert_eq!(
-        p.combined_runner.as_ref().unwrap().as_str(),
+        p.raw().combined_runner.as_ref().unwrap().as_str(),
         "/opt/splash/bin/one"
     );
-    assert_eq!(p.limit_runner.unwrap().path.as_str(), "/opt/splash/bin/one");
     assert_eq!(
-        p.landlock_runner.unwrap().path.as_str(),
+        p.raw().limit_runner.clone().unwrap().path.as_str(),
+        "/opt/splash/bin/one"
+    );
+    assert_eq!(
+        p.raw().landlock_runner.clone().unwrap().path.as_str(),
         "/opt/splash/bin/one"
     );
     let src = policy(
@@ -308,7 +314,7 @@ fn limits_values() {
     let p = clean(&policy(
         "limits runner \"/opt/splash/bin/lr\" {\n cpu 2 min; address-space 1 GiB; processes 64; open-files 1_024; file-size 16 MiB\n }",
     ));
-    let l = p.limit_runner.unwrap().limits;
+    let l = p.raw().limit_runner.clone().unwrap().limits;
     assert_eq!(l.cpu_seconds, Some(120));
     assert_eq!(l.address_space_bytes, Some(1 << 30));
     assert_eq!(l.process_count, Some(64));
@@ -364,7 +370,7 @@ fn landlock_targets() {
     let p = clean(&policy(
         "landlock runner \"/opt/splash/bin/ll\" { allow-exec \"/opt/splash/lib/ld.so\" }",
     ));
-    assert_eq!(p.landlock_runner.unwrap().allow_exec.len(), 1);
+    assert_eq!(p.raw().landlock_runner.clone().unwrap().allow_exec.len(), 1);
     let src = policy(
         "landlock runner \"/opt/splash/bin/ll\" {\n allow-exec \"/opt/splash/a\"\n allow-exec \"/opt/splash/a\"\n }",
     );
@@ -425,7 +431,7 @@ fn quota_roots() {
     let p = clean(&policy(&format!(
         "{QUOTA_OK}  root \"o\" host \"/srv/o\" at \"/w/o\" read-write quota project 42 bytes 256 MiB inodes 16384"
     )));
-    match &p.file_roots[0].kind {
+    match &p.raw().file_roots[0].kind {
         FileRootKind::Host { quota: Some(q), .. } => {
             assert_eq!(
                 (q.project_id, q.max_bytes, q.max_inodes),
@@ -512,7 +518,7 @@ fn read_write_roots_without_quota() {
     );
     // The escape hatch accepts it...
     let p = clean(&policy(&format!("{rw}\n  host-writes unbounded")));
-    assert!(p.allow_unbounded_host_writes);
+    assert!(p.raw().allow_unbounded_host_writes);
     // ...but not under an aggregate quota...
     let src = policy(&format!(
         "{rw}\n  host-writes unbounded\n  quota aggregate bytes 1 MiB inodes 1"
@@ -550,7 +556,7 @@ fn read_write_roots_without_quota() {
 #[test]
 fn pinning() {
     let p = clean(&policy("pin mounts, executables"));
-    assert!(p.pin_mounts && p.pin_executables);
+    assert!(p.raw().pin_mounts && p.raw().pin_executables);
     expect(
         &policy("pin executables"),
         "splash::check::pin-executables-without-mounts",
@@ -569,7 +575,7 @@ fn bounded_writes() {
     let p = clean(&policy(
         "writes bounded\n  user-namespaces none\n  tmp private size 1 MiB",
     ));
-    assert!(p.bounded_writes && p.no_further_user_namespaces);
+    assert!(p.raw().bounded_writes && p.raw().no_further_user_namespaces);
     expect(
         &policy("writes bounded"),
         "splash::check::bounded-writes-requires-no-user-namespaces",
@@ -587,13 +593,16 @@ fn bounded_writes() {
 fn tmpfs_sizes() {
     let p = clean(&policy("tmp private size 64 MiB"));
     assert_eq!(
-        p.tmp,
+        p.raw().tmp,
         PrivateTmp::Bounded {
             size_bytes: 64 << 20
         }
     );
-    assert_eq!(clean(&policy("tmp private")).tmp, PrivateTmp::Unbounded);
-    assert_eq!(clean(&policy("")).tmp, PrivateTmp::Off);
+    assert_eq!(
+        clean(&policy("tmp private")).raw().tmp,
+        PrivateTmp::Unbounded
+    );
+    assert_eq!(clean(&policy("")).raw().tmp, PrivateTmp::Off);
     expect(
         &policy("tmp private size 0 B"),
         "splash::check::tmpfs-size-out-of-range",
@@ -615,7 +624,7 @@ fn aggregate_tmpfs() {
     let p = clean(&policy(
         "root \"a\" tmpfs at \"/w/a\" size 32 MiB\n  tmp private size 64 MiB\n  tmpfs aggregate 96 MiB",
     ));
-    assert_eq!(p.aggregate_ephemeral_max_bytes, Some(96 << 20));
+    assert_eq!(p.raw().aggregate_ephemeral_max_bytes, Some(96 << 20));
     let src = policy(
         "root \"a\" tmpfs at \"/w/a\" size 33 MiB\n  tmp private size 64 MiB\n  tmpfs aggregate 96 MiB",
     );
@@ -634,9 +643,11 @@ fn aggregate_tmpfs() {
 
 #[test]
 fn active_roots() {
-    assert_eq!(clean(&policy("")).max_active_file_roots, 64);
+    assert_eq!(clean(&policy("")).raw().max_active_file_roots, 64);
     assert_eq!(
-        clean(&policy("active-roots max 256")).max_active_file_roots,
+        clean(&policy("active-roots max 256"))
+            .raw()
+            .max_active_file_roots,
         256
     );
     expect(
@@ -659,7 +670,7 @@ fn strict(list: &str) -> String {
 #[test]
 fn strict_allowlists() {
     let p = clean(&strict("read write execve exit_group"));
-    match p.seccomp {
+    match p.into_raw().seccomp {
         SeccompPolicy::StrictAllowlist { syscalls } => {
             assert_eq!(
                 syscalls.into_iter().collect::<Vec<_>>(),
@@ -717,8 +728,8 @@ fn cgroup_policy() {
     let p = clean(&policy(
         "cgroup parent \"/sys/fs/cgroup/w\" runner \"/usr/libexec/cg\" required {\n cpu 50 ms; memory 512 MiB; swap 0 B; pids 64\n io 8:16 { read 2 MiB/s; write 120 iops; write 0 B/s }\n io 8:0 { read 0 iops }\n }",
     ));
-    assert!(p.require_cgroup_v2);
-    let cg = p.cgroup.unwrap();
+    assert!(p.raw().require_cgroup_v2);
+    let cg = p.raw().cgroup.clone().unwrap();
     assert_eq!(cg.join_timeout_ms, 5000);
     assert_eq!(cg.limits.cpu_quota_micros, Some(50_000));
     assert_eq!(cg.limits.memory_swap_max_bytes, Some(0));
@@ -748,9 +759,10 @@ fn cgroup_policy() {
             "cgroup parent \"/sys/fs/cgroup/w\" runner \"/usr/libexec/cg\" {{ {body} }}"
         ))
     };
-    assert!(!clean(&cg("pids 1")).require_cgroup_v2);
+    assert!(!clean(&cg("pids 1")).raw().require_cgroup_v2);
     assert_eq!(
         clean(&cg("pids 1; join-timeout 2 s"))
+            .into_raw()
             .cgroup
             .unwrap()
             .join_timeout_ms,
@@ -804,7 +816,7 @@ fn cgroup_policy() {
 fn watchdog() {
     let p = clean(&policy("watchdog session 5 min call 30 s"));
     assert_eq!(
-        p.watchdog,
+        p.raw().watchdog,
         Some(Watchdog {
             session_deadline_ms: 300_000,
             call_deadline_ms: Some(30_000)
@@ -829,7 +841,7 @@ fn watchdog() {
 fn network_broker() {
     let b = "network-broker origin parent \"/run/user/1\" at \"/run/splash/net\" ids";
     let p = clean(&policy(&format!("pin mounts\n  {b} [\"b\", \"a\"]")));
-    let nb = p.network_broker.unwrap();
+    let nb = p.raw().network_broker.clone().unwrap();
     assert_eq!(nb.catalog, BrokerCatalog::Origin);
     assert_eq!(
         nb.ids.iter().map(|t| t.as_str()).collect::<Vec<_>>(),
@@ -864,7 +876,7 @@ fn worker_arguments() {
         "worker \"/opt/splash/bin/worker\"",
         "worker \"/opt/splash/bin/worker\" args [\"--a\", \"b \\\"q\\\"\"]",
     ));
-    assert_eq!(p.worker_args, ["--a", "b \"q\""]);
+    assert_eq!(p.raw().worker_args, ["--a", "b \"q\""]);
     let src = policy("").replace(
         "worker \"/opt/splash/bin/worker\"",
         "worker \"/opt/splash/bin/worker\" args []",
@@ -944,10 +956,10 @@ fn the_hardened_example_maps_to_the_model() {
     let p = clean(&src);
     // The same specification example the lowering tests start from; they
     // leave seccomp off, the policy file selects the compat profile.
-    let expected = model::Policy {
+    let expected = crate::lower::tests::checked(&model::RawPolicy {
         seccomp: SeccompPolicy::DenyKnownEscapeSurface,
-        ..crate::lower::tests::sample()
-    };
+        ..crate::lower::tests::sample_raw()
+    });
     assert_eq!(p, expected);
 }
 

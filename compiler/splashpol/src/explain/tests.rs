@@ -94,7 +94,7 @@ fn the_landlock_allowlist_and_memfd_guard_come_from_the_plan() {
     assert!(e.exec.any_file_in.is_empty());
     assert!(e.exec.memfd_guard);
     let s = e.seccomp.expect("baseline filter for the guard");
-    assert_eq!(s.profile, "baseline");
+    assert_eq!(s.profile.as_str(), "baseline");
     assert_eq!(s.per_arch.len(), 3);
     for a in &s.per_arch {
         assert!(a.denied_classes.is_empty());
