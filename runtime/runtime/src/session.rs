@@ -29,8 +29,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use splash_protocol::{
-    CallEvent, CapabilityManifest, HostSession, OperationStatus, PrivatePipeWorkerBootstrap,
-    SessionError, SessionKey, SessionState, Token,
+    CapabilityManifest, HostSession, OperationStatus, PrivatePipeWorkerBootstrap, SessionError,
+    SessionKey, SessionState, Token,
 };
 
 use crate::bind::BoundCommand;
@@ -91,34 +91,9 @@ impl CallError {
     }
 }
 
-/// One answer about the call in flight.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum Event {
-    /// The call's result.
-    Finished {
-        /// The call's request id.
-        request_id: Token,
-        /// The output payload's value.
-        output: Value,
-    },
-    /// The worker acknowledged the cancel (termination did not win): the
-    /// effect stopped and no result follows.
-    Cancelled {
-        /// The call's request id.
-        request_id: Token,
-    },
-    /// The cancel came after the result, which was reported first.
-    TooLate {
-        /// The call's request id.
-        request_id: Token,
-    },
-    /// The call cannot be cancelled; it keeps running and its result follows.
-    Unsupported {
-        /// The call's request id.
-        request_id: Token,
-    },
-}
+/// One answer about the call in flight: the protocol's own event. Through
+/// a [`Session`], `Cancelled` arrives only when termination did not win.
+pub use splash_protocol::CallEvent as Event;
 
 /// An open authenticated session with a watched worker.
 #[derive(Debug)]
@@ -286,12 +261,7 @@ impl Session {
         if let Err(why) = self.watchdog.settle_call(finished) {
             return Err(self.force_stopped(why));
         }
-        Ok(match event {
-            CallEvent::Finished { request_id, output } => Event::Finished { request_id, output },
-            CallEvent::Cancelled { request_id } => Event::Cancelled { request_id },
-            CallEvent::TooLate { request_id } => Event::TooLate { request_id },
-            CallEvent::Unsupported { request_id } => Event::Unsupported { request_id },
-        })
+        Ok(event)
     }
 
     /// Like [`Session::next_event`], but returns `Ok(None)` when nothing
