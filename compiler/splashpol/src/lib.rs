@@ -15,17 +15,17 @@
 
 #[expect(
     missing_docs,
-    reason = "not documented yet: the phase types are reworked (issue 15, item 1)"
+    reason = "some public items of this module are not documented yet"
 )]
 pub mod activate;
 #[expect(
     missing_docs,
-    reason = "not documented yet: the phase types are reworked (issue 15, item 1)"
+    reason = "some public items of this module are not documented yet"
 )]
 pub mod artifact;
 #[expect(
     missing_docs,
-    reason = "not documented yet: the parser is split by statement family (issue 15, item 3)"
+    reason = "some public items of this module are not documented yet"
 )]
 pub mod ast;
 mod check;
@@ -37,17 +37,17 @@ pub mod format;
 pub mod lower;
 #[expect(
     missing_docs,
-    reason = "not documented yet: the phase types are reworked (issue 15, item 1)"
+    reason = "some public items of this module are not documented yet"
 )]
 pub mod model;
 #[expect(
     missing_docs,
-    reason = "not documented yet: the parser is split by statement family (issue 15, item 3)"
+    reason = "some public items of this module are not documented yet"
 )]
 pub mod parse;
 #[expect(
     missing_docs,
-    reason = "not documented yet: the phase types are reworked (issue 15, item 1)"
+    reason = "some public items of this module are not documented yet"
 )]
 pub mod plan;
 pub mod span;
