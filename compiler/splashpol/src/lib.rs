@@ -23,10 +23,6 @@ pub mod activate;
     reason = "some public items of this module are not documented yet"
 )]
 pub mod artifact;
-#[expect(
-    missing_docs,
-    reason = "some public items of this module are not documented yet"
-)]
 pub mod ast;
 mod check;
 mod diag;
