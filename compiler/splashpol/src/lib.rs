@@ -36,10 +36,6 @@ pub mod lower;
     reason = "some public items of this module are not documented yet"
 )]
 pub mod model;
-#[expect(
-    missing_docs,
-    reason = "some public items of this module are not documented yet"
-)]
 pub mod parse;
 #[expect(
     missing_docs,

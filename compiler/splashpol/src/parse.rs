@@ -1,10 +1,21 @@
 //! Parsing: `grammar/splashpol.pest` to the [`ast`](crate::ast).
 //!
+//! [`parse`] is the first phase of the pipeline: it reads text and builds
+//! the syntax tree, and decides nothing about meaning (paths, ids, units and
+//! ranges are the checker's). It never panics on any input and every
+//! problem it finds is an error-severity [`Diagnostic`] with a span, a stable
+//! `splash::parse::*` code and help.
+//!
 //! This is the one place where pest errors become [`Diagnostic`]s: grammar
 //! rule names are translated into words ("expected a path string") and never
 //! reach users. The grammar captures a statement (or block entry) that does
 //! not parse as a whole, so the parser reports it and carries on with the next
 //! one; one bad statement never hides errors in the others.
+//!
+//! The keyword lists here ([`STATEMENT_KEYWORDS`], [`KEYWORD_SPELLINGS`],
+//! ...) are what "did you mean" suggestions are drawn from; a unit test keeps
+//! [`KEYWORD_SPELLINGS`] equal to the grammar's keyword rules and to the
+//! keyword list of `docs/language.md`.
 //!
 //! The file and policy outline are built here; `statements` builds each
 //! statement, `literals` strings and quantities, `header` explains a missing
@@ -33,11 +44,39 @@ use literals::{control_characters, number, string};
 #[cfg(test)]
 use literals::quantity;
 
-#[derive(Debug, pest_derive::Parser)]
-#[grammar = "../../../grammar/splashpol.pest"]
-pub struct SplashpolParser;
+pub use grammar::{Rule, SplashpolParser};
 
-/// Statement keywords, in documentation order.
+/// The code `pest_derive` generates from the grammar, in a module of its own
+/// so that the one lint expectation below covers only generated items.
+mod grammar {
+    #![expect(
+        missing_docs,
+        reason = "pest_derive generates `Rule` (one variant per rule of grammar/splashpol.pest, \
+                  documented there) and `Rule::all_rules` without doc comments"
+    )]
+
+    /// The pest parser generated from `grammar/splashpol.pest`, the one
+    /// source of the language's syntax.
+    ///
+    /// [`parse`](super::parse) is the way to parse a policy: it turns pest
+    /// errors into diagnostics and the parse tree into the
+    /// [`ast`](crate::ast). This type is public for tools that need the raw
+    /// parse tree of the same grammar (the formatter, the editor grammar
+    /// tests); a pest error from it names grammar rules and is not meant for
+    /// users. The grammar's entry rules are [`Rule::file`] for a whole file
+    /// and the `*_alone` rules for reparsing one captured statement or entry.
+    #[derive(Debug, pest_derive::Parser)]
+    #[grammar = "../../../grammar/splashpol.pest"]
+    pub struct SplashpolParser;
+}
+
+/// The first keyword of every statement, in the order `docs/language.md`
+/// documents them: exactly the values [`Statement::keyword`] returns.
+///
+/// An unknown statement is matched against this list for "did you mean"; a
+/// statement whose keyword is here but whose rest does not parse is reported
+/// as a syntax error in that statement and recorded in
+/// [`ParseOutput::failed_keywords`].
 pub const STATEMENT_KEYWORDS: &[&str] = &[
     "bubblewrap",
     "worker",
@@ -59,7 +98,8 @@ pub const STATEMENT_KEYWORDS: &[&str] = &[
     "watchdog",
     "network-broker",
 ];
-/// Entry keywords of a `limits { }` block.
+/// Entry keywords of a `limits { }` block: exactly the values
+/// [`LimitKind::keyword`] returns.
 pub const LIMIT_KEYWORDS: &[&str] = &[
     "cpu",
     "address-space",
@@ -67,25 +107,43 @@ pub const LIMIT_KEYWORDS: &[&str] = &[
     "open-files",
     "file-size",
 ];
-/// Entry keywords of a `landlock { }` block.
+/// Entry keywords of a `landlock { }` block (its only entry is `allow-exec`).
 pub const LANDLOCK_KEYWORDS: &[&str] = &["allow-exec"];
-/// Entry keywords of a `cgroup { }` block.
+/// Entry keywords of a `cgroup { }` block: the values
+/// [`CgroupKind::keyword`] returns, plus `io`.
 pub const CGROUP_KEYWORDS: &[&str] = &["cpu", "memory", "swap", "pids", "io", "join-timeout"];
-/// Entry keywords of an `io DEVICE { }` block.
+/// Entry keywords of an `io MAJOR:MINOR { }` block inside a `cgroup` block.
 pub const IO_KEYWORDS: &[&str] = &["read", "write"];
 
 /// What [`parse`] produces: the tree (when the file's outline parsed) and
 /// every syntax diagnostic.
+///
+/// A tree and errors can come together: statements and block entries that
+/// do not parse are reported and left out of the tree, and the rest is still
+/// worth checking (so one run reports every problem). Only a tree-less output
+/// means nothing could be checked.
 #[derive(Debug, Clone)]
 pub struct ParseOutput {
+    /// The syntax tree, or `None` when the file's outline (`splashpol N`,
+    /// `policy "NAME" { ... }` and its braces) does not parse, in which case
+    /// [`ParseOutput::diagnostics`] says why. A `Some` tree holds only the
+    /// statements and entries that parsed.
     pub file: Option<File>,
+    /// Every syntax error found, in the order found (not sorted by span; the
+    /// checker sorts the combined list). All have
+    /// [`Severity::Error`](crate::Severity::Error) and a `splash::parse::*`
+    /// code. Empty when the whole file parsed.
     pub diagnostics: Vec<Diagnostic>,
-    /// Keywords of statements that failed to parse (already reported), so
-    /// the checker does not also call them missing.
+    /// Keywords (from [`STATEMENT_KEYWORDS`]) of statements that failed to
+    /// parse and were already reported, and of misspelled statements whose
+    /// "did you mean" names them, so the checker does not also report those
+    /// statements missing.
     pub failed_keywords: BTreeSet<&'static str>,
 }
 
 impl ParseOutput {
+    /// True when any diagnostic is an error (for this phase, when there is
+    /// any diagnostic at all). The tree can still be `Some`.
     pub fn has_errors(&self) -> bool {
         self.diagnostics.iter().any(Diagnostic::is_error)
     }
@@ -136,7 +194,36 @@ impl Context {
     }
 }
 
-/// Parses a whole `.splashpol` source.
+/// Parses a whole `.splashpol` source into its syntax tree and syntax
+/// diagnostics.
+///
+/// `source` is the file's text (a leading byte-order mark is accepted and
+/// ignored; non-UTF-8 bytes are [`crate::check_bytes`]'s to report). Spans in
+/// the result are byte offsets into `source`. This never fails and never
+/// panics: a file that does not parse at all gives
+/// [`ParseOutput::file`] `None` with at least one diagnostic (for example
+/// `splash::parse::missing-version` when the file does not start with
+/// `splashpol`); a file with bad statements gives a tree without them and one
+/// diagnostic per bad statement or entry.
+///
+/// Parsing does not check meaning; use [`crate::check_source`] for the whole
+/// front end.
+///
+/// ```
+/// use splashpol::ast::Statement;
+///
+/// let out = splashpol::parse::parse(
+///     "splashpol 1\npolicy \"p\" {\n  bubblewrap \"/usr/bin/bwrap\"\n  tmp privat\n}\n",
+/// );
+/// // The bad `tmp` statement is reported, and the rest of the tree is kept.
+/// assert!(out.has_errors());
+/// assert!(out.failed_keywords.contains("tmp"));
+/// let file = out.file.expect("the outline parsed");
+/// assert!(matches!(
+///     &file.policy.statements[..],
+///     [s] if matches!(&s.kind, Statement::Bubblewrap { path } if path.node == "/usr/bin/bwrap")
+/// ));
+/// ```
 pub fn parse(source: &str) -> ParseOutput {
     let mut p = Parsing {
         diagnostics: Vec::new(),
@@ -348,7 +435,10 @@ impl Parsing {
     }
 }
 
-/// Every keyword of the language (for `rule_keywords` and editor syntax files).
+/// Every keyword of the language, as written (with `-`), in the order of
+/// `docs/language.md`'s keyword list: the spellings of the grammar's `kw_*`
+/// rules, which a unit test keeps in sync with the grammar and the
+/// reference. Used for "did you mean" when the grammar expected a keyword.
 pub const KEYWORD_SPELLINGS: &[&str] = &[
     "splashpol",
     "policy",

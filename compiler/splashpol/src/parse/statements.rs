@@ -1,4 +1,12 @@
 //! The parse tree of each statement and block entry to the AST.
+//!
+//! Every builder returns `None` when the parse tree does not have the shape
+//! the grammar promises (a bug in the parser, never in the policy); the
+//! caller then reports `splash::parse::internal` and uses nothing of that
+//! statement, so no policy is built from a tree that was only partly
+//! understood. Bad entries inside a block are reported here, through
+//! [`Parsing::bad`](super::Parsing), and leave the block's `recovered` flag
+//! set.
 
 use pest::iterators::Pair;
 
