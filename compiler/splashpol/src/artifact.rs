@@ -17,50 +17,118 @@
 //! the invariants lowering relies on (the policy is built through
 //! [`Policy::try_from`], like the checker's). Unknown fields anywhere are
 //! rejected.
+//!
+//! [`write()`] and [`load`] are inverses: `load(&write(&p, src)?)?.policy == p`.
+//! An artifact is trusted host configuration exactly like the `.splashpol`
+//! file it came from; the digests detect damage, not tampering (anyone who
+//! can write the file can reseal it), so protect artifacts as you protect
+//! policy sources. A resealed artifact can still only hold a policy that
+//! passes [`Policy::try_from`].
+//!
+//! ```
+//! use splashpol::artifact;
+//!
+//! let source = "splashpol 1\npolicy \"p\" {\n  bubblewrap \"/usr/bin/bwrap\"\n  \
+//!               worker \"/opt/splash/bin/worker\"\n  \
+//!               runtime \"/opt/splash/runtime\" at \"/opt/splash\"\n}\n";
+//! let policy = splashpol::check_source("p.splashpol", source).policy.expect("valid");
+//! let bytes = artifact::write(&policy, source.as_bytes())?;
+//! assert!(artifact::looks_like_artifact(&bytes));
+//!
+//! let loaded = artifact::load(&bytes)?;
+//! assert_eq!(loaded.policy, policy);
+//! assert_eq!(loaded.source_digest, artifact::digest(source.as_bytes()));
+//! # Ok::<(), artifact::ArtifactError>(())
+//! ```
 
 use serde::{Deserialize, Serialize};
 
 use crate::lower::InvariantError;
 use crate::model::{Policy, RawPolicy};
 
-/// The format tag.
+/// The value of an artifact's `format` field, which tells an artifact apart
+/// from any other JSON; [`load`] refuses any other value
+/// ([`ArtifactError::Format`]).
 pub const FORMAT: &str = "splashpol-compiled";
-/// The only artifact version this crate reads and writes.
+/// The only artifact version this crate reads and writes (the `version`
+/// field); [`load`] refuses any other ([`ArtifactError::Version`]) before it
+/// looks at the policy.
 pub const VERSION: u32 = 1;
 
-/// A loaded artifact.
+/// A loaded artifact, every field validated by [`load`].
+///
+/// Deserializing this type directly (rather than through [`load`]) still
+/// validates the policy through [`Policy::try_from`], but checks neither the
+/// tag, the version nor the digests: use [`load`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Artifact {
+    /// Always [`FORMAT`] in an artifact from [`load`].
     pub format: String,
+    /// Always [`VERSION`] in an artifact from [`load`].
     pub version: u32,
+    /// The lowercase hex BLAKE3 digest ([`digest`]) of the `.splashpol`
+    /// source the policy was checked from: 64 characters from `0-9a-f`. It
+    /// identifies the source in reports (lowering copies it into the launch
+    /// plan, see [`crate::lower::lower`]); [`load`] checks its form, and
+    /// cannot check it against a source it does not have.
     pub source_digest: String,
+    /// The lowercase hex BLAKE3 digest of the compact JSON of
+    /// [`Artifact::policy`]; [`load`] has recomputed it and found it equal.
     pub policy_digest: String,
+    /// The checked policy; its invariants hold ([`Policy::try_from`]).
     pub policy: Policy,
 }
 
-/// Why an artifact was refused.
+/// Why an artifact was refused by [`load`] or could not be produced by
+/// [`write()`]. [`load`] reports the first check that fails, in this order:
+/// decoding the header, the tag, the version, decoding the whole document,
+/// the source digest's form, the policy digest, and finally the policy's
+/// invariants.
 #[derive(Debug, thiserror::Error)]
 pub enum ArtifactError {
+    /// The bytes are not JSON of the artifact's shape: not JSON at all, a
+    /// missing or mistyped field, or an unknown field anywhere (including
+    /// inside the policy).
     #[error("not a compiled policy artifact: {0}")]
     Decode(#[source] serde_json::Error),
+    /// The `format` field (carried here) is not [`FORMAT`].
     #[error("artifact format is `{0}`; expected `{FORMAT}`")]
     Format(String),
+    /// The `version` field (carried here) is not [`VERSION`]; reported before
+    /// the rest of the document is decoded, so a future version's new fields
+    /// do not hide it.
     #[error("artifact version is {0}; only version {VERSION} is supported")]
     Version(u32),
+    /// The policy does not hash to the stored `policy_digest`: the artifact
+    /// was truncated or edited without being resealed.
     #[error(
         "artifact policy digest does not match its policy (expected `{stored}`, computed `{computed}`)"
     )]
-    Digest { stored: String, computed: String },
+    Digest {
+        /// The `policy_digest` field as stored in the artifact.
+        stored: String,
+        /// The digest of the policy as decoded and re-serialized.
+        computed: String,
+    },
+    /// The `source_digest` field (carried here) is not 64 lowercase hex
+    /// digits.
     #[error("artifact source digest `{0}` is not a 64-digit lowercase hex BLAKE3 digest")]
     SourceDigest(String),
+    /// The policy decodes and its digest matches, but it breaks an invariant
+    /// lowering relies on (for example pinned executables without pinned
+    /// mounts): a resealed, weakened policy is refused here.
     #[error("artifact policy is unsafe: {0}")]
     Invariant(#[from] InvariantError),
+    /// The policy could not be serialized to JSON (for digesting or
+    /// writing); not expected for a valid policy.
     #[error("cannot serialize the policy: {0}")]
     Encode(#[source] serde_json::Error),
 }
 
-/// Lowercase hex BLAKE3 digest of `bytes`.
+/// The lowercase hex BLAKE3 digest of `bytes` (64 characters from `0-9a-f`):
+/// the form of both digests in an artifact, and of the source digest a
+/// launch plan records.
 pub fn digest(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex().to_string()
 }
@@ -70,8 +138,17 @@ fn policy_digest(policy: &Policy) -> Result<String, ArtifactError> {
     Ok(digest(&json))
 }
 
-/// Serialize `policy` (checked from `source`) as an artifact. The output ends
-/// with a newline and is byte-identical for the same inputs.
+/// Serialize `policy` (checked from `source`) as an artifact: pretty-printed
+/// JSON with [`FORMAT`], [`VERSION`], the digest of `source` and the digest
+/// of the policy's compact JSON. The output ends with a newline and is
+/// byte-identical for the same inputs.
+///
+/// `source` is only digested; it is not stored and not checked against
+/// `policy`.
+///
+/// # Errors
+///
+/// [`ArtifactError::Encode`] if the policy cannot be serialized.
 pub fn write(policy: &Policy, source: &[u8]) -> Result<Vec<u8>, ArtifactError> {
     let artifact = Artifact {
         format: FORMAT.to_string(),
@@ -85,7 +162,18 @@ pub fn write(policy: &Policy, source: &[u8]) -> Result<Vec<u8>, ArtifactError> {
     Ok(out)
 }
 
-/// Load and re-validate an artifact.
+/// Load and re-validate an artifact written by [`write()`].
+///
+/// Nothing in the file is trusted on its word: the tag and version are
+/// checked first, then the whole document is decoded (unknown fields are
+/// refused), the source digest's form is checked, the policy digest is
+/// recomputed, and the policy is rebuilt through [`Policy::try_from`]. The
+/// result can be activated and lowered like a freshly checked policy.
+///
+/// # Errors
+///
+/// The first failing check, as an [`ArtifactError`] (never
+/// [`ArtifactError::Encode`] for well-formed input).
 pub fn load(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
     // Check the tag and version before decoding the policy, so an artifact
     // of another version gets a version error, not a field error.
@@ -136,7 +224,11 @@ pub fn load(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
 }
 
 /// True when `bytes` look like an artifact rather than `.splashpol` source
-/// (the first non-blank byte is `{`).
+/// (the first non-blank byte is `{`, which no policy source starts with).
+///
+/// This only picks the loader; it validates nothing. A host that accepts
+/// both forms (as `splash_runtime`'s policy loader does) calls [`load`] when
+/// this is true and [`crate::check_source`] otherwise.
 pub fn looks_like_artifact(bytes: &[u8]) -> bool {
     bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{')
 }

@@ -18,10 +18,6 @@
     reason = "some public items of this module are not documented yet"
 )]
 pub mod activate;
-#[expect(
-    missing_docs,
-    reason = "some public items of this module are not documented yet"
-)]
 pub mod artifact;
 pub mod ast;
 mod check;
