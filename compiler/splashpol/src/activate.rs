@@ -28,6 +28,10 @@
 //! was made from: it records the policy's identity (a BLAKE3 digest of its
 //! canonical JSON), and [`crate::lower::lower`] refuses an activation of any
 //! other policy, so the checks above never need repeating.
+//!
+//! Activation is pure: it reads no file and resolves no path. Whether a
+//! selected host root exists, has the right type and carries the quota it
+//! claims is decided later, when the runtime binds the launch plan.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -36,7 +40,12 @@ use splash_manifest::{CapabilityManifest, ResourceKind};
 use crate::model::{FileRootKind, Policy, PrivateTmp, SelectorId};
 
 /// The selection a (validated) manifest made from one policy; made only by
-/// [`activate`].
+/// [`activate`], so holding one means every check of the module
+/// documentation passed for that policy.
+///
+/// It holds ids and totals, not paths: [`crate::lower::lower`] takes the
+/// policy and this selection together, refuses a selection made from another
+/// policy, and mounts exactly the roots in [`Activation::roots`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Activation {
     /// The identity of the policy this activation was made from.
@@ -66,7 +75,13 @@ impl PolicyIdentity {
 }
 
 impl Activation {
-    /// True when this activation was made from `policy`.
+    /// True when this activation was made from `policy` (the policies'
+    /// canonical JSON digests are equal).
+    ///
+    /// # Errors
+    ///
+    /// [`ActivationError::Identity`] if `policy` cannot be serialized to
+    /// compute its identity (not expected for a valid policy).
     pub fn is_for(&self, policy: &Policy) -> Result<bool, ActivationError> {
         Ok(PolicyIdentity::of(policy)? == self.policy)
     }
@@ -116,58 +131,134 @@ impl Activation {
     }
 }
 
-/// Why a manifest cannot be activated against a policy.
+/// Why a manifest cannot be activated against a policy. Each variant is one
+/// step of the module documentation's order; activation stops at the first.
+///
+/// Ids in these errors come from the manifest or the policy and are tokens
+/// (`a-z`, `0-9`, `.`, `_`, `-`), so they are safe to show.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ActivationError {
+    /// Step 0: [`CapabilityManifest::validate`] refused the manifest.
     #[error("the manifest is invalid: {reason}")]
-    InvalidManifest { reason: String },
+    InvalidManifest {
+        /// The validation error, rendered.
+        reason: String,
+    },
+    /// Step 2: the grants together select more distinct `file_root` ids than
+    /// the policy's `active-roots max` ([`Policy::max_active_file_roots`]).
+    /// Checked before any id is resolved, so unknown ids over the bound are
+    /// reported as this error.
     #[error(
         "manifest selects {count} distinct file roots; the policy allows at most {max} active file roots"
     )]
-    TooManyActiveRoots { count: usize, max: u16 },
+    TooManyActiveRoots {
+        /// Distinct `file_root` ids selected by the manifest.
+        count: usize,
+        /// The policy's bound.
+        max: u16,
+    },
+    /// Step 2 without a manifest: every registered root would be active, and
+    /// the policy registers more roots than its `active-roots max`.
     #[error(
         "no manifest was given, so all {count} registered file roots would be active; the policy allows at most {max} active file roots (give a manifest that selects at most {max})"
     )]
-    TooManyRegisteredRoots { count: usize, max: u16 },
+    TooManyRegisteredRoots {
+        /// Roots the policy registers.
+        count: usize,
+        /// The policy's bound.
+        max: u16,
+    },
+    /// Step 3: a `file_root` selector names no root the policy registers.
     #[error("file_root selector `{id}` names no registered file root")]
-    UnknownFileRoot { id: SelectorId },
+    UnknownFileRoot {
+        /// The unknown selector id.
+        id: SelectorId,
+    },
+    /// Step 3: an `executable` selector; always rejected, because the worker
+    /// program is fixed by the policy and a manifest cannot choose another.
     #[error("executable selector `{id}` is rejected: the worker program is fixed by the policy")]
-    ExecutableSelector { id: SelectorId },
+    ExecutableSelector {
+        /// The rejected selector id.
+        id: SelectorId,
+    },
+    /// Step 3: a `secret` selector; always rejected (no secret provisioning
+    /// exists in this backend).
     #[error("secret selector `{id}` is rejected: secret provisioning is not supported")]
-    SecretSelector { id: SelectorId },
+    SecretSelector {
+        /// The rejected selector id.
+        id: SelectorId,
+    },
+    /// Step 3: a `network_origin` selector while the policy has no
+    /// `network-broker`; network origins are reachable only through a broker.
     #[error("network_origin selector `{id}` is rejected: the policy configures no network broker")]
-    NetworkOriginWithoutBroker { id: SelectorId },
+    NetworkOriginWithoutBroker {
+        /// The rejected selector id.
+        id: SelectorId,
+    },
+    /// Step 4: the broker's ids and the manifest's distinct network-origin
+    /// ids differ (both lists sorted; at least one non-empty). Also raised
+    /// when a broker is configured and the manifest selects no network
+    /// origin at all.
     #[error(
         "network broker ids do not equal the manifest's network_origin ids: {}",
         describe_mismatch(.not_in_broker, .not_in_manifest)
     )]
     BrokerMismatch {
+        /// Selected by the manifest but not served by the broker.
         not_in_broker: Vec<SelectorId>,
+        /// Served by the broker but not selected by the manifest.
         not_in_manifest: Vec<SelectorId>,
     },
+    /// Step 5: `tmpfs aggregate` is set and the private `/tmp` is unbounded,
+    /// so the aggregate could not hold.
     #[error(
         "the aggregate ephemeral tmpfs bound is set, so the private `/tmp` must be bounded or off"
     )]
     UnboundedTmpWithEphemeralBound,
+    /// Step 5: the active tmpfs roots plus the bounded private `/tmp` exceed
+    /// `tmpfs aggregate`.
     #[error(
         "active ephemeral roots and the private `/tmp` may hold {total} bytes; the aggregate bound is {max} bytes"
     )]
-    EphemeralBoundExceeded { total: u128, max: u64 },
+    EphemeralBoundExceeded {
+        /// The sum of the sizes, in bytes (computed without overflow).
+        total: u128,
+        /// The policy's `tmpfs aggregate`, in bytes.
+        max: u64,
+    },
+    /// Step 6: an active root carries a project quota and the policy sets no
+    /// `quota aggregate`. The checker already refuses such a policy; one
+    /// built from a [`RawPolicy`](crate::model::RawPolicy) in code is caught
+    /// here, when the root is selected.
     #[error(
         "active quota root `{id}` needs an aggregate project-quota bound, and the policy sets none"
     )]
-    QuotaWithoutAggregate { id: SelectorId },
+    QuotaWithoutAggregate {
+        /// The first active quota root, in policy order.
+        id: SelectorId,
+    },
+    /// Step 6: the active quota roots' ceilings, each distinct project id
+    /// counted once at its largest ceilings, exceed `quota aggregate`.
     #[error(
         "active quota roots may use {bytes} bytes and {inodes} inodes; the aggregate bound is {max_bytes} bytes and {max_inodes} inodes"
     )]
     QuotaBoundExceeded {
+        /// Summed byte ceilings (computed without overflow).
         bytes: u128,
+        /// Summed inode ceilings (computed without overflow).
         inodes: u128,
+        /// The aggregate byte bound.
         max_bytes: u64,
+        /// The aggregate inode bound.
         max_inodes: u64,
     },
+    /// The policy could not be serialized to compute its identity; a bug,
+    /// not a property of the manifest.
     #[error("internal error: cannot compute the policy's identity: {reason}")]
-    Identity { reason: String },
+    Identity {
+        /// The serialization error, rendered.
+        reason: String,
+    },
 }
 
 fn describe_mismatch(not_in_broker: &[SelectorId], not_in_manifest: &[SelectorId]) -> String {
@@ -195,6 +286,15 @@ fn describe_mismatch(not_in_broker: &[SelectorId], not_in_manifest: &[SelectorId
 
 /// Activate `policy` with `manifest`, or with every registered root when
 /// `manifest` is `None` (for review with `splashc emit`).
+///
+/// Without a manifest, every registered root and every broker id count as
+/// selected and [`Activation::session_id`] is `None`; the same bounds apply.
+/// A launch always has a manifest.
+///
+/// # Errors
+///
+/// The first failing step of the module documentation, as an
+/// [`ActivationError`].
 pub fn activate(
     policy: &Policy,
     manifest: Option<&CapabilityManifest>,

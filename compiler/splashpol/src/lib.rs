@@ -13,10 +13,6 @@
 
 #![warn(missing_docs)]
 
-#[expect(
-    missing_docs,
-    reason = "some public items of this module are not documented yet"
-)]
 pub mod activate;
 pub mod artifact;
 pub mod ast;
