@@ -20,7 +20,7 @@ use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, Resource
 use splashpol::model::{
     AbsPath, Access, AggregateQuota, BrokerCatalog, CgroupLimits, CgroupPolicy, FileRoot,
     FileRootKind, IoMax, LandlockRunner, LimitRunner, NetworkBroker, PrivateTmp, ProjectQuota,
-    RawPolicy, ResourceLimits, RuntimeMount, SeccompPolicy, Watchdog,
+    RawPolicy, ResourceLimits, RuntimeMount, SeccompPolicy, Side, Watchdog,
 };
 
 fn workspace() -> PathBuf {
@@ -267,7 +267,7 @@ fn broken_artifacts_fail_the_schema_and_the_loader() {
 
 // ------------------------------------------------------------ in sync with the types
 
-fn path(s: &str) -> AbsPath {
+fn path<S: Side>(s: &str) -> AbsPath<S> {
     AbsPath::new(s).expect("path")
 }
 
