@@ -911,6 +911,13 @@ pub(crate) mod tests {
         crate::model::AbsPath::new(s).expect("test path")
     }
 
+    /// Known syscall names for a strict list.
+    pub(crate) fn names(list: &[&str]) -> BTreeSet<crate::model::SyscallName> {
+        list.iter()
+            .map(|s| crate::model::SyscallName::new(s).expect("known syscall"))
+            .collect()
+    }
+
     pub(crate) fn id(s: &str) -> SelectorId {
         Token::new(s).expect("test token")
     }
@@ -1131,10 +1138,7 @@ pub(crate) mod tests {
         assert!(!a.iter().any(|x| x == "--seccomp-fd"));
 
         // Strict with the landlock runner: the runner installs it.
-        let syscalls: BTreeSet<String> = ["execve", "read", "write", "exit_group"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let syscalls = names(&["execve", "read", "write", "exit_group"]);
         policy.seccomp = SeccompPolicy::StrictAllowlist { syscalls };
         let plan = plain(&policy, None).expect("plan");
         assert_eq!(
@@ -1163,8 +1167,7 @@ pub(crate) mod tests {
         );
 
         // The compiler's own refusals surface as lowering errors.
-        let syscalls: BTreeSet<String> =
-            ["execve", "clone3"].iter().map(|s| s.to_string()).collect();
+        let syscalls = names(&["execve", "clone3"]);
         policy.seccomp = SeccompPolicy::StrictAllowlist { syscalls };
         assert!(matches!(
             plain(&policy, None),

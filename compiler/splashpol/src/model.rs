@@ -11,6 +11,7 @@ use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 pub use splash_manifest::Token as SelectorId;
+pub use splash_seccomp::SyscallName;
 
 /// An absolute, normalized path: starts with `/`, no empty, `.` or `..`
 /// components, no trailing `/`, no NUL, and not `/` itself.
@@ -584,7 +585,7 @@ pub enum SeccompPolicy {
     /// Syscalls by name, deduplicated and sorted; resolved per architecture by
     /// `splash-seccomp`.
     StrictAllowlist {
-        syscalls: BTreeSet<String>,
+        syscalls: BTreeSet<SyscallName>,
     },
 }
 

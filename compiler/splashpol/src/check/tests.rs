@@ -673,7 +673,7 @@ fn strict_allowlists() {
     match p.into_raw().seccomp {
         SeccompPolicy::StrictAllowlist { syscalls } => {
             assert_eq!(
-                syscalls.into_iter().collect::<Vec<_>>(),
+                syscalls.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
                 ["execve", "exit_group", "read", "write"]
             );
         }
