@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use splash_seccomp::{Arch, StrictRejection, SyscallName};
 
 use super::{Checker, code};
+use crate::ast::Parsed;
 use crate::diag::Diagnostic;
 use crate::model;
 use crate::span::{Node, Span};
@@ -15,11 +16,11 @@ impl Checker {
         &mut self,
         keyword: Span,
         syscalls: &[Node<String>],
-        recovered: bool,
+        parsed: Parsed,
     ) -> Option<BTreeSet<SyscallName>> {
         let mut ok = true;
         if syscalls.is_empty() {
-            if !recovered {
+            if parsed == Parsed::Clean {
                 self.push(
                     Diagnostic::error(
                         code("splash::check::empty-allowlist"),
@@ -153,7 +154,7 @@ impl Checker {
         }
         // A word of the list that did not parse is already reported and may
         // have been meant as `execve` (`execve,`): no follow-on error.
-        if !first.contains_key("execve") && !recovered {
+        if !first.contains_key("execve") && parsed == Parsed::Clean {
             self.push(
                 Diagnostic::error(
                     code("splash::check::allowlist-missing-execve"),
