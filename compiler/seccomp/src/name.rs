@@ -14,6 +14,19 @@ use crate::{Arch, suggest_syscall, syscall_number, tables};
 /// Built only by [`SyscallName::new`], which refuses any other name (the
 /// policy checker reports that refusal with its span), and serialized as the
 /// plain name.
+///
+/// ```
+/// use splash_seccomp::{Arch, SyscallName};
+/// let execve = SyscallName::new("execve").expect("known");
+/// assert_eq!(execve.number(Arch::X86_64), Some(59));
+/// assert!(SyscallName::new("exceve").is_err());
+/// ```
+///
+/// There is no other way to build one:
+///
+/// ```compile_fail
+/// let name = splash_seccomp::SyscallName("exceve");
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct SyscallName(&'static str);
 
