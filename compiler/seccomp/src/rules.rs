@@ -335,8 +335,9 @@ impl RuleSet {
     /// For a strict list, a name that exists on another supported
     /// architecture but not on `arch` is skipped for `arch` and reported by
     /// [`RuleSet::skipped`] (every [`SyscallName`] exists on some supported
-    /// architecture); `clone3` or a forbidden fixed-guard syscall ([`crate::strict_rejection`]) is an error, as is a
-    /// list that resolves to no `execve` or to more than
+    /// architecture); `clone3` or a forbidden fixed-guard syscall
+    /// ([`crate::strict_rejection`]) is an error, as is a list that resolves
+    /// to no `execve` or to more than
     /// [`MAX_STRICT_SYSCALLS`] numbers on `arch`. A listable guarded syscall
     /// the list names is allowed; an unlisted one kills the process like
     /// every other unlisted syscall.
