@@ -17,10 +17,10 @@
 //! formatting character: the parser reports those separately
 //! (`splash::parse::control-character`) but keeps the tree.
 //!
-//! Fields named `recovered` record that some entry of a block did not parse
-//! (and was already reported); the checker then does not also report the
-//! block as empty or incomplete, since the missing entry may be the one that
-//! failed.
+//! Fields named `parsed` ([`Parsed`]) record whether some entry of a block
+//! did not parse (and was already reported); the checker then does not also
+//! report the block as empty or incomplete, since the missing entry may be
+//! the one that failed.
 
 pub use crate::span::{Node, Span};
 
@@ -85,6 +85,20 @@ impl PartialEq for Stmt {
 }
 
 impl Eq for Stmt {}
+
+/// Whether every entry of a block (or word of a list) parsed.
+///
+/// An entry that did not parse is already reported by the parser and
+/// dropped; the checker then stays silent about what the block lacks (an
+/// empty block, a missing `execve`), since the dropped entry may have been
+/// meant to supply it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parsed {
+    /// Every entry parsed.
+    Clean,
+    /// Some entry did not parse (already reported).
+    Recovered,
+}
 
 /// A number as written: decimal digits with optional single `_` separators
 /// between digits and, possibly, a `.` fraction (which the checker rejects:
@@ -219,8 +233,8 @@ pub enum Statement {
         /// The entries that parsed, in source order; repeats are judged by
         /// the checker.
         entries: Vec<Node<LimitEntry>>,
-        /// Some entry did not parse (already reported).
-        recovered: bool,
+        /// Whether every entry of the block parsed.
+        parsed: Parsed,
     },
     /// `landlock [runner SANDBOXPATH] [{ allow-exec SANDBOXPATH ... }]`: the
     /// Landlock executable runner (`LandlockExecutableRunner`).
@@ -231,8 +245,8 @@ pub enum Statement {
         /// The `allow-exec` targets that parsed, in source order (empty when
         /// the block is absent or empty).
         allow_exec: Vec<Node<String>>,
-        /// Some entry did not parse (already reported).
-        recovered: bool,
+        /// Whether every entry of the block parsed.
+        parsed: Parsed,
     },
     /// `runner combined SANDBOXPATH`: one-hop mode, one runner that applies
     /// the `limits` and `landlock` settings and a strict seccomp filter.
@@ -253,8 +267,8 @@ pub enum Statement {
         /// The entries that parsed, in source order; repeats are judged by
         /// the checker.
         entries: Vec<Node<CgroupEntry>>,
-        /// Some entry did not parse (already reported).
-        recovered: bool,
+        /// Whether every entry of the block parsed.
+        parsed: Parsed,
     },
     /// `watchdog session DURATION [call DURATION]`: host wall-clock
     /// deadlines.
@@ -403,9 +417,10 @@ pub enum Seccomp {
         /// digits and `_`), in source order; whether each exists, and
         /// duplicates, are judged by the checker.
         syscalls: Vec<Node<String>>,
-        /// Some word of the list was not a syscall name (already reported as
-        /// `splash::parse::invalid-syscall-name`).
-        recovered: bool,
+        /// Whether every word of the list is a syscall name
+        /// ([`Parsed::Recovered`] after a `splash::parse::invalid-syscall-name`
+        /// error).
+        parsed: Parsed,
     },
 }
 
@@ -502,8 +517,8 @@ pub enum CgroupEntry {
         minor: Node<NumberLit>,
         /// The `read` / `write` entries that parsed, in source order.
         limits: Vec<Node<IoLimit>>,
-        /// Some entry of the `io` block did not parse (already reported).
-        recovered: bool,
+        /// Whether every entry of the `io` block parsed.
+        parsed: Parsed,
     },
 }
 

@@ -5,8 +5,8 @@
 //! caller then reports `splash::parse::internal` and uses nothing of that
 //! statement, so no policy is built from a tree that was only partly
 //! understood. Bad entries inside a block are reported here, through
-//! [`Parsing::bad`](super::Parsing), and leave the block's `recovered` flag
-//! set.
+//! [`Parsing::bad`](super::Parsing), and mark the block
+//! [`Parsed::Recovered`].
 
 use pest::iterators::Pair;
 
@@ -152,7 +152,7 @@ impl Parsing {
                     }
                     Rule::strict_allowlist => {
                         let mut syscalls = Vec::new();
-                        let mut recovered = false;
+                        let mut parsed = Parsed::Clean;
                         if let Some(block) = mode
                             .into_inner()
                             .find(|p| p.as_rule() == Rule::syscall_block)
@@ -163,7 +163,7 @@ impl Parsing {
                                 } else if s.as_rule() != Rule::bad_word {
                                     return None;
                                 } else {
-                                    recovered = true;
+                                    parsed = Parsed::Recovered;
                                     self.diagnostics.push(
                                         Diagnostic::error(
                                             "splash::parse::invalid-syscall-name",
@@ -179,10 +179,7 @@ impl Parsing {
                                 }
                             }
                         }
-                        Statement::Seccomp(Seccomp::StrictAllowlist {
-                            syscalls,
-                            recovered,
-                        })
+                        Statement::Seccomp(Seccomp::StrictAllowlist { syscalls, parsed })
                     }
                     _ => return None,
                 }
@@ -191,7 +188,7 @@ impl Parsing {
                 let mut runner = None;
                 let mut required = None;
                 let mut entries = Vec::new();
-                let mut recovered = false;
+                let mut parsed = Parsed::Clean;
                 for p in it {
                     match p.as_rule() {
                         Rule::path => runner = Some(string(p)),
@@ -199,7 +196,7 @@ impl Parsing {
                         Rule::limits_block => {
                             for e in inner(p) {
                                 if e.as_rule() == Rule::bad_entry {
-                                    recovered = true;
+                                    parsed = Parsed::Recovered;
                                     self.bad(&e, Context::Limits);
                                 } else {
                                     entries.push(limit_entry(e)?);
@@ -214,20 +211,20 @@ impl Parsing {
                     runner,
                     required,
                     entries,
-                    recovered,
+                    parsed,
                 }
             }
             Rule::landlock_stmt => {
                 let mut runner = None;
                 let mut allow_exec = Vec::new();
-                let mut recovered = false;
+                let mut parsed = Parsed::Clean;
                 for p in it {
                     match p.as_rule() {
                         Rule::path => runner = Some(string(p)),
                         Rule::landlock_block => {
                             for e in inner(p) {
                                 if e.as_rule() == Rule::bad_entry {
-                                    recovered = true;
+                                    parsed = Parsed::Recovered;
                                     self.bad(&e, Context::Landlock);
                                 } else if e.as_rule() == Rule::allow_exec {
                                     let path =
@@ -245,7 +242,7 @@ impl Parsing {
                 Statement::Landlock {
                     runner,
                     allow_exec,
-                    recovered,
+                    parsed,
                 }
             }
             Rule::runner_stmt => Statement::CombinedRunner {
@@ -255,7 +252,7 @@ impl Parsing {
                 let mut paths = Vec::new();
                 let mut required = None;
                 let mut entries = Vec::new();
-                let mut recovered = false;
+                let mut parsed = Parsed::Clean;
                 for p in it {
                     match p.as_rule() {
                         Rule::path => paths.push(string(p)),
@@ -264,7 +261,7 @@ impl Parsing {
                             for e in inner(p) {
                                 match e.as_rule() {
                                     Rule::bad_entry => {
-                                        recovered = true;
+                                        parsed = Parsed::Recovered;
                                         self.bad(&e, Context::Cgroup);
                                     }
                                     _ => entries.push(self.cgroup_entry(e)?),
@@ -281,7 +278,7 @@ impl Parsing {
                     runner: paths.next()?,
                     required,
                     entries,
-                    recovered,
+                    parsed,
                 }
             }
             Rule::watchdog_stmt => {
@@ -360,7 +357,7 @@ impl Parsing {
                 let mut major = None;
                 let mut minor = None;
                 let mut limits = Vec::new();
-                let mut recovered = false;
+                let mut parsed = Parsed::Clean;
                 for p in pair.into_inner() {
                     match p.as_rule() {
                         Rule::device => {
@@ -379,7 +376,7 @@ impl Parsing {
                         Rule::io_block => {
                             for e in inner(p) {
                                 if e.as_rule() == Rule::bad_entry {
-                                    recovered = true;
+                                    parsed = Parsed::Recovered;
                                     self.bad(&e, Context::Io);
                                 } else if e.as_rule() != Rule::io_limit {
                                     return None;
@@ -414,7 +411,7 @@ impl Parsing {
                         major: major?,
                         minor: minor?,
                         limits,
-                        recovered,
+                        parsed,
                     },
                     sp,
                 ))
