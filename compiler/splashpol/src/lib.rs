@@ -23,10 +23,6 @@ pub mod emit;
 pub mod explain;
 pub mod format;
 pub mod lower;
-#[expect(
-    missing_docs,
-    reason = "some public items of this module are not documented yet"
-)]
 pub mod model;
 pub mod parse;
 #[expect(

@@ -1,9 +1,22 @@
 //! The checked policy: the typed output of `check` and the input of `activate`
 //! and `lower`.
 //!
-//! Every value here was validated on construction (by the checker, or by
-//! [`crate::artifact::load`] when read from a compiled artifact). Nothing in this
-//! module touches the host.
+//! The types mirror the specification's host configuration
+//! (`BubblewrapWorkerPolicy` and its parts); each field's documentation names
+//! the `.splashpol` statement that sets it and, where it has one, the
+//! specification's name for it.
+//!
+//! Validation happens in two layers. Values that can be wrong on their own
+//! are newtypes built only through validation: [`HostPath`] and
+//! [`SandboxPath`] ([`AbsPath::new`]), [`SelectorId`] (the token rule),
+//! [`SyscallName`] (a known syscall). Rules that relate several fields
+//! (pinned executables need pinned mounts, no two mount destinations overlap,
+//! the worker lies inside a runtime mount, ...) hold for every [`Policy`]:
+//! a [`RawPolicy`] becomes one only through [`Policy::try_from`], whether
+//! built by the checker, read by [`crate::artifact::load`] or assembled in
+//! code. Ranges that the checker enforces but lowering does not rely on
+//! (for example nonzero rlimits) are guaranteed only for policies the checker
+//! produced. Nothing in this module touches the host.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -70,19 +83,37 @@ mod sealed {
 /// Why a string is not an [`AbsPath`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PathError {
+    /// The string is empty.
     #[error("path is empty")]
     Empty,
+    /// The path (carried here) does not start with `/`.
     #[error("path `{0}` is not absolute")]
     Relative(String),
+    /// The path (carried here) is `/` itself: no mount source or
+    /// destination may be the whole filesystem.
     #[error("path `{0}` is `/`; the whole filesystem cannot be used here")]
     Root(String),
+    /// The path (carried here) has an empty (`//`), `.` or `..` component, or
+    /// ends with `/`. A path has exactly one spelling, which the overlap and
+    /// containment checks rely on (`/a/../proc` would otherwise slip past the
+    /// `/proc` check).
     #[error("path `{0}` is not normalized (empty, `.` or `..` component, or trailing `/`)")]
     NotNormalized(String),
+    /// The path contains a NUL byte, which no Linux path can contain.
     #[error("path contains a NUL byte")]
     Nul,
 }
 
 impl<S: Side> AbsPath<S> {
+    /// Validates `s` as an absolute, normalized path. Purely textual: the
+    /// file it names is not looked at (existence, type and symbolic links
+    /// are the runtime's to check at bind).
+    ///
+    /// # Errors
+    ///
+    /// The first rule `s` breaks, checked in this order:
+    /// [`PathError::Empty`], [`PathError::Nul`], [`PathError::Relative`],
+    /// [`PathError::Root`], [`PathError::NotNormalized`].
     pub fn new(s: impl Into<String>) -> Result<Self, PathError> {
         let s = s.into();
         if s.is_empty() {
@@ -109,6 +140,7 @@ impl<S: Side> AbsPath<S> {
         })
     }
 
+    /// The path, exactly as validated (starts with `/`, no trailing `/`).
     pub fn as_str(&self) -> &str {
         &self.path
     }
@@ -226,11 +258,16 @@ pub const DEFAULT_CGROUP_JOIN_TIMEOUT_MS: u64 = 5_000;
 pub struct RawPolicy {
     /// The policy's name (free text, for reports).
     pub name: String,
-    /// Host path of the Bubblewrap executable.
+    /// Host path of the Bubblewrap executable (`bubblewrap`); executed
+    /// through a pinned descriptor when [`RawPolicy::pin_executables`] is
+    /// set.
     pub bubblewrap: HostPath,
-    /// Worker-visible path of the fixed worker program.
+    /// Worker-visible path of the fixed worker program (`worker`): inside a
+    /// runtime mount's destination, and distinct from every runner.
     pub worker: SandboxPath,
-    /// Fixed worker arguments.
+    /// Fixed worker arguments (`worker ... args [...]`), passed after the
+    /// worker path; no argument contains a NUL byte. Nothing at run time
+    /// adds to them.
     pub worker_args: Vec<String>,
     /// Read-only runtime mounts, in policy order.
     pub runtime_mounts: Vec<RuntimeMount>,
@@ -238,29 +275,52 @@ pub struct RawPolicy {
     pub file_roots: Vec<FileRoot>,
     /// The private `/tmp` setting.
     pub tmp: PrivateTmp,
-    /// `require_bounded_file_root_writes`.
+    /// `writes bounded` (`require_bounded_file_root_writes`): every active
+    /// read-write host root needs a verified quota, the private `/tmp` is
+    /// not unbounded, and `/dev` and `/` are remounted read-only after the
+    /// mounts. Implies [`RawPolicy::no_further_user_namespaces`].
     pub bounded_writes: bool,
-    /// `require_no_further_user_namespaces`.
+    /// `user-namespaces none` (`require_no_further_user_namespaces`): the
+    /// launch adds `--unshare-user --disable-userns`, so the worker cannot
+    /// create user namespaces (and a launch where that cannot be enforced
+    /// fails).
     pub no_further_user_namespaces: bool,
-    /// `MountSourceBinding::DescriptorPinned`.
+    /// `pin mounts` (`MountSourceBinding::DescriptorPinned`): runtime mount
+    /// sources, host root sources and the broker directory are opened once at
+    /// bind and mounted from those descriptors.
     pub pin_mounts: bool,
-    /// `ExecutableSourceBinding::DescriptorPinned`.
+    /// `pin executables` (`ExecutableSourceBinding::DescriptorPinned`):
+    /// Bubblewrap runs from a pinned descriptor, and the worker, the runners
+    /// and the `allow-exec` targets are overlaid from pinned descriptors at
+    /// their worker-visible paths. Implies [`RawPolicy::pin_mounts`].
     pub pin_executables: bool,
-    /// `allow_unbounded_host_file_root_writes` (weaker escape hatch).
+    /// `host-writes unbounded` (`allow_unbounded_host_file_root_writes`, the
+    /// weaker escape hatch): an active read-write host root without a quota
+    /// is accepted, unless [`RawPolicy::bounded_writes`] or
+    /// [`RawPolicy::aggregate_quota`] is set. Splash then bounds nothing
+    /// about that root.
     pub allow_unbounded_host_writes: bool,
-    /// `set_maximum_aggregate_linux_project_quota`.
+    /// `quota aggregate` (`set_maximum_aggregate_linux_project_quota`):
+    /// required by every active quota root.
     pub aggregate_quota: Option<AggregateQuota>,
-    /// `set_maximum_aggregate_ephemeral_tmpfs_bytes`.
+    /// `tmpfs aggregate SIZE` in bytes
+    /// (`set_maximum_aggregate_ephemeral_tmpfs_bytes`): ceiling on the sizes
+    /// of the active ephemeral roots plus a bounded private `/tmp`, checked
+    /// at activation; forbids an unbounded private `/tmp`. Nonzero.
     pub aggregate_ephemeral_max_bytes: Option<u64>,
-    /// `set_maximum_active_file_roots` (default 64, at most 256).
+    /// `active-roots max` (`set_maximum_active_file_roots`): the most
+    /// distinct file roots a manifest may select (default
+    /// [`DEFAULT_MAX_ACTIVE_FILE_ROOTS`], at most
+    /// [`MAX_ACTIVE_FILE_ROOTS_CEILING`]).
     pub max_active_file_roots: u16,
-    /// The seccomp profile.
+    /// The seccomp profile (`seccomp`).
     pub seccomp: SeccompPolicy,
-    /// The rlimit runner, if configured.
+    /// The rlimit runner (`limits` block), if configured.
     pub limit_runner: Option<LimitRunner>,
-    /// `require_resource_limit_runner`.
+    /// `limits ... required` (`require_resource_limit_runner`): a limit
+    /// runner is configured, and a policy without one is refused.
     pub require_limit_runner: bool,
-    /// The Landlock executable runner, if configured.
+    /// The Landlock executable runner (`landlock` statement), if configured.
     pub landlock_runner: Option<LandlockRunner>,
     /// One-hop mode: one fixed runner applies rlimits, Landlock and the strict
     /// filter in a single exec instead of the separate runners.
@@ -270,9 +330,11 @@ pub struct RawPolicy {
     /// runner of their own) with this same path: they carry the settings,
     /// and only this runner is executed.
     pub combined_runner: Option<SandboxPath>,
-    /// The cgroup-v2 policy, if configured.
+    /// The cgroup-v2 policy (`cgroup` block), if configured.
     pub cgroup: Option<CgroupPolicy>,
-    /// `require_cgroup_v2`.
+    /// `cgroup ... required` (`require_cgroup_v2`): a cgroup policy is
+    /// configured, and the runtime refuses every launch path that would start
+    /// the worker outside its cgroup.
     pub require_cgroup_v2: bool,
     /// The host wall-clock watchdog, if configured.
     pub watchdog: Option<Watchdog>,
@@ -437,42 +499,47 @@ impl Policy {
         self.raw.tmp
     }
 
-    /// `require_bounded_file_root_writes`.
+    /// `writes bounded`; see [`RawPolicy::bounded_writes`].
     pub fn bounded_writes(&self) -> bool {
         self.raw.bounded_writes
     }
 
-    /// `require_no_further_user_namespaces`.
+    /// `user-namespaces none`; see
+    /// [`RawPolicy::no_further_user_namespaces`].
     pub fn no_further_user_namespaces(&self) -> bool {
         self.raw.no_further_user_namespaces
     }
 
-    /// `MountSourceBinding::DescriptorPinned`.
+    /// `pin mounts`; see [`RawPolicy::pin_mounts`].
     pub fn pin_mounts(&self) -> bool {
         self.raw.pin_mounts
     }
 
-    /// `ExecutableSourceBinding::DescriptorPinned`.
+    /// `pin executables` (then [`Policy::pin_mounts`] is also set); see
+    /// [`RawPolicy::pin_executables`].
     pub fn pin_executables(&self) -> bool {
         self.raw.pin_executables
     }
 
-    /// `allow_unbounded_host_file_root_writes`.
+    /// `host-writes unbounded`; see
+    /// [`RawPolicy::allow_unbounded_host_writes`].
     pub fn allow_unbounded_host_writes(&self) -> bool {
         self.raw.allow_unbounded_host_writes
     }
 
-    /// `set_maximum_aggregate_linux_project_quota`.
+    /// `quota aggregate`, if set; see [`RawPolicy::aggregate_quota`].
     pub fn aggregate_quota(&self) -> Option<AggregateQuota> {
         self.raw.aggregate_quota
     }
 
-    /// `set_maximum_aggregate_ephemeral_tmpfs_bytes`.
+    /// `tmpfs aggregate` in bytes, if set; see
+    /// [`RawPolicy::aggregate_ephemeral_max_bytes`].
     pub fn aggregate_ephemeral_max_bytes(&self) -> Option<u64> {
         self.raw.aggregate_ephemeral_max_bytes
     }
 
-    /// `set_maximum_active_file_roots` (at most 256).
+    /// `active-roots max` (at most [`MAX_ACTIVE_FILE_ROOTS_CEILING`]); see
+    /// [`RawPolicy::max_active_file_roots`].
     pub fn max_active_file_roots(&self) -> u16 {
         self.raw.max_active_file_roots
     }
@@ -482,7 +549,8 @@ impl Policy {
         &self.raw.seccomp
     }
 
-    /// `require_resource_limit_runner` (rlimits are then configured).
+    /// `limits ... required` (rlimits are then configured); see
+    /// [`RawPolicy::require_limit_runner`].
     pub fn require_limit_runner(&self) -> bool {
         self.raw.require_limit_runner
     }
@@ -492,7 +560,8 @@ impl Policy {
         self.raw.cgroup.as_ref()
     }
 
-    /// `require_cgroup_v2` (a cgroup policy is then configured).
+    /// `cgroup ... required` (a cgroup policy is then configured); see
+    /// [`RawPolicy::require_cgroup_v2`].
     pub fn require_cgroup_v2(&self) -> bool {
         self.raw.require_cgroup_v2
     }
@@ -508,42 +577,77 @@ impl Policy {
     }
 }
 
-/// A read-only runtime mount (file or directory).
+/// A read-only runtime mount (file or directory): `runtime SOURCE at DEST`.
+///
+/// The worker, every runner and every `allow-exec` target must lie inside
+/// the destination of one of these, so what the worker can execute comes
+/// from host trees mounted read-only.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RuntimeMount {
+    /// The host file or directory mounted. The runtime resolves it at bind
+    /// and refuses a missing source or one that resolves to `/`.
     pub source: HostPath,
+    /// Where the worker sees it; it does not equal, contain or lie inside
+    /// any other mount destination, `/proc`, `/dev` or a private `/tmp`.
     pub destination: SandboxPath,
 }
 
 /// A registered file root, selected by opaque id from the manifest.
+///
+/// Registering a root grants nothing: only the roots a manifest selects
+/// ([`crate::activate::Activation::roots`]) are mounted, and lowering
+/// re-checks a root's access mode only when it is active
+/// ([`crate::lower::check_active_root`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileRoot {
+    /// The selector id a manifest's `file_root` resource names; unique among
+    /// the policy's roots of both kinds.
     pub id: SelectorId,
+    /// Where the worker sees the root; it does not equal, contain or lie
+    /// inside any other mount destination, `/proc`, `/dev` or a private
+    /// `/tmp`.
     pub destination: SandboxPath,
+    /// Host-backed or ephemeral.
     pub kind: FileRootKind,
 }
 
-/// Host-backed or ephemeral.
+/// What backs a file root: a host directory or an empty tmpfs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", deny_unknown_fields)]
 pub enum FileRootKind {
+    /// `root ID host SOURCE at DEST ACCESS [quota ...]`: a bind of a host
+    /// directory.
     Host {
+        /// The host directory bound (checked to be a directory at bind).
         source: HostPath,
+        /// Read-only or read-write.
         access: Access,
+        /// The project quota the runtime verifies at bind; the checker
+        /// accepts one only on a [`Access::ReadWrite`] root, and an active
+        /// quota root requires pinned mounts, `user-namespaces none` and an
+        /// [`AggregateQuota`].
         quota: Option<ProjectQuota>,
     },
+    /// `root ID tmpfs at DEST size SIZE`: an empty, writable tmpfs for the
+    /// session, gone with the worker's mount namespace.
     Ephemeral {
         /// tmpfs `--size` in bytes, 1..=2^63-1.
         size_bytes: u64,
     },
 }
 
+/// How a host-backed root is bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Access {
+    /// Bound read-only.
     ReadOnly,
+    /// Bound writable. An active read-write root needs a verified
+    /// [`ProjectQuota`], or [`RawPolicy::allow_unbounded_host_writes`] with
+    /// neither bounded writes nor an aggregate quota; otherwise lowering
+    /// refuses it.
     ReadWrite,
 }
 
@@ -559,32 +663,56 @@ pub struct ProjectQuota {
     pub max_inodes: u64,
 }
 
-/// Aggregate ceiling over distinct (filesystem, project) quota pairs.
+/// Aggregate ceiling over distinct (filesystem, project) quota pairs:
+/// `quota aggregate bytes SIZE inodes COUNT`.
+///
+/// Activation sums the active quota roots' ceilings, each project id once;
+/// the runtime repeats the sum at bind over the hard limits the kernel
+/// reports, per (filesystem, project) pair. Both ceilings are nonzero.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AggregateQuota {
+    /// Ceiling on the summed hard byte limits.
     pub max_bytes: u64,
+    /// Ceiling on the summed hard inode limits.
     pub max_inodes: u64,
 }
 
-/// The private `/tmp`.
+/// The private `/tmp`: the `tmp` statement.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PrivateTmp {
+    /// `tmp off` (the default): no tmpfs at `/tmp`, and `/tmp` is not a
+    /// reserved destination.
     Off,
+    /// `tmp private`: a tmpfs at `/tmp` without `--size`. Refused under
+    /// bounded writes and with an aggregate ephemeral bound.
     Unbounded,
-    Bounded { size_bytes: u64 },
+    /// `tmp private size SIZE`: a tmpfs at `/tmp` with `--size`.
+    Bounded {
+        /// The tmpfs `--size` in bytes, 1 to [`MAX_TMPFS_BYTES`].
+        size_bytes: u64,
+    },
 }
 
-/// The seccomp profile.
+/// The seccomp profile: the `seccomp` statement.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SeccompPolicy {
+    /// `seccomp off` (the default): no profile. A Landlock allowlist still
+    /// gets a baseline filter carrying its `memfd_create` guard.
     Off,
+    /// `seccomp deny-known-escape-surface`: the fixed default-allow
+    /// compatibility profile, returning `EPERM` for a reviewed set of escape
+    /// operations.
     DenyKnownEscapeSurface,
-    /// Syscalls by name, deduplicated and sorted; resolved per architecture by
-    /// `splash-seccomp`.
+    /// `seccomp strict-allowlist { ... }`: every syscall not listed kills
+    /// the process (`clone3` answers `ENOSYS`).
     StrictAllowlist {
+        /// Syscalls by name, deduplicated and sorted; each a name
+        /// `splash-seccomp` knows on at least one architecture, resolved to
+        /// numbers per architecture when the filter is built. Never empty,
+        /// at most [`MAX_STRICT_SYSCALLS`], always containing `execve`.
         syscalls: BTreeSet<SyscallName>,
     },
 }
@@ -594,14 +722,24 @@ pub enum SeccompPolicy {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResourceLimits {
+    /// `RLIMIT_CPU`: cumulative CPU time in whole seconds (not a wall-clock
+    /// deadline).
     pub cpu_seconds: Option<u64>,
+    /// `RLIMIT_AS`: virtual address space in bytes (not resident memory).
     pub address_space_bytes: Option<u64>,
+    /// `RLIMIT_NPROC`: threads of the worker's real uid, counting unrelated
+    /// processes of that uid too (not enforced for real uid 0).
     pub process_count: Option<u64>,
+    /// `RLIMIT_NOFILE`: one more than the highest file descriptor number.
     pub open_files: Option<u64>,
+    /// `RLIMIT_FSIZE`: the largest file the worker can write, in bytes (not
+    /// total storage).
     pub file_size_bytes: Option<u64>,
 }
 
 impl ResourceLimits {
+    /// True when no limit is selected (a `limits` block the checker accepts
+    /// selects at least one).
     pub fn is_empty(&self) -> bool {
         *self == Self::default()
     }
@@ -613,6 +751,7 @@ impl ResourceLimits {
 pub struct LimitRunner {
     /// Worker-visible path (inside a read-only runtime mount).
     pub path: SandboxPath,
+    /// The rlimits the runner sets, each as both soft and hard limit.
     pub limits: ResourceLimits,
 }
 
@@ -635,38 +774,68 @@ pub struct CgroupPolicy {
     pub parent: HostPath,
     /// Host path of the cgroup runner (never mounted).
     pub runner: HostPath,
+    /// The controller values written into each launch's fresh child cgroup;
+    /// at least one controller limit is selected.
     pub limits: CgroupLimits,
+    /// How long the runtime waits, in milliseconds, for the runner to show
+    /// up in the fresh cgroup's `cgroup.procs` before it kills the runner and
+    /// the cgroup and fails the launch (nonzero; default
+    /// [`DEFAULT_CGROUP_JOIN_TIMEOUT_MS`]).
     pub join_timeout_ms: u64,
 }
 
+/// The cgroup-v2 controller limits of a [`CgroupPolicy`]. `None` (or an
+/// empty `io_max`) sets no limit of the worker's own on that control; the
+/// parent's limits still apply.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CgroupLimits {
-    /// `cpu.max` quota in microseconds per fixed 100 ms period.
+    /// `cpu.max` quota in microseconds per fixed 100 ms period (at least
+    /// 1000, the kernel's minimum).
     pub cpu_quota_micros: Option<u64>,
+    /// `memory.max` in bytes (nonzero); selecting it also sets
+    /// `memory.oom.group`, so an OOM kills the worker tree as one.
     pub memory_max_bytes: Option<u64>,
+    /// `memory.swap.max` in bytes; `Some(0)` forbids swapping the worker's
+    /// memory.
     pub memory_swap_max_bytes: Option<u64>,
+    /// `pids.max`: tasks (threads included) in the worker's cgroup
+    /// (nonzero).
     pub pids_max: Option<u64>,
     /// Per-device `io.max`, ordered by device, one entry per device.
     pub io_max: Vec<IoMax>,
 }
 
+/// One `io.max` line: limits for one block device, from an
+/// `io MAJOR:MINOR { ... }` entry. `None` leaves that key unlimited; `Some(0)`
+/// prohibits that class of I/O. The checker requires at least one key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IoMax {
+    /// The block device's major number.
     pub major: u32,
+    /// The block device's minor number.
     pub minor: u32,
+    /// `rbps`: read bytes per second.
     pub rbps: Option<u64>,
+    /// `wbps`: write bytes per second.
     pub wbps: Option<u64>,
+    /// `riops`: read operations per second.
     pub riops: Option<u64>,
+    /// `wiops`: write operations per second.
     pub wiops: Option<u64>,
 }
 
-/// Host wall-clock watchdog deadlines.
+/// Host wall-clock watchdog deadlines: `watchdog session D [call D]`. On
+/// expiry the runtime force-stops and reaps the worker, and the session's
+/// outcome is indeterminate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Watchdog {
+    /// Deadline for the whole worker lifetime, from spawn, in milliseconds
+    /// (nonzero).
     pub session_deadline_ms: u64,
+    /// Deadline for each invocation, in milliseconds (nonzero), if set.
     pub call_deadline_ms: Option<u64>,
 }
 
@@ -674,7 +843,11 @@ pub struct Watchdog {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BrokerCatalog {
+    /// `endpoint`: a reviewed HTTP endpoint catalog, whose ids name
+    /// endpoints (`HttpEndpointCatalog`).
     Endpoint,
+    /// `origin`: a reviewed exact-origin catalog, whose ids name origins
+    /// (`HttpOriginCatalog`).
     Origin,
 }
 
@@ -686,6 +859,7 @@ pub struct NetworkBroker {
     pub parent: HostPath,
     /// Worker-visible read-only mount of the broker directory.
     pub destination: SandboxPath,
+    /// The catalog kind the broker serves.
     pub catalog: BrokerCatalog,
     /// The exact network-origin ids this broker serves.
     pub ids: BTreeSet<SelectorId>,
