@@ -25,10 +25,6 @@ pub mod format;
 pub mod lower;
 pub mod model;
 pub mod parse;
-#[expect(
-    missing_docs,
-    reason = "some public items of this module are not documented yet"
-)]
 pub mod plan;
 pub mod span;
 pub mod units;

@@ -1,10 +1,24 @@
 //! The launch plan: the one launch object that both `splashc emit` displays
-//! and the runtime spawns. Pure data; produced by `lower`.
+//! and the runtime spawns. Pure data; produced by [`crate::lower::lower`]
+//! from a checked policy and its [`crate::activate::Activation`].
+//!
+//! A plan is Bubblewrap's command line as data: an ordered list of setup
+//! operations ([`BwrapOp`], in the emission order of
+//! `docs/launch-plan.md`), the command after `--` ([`ExecArg`]: the runner
+//! segments, then the worker and its fixed arguments), the descriptors to
+//! pin at bind ([`Pin`]), the seccomp program and its installer
+//! ([`SeccompPlan`]), and what the runtime must verify or enforce around the
+//! process (quota checks, the cgroup policy, the watchdog). Only active roots
+//! appear in it.
 //!
 //! Descriptor-backed values are typed [`Slot`]s, never strings: display code
 //! renders them as placeholders, the runtime renders them as the descriptor
 //! numbers it allocated for one launch. Both go through
 //! [`LaunchPlan::bwrap_arguments`], so there is exactly one argv builder.
+//!
+//! [`LaunchPlan`] is [`RawPlan`] plus the structural invariants that
+//! [`PlanError`] lists; its JSON form is the `RawPlan` fields, and reading it
+//! back goes through the same validation.
 
 use serde::{Deserialize, Serialize};
 pub use splash_seccomp::Arch;
@@ -14,11 +28,18 @@ use crate::model::{
     Watchdog,
 };
 
-/// Index into [`LaunchPlan::pins`].
+/// Index into [`LaunchPlan::pins`]: names one descriptor the runtime opens at
+/// bind. In a [`LaunchPlan`] every slot names an existing pin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct PinSlot(pub u16);
+pub struct PinSlot(
+    /// The index into [`LaunchPlan::pins`].
+    pub u16,
+);
 
-/// A value that only exists at spawn time.
+/// A value that only exists at spawn time: where the plan holds a `Slot`,
+/// the argv holds whatever the renderer passed to
+/// [`LaunchPlan::bwrap_arguments`] makes of it (a placeholder for review, a
+/// descriptor number or device path for a launch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Slot {
@@ -46,11 +67,17 @@ pub enum Slot {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DeviceNode {
+    /// `/dev/null` (character device 1:3).
     Null,
+    /// `/dev/zero` (1:5).
     Zero,
+    /// `/dev/full` (1:7).
     Full,
+    /// `/dev/random` (1:8).
     Random,
+    /// `/dev/urandom` (1:9).
     Urandom,
+    /// `/dev/tty` (5:0).
     Tty,
 }
 
@@ -70,7 +97,8 @@ impl DeviceNode {
         DeviceNode::Tty,
     ];
 
-    /// The file name under `/dev`.
+    /// The file name under `/dev` (`null` for [`DeviceNode::Null`]); also
+    /// the node's name in JSON and in the `{dev:NAME}` display placeholder.
     pub fn name(self) -> &'static str {
         match self {
             DeviceNode::Null => "null",
@@ -101,8 +129,11 @@ impl DeviceNode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PinKind {
+    /// A directory (host-backed file roots).
     Directory,
-    /// A regular file (runtime file mounts).
+    /// A regular file. Lowering makes no pin of this kind: a runtime mount
+    /// source may be either type and is pinned as
+    /// [`PinKind::FileOrDirectory`].
     RegularFile,
     /// A regular file with an execute bit.
     Executable,
@@ -115,51 +146,87 @@ pub enum PinKind {
     BrokerDirectory,
 }
 
-/// Why a descriptor is pinned.
+/// Why a descriptor is pinned: what the policy calls the object behind it,
+/// for reports and for the runtime's error messages. Each role comes with a
+/// fixed [`PinKind`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PinRole {
+    /// The source of a `runtime` mount ([`PinKind::FileOrDirectory`]),
+    /// mounted with `--ro-bind-fd`.
     RuntimeMount,
+    /// The source directory of the active host-backed file root with this id
+    /// ([`PinKind::Directory`]), mounted with `--ro-bind-fd` or `--bind-fd`.
     FileRoot(SelectorId),
+    /// The network broker's private directory
+    /// ([`PinKind::BrokerDirectory`]), mounted read-only once.
     NetworkBroker,
     /// The bwrap executable, launched through `/proc/self/fd/N`.
     Bubblewrap,
+    /// The fixed worker program, overlaid read-only at its worker-visible
+    /// path.
     Worker,
+    /// The rlimit runner, overlaid read-only at its worker-visible path.
     LimitRunner,
+    /// The Landlock executable runner, overlaid read-only at its
+    /// worker-visible path.
     LandlockRunner,
+    /// The combined (one-hop) runner, overlaid read-only at its
+    /// worker-visible path.
     CombinedRunner,
+    /// An explicit `allow-exec` target of the Landlock allowlist, overlaid
+    /// read-only at its worker-visible path.
     AllowedExecutable,
 }
 
 /// A descriptor to open at bind and duplicate at each spawn.
+///
+/// A pin is what makes `pin mounts` / `pin executables` hold: the runtime
+/// opens the object once, checks its type through the descriptor, and hands
+/// Bubblewrap a fresh duplicate per launch, so replacing the host path after
+/// bind cannot substitute another object.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pin {
     /// Host path opened `O_PATH | O_NOFOLLOW | O_CLOEXEC` (after the runtime
     /// resolves it; for executable overlays this is the host path behind the
     /// worker-visible path through its runtime mount).
     pub host_path: HostPath,
+    /// The type the object must have, checked through the descriptor at
+    /// bind.
     pub kind: PinKind,
+    /// What the object is in the policy.
     pub role: PinRole,
 }
 
-/// A bind-mount source.
+/// A bind-mount source: a host path Bubblewrap opens itself, or a pinned
+/// descriptor (with `pin mounts`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MountSource {
+    /// The host path, rendered as `--ro-bind PATH` / `--bind PATH`;
+    /// Bubblewrap resolves it at launch.
     Path(HostPath),
+    /// A pinned descriptor, rendered as `--ro-bind-fd FD` / `--bind-fd FD`.
     Pinned(PinSlot),
 }
 
-/// A mount point for `--remount-ro`, which may be `/`.
+/// A worker-visible mount point for `--chdir` and `--remount-ro`, which,
+/// unlike a [`SandboxPath`], may be `/`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MountPoint {
+    /// The sandbox's `/`.
     Root,
+    /// Any other worker-visible path.
     Path(SandboxPath),
 }
 
 /// One Bubblewrap setup operation. Modifiers (`--size`) are fields of the
 /// operation they modify, so a dangling modifier cannot be built.
+///
+/// Each variant renders as the Bubblewrap arguments named in its
+/// documentation ([`LaunchPlan::bwrap_arguments`]); Bubblewrap applies them
+/// in order, so a later mount covers an earlier one at the same path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BwrapOp {
@@ -167,36 +234,75 @@ pub enum BwrapOp {
     /// present exactly when the seccomp delivery is
     /// [`SeccompDelivery::Bubblewrap`].
     Seccomp,
+    /// `--unshare-all`: new namespaces of every kind, the network namespace
+    /// included (every plan; no plan ever shares the host network).
     UnshareAll,
+    /// `--unshare-user`: a user namespace is required, not best-effort
+    /// (`user-namespaces none`; always followed by [`BwrapOp::DisableUserns`]).
     UnshareUser,
+    /// `--disable-userns`: the worker cannot create further user namespaces
+    /// (`user-namespaces none`).
     DisableUserns,
+    /// `--cap-drop ALL`: no capability reaches the worker, even when the
+    /// host launches as root (every plan).
     CapDropAll,
+    /// `--clearenv`: the worker inherits no environment variable (every
+    /// plan; no plan sets one).
     ClearEnv,
+    /// `--new-session`: the worker is in a new session, without the host's
+    /// controlling terminal (every plan).
     NewSession,
+    /// `--die-with-parent`: the sandbox is killed when its launcher dies
+    /// (every plan).
     DieWithParent,
     /// `--as-pid-1`: the command is the sandbox's pid 1, so no Bubblewrap
     /// process runs inside the sandbox's pid namespace (an init without the
     /// worker's seccomp filter, rlimits and Landlock domain would otherwise
     /// share the worker's uid).
     AsPid1,
+    /// `--chdir PATH`: the command starts in this directory, never the
+    /// host's current directory (every plan: `/`).
     Chdir(MountPoint),
+    /// `--proc PATH`: a fresh procfs for the sandbox's pid namespace (every
+    /// plan: `/proc`, remounted read-only right after).
     Proc(SandboxPath),
+    /// `--dev PATH`: a minimal tmpfs `/dev` (every plan: `/dev`), whose host
+    /// nodes are bound again by the [`BwrapOp::DevBind`]s that follow.
     Dev(SandboxPath),
     /// `--dev-bind SOURCE /dev/NAME` with [`Slot::Device`] as the source:
     /// emitted for every [`DeviceNode`] right after [`BwrapOp::Dev`].
     DevBind(DeviceNode),
+    /// `[--size BYTES] --tmpfs DEST`: an empty tmpfs (the private `/tmp`, or
+    /// an ephemeral file root).
     Tmpfs {
+        /// Where the tmpfs is mounted.
         destination: SandboxPath,
+        /// The `--size` bound in bytes, 1 to
+        /// [`MAX_TMPFS_BYTES`](crate::model::MAX_TMPFS_BYTES). Lowering
+        /// leaves it `None` only for an unbounded private `/tmp` (ephemeral
+        /// roots are always bounded).
         size_bytes: Option<u64>,
     },
+    /// `--ro-bind SRC DEST` or `--ro-bind-fd FD DEST`: a read-only bind
+    /// (runtime mounts, read-only roots, the broker directory, executable
+    /// overlays).
     RoBind {
+        /// The host object bound.
         source: MountSource,
+        /// Where the worker sees it.
         destination: SandboxPath,
     },
+    /// `--bind SRC DEST` or `--bind-fd FD DEST`: a writable bind (read-write
+    /// host roots only).
     Bind {
+        /// The host directory bound.
         source: MountSource,
+        /// Where the worker sees it.
         destination: SandboxPath,
     },
+    /// `--remount-ro PATH`: makes an existing mount read-only
+    /// (non-recursively): `/proc` in every plan, then `/dev` and `/` under
+    /// `writes bounded`.
     RemountRo(MountPoint),
 }
 
@@ -204,14 +310,21 @@ pub enum BwrapOp {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ExecArg {
+    /// A fixed argument from the policy: a runner or worker path, a runner
+    /// flag and its value, `--`, or a fixed worker argument.
     Literal(String),
+    /// A value known only at spawn. Lowering puts only
+    /// [`Slot::RunnerSeccomp`] here (after a runner's `--seccomp-fd`); a
+    /// [`LaunchPlan`] never passes [`Slot::BwrapSeccomp`] to the command.
     Slot(Slot),
 }
 
-/// Where the seccomp program goes.
+/// Who installs the seccomp program.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SeccompDelivery {
+    /// Nobody. Never the delivery of a [`SeccompPlan`] in a [`LaunchPlan`]
+    /// (a plan without a filter has no `SeccompPlan`).
     None,
     /// `--seccomp FD` as bwrap's first arguments.
     Bubblewrap,
@@ -222,7 +335,13 @@ pub enum SeccompDelivery {
 /// The compiled seccomp program for one architecture.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SeccompPlan {
+    /// Who installs the program: Bubblewrap (before the first runner) or the
+    /// Landlock / combined runner (after Landlock, just before its final
+    /// exec; strict profiles only).
     pub delivery: SeccompDelivery,
+    /// The architecture the program was compiled for; equal to
+    /// [`LaunchPlan::arch`]. The program starts with an architecture check
+    /// that kills a syscall made under any other ABI.
     pub arch: Arch,
     /// The profile, for reports.
     pub profile: SeccompProfile,
@@ -315,16 +434,28 @@ impl std::fmt::Display for RootMode {
 /// An active file root after activation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ActiveRoot {
+    /// The root's selector id, as registered by the policy and selected by
+    /// the manifest.
     pub id: SelectorId,
+    /// Where the worker sees the root.
     pub destination: SandboxPath,
     /// How the root is mounted.
     pub mode: RootMode,
 }
 
 /// A project-quota verification the runtime performs at bind on a pinned root.
+///
+/// Through the pinned descriptor (the very directory Bubblewrap will mount),
+/// the runtime checks that the directory carries the project id with
+/// inheritance, that the kernel enforces nonzero hard limits no larger than
+/// the ceilings, and that usage is within them; any failure refuses the
+/// launch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuotaCheck {
+    /// The pin of the root's directory: a [`PinKind::Directory`] of a
+    /// [`PinRole::FileRoot`], mounted read-write by a [`BwrapOp::Bind`].
     pub slot: PinSlot,
+    /// The project id and the largest hard limits accepted.
     pub quota: ProjectQuota,
 }
 
@@ -366,9 +497,13 @@ impl Default for Stdio {
 pub struct BrokerPlan {
     /// The pin of the private broker directory.
     pub slot: PinSlot,
+    /// Where the worker sees the broker directory (mounted read-only there,
+    /// exactly once).
     pub destination: SandboxPath,
+    /// The catalog kind the broker serves.
     pub catalog: BrokerCatalog,
-    /// The exact network-origin ids (equal to the manifest's).
+    /// The exact network-origin ids, in sorted order (equal to the
+    /// manifest's).
     pub ids: Vec<SelectorId>,
 }
 
