@@ -273,7 +273,8 @@ pub struct RawPolicy {
     pub runtime_mounts: Vec<RuntimeMount>,
     /// Registered file roots (host-backed and ephemeral), in policy order.
     pub file_roots: Vec<FileRoot>,
-    /// The private `/tmp` setting.
+    /// The private `/tmp` (`tmp`); when not [`PrivateTmp::Off`], `/tmp` is a
+    /// reserved mount destination.
     pub tmp: PrivateTmp,
     /// `writes bounded` (`require_bounded_file_root_writes`): every active
     /// read-write host root needs a verified quota, the private `/tmp` is
@@ -745,7 +746,10 @@ impl ResourceLimits {
     }
 }
 
-/// `ResourceLimitRunner`.
+/// The rlimit runner (`limits` block; the specification's
+/// `ResourceLimitRunner`): a fixed program in a runtime mount that sets the
+/// selected rlimits on itself and execs the next program of the launch
+/// chain, which inherits them. See `docs/runners.md` for each step it takes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitRunner {
@@ -755,7 +759,11 @@ pub struct LimitRunner {
     pub limits: ResourceLimits,
 }
 
-/// `LandlockExecutableRunner`.
+/// The Landlock executable runner (`landlock` statement; the specification's
+/// `LandlockExecutableRunner`): a fixed program in a runtime mount that
+/// allows Landlock's filesystem-execute right only on the worker, the limit
+/// runner and [`LandlockRunner::allow_exec`], then execs the next program
+/// of the launch chain. It mediates exec, not code loaded as data.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LandlockRunner {
@@ -766,7 +774,11 @@ pub struct LandlockRunner {
     pub allow_exec: Vec<SandboxPath>,
 }
 
-/// `CgroupV2Policy`.
+/// The cgroup-v2 boundary (`cgroup` block; the specification's
+/// `CgroupV2Policy`): each launch runs in a fresh child cgroup of
+/// [`CgroupPolicy::parent`], which the runner joins before it execs
+/// Bubblewrap, so the whole worker tree is limited and can be killed at once
+/// (`cgroup.kill`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CgroupPolicy {
@@ -851,7 +863,12 @@ pub enum BrokerCatalog {
     Origin,
 }
 
-/// `LinuxNetworkBrokerMount`.
+/// The brokered network-origin mount (`network-broker` statement; the
+/// specification's `LinuxNetworkBrokerMount`): a private directory holding
+/// the broker's one Unix socket, created under [`NetworkBroker::parent`],
+/// pinned, and mounted read-only at [`NetworkBroker::destination`]. The
+/// worker keeps its own empty network namespace; the socket is its only way
+/// to the reviewed HTTP catalog.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkBroker {
