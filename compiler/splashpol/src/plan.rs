@@ -252,8 +252,8 @@ pub enum BwrapOp {
     /// `--new-session`: the worker is in a new session, without the host's
     /// controlling terminal (every plan).
     NewSession,
-    /// `--die-with-parent`: the sandbox is killed when its launcher dies
-    /// (every plan).
+    /// `--die-with-parent`: the command is killed when Bubblewrap's parent
+    /// (the launching process) dies (every plan).
     DieWithParent,
     /// `--as-pid-1`: the command is the sandbox's pid 1, so no Bubblewrap
     /// process runs inside the sandbox's pid namespace (an init without the
