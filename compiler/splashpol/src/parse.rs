@@ -44,15 +44,19 @@ use literals::{control_characters, number, string};
 #[cfg(test)]
 use literals::quantity;
 
-pub use grammar::{Rule, SplashpolParser};
+/// The rules of `grammar/splashpol.pest`, one variant per rule that is not
+/// silent, named as in the grammar (plus `EOI`, the end of input). Grammar
+/// rule names are for code only: diagnostics translate them into words.
+pub use grammar::Rule;
+pub use grammar::SplashpolParser;
 
 /// The code `pest_derive` generates from the grammar, in a module of its own
 /// so that the one lint expectation below covers only generated items.
 mod grammar {
     #![expect(
         missing_docs,
-        reason = "pest_derive generates `Rule` (one variant per rule of grammar/splashpol.pest, \
-                  documented there) and `Rule::all_rules` without doc comments"
+        reason = "pest_derive generates `Rule` (documented at its re-export; its variants are \
+                  the rules of grammar/splashpol.pest) and `Rule::all_rules` without doc comments"
     )]
 
     /// The pest parser generated from `grammar/splashpol.pest`, the one
