@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use splash_seccomp::{Arch, StrictRejection};
 
-use super::{Checker, code};
-use crate::diag::Diagnostic;
+use super::Checker;
+use crate::diag::{Code, Diagnostic};
 use crate::model;
 use crate::span::{Node, Span};
 
@@ -22,7 +22,7 @@ impl Checker {
             if !recovered {
                 self.push(
                     Diagnostic::error(
-                        code("splash::check::empty-allowlist"),
+                        Code::EmptyAllowlist,
                         keyword,
                         "the strict allowlist is empty",
                     )
@@ -35,7 +35,7 @@ impl Checker {
         if syscalls.len() > model::MAX_STRICT_SYSCALLS {
             self.push(
                 Diagnostic::error(
-                    code("splash::check::allowlist-too-long"),
+                    Code::AllowlistTooLong,
                     syscalls[model::MAX_STRICT_SYSCALLS].span,
                     format!(
                         "the strict allowlist has {} entries; the maximum is 512",
@@ -53,7 +53,7 @@ impl Checker {
             let name = s.node.as_str();
             if let Some(&f) = first.get(name) {
                 self.duplicate(
-                    code("splash::check::duplicate-syscall"),
+                    Code::DuplicateSyscall,
                     s.span,
                     f,
                     &format!("syscall `{name}`"),
@@ -69,7 +69,7 @@ impl Checker {
             }
             if missing.iter().all(|&m| m) {
                 let mut d = Diagnostic::error(
-                    code("splash::check::unknown-syscall"),
+                    Code::UnknownSyscall,
                     s.span,
                     format!("unknown syscall `{name}`"),
                 )
@@ -85,7 +85,7 @@ impl Checker {
                 Some(StrictRejection::Clone3) => {
                     self.push(
                         Diagnostic::error(
-                            code("splash::check::allowlist-clone3"),
+                            Code::AllowlistClone3,
                             s.span,
                             "`clone3` cannot be allowed in a strict allowlist",
                         )
@@ -98,7 +98,7 @@ impl Checker {
                 Some(StrictRejection::FixedGuard) => {
                     self.push(
                         Diagnostic::error(
-                            code("splash::check::allowlist-denied-syscall"),
+                            Code::AllowlistDeniedSyscall,
                             s.span,
                             format!("`{name}` is denied by a fixed escape-surface guard"),
                         )
@@ -116,7 +116,7 @@ impl Checker {
             if let Some(reviewed) = splash_seccomp::strict_listing_warning(name) {
                 self.push(
                     Diagnostic::warning(
-                        code("splash::check::allowlist-guarded-syscall"),
+                        Code::AllowlistGuardedSyscall,
                         s.span,
                         format!(
                             "`{name}` is on the escape-surface guard list ({}); listing it allows it",
@@ -138,7 +138,7 @@ impl Checker {
                     .collect();
                 self.push(
                     Diagnostic::warning(
-                        code("splash::check::syscall-missing-on-arch"),
+                        Code::SyscallMissingOnArch,
                         s.span,
                         format!("`{name}` does not exist on {}", missing.join(", ")),
                     )
@@ -153,7 +153,7 @@ impl Checker {
         if !first.contains_key("execve") && !recovered {
             self.push(
                 Diagnostic::error(
-                    code("splash::check::allowlist-missing-execve"),
+                    Code::AllowlistMissingExecve,
                     keyword,
                     "the strict allowlist does not contain `execve`",
                 )

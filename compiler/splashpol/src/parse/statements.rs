@@ -5,7 +5,7 @@ use pest::iterators::Pair;
 use super::literals::{number, quantity, string, string_list};
 use super::{Context, Parsing, Rule, inner, next, span};
 use crate::ast::*;
-use crate::diag::Diagnostic;
+use crate::diag::{Code, Diagnostic};
 use crate::span::{Node, Span};
 
 impl Parsing {
@@ -158,7 +158,7 @@ impl Parsing {
                                     recovered = true;
                                     self.diagnostics.push(
                                         Diagnostic::error(
-                                            "splash::parse::invalid-syscall-name",
+                                            Code::InvalidSyscallName,
                                             span(&s),
                                             format!("`{}` is not a syscall name", s.as_str()),
                                         )
