@@ -22,12 +22,14 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use splash_require_host::bless_command;
+use splash_require_host::snapshot::check_snapshot;
 use splash_tests::workspace_root;
 use splashpol::span::line_col;
 use splashpol::{CheckOutcome, Code, Severity, check_bytes, check_source};
 
-/// Environment variable that makes the test write `.expected` files.
-const BLESS_VAR: &str = "SPLASH_BLESS";
+/// The command that (re)writes the `.expected` files.
+const BLESS: &str = bless_command!();
 
 /// The required minimum size of the invalid corpus.
 const MIN_INVALID_CASES: usize = 80;
@@ -51,10 +53,6 @@ const NOT_STATICALLY_REACHABLE: &[(Code, &str)] = &[
 
 fn corpus_dir() -> PathBuf {
     workspace_root().join("tests/corpus")
-}
-
-fn blessing() -> bool {
-    std::env::var(BLESS_VAR).as_deref() == Ok("1")
 }
 
 /// One expected (or produced) diagnostic: severity, code, start and end.
@@ -173,34 +171,6 @@ fn display_name(path: &Path) -> String {
         .to_string()
 }
 
-/// Checks the snapshot of `rendered` against `NAME.expected`; returns a
-/// failure message, or writes the file when blessing.
-fn check_snapshot(input: &Path, rendered: &str) -> Option<String> {
-    let expected_path = input.with_extension("expected");
-    if blessing() {
-        let current = fs::read_to_string(&expected_path).ok();
-        if current.as_deref() != Some(rendered) {
-            fs::write(&expected_path, rendered)
-                .unwrap_or_else(|e| panic!("cannot write {}: {e}", expected_path.display()));
-            eprintln!("blessed {}", display_name(&expected_path));
-        }
-        return None;
-    }
-    match fs::read_to_string(&expected_path) {
-        Err(_) => Some(format!(
-            "{}: no rendered snapshot {} (run with {BLESS_VAR}=1 to create it, then review it)",
-            display_name(input),
-            display_name(&expected_path)
-        )),
-        Ok(expected) if expected != rendered => Some(format!(
-            "{}: rendered diagnostics differ from {} (run with {BLESS_VAR}=1 to update, then review the diff)\n--- expected\n{expected}\n--- actual\n{rendered}",
-            display_name(input),
-            display_name(&expected_path)
-        )),
-        Ok(_) => None,
-    }
-}
-
 /// Runs every case of one kind; returns the number of cases and failures.
 fn run_kind(kind: &str, must_fail: bool) -> (usize, Vec<String>) {
     let mut failures = Vec::new();
@@ -279,8 +249,10 @@ fn run_kind(kind: &str, must_fail: bool) -> (usize, Vec<String>) {
         let wants_snapshot = must_fail
             || !outcome.diagnostics.is_empty()
             || path.with_extension("expected").exists();
-        if wants_snapshot && let Some(f) = check_snapshot(path, &rendered) {
-            failures.push(f);
+        if wants_snapshot
+            && let Err(f) = check_snapshot(&path.with_extension("expected"), &rendered, BLESS)
+        {
+            failures.push(format!("{name}: {f}"));
         }
     }
     (count, failures)
