@@ -209,7 +209,7 @@ impl PartialOrd for Code {
 /// A string that is not the string form of any [`Code`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`{0}` is not a splashc diagnostic code")]
-pub struct UnknownCode(pub String);
+pub struct UnknownCode(String);
 
 impl FromStr for Code {
     type Err = UnknownCode;
