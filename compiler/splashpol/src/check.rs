@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use crate::ast::{self, Quantity};
 use crate::diag::{CheckOutcome, Code, Diagnostic};
 use crate::model::{
-    self, AbsPath, AggregateQuota, CgroupPolicy, FileRoot, NetworkBroker, PrivateTmp,
-    ResourceLimits, RuntimeMount, SeccompPolicy, SelectorId, Watchdog,
+    self, AbsPath, AggregateQuota, CgroupPolicy, FileRoot, HostPath, NetworkBroker, PrivateTmp,
+    ResourceLimits, RuntimeMount, SandboxPath, SeccompPolicy, SelectorId, Side, Watchdog,
 };
 use crate::parse;
 use crate::span::{Node, Span};
@@ -169,7 +169,7 @@ struct Checker {
 /// A path with where it was written and what it is, for cross-checks.
 #[derive(Debug, Clone)]
 struct Placed {
-    path: AbsPath,
+    path: SandboxPath,
     span: Span,
     what: String,
 }
@@ -224,7 +224,7 @@ struct LandlockInfo {
 
 #[derive(Debug, Default)]
 struct Collected {
-    bubblewrap: Option<AbsPath>,
+    bubblewrap: Option<HostPath>,
     worker: Option<Placed>,
     worker_args: Vec<String>,
     runtime: Vec<(RuntimeMount, Span)>,
@@ -254,12 +254,12 @@ struct Collected {
     /// is invalid (they still count as covering executables). Where one is
     /// [`Reported`], which executables it would cover is unknown, so none is
     /// reported outside.
-    runtime_dests: Vec<Checked<AbsPath>>,
+    runtime_dests: Vec<Checked<SandboxPath>>,
 }
 
 /// Compares paths so that a directory sorts immediately before everything
 /// below it (`/` ranks lowest).
-fn path_key(p: &AbsPath) -> impl Iterator<Item = u8> + '_ {
+fn path_key<S: Side>(p: &AbsPath<S>) -> impl Iterator<Item = u8> + '_ {
     p.as_str().bytes().map(|b| if b == b'/' { 0 } else { b })
 }
 
@@ -268,7 +268,7 @@ impl Checker {
         self.diags.push(d);
     }
 
-    fn path(&mut self, s: &Node<String>, what: &str) -> Option<AbsPath> {
+    fn path<S: Side>(&mut self, s: &Node<String>, what: &str) -> Option<AbsPath<S>> {
         if s.node.chars().any(parse::is_forbidden_in_string) {
             // Already reported by the parser (`control-character`).
             return None;

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::Checker;
-use crate::ast;
+use crate::ast::{self, Parsed};
 use crate::diag::{Code, Diagnostic};
 use crate::model::{self, CgroupLimits, IoMax};
 use crate::span::{Node, Span};
@@ -16,7 +16,7 @@ impl Checker {
         &mut self,
         keyword: Span,
         entries: &[Node<ast::CgroupEntry>],
-        recovered: bool,
+        parsed: Parsed,
     ) -> Option<(CgroupLimits, u64)> {
         let mut l = CgroupLimits::default();
         let mut join = None;
@@ -76,13 +76,13 @@ impl Checker {
                     major,
                     minor,
                     limits,
-                    recovered: io_recovered,
+                    parsed: io_parsed,
                 } => {
                     any_io = true;
                     let dev_span = major.span.join(minor.span);
                     let ma = self.device_number(major);
                     let mi = self.device_number(minor);
-                    let io = self.io_limits(dev_span, limits, *io_recovered);
+                    let io = self.io_limits(dev_span, limits, *io_parsed);
                     let (Some(major), Some(minor), Some((rbps, wbps, riops, wiops))) = (ma, mi, io)
                     else {
                         ok = false;
@@ -120,7 +120,7 @@ impl Checker {
             || l.memory_swap_max_bytes.is_some()
             || l.pids_max.is_some()
             || !l.io_max.is_empty();
-        if !has_limit && ok && !recovered && !any_io {
+        if !has_limit && ok && parsed == Parsed::Clean && !any_io {
             self.push(
                 Diagnostic::error(
                     Code::CgroupWithoutLimit,
@@ -163,7 +163,7 @@ impl Checker {
         &mut self,
         dev_span: Span,
         limits: &[Node<ast::IoLimit>],
-        recovered: bool,
+        parsed: Parsed,
     ) -> Option<(Option<u64>, Option<u64>, Option<u64>, Option<u64>)> {
         let (mut rbps, mut wbps, mut riops, mut wiops) = (None, None, None, None);
         let mut first: BTreeMap<&'static str, Span> = BTreeMap::new();
@@ -211,7 +211,7 @@ impl Checker {
                 Ok(Value::Scalar(_)) => ok = false,
             }
         }
-        if limits.is_empty() && !recovered {
+        if limits.is_empty() && parsed == Parsed::Clean {
             self.push(
                 Diagnostic::error(Code::EmptyIo, dev_span, "this `io` entry sets no limit")
                     .with_label("empty block")

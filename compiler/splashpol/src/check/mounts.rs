@@ -3,7 +3,7 @@
 
 use super::{Checker, Collected, Placed, path_key, valid};
 use crate::diag::{Code, Diagnostic};
-use crate::model::{AbsPath, PrivateTmp};
+use crate::model::{PrivateTmp, SandboxPath};
 use crate::span::Span;
 
 impl Checker {
@@ -12,14 +12,14 @@ impl Checker {
     /// destinations: O(n log n) for n destinations.
     pub(super) fn mount_layout(&mut self, c: &Collected) {
         struct Dest<'a> {
-            path: &'a AbsPath,
+            path: &'a SandboxPath,
             span: Option<Span>,
             what: String,
             order: usize,
         }
-        let proc_ = AbsPath::new("/proc").ok();
-        let dev = AbsPath::new("/dev").ok();
-        let tmp = AbsPath::new("/tmp").ok();
+        let proc_ = SandboxPath::new("/proc").ok();
+        let dev = SandboxPath::new("/dev").ok();
+        let tmp = SandboxPath::new("/tmp").ok();
         let mut dests: Vec<Dest<'_>> = Vec::new();
         for (p, what) in [(&proc_, "`/proc`"), (&dev, "`/dev`")] {
             if let Some(p) = p {

@@ -3,9 +3,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use splash_seccomp::{Arch, StrictRejection};
+use splash_seccomp::{Arch, StrictRejection, SyscallName};
 
 use super::Checker;
+use crate::ast::Parsed;
 use crate::diag::{Code, Diagnostic};
 use crate::model;
 use crate::span::{Node, Span};
@@ -15,11 +16,11 @@ impl Checker {
         &mut self,
         keyword: Span,
         syscalls: &[Node<String>],
-        recovered: bool,
-    ) -> Option<BTreeSet<String>> {
+        parsed: Parsed,
+    ) -> Option<BTreeSet<SyscallName>> {
         let mut ok = true;
         if syscalls.is_empty() {
-            if !recovered {
+            if parsed == Parsed::Clean {
                 self.push(
                     Diagnostic::error(
                         Code::EmptyAllowlist,
@@ -62,24 +63,27 @@ impl Checker {
                 continue;
             }
             first.insert(name, s.span);
+            let syscall = match SyscallName::new(name) {
+                Ok(syscall) => syscall,
+                Err(unknown) => {
+                    let mut d = Diagnostic::error(
+                        Code::UnknownSyscall,
+                        s.span,
+                        format!("unknown syscall `{name}`"),
+                    )
+                    .with_label("not a syscall on x86_64, aarch64 or riscv64");
+                    if let Some(sug) = unknown.suggestion {
+                        d = d.with_help(format!("did you mean `{sug}`?"));
+                    }
+                    self.push(d);
+                    ok = false;
+                    continue;
+                }
+            };
             // Architectures without this syscall (no allocation on the common path).
             let mut missing = [false; Arch::ALL.len()];
             for (slot, &arch) in missing.iter_mut().zip(Arch::ALL.iter()) {
-                *slot = splash_seccomp::syscall_number(arch, name).is_none();
-            }
-            if missing.iter().all(|&m| m) {
-                let mut d = Diagnostic::error(
-                    Code::UnknownSyscall,
-                    s.span,
-                    format!("unknown syscall `{name}`"),
-                )
-                .with_label("not a syscall on x86_64, aarch64 or riscv64");
-                if let Some(sug) = splash_seccomp::suggest_syscall(name) {
-                    d = d.with_help(format!("did you mean `{sug}`?"));
-                }
-                self.push(d);
-                ok = false;
-                continue;
+                *slot = syscall.number(arch).is_none();
             }
             match splash_seccomp::strict_rejection(name) {
                 Some(StrictRejection::Clone3) => {
@@ -146,11 +150,11 @@ impl Checker {
                     .with_help("fine for a single-architecture deployment; otherwise list the equivalent call too"),
                 );
             }
-            set.insert(name.to_string());
+            set.insert(syscall);
         }
         // A word of the list that did not parse is already reported and may
         // have been meant as `execve` (`execve,`): no follow-on error.
-        if !first.contains_key("execve") && !recovered {
+        if !first.contains_key("execve") && parsed == Parsed::Clean {
             self.push(
                 Diagnostic::error(
                     Code::AllowlistMissingExecve,

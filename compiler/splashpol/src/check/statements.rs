@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Checker, Collected, LandlockInfo, LimitsInfo, Reported};
-use crate::ast::{self, Statement};
+use crate::ast::{self, Parsed, Statement};
 use crate::diag::{Code, Diagnostic};
 use crate::model::{
     self, AggregateQuota, BrokerCatalog, CgroupPolicy, NetworkBroker, PrivateTmp, RuntimeMount,
@@ -127,11 +127,8 @@ impl Checker {
                     ast::Seccomp::DenyKnownEscapeSurface => {
                         Some(SeccompPolicy::DenyKnownEscapeSurface)
                     }
-                    ast::Seccomp::StrictAllowlist {
-                        syscalls,
-                        recovered,
-                    } => self
-                        .strict_allowlist(stmt.keyword, syscalls, *recovered)
+                    ast::Seccomp::StrictAllowlist { syscalls, parsed } => self
+                        .strict_allowlist(stmt.keyword, syscalls, *parsed)
                         .map(|syscalls| SeccompPolicy::StrictAllowlist { syscalls }),
                 };
                 if let Some(p) = p {
@@ -142,13 +139,13 @@ impl Checker {
                 runner,
                 required,
                 entries,
-                recovered,
+                parsed,
             } => {
                 let runner = runner
                     .as_ref()
                     .map(|r| self.placed(r, "limit runner").ok_or(Reported));
                 let limits = self.limits(entries);
-                if limits.is_empty() && entries.is_empty() && !recovered {
+                if limits.is_empty() && entries.is_empty() && *parsed == Parsed::Clean {
                     self.push(
                         Diagnostic::error(
                             Code::EmptyLimits,
@@ -187,11 +184,11 @@ impl Checker {
                 runner,
                 required,
                 entries,
-                recovered,
+                parsed,
             } => {
                 let parent = self.path(parent, "cgroup parent");
                 let runner = self.path(runner, "cgroup runner");
-                let limits = self.cgroup_limits(stmt.keyword, entries, *recovered);
+                let limits = self.cgroup_limits(stmt.keyword, entries, *parsed);
                 let policy = match (parent, runner, limits) {
                     (Some(parent), Some(runner), Some((limits, join_timeout_ms))) => {
                         Some(CgroupPolicy {

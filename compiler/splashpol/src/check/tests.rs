@@ -574,7 +574,7 @@ fn strict_allowlists() {
     match p.into_raw().seccomp {
         SeccompPolicy::StrictAllowlist { syscalls } => {
             assert_eq!(
-                syscalls.into_iter().collect::<Vec<_>>(),
+                syscalls.iter().map(|s| s.as_str()).collect::<Vec<_>>(),
                 ["execve", "exit_group", "read", "write"]
             );
         }
@@ -998,7 +998,7 @@ fn gen_policy(roots: &[GenRoot]) -> (String, Vec<(Span, Span)>) {
 /// path order that contains the inner one).
 fn pairwise_reference(roots: &[GenRoot], spans: &[(Span, Span)]) -> Vec<(Code, Span, Vec<Span>)> {
     let valid_id = |id: &str| SelectorId::new(id.to_string()).is_ok();
-    let valid_dest = |d: &str| AbsPath::new(d.to_string()).is_ok();
+    let valid_dest = |d: &str| SandboxPath::new(d.to_string()).is_ok();
     let mut registered: Vec<(&str, Span, &str, Span)> = Vec::new();
     let mut out = Vec::new();
     for (r, &(id_span, dest_span)) in roots.iter().zip(spans) {
@@ -1030,13 +1030,13 @@ fn pairwise_reference(roots: &[GenRoot], spans: &[(Span, Span)]) -> Vec<(Code, S
     };
     for (i, inner) in dests.iter().enumerate() {
         let Some(span) = inner.1 else { continue };
-        let inner_path = AbsPath::new(inner.0.to_string()).expect("valid");
+        let inner_path = SandboxPath::new(inner.0.to_string()).expect("valid");
         let outer = dests
             .iter()
             .enumerate()
             .filter(|&(j, o)| {
                 j != i
-                    && inner_path.is_within(&AbsPath::new(o.0.to_string()).expect("valid"))
+                    && inner_path.is_within(&SandboxPath::new(o.0.to_string()).expect("valid"))
                     && key(o.0, o.2) < key(inner.0, inner.2)
             })
             .max_by_key(|(_, o)| key(o.0, o.2));

@@ -307,7 +307,7 @@ fn seccomp() {
         only("seccomp strict-allowlist {\n read write # c\n execve\n}"),
         Statement::Seccomp(Seccomp::StrictAllowlist {
             syscalls: vec![s("read"), s("write"), s("execve")],
-            recovered: false
+            parsed: Parsed::Clean
         })
     );
     let d = err(
@@ -349,7 +349,7 @@ fn limits() {
                     Span::default()
                 ),
             ],
-            recovered: false,
+            parsed: Parsed::Clean,
         }
     );
     assert!(matches!(
@@ -387,7 +387,7 @@ fn landlock() {
         Statement::Landlock {
             runner: Some(s("/r")),
             allow_exec: vec![s("/a")],
-            recovered: false
+            parsed: Parsed::Clean
         }
     );
     assert_eq!(
@@ -395,7 +395,7 @@ fn landlock() {
         Statement::Landlock {
             runner: None,
             allow_exec: vec![],
-            recovered: false
+            parsed: Parsed::Clean
         }
     );
     err(
@@ -424,7 +424,7 @@ fn cgroup() {
         runner,
         required,
         entries,
-        recovered,
+        parsed,
     } = stmt
     else {
         panic!()
@@ -434,9 +434,9 @@ fn cgroup() {
             parent.node.as_str(),
             runner.node.as_str(),
             required.is_some(),
-            recovered
+            parsed
         ),
-        ("/p", "/r", true, false)
+        ("/p", "/r", true, Parsed::Clean)
     );
     assert_eq!(entries.len(), 4);
     assert_eq!(
@@ -460,7 +460,7 @@ fn cgroup() {
                     Span::default()
                 ),
             ],
-            recovered: false,
+            parsed: Parsed::Clean,
         }
     );
     let d = err(
@@ -773,4 +773,67 @@ fn a_tree_of_the_wrong_shape_is_an_internal_error_not_a_default() {
         .next()
         .expect("pair");
     assert!(quantity(kw).is_none());
+}
+
+/// The [`Parsed`] marks of a body's one statement (and of its `io` blocks),
+/// with the number of diagnostics the parser reported.
+fn parsed_marks(body: &str) -> (Vec<Parsed>, usize) {
+    let out = parse(&wrap(body));
+    let mut stmts = out.file.expect("file").policy.statements;
+    assert_eq!(stmts.len(), 1, "{body:?}: {stmts:#?}");
+    let marks = match stmts.remove(0).kind {
+        Statement::Seccomp(Seccomp::StrictAllowlist { parsed, .. })
+        | Statement::Limits { parsed, .. }
+        | Statement::Landlock { parsed, .. } => vec![parsed],
+        Statement::Cgroup {
+            entries, parsed, ..
+        } => std::iter::once(parsed)
+            .chain(entries.iter().filter_map(|e| match &e.node {
+                CgroupEntry::Io { parsed, .. } => Some(*parsed),
+                CgroupEntry::Value { .. } => None,
+            }))
+            .collect(),
+        other => panic!("{body:?}: {other:?}"),
+    };
+    (marks, out.diagnostics.len())
+}
+
+#[test]
+fn blocks_with_an_entry_that_did_not_parse_are_marked_recovered() {
+    use Parsed::{Clean, Recovered};
+    let cases: [(&str, &str, Vec<Parsed>); 5] = [
+        (
+            "seccomp strict-allowlist { read write execve }",
+            "seccomp strict-allowlist { read, write execve }",
+            vec![Recovered],
+        ),
+        (
+            "limits { cpu 30 s }",
+            "limits { cpu 30 s; cpux 1 }",
+            vec![Recovered],
+        ),
+        (
+            "landlock { allow-exec \"/a\" }",
+            "landlock { allow-exec \"/a\"; alow-exec \"/b\" }",
+            vec![Recovered],
+        ),
+        (
+            "cgroup parent \"/p\" runner \"/r\" { pids 5; io 8:1 { read 1 iops } }",
+            "cgroup parent \"/p\" runner \"/r\" { pids 5; memroy 1 MiB; io 8:1 { read 1 iops } }",
+            vec![Recovered, Clean],
+        ),
+        (
+            "cgroup parent \"/p\" runner \"/r\" { pids 5; io 8:1 { read 1 iops } }",
+            "cgroup parent \"/p\" runner \"/r\" { pids 5; io 8:1 { read 1 iops; wrte 1 iops } }",
+            vec![Clean, Recovered],
+        ),
+    ];
+    for (clean, broken, want) in cases {
+        let (marks, diags) = parsed_marks(clean);
+        assert_eq!(diags, 0, "{clean:?}");
+        assert!(marks.iter().all(|&m| m == Clean), "{clean:?}: {marks:?}");
+        let (marks, diags) = parsed_marks(broken);
+        assert_eq!(diags, 1, "{broken:?}");
+        assert_eq!(marks, want, "{broken:?}");
+    }
 }
