@@ -8,6 +8,7 @@
 //! dependencies so that any crate, however low in the graph, can use it as a
 //! dev-dependency.
 
+#![warn(missing_docs)]
 pub mod snapshot;
 
 /// Environment variable that turns a host skip into a failure.
