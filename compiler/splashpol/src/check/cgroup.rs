@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{Checker, code};
+use super::Checker;
 use crate::ast::{self, Parsed};
-use crate::diag::Diagnostic;
+use crate::diag::{Code, Diagnostic};
 use crate::model::{self, CgroupLimits, IoMax};
 use crate::span::{Node, Span};
 use crate::units::{self, Dimension, Rate, Value};
@@ -29,12 +29,7 @@ impl Checker {
                 ast::CgroupEntry::Value { kind, value } => {
                     let kw = kind.node.keyword();
                     if let Some(&f) = first.get(kw) {
-                        self.duplicate(
-                            code("splash::check::duplicate-entry"),
-                            kind.span,
-                            f,
-                            &format!("`{kw}`"),
-                        );
+                        self.duplicate(Code::DuplicateEntry, kind.span, f, &format!("`{kw}`"));
                         ok = false;
                         continue;
                     }
@@ -48,7 +43,7 @@ impl Checker {
                                 if micros.is_none() {
                                     self.push(
                                         Diagnostic::error(
-                                            code("splash::check::number-overflow"),
+                                            Code::NumberOverflow,
                                             value.span,
                                             "`cpu` quota is too large",
                                         )
@@ -96,7 +91,7 @@ impl Checker {
                     if let Some(&f) = devices.get(&(major, minor)) {
                         self.push(
                             Diagnostic::error(
-                                code("splash::check::duplicate-io-device"),
+                                Code::DuplicateIoDevice,
                                 dev_span,
                                 format!("device `{major}:{minor}` has two `io` entries"),
                             )
@@ -128,7 +123,7 @@ impl Checker {
         if !has_limit && ok && parsed == Parsed::Clean && !any_io {
             self.push(
                 Diagnostic::error(
-                    code("splash::check::cgroup-without-limit"),
+                    Code::CgroupWithoutLimit,
                     keyword,
                     "the cgroup policy sets no controller limit",
                 )
@@ -148,7 +143,7 @@ impl Checker {
             Err(_) => {
                 self.push(
                     Diagnostic::error(
-                        code("splash::check::number-overflow"),
+                        Code::NumberOverflow,
                         n.span,
                         format!("device number `{}` is too large", n.node.0),
                     )
@@ -195,7 +190,7 @@ impl Checker {
                     };
                     if let Some(&f) = first.get(key) {
                         self.duplicate(
-                            code("splash::check::duplicate-entry"),
+                            Code::DuplicateEntry,
                             e.span,
                             f,
                             &format!(
@@ -218,13 +213,9 @@ impl Checker {
         }
         if limits.is_empty() && parsed == Parsed::Clean {
             self.push(
-                Diagnostic::error(
-                    code("splash::check::empty-io"),
-                    dev_span,
-                    "this `io` entry sets no limit",
-                )
-                .with_label("empty block")
-                .with_help("add e.g. `read 2 MiB/s` or `write 120 iops`, or remove the entry"),
+                Diagnostic::error(Code::EmptyIo, dev_span, "this `io` entry sets no limit")
+                    .with_label("empty block")
+                    .with_help("add e.g. `read 2 MiB/s` or `write 120 iops`, or remove the entry"),
             );
             ok = false;
         }

@@ -1,8 +1,8 @@
 //! The mount layout: worker-visible destinations must not overlap, and every
 //! executable must lie inside a read-only runtime mount.
 
-use super::{Checker, Collected, Placed, code, path_key, valid};
-use crate::diag::Diagnostic;
+use super::{Checker, Collected, Placed, path_key, valid};
+use crate::diag::{Code, Diagnostic};
 use crate::model::{PrivateTmp, SandboxPath};
 use crate::span::Span;
 
@@ -89,7 +89,7 @@ impl Checker {
                         "lies inside"
                     };
                     let mut d = Diagnostic::error(
-                        code("splash::check::overlapping-mount"),
+                        Code::OverlappingMount,
                         span,
                         format!("destination `{}` {relation} {}", inner.path, outer.what),
                     )
@@ -143,7 +143,7 @@ impl Checker {
                 .iter()
                 .find(|r| e.path.is_within(&r.root.destination));
             let mut d = Diagnostic::error(
-                code("splash::check::executable-outside-runtime"),
+                Code::ExecutableOutsideRuntime,
                 e.span,
                 format!("{} `{}` is not inside a read-only runtime mount", e.what, e.path),
             )

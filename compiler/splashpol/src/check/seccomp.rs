@@ -5,9 +5,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use splash_seccomp::{Arch, StrictRejection, SyscallName};
 
-use super::{Checker, code};
+use super::Checker;
 use crate::ast::Parsed;
-use crate::diag::Diagnostic;
+use crate::diag::{Code, Diagnostic};
 use crate::model;
 use crate::span::{Node, Span};
 
@@ -23,7 +23,7 @@ impl Checker {
             if parsed == Parsed::Clean {
                 self.push(
                     Diagnostic::error(
-                        code("splash::check::empty-allowlist"),
+                        Code::EmptyAllowlist,
                         keyword,
                         "the strict allowlist is empty",
                     )
@@ -36,7 +36,7 @@ impl Checker {
         if syscalls.len() > model::MAX_STRICT_SYSCALLS {
             self.push(
                 Diagnostic::error(
-                    code("splash::check::allowlist-too-long"),
+                    Code::AllowlistTooLong,
                     syscalls[model::MAX_STRICT_SYSCALLS].span,
                     format!(
                         "the strict allowlist has {} entries; the maximum is 512",
@@ -54,7 +54,7 @@ impl Checker {
             let name = s.node.as_str();
             if let Some(&f) = first.get(name) {
                 self.duplicate(
-                    code("splash::check::duplicate-syscall"),
+                    Code::DuplicateSyscall,
                     s.span,
                     f,
                     &format!("syscall `{name}`"),
@@ -67,7 +67,7 @@ impl Checker {
                 Ok(syscall) => syscall,
                 Err(unknown) => {
                     let mut d = Diagnostic::error(
-                        code("splash::check::unknown-syscall"),
+                        Code::UnknownSyscall,
                         s.span,
                         format!("unknown syscall `{name}`"),
                     )
@@ -89,7 +89,7 @@ impl Checker {
                 Some(StrictRejection::Clone3) => {
                     self.push(
                         Diagnostic::error(
-                            code("splash::check::allowlist-clone3"),
+                            Code::AllowlistClone3,
                             s.span,
                             "`clone3` cannot be allowed in a strict allowlist",
                         )
@@ -102,7 +102,7 @@ impl Checker {
                 Some(StrictRejection::FixedGuard) => {
                     self.push(
                         Diagnostic::error(
-                            code("splash::check::allowlist-denied-syscall"),
+                            Code::AllowlistDeniedSyscall,
                             s.span,
                             format!("`{name}` is denied by a fixed escape-surface guard"),
                         )
@@ -120,7 +120,7 @@ impl Checker {
             if let Some(reviewed) = splash_seccomp::strict_listing_warning(name) {
                 self.push(
                     Diagnostic::warning(
-                        code("splash::check::allowlist-guarded-syscall"),
+                        Code::AllowlistGuardedSyscall,
                         s.span,
                         format!(
                             "`{name}` is on the escape-surface guard list ({}); listing it allows it",
@@ -142,7 +142,7 @@ impl Checker {
                     .collect();
                 self.push(
                     Diagnostic::warning(
-                        code("splash::check::syscall-missing-on-arch"),
+                        Code::SyscallMissingOnArch,
                         s.span,
                         format!("`{name}` does not exist on {}", missing.join(", ")),
                     )
@@ -157,7 +157,7 @@ impl Checker {
         if !first.contains_key("execve") && parsed == Parsed::Clean {
             self.push(
                 Diagnostic::error(
-                    code("splash::check::allowlist-missing-execve"),
+                    Code::AllowlistMissingExecve,
                     keyword,
                     "the strict allowlist does not contain `execve`",
                 )

@@ -3,9 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Checker, Collected, LandlockInfo, LimitsInfo, Reported, code};
+use super::{Checker, Collected, LandlockInfo, LimitsInfo, Reported};
 use crate::ast::{self, Parsed, Statement};
-use crate::diag::Diagnostic;
+use crate::diag::{Code, Diagnostic};
 use crate::model::{
     self, AggregateQuota, BrokerCatalog, CgroupPolicy, NetworkBroker, PrivateTmp, RuntimeMount,
     SeccompPolicy, Watchdog,
@@ -22,15 +22,11 @@ impl Checker {
                 if let Some(args) = args {
                     if args.node.is_empty() {
                         self.push(
-                            Diagnostic::error(
-                                code("splash::check::empty-list"),
-                                args.span,
-                                "`args` list is empty",
-                            )
-                            .with_label("no arguments")
-                            .with_help(
-                                "remove `args []`; without `args` the worker gets no arguments",
-                            ),
+                            Diagnostic::error(Code::EmptyList, args.span, "`args` list is empty")
+                                .with_label("no arguments")
+                                .with_help(
+                                    "remove `args []`; without `args` the worker gets no arguments",
+                                ),
                         );
                     }
                     // A NUL byte (which `execve` cannot pass) is a control
@@ -86,12 +82,7 @@ impl Checker {
                             ast::PinItem::Mounts => "`mounts`",
                             ast::PinItem::Executables => "`executables`",
                         };
-                        self.duplicate(
-                            code("splash::check::duplicate-entry"),
-                            item.span,
-                            first,
-                            what,
-                        );
+                        self.duplicate(Code::DuplicateEntry, item.span, first, what);
                     } else {
                         *slot = Some(item.span);
                     }
@@ -118,7 +109,7 @@ impl Checker {
                     if v > u64::from(model::MAX_ACTIVE_FILE_ROOTS_CEILING) {
                         self.push(
                             Diagnostic::error(
-                                code("splash::check::active-roots-too-large"),
+                                Code::ActiveRootsTooLarge,
                                 max.span,
                                 format!("`active-roots max {v}` is above the ceiling of 256"),
                             )
@@ -157,7 +148,7 @@ impl Checker {
                 if limits.is_empty() && entries.is_empty() && *parsed == Parsed::Clean {
                     self.push(
                         Diagnostic::error(
-                            code("splash::check::empty-limits"),
+                            Code::EmptyLimits,
                             stmt.keyword,
                             "`limits` sets no limit",
                         )
@@ -228,7 +219,7 @@ impl Checker {
                 {
                     self.push(
                         Diagnostic::warning(
-                            code("splash::check::call-deadline-exceeds-session"),
+                            Code::CallDeadlineExceedsSession,
                             ks,
                             "the `call` deadline is longer than the `session` deadline",
                         )
@@ -262,7 +253,7 @@ impl Checker {
                 if ids.node.is_empty() {
                     self.push(
                         Diagnostic::error(
-                            code("splash::check::empty-list"),
+                            Code::EmptyList,
                             ids.span,
                             "the network broker serves no ids",
                         )
@@ -275,7 +266,7 @@ impl Checker {
                 for id in &ids.node {
                     if let Some(&f) = first.get(id.node.as_str()) {
                         self.duplicate(
-                            code("splash::check::duplicate-entry"),
+                            Code::DuplicateEntry,
                             id.span,
                             f,
                             &format!("network-origin id `{}`", id.node),

@@ -13,7 +13,7 @@ use pest::iterators::Pair;
 use super::literals::{number, quantity, string, string_list};
 use super::{Context, Parsing, Rule, inner, next, span};
 use crate::ast::*;
-use crate::diag::Diagnostic;
+use crate::diag::{Code, Diagnostic};
 use crate::span::{Node, Span};
 
 impl Parsing {
@@ -166,7 +166,7 @@ impl Parsing {
                                     parsed = Parsed::Recovered;
                                     self.diagnostics.push(
                                         Diagnostic::error(
-                                            "splash::parse::invalid-syscall-name",
+                                            Code::InvalidSyscallName,
                                             span(&s),
                                             format!("`{}` is not a syscall name", s.as_str()),
                                         )
