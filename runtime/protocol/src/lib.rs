@@ -38,7 +38,9 @@ pub use auth::{
 pub use bootstrap::{
     BootstrapError, EncodedBootstrap, PrivatePipeWorkerBootstrap, SessionKey, SessionKeyError,
 };
-pub use channel::{FrameChannel, FrameReceiver, FrameSender, SessionError, SessionState};
+pub use channel::{
+    FrameChannel, FrameReceiver, FrameSender, PayloadSide, SessionError, SessionState,
+};
 pub use codec::{CodecError, JsonLineReader, JsonLineWriter, MAX_LINE_BYTES};
 pub use host::{CallEvent, HostSession};
 pub use journal::{JOURNAL_FILE, Journal, JournalError};

@@ -61,7 +61,9 @@ use serde_json::Value;
 
 use crate::auth::{SessionAuthenticator, SessionRole};
 use crate::bootstrap::PrivatePipeWorkerBootstrap;
-use crate::channel::{FrameChannel, FrameSender, SessionError, check_payload, payload_for};
+use crate::channel::{
+    FrameChannel, FrameSender, PayloadSide, SessionError, check_payload, payload_for,
+};
 use crate::journal::{Entry, Journal, input_fingerprint};
 use crate::manifest::{CapabilityManifest, GrantFormat};
 use crate::message::{
@@ -150,12 +152,18 @@ impl Ledger {
         let Some(grant) = manifest.grant(tool.as_str()) else {
             return Err(SessionError::NotGranted(tool.to_string()).to_string());
         };
-        check_payload(tool, grant.format, "input", payload, grant.max_input_bytes)
-            .map_err(|e| e.to_string())?;
+        check_payload(
+            tool,
+            grant.format,
+            PayloadSide::Input,
+            payload,
+            grant.max_input_bytes,
+        )
+        .map_err(|e| e.to_string())?;
         let used = self.calls.get(tool).copied().unwrap_or(0);
         if used >= grant.max_calls {
             return Err(SessionError::CallLimit {
-                tool: tool.to_string(),
+                tool: tool.clone(),
                 max: grant.max_calls,
             }
             .to_string());
@@ -177,7 +185,7 @@ impl Ledger {
 fn refused(kind: &'static str, request: &Token, reason: String) -> SessionError {
     SessionError::Refused {
         kind,
-        request: request.to_string(),
+        request: request.clone(),
         reason,
     }
 }
@@ -311,8 +319,8 @@ impl Durable {
         output: Result<Value, String>,
     ) -> Result<Message, SessionError> {
         let failed = |message: String| SessionError::ToolFailed {
-            tool: done.tool.to_string(),
-            request: done.request_id.to_string(),
+            tool: done.tool.clone(),
+            request: done.request_id.clone(),
             message: format!("{message}; operation `{operation_key}` stays recorded as started"),
         };
         let payload = output
@@ -320,7 +328,7 @@ impl Durable {
                 payload_for(
                     &done.tool,
                     done.admitted.format,
-                    "output",
+                    PayloadSide::Output,
                     output,
                     done.admitted.max_output,
                 )
@@ -375,7 +383,7 @@ fn reconcile(
         check_payload(
             &request.tool,
             grant.format,
-            "output",
+            PayloadSide::Output,
             payload,
             grant.max_output_bytes,
         )
@@ -460,8 +468,8 @@ impl<R: Read, W: Write> Worker<R, W> {
         if manifest.session_id != session_id {
             channel.poison();
             return Err(SessionError::SessionMismatch {
-                bootstrap: session_id.to_string(),
-                manifest: manifest.session_id.to_string(),
+                bootstrap: session_id.clone(),
+                manifest: manifest.session_id.clone(),
             });
         }
         if let Some(g) = manifest
@@ -470,7 +478,7 @@ impl<R: Read, W: Write> Worker<R, W> {
             .find(|g| !tools.contains(&g.tool.as_str()))
         {
             channel.poison();
-            return Err(SessionError::UnhandledTool(g.tool.to_string()));
+            return Err(SessionError::UnhandledTool(g.tool.clone()));
         }
         Ok(Self {
             channel,
@@ -578,15 +586,15 @@ impl<R: Read, W: Write> Worker<R, W> {
                 payload_for(
                     &tool,
                     admitted.format,
-                    "output",
+                    PayloadSide::Output,
                     output,
                     admitted.max_output,
                 )
                 .map_err(|e| e.to_string())
             })
             .map_err(|message| SessionError::ToolFailed {
-                tool: tool.to_string(),
-                request: request_id.to_string(),
+                tool: tool.clone(),
+                request: request_id.clone(),
                 message,
             })?;
         self.ledger.answered.insert(request_id.clone(), tool);
@@ -1027,8 +1035,8 @@ fn finish<W: Write>(
             Some(durable) => durable.finish(&done, key, output),
             // A durable call is only admitted with a journal.
             None => Err(SessionError::ToolFailed {
-                tool: done.tool.to_string(),
-                request: done.request_id.to_string(),
+                tool: done.tool.clone(),
+                request: done.request_id.clone(),
                 message: "the worker has no operation journal".into(),
             }),
         };
@@ -1050,8 +1058,8 @@ fn finish<W: Write>(
         };
     }
     let failed = |message: String| SessionError::ToolFailed {
-        tool: done.tool.to_string(),
-        request: done.request_id.to_string(),
+        tool: done.tool.clone(),
+        request: done.request_id.clone(),
         message,
     };
     let output = match result {
@@ -1077,7 +1085,7 @@ fn finish<W: Write>(
     let payload = match payload_for(
         &done.tool,
         done.admitted.format,
-        "output",
+        PayloadSide::Output,
         output,
         done.admitted.max_output,
     ) {
