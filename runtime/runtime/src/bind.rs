@@ -174,8 +174,8 @@ pub enum BindError {
     BubblewrapHelp {
         /// The path involved.
         path: PathBuf,
-        /// The process's exit status.
-        status: String,
+        /// How the process ended.
+        status: crate::lifecycle::WorkerStatus,
     },
     /// Bubblewrap `path` does not support `option`, which this plan needs.
     #[error("bubblewrap `{}` does not support `{option}`, which this plan needs; the launch is refused (there is no fallback without it)", .path.display())]
@@ -691,7 +691,7 @@ fn options_from_help(program: &Path, shown: &str) -> Result<BTreeSet<String>, Bi
     if !output.status.success() {
         return Err(BindError::BubblewrapHelp {
             path: PathBuf::from(shown),
-            status: crate::lifecycle::describe_status(output.status),
+            status: crate::lifecycle::WorkerStatus::from_exit(output.status),
         });
     }
     let text = String::from_utf8_lossy(&output.stdout);

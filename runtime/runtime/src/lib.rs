@@ -51,9 +51,9 @@ pub use bind::{
     BindError, BindOptions, BoundCommand, BubblewrapLaunch, LaunchPreparation, PinnedSource,
     PlanDefect, Unprovided,
 };
-pub use broker::BrokerBindError;
-pub use cgroup::{CgroupBoundary, CgroupError, WorkerCgroup};
-pub use devices::{DeviceDirectory, DeviceError, DeviceSources};
+pub use broker::{BrokerBindError, BrokerPlanDefect};
+pub use cgroup::{CgroupBoundary, CgroupError, RunnerDefect, WorkerCgroup};
+pub use devices::{DeviceDirectory, DeviceError, DeviceSources, ParentDefect};
 pub use launch::{LaunchError, LaunchOptions, LoadedPolicy, launch};
 pub use lifecycle::{LaunchFailure, WorkerLifecycle, WorkerStatus};
 pub use nosuid::SetIdError;
