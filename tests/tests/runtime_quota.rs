@@ -346,7 +346,7 @@ fn bind_refuses_a_raw_writable_mount_under_an_aggregate() {
     )
     .expect_err("raw writable mount under an aggregate");
     assert!(
-        matches!(&err, BindError::UnverifiedWritableMount { destination } if destination == "/workspace/raw"),
+        matches!(&err, BindError::UnverifiedWritableMount { destination } if destination.as_str() == "/workspace/raw"),
         "{err}"
     );
 }

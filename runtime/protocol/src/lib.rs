@@ -43,7 +43,7 @@ pub use channel::{
 };
 pub use codec::{CodecError, JsonLineReader, JsonLineWriter, MAX_LINE_BYTES};
 pub use host::{CallEvent, HostSession};
-pub use journal::{JOURNAL_FILE, Journal, JournalError};
+pub use journal::{JOURNAL_FILE, Journal, JournalError, RecordDefect};
 pub use message::{
     CancelOutcome, CancelRequest, CancelResult, CompensationRequest, CompensationResult,
     DispatchRequest, Invocation, MAX_JSON_PAYLOAD_DEPTH, MAX_SESSION_REQUEST_IDS, Message,

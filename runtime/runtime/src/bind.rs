@@ -59,7 +59,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use splashpol::model::AbsPath;
+use splashpol::model::{AbsPath, PathError, SandboxPath};
 use splashpol::plan::{BwrapOp, LaunchPlan, MountSource, Pin, PinKind, PinRole};
 
 use crate::cgroup::{CgroupBoundary, CgroupError};
@@ -158,7 +158,7 @@ pub enum BindError {
     #[error("worker program `{program}` is not reached through a read-only runtime mount")]
     WorkerNotInRuntimeMount {
         /// The program.
-        program: String,
+        program: SandboxPath,
     },
     /// Failed to query bubblewrap `path` for its options.
     #[error("failed to query bubblewrap `{}` for its options", .path.display())]
@@ -208,7 +208,7 @@ pub enum BindError {
     )]
     UnverifiedWritableMount {
         /// The mount destination in the sandbox.
-        destination: String,
+        destination: SandboxPath,
     },
     /// Launch preparation `step` failed.
     #[error("launch preparation `{step}` failed")]
@@ -251,12 +251,12 @@ pub enum Unprovided {
 #[non_exhaustive]
 pub enum PlanDefect {
     /// The Bubblewrap pin does not hold the plan's Bubblewrap.
-    #[error("bubblewrap pin {slot} does not hold `{bwrap}`")]
+    #[error("bubblewrap pin {slot} does not hold `{}`", .bwrap.display())]
     BubblewrapPin {
         /// The slot.
         slot: u16,
         /// The plan's Bubblewrap path.
-        bwrap: String,
+        bwrap: PathBuf,
     },
     /// A launched program that is not an absolute, normalized path.
     #[error("launched program `{program}`: {reason}")]
@@ -264,7 +264,7 @@ pub enum PlanDefect {
         /// The program as the plan writes it.
         program: String,
         /// Why it is not a sandbox path.
-        reason: String,
+        reason: PathError,
     },
     /// `--dev` or a device-node `--dev-bind` outside the hardening prefix.
     #[error(
@@ -599,12 +599,12 @@ fn check_exec_target(
     let sandbox = AbsPath::new(program.clone()).map_err(|e| {
         BindError::Plan(PlanDefect::ProgramPath {
             program: program.clone(),
-            reason: e.to_string(),
+            reason: e,
         })
     })?;
     let host = host_file_behind(plan, pins, &sandbox)?.ok_or_else(|| {
         BindError::WorkerNotInRuntimeMount {
-            program: program.clone(),
+            program: sandbox.clone(),
         }
     })?;
     let host_str = host.display().to_string();
@@ -760,7 +760,7 @@ impl BoundCommand {
                 if pin.canonical != bwrap_canonical {
                     return Err(BindError::Plan(PlanDefect::BubblewrapPin {
                         slot: slot.0,
-                        bwrap: plan.bwrap().to_string(),
+                        bwrap: PathBuf::from(plan.bwrap().as_str()),
                     }));
                 }
                 BubblewrapLaunch::Pinned(slot)
@@ -866,7 +866,7 @@ impl BoundCommand {
                     }
                     _ if plan.aggregate_quota().is_some() => {
                         return Err(BindError::UnverifiedWritableMount {
-                            destination: destination.to_string(),
+                            destination: destination.clone(),
                         });
                     }
                     _ => {}

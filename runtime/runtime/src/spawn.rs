@@ -41,7 +41,7 @@ use std::path::PathBuf;
 use std::process::{ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
-use splash_protocol::PrivatePipeWorkerBootstrap;
+use splash_protocol::{PrivatePipeWorkerBootstrap, Token};
 use splashpol::plan::{LaunchPlan, SeccompDelivery, Slot};
 
 use crate::bind::{BoundCommand, BubblewrapLaunch};
@@ -74,9 +74,9 @@ pub enum SpawnError {
     )]
     SessionMismatch {
         /// The bootstrap's session id.
-        bootstrap: String,
+        bootstrap: Token,
         /// The manifest's session id.
-        manifest: String,
+        manifest: Token,
     },
     /// Failed to duplicate pinned source `path` for the launch.
     #[error("failed to duplicate pinned source `{}` for the launch", .path.display())]
@@ -352,8 +352,8 @@ impl BoundCommand {
         let manifest = self.plan.session_id().ok_or(SpawnError::NoSession)?;
         if bootstrap.session_id() != manifest {
             return Err(SpawnError::SessionMismatch {
-                bootstrap: bootstrap.session_id().to_string(),
-                manifest: manifest.to_string(),
+                bootstrap: bootstrap.session_id().clone(),
+                manifest: manifest.clone(),
             });
         }
         if (self.plan.require_cgroup_v2() || self.plan.cgroup().is_some()) && self.cgroup.is_none()
