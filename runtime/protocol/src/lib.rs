@@ -51,7 +51,7 @@ pub use message::{
     ToolResult, Version, compensation_fingerprint,
 };
 pub use splash_manifest::{
-    CapabilityManifest, Grant, GrantFormat, ManifestError, PROTOCOL_VERSION, Resource,
+    CapabilityManifest, Grant, GrantBound, GrantFormat, ManifestError, PROTOCOL_VERSION, Resource,
     ResourceKind, Token, TokenError, manifest, token,
 };
 pub use worker::{CancelSignal, ServeEnd, ToolFailure, Worker};
