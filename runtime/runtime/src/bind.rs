@@ -60,7 +60,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use splashpol::model::{AbsPath, PathError, SandboxPath};
-use splashpol::plan::{BwrapOp, LaunchPlan, MountSource, Pin, PinKind, PinRole};
+use splashpol::plan::{Arch, BwrapOp, LaunchPlan, MountSource, Pin, PinKind, PinRole};
 
 use crate::cgroup::{CgroupBoundary, CgroupError};
 use crate::devices::{DEFAULT_DEVICE_PARENT, DeviceError, DeviceSources};
@@ -85,14 +85,18 @@ pub enum BindError {
         found: String,
     },
     /// `what` is for `plan`, but this host is `host`.
-    #[error("{what} is for {plan}, but this host is {host}; the launch is refused")]
+    #[error(
+        "{what} is for {}, but this host is {}; the launch is refused",
+        .plan.name(),
+        .host.name()
+    )]
     ForeignArch {
         /// What is concerned.
-        what: &'static str,
-        /// The plan's value.
-        plan: &'static str,
-        /// This host's value.
-        host: &'static str,
+        what: ForeignPart,
+        /// The plan's architecture.
+        plan: Arch,
+        /// This host's architecture.
+        host: Arch,
     },
     /// Failed to resolve source `path`.
     #[error("failed to resolve source `{}`", .path.display())]
@@ -228,6 +232,31 @@ pub enum BindError {
     /// Failed to bind the network broker.
     #[error("failed to bind the network broker")]
     Broker(#[from] crate::broker::BrokerBindError),
+}
+
+/// The part of a plan [`BindError::ForeignArch`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ForeignPart {
+    /// The launch plan.
+    Plan,
+    /// The seccomp program's architecture field.
+    SeccompProgram,
+    /// The seccomp program's instructions: they allow no system call of
+    /// this host.
+    SeccompInstructions,
+}
+
+impl std::fmt::Display for ForeignPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Plan => "the launch plan",
+            Self::SeccompProgram => "the seccomp program",
+            Self::SeccompInstructions => {
+                "the seccomp program (it allows no system call of this host)"
+            }
+        })
+    }
 }
 
 /// A control [`BindError::Unsupported`] names.
