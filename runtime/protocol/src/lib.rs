@@ -32,11 +32,12 @@ pub mod message;
 pub mod worker;
 
 pub use auth::{
-    AUTH_DOMAIN, AuthError, AuthTag, Frame, FrameOpener, FrameSealer, SessionAuthenticator,
-    SessionRole,
+    AUTH_DOMAIN, AuthError, AuthTag, Frame, FrameFlow, FrameOpener, FrameSealer,
+    SessionAuthenticator, SessionRole,
 };
 pub use bootstrap::{
-    BootstrapError, EncodedBootstrap, PrivatePipeWorkerBootstrap, SessionKey, SessionKeyError,
+    BootstrapError, EncodedBootstrap, PreamblePart, PrivatePipeWorkerBootstrap, SessionKey,
+    SessionKeyError,
 };
 pub use channel::{
     FrameChannel, FrameReceiver, FrameSender, PayloadSide, SessionError, SessionState,
