@@ -19,12 +19,67 @@
 //! that lives as long as the worker should.
 
 use std::io;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Child, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 use crate::cgroup::{CgroupError, REMOVE_TIMEOUT, WorkerCgroup};
 use crate::devices::DeviceDirectory;
+use crate::sys;
+
+/// The process a launch started (Bubblewrap, or the runner in front of
+/// it): a child of this process, signalled and reaped through the pidfd
+/// made with it, so no call can reach another process that reused its pid.
+#[derive(Debug)]
+pub(crate) struct WorkerProcess {
+    pid: u32,
+    pidfd: OwnedFd,
+    /// Its status once reaped (the pid is gone from then on).
+    reaped: Option<ExitStatus>,
+}
+
+impl WorkerProcess {
+    /// The child [`sys::spawn_child`] started, with its pidfd.
+    pub(crate) fn new(pid: u32, pidfd: OwnedFd) -> Self {
+        Self {
+            pid,
+            pidfd,
+            reaped: None,
+        }
+    }
+
+    /// Its host pid.
+    pub(crate) fn id(&self) -> u32 {
+        self.pid
+    }
+
+    fn wait_with(&mut self, block: bool) -> io::Result<Option<ExitStatus>> {
+        if self.reaped.is_none() {
+            self.reaped = sys::wait_child(self.pidfd.as_fd(), block)?.map(ExitStatus::from_raw);
+        }
+        Ok(self.reaped)
+    }
+
+    /// Reaps it if it has exited; `None` while it runs.
+    pub(crate) fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        self.wait_with(false)
+    }
+
+    /// Blocks until it exits and reaps it.
+    pub(crate) fn wait(&mut self) -> io::Result<ExitStatus> {
+        self.wait_with(true)?
+            .ok_or_else(|| io::Error::other("waitid returned without a status"))
+    }
+
+    /// SIGKILL, unless it has already been reaped.
+    pub(crate) fn kill(&mut self) -> io::Result<()> {
+        if self.reaped.is_some() {
+            return Ok(());
+        }
+        sys::kill_child(self.pidfd.as_fd())
+    }
+}
 
 /// What the host knows about the Bubblewrap process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +118,7 @@ impl std::fmt::Display for WorkerStatus {
 /// child cgroup.
 #[derive(Debug)]
 pub struct WorkerLifecycle {
-    child: Child,
+    child: WorkerProcess,
     reaped: Option<WorkerStatus>,
     cgroup: Option<WorkerCgroup>,
     /// The launch's private device nodes: removed once the worker is reaped.
@@ -72,7 +127,7 @@ pub struct WorkerLifecycle {
 
 impl WorkerLifecycle {
     /// A lifecycle without a cgroup.
-    pub(crate) fn new(child: Child, devices: Option<DeviceDirectory>) -> Self {
+    pub(crate) fn new(child: WorkerProcess, devices: Option<DeviceDirectory>) -> Self {
         Self {
             child,
             reaped: None,
@@ -83,7 +138,7 @@ impl WorkerLifecycle {
 
     /// A lifecycle that owns `cgroup`, which `child` is joining.
     pub(crate) fn in_cgroup(
-        child: Child,
+        child: WorkerProcess,
         cgroup: WorkerCgroup,
         devices: Option<DeviceDirectory>,
     ) -> Self {

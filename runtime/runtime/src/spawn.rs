@@ -14,10 +14,13 @@
 //! 3. launch preparations may wrap the spec; with a cgroup policy, a fresh
 //!    child cgroup is created and the cgroup runner wraps outermost
 //!    ([`crate::cgroup`]);
-//! 4. Bubblewrap is started with an empty environment, cwd `/`, private
-//!    stdin/stdout pipes and stderr on `/dev/null`; in the child, every
+//! 4. Bubblewrap is started (`sys::spawn_child`: `clone` with `CLONE_VM |
+//!    CLONE_VFORK | CLONE_PIDFD`, then `execve`) with an empty environment,
+//!    cwd `/`, private stdin/stdout pipes, stderr on `/dev/null`, default
+//!    signal handling and an empty signal mask; in the child, every
 //!    descriptor from 3 up is marked close-on-exec and only the spec's
-//!    descriptors are made inheritable (`sys::install_child_descriptor_hook`);
+//!    descriptors are made inheritable; the process is then signalled and
+//!    reaped only through the pidfd made with it;
 //!    in executable-pinned mode the program is `/proc/self/fd/N` of a fresh
 //!    duplicate of the pinned Bubblewrap (itself close-on-exec: the kernel
 //!    opens the file before it closes the descriptor);
@@ -38,7 +41,7 @@
 use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
-use std::process::{ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{ChildStdin, ChildStdout};
 use std::time::Instant;
 
 use splash_protocol::{PrivatePipeWorkerBootstrap, Token};
@@ -47,7 +50,7 @@ use splashpol::plan::{LaunchPlan, SeccompDelivery, Slot};
 use crate::bind::{BoundCommand, BubblewrapLaunch};
 use crate::cgroup::CgroupError;
 use crate::devices::{self, DeviceDirectory};
-use crate::lifecycle::WorkerLifecycle;
+use crate::lifecycle::{WorkerLifecycle, WorkerProcess};
 use crate::sys;
 
 /// Why a launch failed.
@@ -191,19 +194,6 @@ impl LaunchSpec {
         self.args = args;
         self.inherit.append(&mut self.keep_open);
         self.inherit.extend(inherit);
-    }
-
-    fn command(&self) -> Command {
-        let mut command = Command::new(&self.program);
-        command
-            .args(&self.args)
-            .env_clear()
-            .current_dir("/")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        sys::install_child_descriptor_hook(&mut command, self.inherited());
-        command
     }
 }
 
@@ -373,15 +363,14 @@ impl BoundCommand {
             Some(boundary) => Some(boundary.wrap(&mut spec).map_err(SpawnError::Cgroup)?),
             None => None,
         };
-        let mut command = spec.command();
         let devices = spec.devices.take();
+        let inherited = spec.inherited();
         let started = Instant::now();
-        let spawned = command.spawn();
+        let spawned = sys::spawn_child(&spec.program, &spec.args, &inherited);
         // The child has its copies (or never started): close the parent's.
         let shown = spec.shown.clone();
-        drop(command);
         drop(spec);
-        let mut child = match spawned {
+        let child = match spawned {
             Ok(child) => child,
             Err(source) => {
                 if let Some(cg) = cgroup.as_mut() {
@@ -393,27 +382,19 @@ impl BoundCommand {
                 });
             }
         };
-        let pipes = (child.stdin.take(), child.stdout.take());
+        let process = WorkerProcess::new(child.pid, child.pidfd);
+        let mut stdin = ChildStdin::from(child.stdin);
+        let stdout = ChildStdout::from(child.stdout);
         // From here every stop goes through `WorkerLifecycle::terminate`.
         let mut lifecycle = match cgroup {
-            Some(cg) => WorkerLifecycle::in_cgroup(child, cg, devices),
-            None => WorkerLifecycle::new(child, devices),
+            Some(cg) => WorkerLifecycle::in_cgroup(process, cg, devices),
+            None => WorkerLifecycle::new(process, devices),
         };
         if let Some(boundary) = self.cgroup.as_ref() {
             lifecycle
                 .await_cgroup_join(boundary.join_timeout())
                 .map_err(SpawnError::Cgroup)?;
         }
-        let (Some(mut stdin), Some(stdout)) = pipes else {
-            let status = lifecycle
-                .terminate()
-                .map(|s| s.to_string())
-                .unwrap_or_else(|e| format!("reap failed: {e}"));
-            return Err(SpawnError::Bootstrap {
-                status,
-                source: io::Error::other("the worker pipes were not created"),
-            });
-        };
         if let Err(source) = bootstrap.write_to(&mut stdin).and_then(|()| stdin.flush()) {
             let status = lifecycle
                 .terminate()
