@@ -14,7 +14,7 @@ use crate::auth::{AuthError, Frame, FrameOpener, FrameSealer, SessionAuthenticat
 use crate::bootstrap::BootstrapError;
 use crate::codec::{CodecError, JsonLineReader, JsonLineWriter};
 use crate::manifest::{GrantFormat, ManifestError};
-use crate::message::{Message, MessageError, Payload, PayloadError};
+use crate::message::{MAX_SESSION_REQUEST_IDS, Message, MessageError, Payload, PayloadError};
 use crate::token::Token;
 
 /// Why a session operation failed.
@@ -154,8 +154,8 @@ pub enum SessionError {
         kind: &'static str,
         /// The request id.
         request: Token,
-        /// Why the worker refused it.
-        reason: String,
+        /// Why the worker refused it (boxed: the other errors stay small).
+        reason: Box<Refusal>,
     },
     /// A tool handler failed; the worker ends the session.
     #[error("tool `{tool}` failed on request `{request}`, so the session ends: {message}")]
@@ -182,6 +182,71 @@ pub enum SessionError {
     /// The request id names no call that can still be cancelled.
     #[error("request `{0}` is not a call in flight that can still be cancelled")]
     NotCancellable(Token),
+}
+
+/// Why a worker refused a request and ended the session.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The request breaks its grant: the tool is not granted, the payload
+    /// does not fit, or the call budget is spent.
+    #[error("{0}")]
+    Grant(Box<SessionError>),
+    /// The request id was used before in this session.
+    #[error("request id `{0}` was already used in this session")]
+    IdReused(Token),
+    /// The session's request ids are spent.
+    #[error("the session has used all {MAX_SESSION_REQUEST_IDS} request ids it allows")]
+    IdsSpent,
+    /// Another call is still running.
+    #[error("another call is still running in this session")]
+    Busy,
+    /// A cancel names no call of this session.
+    #[error("call `{request}` of tool `{tool}` is not a call of this session")]
+    UnknownCall {
+        /// The request id it names.
+        request: Token,
+        /// The tool it names.
+        tool: Token,
+    },
+    /// A second cancel of the call (its request id).
+    #[error("call `{0}` is already being cancelled")]
+    AlreadyCancelling(Token),
+    /// A durable operation of a tool this worker does not serve durably.
+    #[error("tool `{0}` is not served as a durable operation by this worker")]
+    NotDurable(Token),
+    /// An operation key used before for another tool or input.
+    #[error("operation key `{0}` was used for another tool or input")]
+    KeyReused(Token),
+    /// An operation that started earlier without a recorded outcome.
+    #[error("operation `{0}` started earlier and has no recorded outcome; reconcile it")]
+    Unsettled(Token),
+    /// The journal could not record the operation's start.
+    #[error("the journal cannot record the start: {0}")]
+    JournalStart(#[source] std::io::Error),
+    /// A reconciliation of an operation the journal has no record of.
+    #[error("the operation journal has no record of operation `{key}` of tool `{tool}`")]
+    NoRecord {
+        /// The operation key.
+        key: Token,
+        /// The tool.
+        tool: Token,
+    },
+    /// A durable request to a worker without an operation journal.
+    #[error("this worker keeps no operation journal, so it serves no durable operations")]
+    NoJournal,
+    /// A compensation request to a worker that serves none.
+    #[error("this worker serves no compensating operations")]
+    NoCompensations,
+    /// A message a worker never answers (its type).
+    #[error("`{0}` is not a request a worker answers")]
+    NotARequest(&'static str),
+}
+
+impl Refusal {
+    pub(crate) fn grant(error: SessionError) -> Self {
+        Self::Grant(Box::new(error))
+    }
 }
 
 /// Which payload of a call an error is about.

@@ -40,7 +40,7 @@ pub use bootstrap::{
     SessionKeyError,
 };
 pub use channel::{
-    FrameChannel, FrameReceiver, FrameSender, PayloadSide, SessionError, SessionState,
+    FrameChannel, FrameReceiver, FrameSender, PayloadSide, Refusal, SessionError, SessionState,
 };
 pub use codec::{CodecError, JsonLineReader, JsonLineWriter, MAX_LINE_BYTES};
 pub use host::{CallEvent, HostSession};
