@@ -43,6 +43,7 @@
 //! fails, the diagnostic and exit may be stopped by the filter (the runner is
 //! then killed by it). Either way the program does not start.
 
+#![warn(missing_docs)]
 pub mod args;
 pub mod cgroup;
 pub mod fds;

@@ -13,34 +13,38 @@
 //!
 //! `invalid/` cases must fail the check with at least one expected error;
 //! `valid/` cases and every `policies/*.splashpol` must check without errors.
-//! Every diagnostic code of `docs/diagnostics.md` must be exercised by some
-//! case, unless it is listed in [`NOT_STATICALLY_REACHABLE`].
+//! Every code of [`Code::ALL`] must be exercised by some case, unless it is
+//! listed in [`NOT_STATICALLY_REACHABLE`]; an expectation naming a code that
+//! is not in [`Code::ALL`] is a failure. (That `docs/diagnostics.md` lists
+//! exactly the codes of [`Code::ALL`] is a unit test of `splashpol`.)
 
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use splash_require_host::bless_command;
+use splash_require_host::snapshot::check_snapshot;
 use splash_tests::workspace_root;
 use splashpol::span::line_col;
-use splashpol::{CheckOutcome, Severity, check_bytes, check_source};
+use splashpol::{CheckOutcome, Code, Severity, check_bytes, check_source};
 
-/// Environment variable that makes the test write `.expected` files.
-const BLESS_VAR: &str = "SPLASH_BLESS";
+/// The command that (re)writes the `.expected` files.
+const BLESS: &str = bless_command!();
 
 /// The required minimum size of the invalid corpus.
 const MIN_INVALID_CASES: usize = 80;
 
-/// Codes in `docs/diagnostics.md` that no source text can trigger through
-/// `check_source`, with the reason.
-const NOT_STATICALLY_REACHABLE: &[(&str, &str)] = &[
+/// Codes that no source text can trigger through `check_bytes`, with the
+/// reason.
+const NOT_STATICALLY_REACHABLE: &[(Code, &str)] = &[
     (
-        "splash::parse::internal",
+        Code::ParseInternal,
         "reports a parse tree the grammar cannot produce (a bug in the builder); \
          every statement rule of the grammar is parsed by a unit test in \
          compiler/splashpol/src/parse/tests.rs instead",
     ),
     (
-        "splash::check::internal",
+        Code::CheckInternal,
         "reports a checked policy that breaks a `Policy` invariant (a bug in \
          the checker); the invariants are tested on hand-built policies in \
          compiler/splashpol/src/lower.rs and artifact.rs instead",
@@ -51,15 +55,11 @@ fn corpus_dir() -> PathBuf {
     workspace_root().join("tests/corpus")
 }
 
-fn blessing() -> bool {
-    std::env::var(BLESS_VAR).as_deref() == Ok("1")
-}
-
 /// One expected (or produced) diagnostic: severity, code, start and end.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Expectation {
     severity: &'static str,
-    code: String,
+    code: Code,
     start: (usize, usize),
     end: (usize, usize),
 }
@@ -94,9 +94,11 @@ fn parse_expectation(severity: &'static str, rest: &str) -> Result<Expectation, 
         .ok_or_else(|| format!("span `{}` is not `L:C-L:C`", span.trim()))?;
     let start = parse_position(start).ok_or_else(|| format!("bad position `{start}`"))?;
     let end = parse_position(end).ok_or_else(|| format!("bad position `{end}`"))?;
+    // Only a code of `Code::ALL` can be expected.
+    let code = code.trim().parse::<Code>().map_err(|e| e.to_string())?;
     Ok(Expectation {
         severity,
-        code: code.trim().to_string(),
+        code,
         start,
         end,
     })
@@ -145,7 +147,7 @@ fn produced_in_order(source: &str, outcome: &CheckOutcome) -> Vec<Expectation> {
                 Severity::Error => "error",
                 Severity::Warning => "warning",
             },
-            code: d.code.to_string(),
+            code: d.code,
             start: line_col(source, d.span.start),
             end: line_col(source, d.span.end),
         })
@@ -169,38 +171,9 @@ fn display_name(path: &Path) -> String {
         .to_string()
 }
 
-/// Checks the snapshot of `rendered` against `NAME.expected`; returns a
-/// failure message, or writes the file when blessing.
-fn check_snapshot(input: &Path, rendered: &str) -> Option<String> {
-    let expected_path = input.with_extension("expected");
-    if blessing() {
-        let current = fs::read_to_string(&expected_path).ok();
-        if current.as_deref() != Some(rendered) {
-            fs::write(&expected_path, rendered)
-                .unwrap_or_else(|e| panic!("cannot write {}: {e}", expected_path.display()));
-            eprintln!("blessed {}", display_name(&expected_path));
-        }
-        return None;
-    }
-    match fs::read_to_string(&expected_path) {
-        Err(_) => Some(format!(
-            "{}: no rendered snapshot {} (run with {BLESS_VAR}=1 to create it, then review it)",
-            display_name(input),
-            display_name(&expected_path)
-        )),
-        Ok(expected) if expected != rendered => Some(format!(
-            "{}: rendered diagnostics differ from {} (run with {BLESS_VAR}=1 to update, then review the diff)\n--- expected\n{expected}\n--- actual\n{rendered}",
-            display_name(input),
-            display_name(&expected_path)
-        )),
-        Ok(_) => None,
-    }
-}
-
-/// Runs every case of one kind; returns failures and the codes seen.
-fn run_kind(kind: &str, must_fail: bool) -> (usize, Vec<String>, BTreeSet<String>) {
+/// Runs every case of one kind; returns the number of cases and failures.
+fn run_kind(kind: &str, must_fail: bool) -> (usize, Vec<String>) {
     let mut failures = Vec::new();
-    let mut codes = BTreeSet::new();
     let mut count = 0;
     let files = cases(kind);
     let inputs: BTreeSet<PathBuf> = files
@@ -238,9 +211,6 @@ fn run_kind(kind: &str, must_fail: bool) -> (usize, Vec<String>, BTreeSet<String
             }
         };
         let actual = produced(&source, &outcome);
-        for e in &actual {
-            codes.insert(e.code.clone());
-        }
         if must_fail {
             if !expected.iter().any(|e| e.severity == "error") {
                 failures.push(format!(
@@ -279,11 +249,13 @@ fn run_kind(kind: &str, must_fail: bool) -> (usize, Vec<String>, BTreeSet<String
         let wants_snapshot = must_fail
             || !outcome.diagnostics.is_empty()
             || path.with_extension("expected").exists();
-        if wants_snapshot && let Some(f) = check_snapshot(path, &rendered) {
-            failures.push(f);
+        if wants_snapshot
+            && let Err(f) = check_snapshot(&path.with_extension("expected"), &rendered, BLESS)
+        {
+            failures.push(format!("{name}: {f}"));
         }
     }
-    (count, failures, codes)
+    (count, failures)
 }
 
 /// The human rendering's `[FILE:LINE:COLUMN]` headers, the JSON `line` and
@@ -338,7 +310,7 @@ fn report(failures: &[String]) {
 
 #[test]
 fn invalid_corpus_matches_declared_and_rendered_diagnostics() {
-    let (count, failures, _) = run_kind("invalid", true);
+    let (count, failures) = run_kind("invalid", true);
     report(&failures);
     assert!(
         count >= MIN_INVALID_CASES,
@@ -348,7 +320,7 @@ fn invalid_corpus_matches_declared_and_rendered_diagnostics() {
 
 #[test]
 fn valid_corpus_checks_clean() {
-    let (count, failures, _) = run_kind("valid", false);
+    let (count, failures) = run_kind("valid", false);
     report(&failures);
     assert!(count >= 5, "only {count} valid cases");
 }
@@ -379,72 +351,9 @@ fn every_shipped_policy_checks_clean() {
     report(&failures);
 }
 
-/// Every `splash::<phase>::<name>` code mentioned in `text`.
-fn codes_in(text: &str) -> BTreeSet<String> {
-    let mut codes = BTreeSet::new();
-    for (i, _) in text.match_indices("splash::") {
-        let code: String = text[i..]
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, ':' | '-' | '_'))
-            .collect();
-        let code = code.trim_end_matches([':', '-']).to_string();
-        if code.matches("::").count() == 2 {
-            codes.insert(code);
-        }
-    }
-    codes
-}
-
-/// The stable codes listed in `docs/diagnostics.md`.
-fn documented_codes() -> BTreeSet<String> {
-    let path = workspace_root().join("docs/diagnostics.md");
-    let text =
-        fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    codes_in(&text)
-}
-
-/// The codes the checker's sources can emit (string literals outside
-/// `#[cfg(test)]` code and `tests.rs` files).
-fn emitted_codes() -> BTreeSet<String> {
-    fn walk(dir: &Path, out: &mut BTreeSet<String>) {
-        let Ok(entries) = fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs")
-                && path.file_name().is_some_and(|n| n != "tests.rs")
-            {
-                let text = fs::read_to_string(&path).unwrap_or_default();
-                let text = text.split("#[cfg(test)]").next().unwrap_or_default();
-                for code in codes_in(text) {
-                    if text.contains(&format!("\"{code}\"")) {
-                        out.insert(code);
-                    }
-                }
-            }
-        }
-    }
-    let mut codes = BTreeSet::new();
-    walk(&workspace_root().join("compiler/splashpol/src"), &mut codes);
-    codes
-}
-
-#[test]
-fn every_documented_code_is_exercised_by_the_corpus() {
-    let documented = documented_codes();
-    assert!(
-        !documented.is_empty(),
-        "no codes found in docs/diagnostics.md"
-    );
-    let emitted = emitted_codes();
-    let undocumented_emitted: Vec<&String> = emitted.difference(&documented).collect();
-    assert!(
-        undocumented_emitted.is_empty(),
-        "the checker emits codes that docs/diagnostics.md does not list: {undocumented_emitted:?}"
-    );
+/// Every code a case declares, over both kinds (an unknown code fails the
+/// case in [`run_kind`]).
+fn declared_codes() -> BTreeSet<Code> {
     let mut seen = BTreeSet::new();
     for kind in ["invalid", "valid"] {
         for path in cases(kind) {
@@ -457,22 +366,27 @@ fn every_documented_code_is_exercised_by_the_corpus() {
             }
         }
     }
-    let exempt: BTreeSet<String> = NOT_STATICALLY_REACHABLE
-        .iter()
-        .map(|(c, _)| (*c).to_string())
-        .collect();
-    let missing: Vec<&String> = documented
+    seen
+}
+
+#[test]
+fn every_code_is_exercised_by_the_corpus() {
+    let seen = declared_codes();
+    let exempt: BTreeSet<Code> = NOT_STATICALLY_REACHABLE.iter().map(|(c, _)| *c).collect();
+    let missing: Vec<&str> = Code::ALL
         .iter()
         .filter(|c| !seen.contains(*c) && !exempt.contains(*c))
+        .map(|c| c.as_str())
         .collect();
     assert!(
         missing.is_empty(),
-        "documented codes with no corpus case: {missing:?}"
+        "codes with no corpus case (add one, or an entry with its reason to \
+         NOT_STATICALLY_REACHABLE): {missing:?}"
     );
-    let undocumented: Vec<&String> = seen.iter().filter(|c| !documented.contains(*c)).collect();
+    let reached: Vec<&str> = exempt.intersection(&seen).map(|c| c.as_str()).collect();
     assert!(
-        undocumented.is_empty(),
-        "corpus expects codes that docs/diagnostics.md does not list: {undocumented:?}"
+        reached.is_empty(),
+        "codes listed as unreachable that a corpus case reaches: {reached:?}"
     );
 }
 

@@ -28,6 +28,8 @@ use std::time::Duration;
 use runtime_support::{TempDir, bin_dir, lowered, manifest_selecting, serial};
 use serde_json::Value;
 use splash_protocol::{PrivatePipeWorkerBootstrap, Resource, ResourceKind, SessionKey, Token};
+use splash_require_host::bless_command;
+use splash_require_host::snapshot::check_snapshot;
 use splash_runtime::{
     BindError, BindOptions, BoundCommand, Deadlines, LaunchPreparation, LaunchSpec, WorkerStatus,
 };
@@ -1049,20 +1051,18 @@ fn no_attempt_escapes_any_bundled_policy_as_root_or_unprivileged() {
 
     let table = render(&host, &runs, &results, &controls);
     let doc = splash_tests::workspace_root().join("docs/escape-battery.md");
-    if std::env::var("SPLASH_BLESS").as_deref() == Ok("1") {
-        std::fs::write(&doc, &table).expect("write docs/escape-battery.md");
-    }
+    // Written under `SPLASH_BLESS=1` even when the assertions below fail, so
+    // the table shows what was measured.
+    let published = check_snapshot(&doc, &table, bless_command!());
     assert!(
         failed_controls.is_empty(),
         "controls that did not work without their layer (the attempt proves nothing):\n{}",
         failed_controls.join("\n")
     );
     assert!(escapes.is_empty(), "escapes:\n{}", escapes.join("\n"));
-    let committed = std::fs::read_to_string(&doc).unwrap_or_default();
-    assert!(
-        committed == table,
-        "docs/escape-battery.md differs from this run's results; review and rewrite it with SPLASH_BLESS=1 cargo test -p splash-tests --test escape_battery\n--- measured ---\n{table}"
-    );
+    if let Err(message) = published {
+        panic!("this run's results are not the published table: {message}");
+    }
 }
 
 fn render(

@@ -17,8 +17,8 @@ use splashpol::activate::activate;
 use splashpol::emit::shell_quote;
 use splashpol::lower::lower;
 use splashpol::model::{
-    AbsPath, Access, FileRoot, FileRootKind, Policy, PrivateTmp, RawPolicy, RuntimeMount,
-    SeccompPolicy,
+    AbsPath, Access, FileRoot, FileRootKind, HostPath, Policy, PrivateTmp, RawPolicy, RuntimeMount,
+    SandboxPath, SeccompPolicy, Side,
 };
 use splashpol::plan::{Arch, LaunchPlan, PinSlot, Slot};
 
@@ -69,8 +69,8 @@ impl Fixture {
         Fixture { base }
     }
 
-    fn path(&self, rel: &str) -> AbsPath {
-        AbsPath::new(self.base.join(rel).to_string_lossy().into_owned()).expect("abs path")
+    fn path(&self, rel: &str) -> HostPath {
+        HostPath::new(self.base.join(rel).to_string_lossy().into_owned()).expect("abs path")
     }
 }
 
@@ -80,7 +80,7 @@ impl Drop for Fixture {
     }
 }
 
-fn p(s: &str) -> AbsPath {
+fn p<S: Side>(s: &str) -> AbsPath<S> {
     AbsPath::new(s).expect("path")
 }
 
@@ -117,7 +117,7 @@ fn policy(fx: &Fixture, bwrap: &Path) -> RawPolicy {
     }
     RawPolicy {
         name: "plan-launch".into(),
-        bubblewrap: AbsPath::new(bwrap.to_string_lossy().into_owned()).expect("bwrap path"),
+        bubblewrap: HostPath::new(bwrap.to_string_lossy().into_owned()).expect("bwrap path"),
         worker: p("/opt/splash/bin/worker"),
         worker_args: vec!["--json-lines".into(), "two words".into()],
         runtime_mounts,
@@ -506,8 +506,8 @@ fn chain_policy(fx: &Fixture, bwrap: &Path, landlock: bool) -> Option<RawPolicy>
         policy.landlock_runner = Some(splashpol::model::LandlockRunner {
             path: p("/opt/splash/bin/splash-landlock-runner"),
             allow_exec: vec![
-                AbsPath::new(loader.to_string_lossy().into_owned()).ok()?,
-                AbsPath::new(shell.to_string_lossy().into_owned()).ok()?,
+                SandboxPath::new(loader.to_string_lossy().into_owned()).ok()?,
+                SandboxPath::new(shell.to_string_lossy().into_owned()).ok()?,
             ],
         });
     }

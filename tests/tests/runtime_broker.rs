@@ -636,7 +636,7 @@ fn bind_refuses_a_missing_foreign_or_mismatched_broker() {
     let mut elsewhere_mount = plan.clone().into_raw();
     elsewhere_mount.ops[at] = BwrapOp::RoBind {
         source,
-        destination: splashpol::model::AbsPath::new("/run/other").expect("path"),
+        destination: splashpol::model::SandboxPath::new("/run/other").expect("path"),
     };
     for (what, altered) in [
         ("writable", writable),

@@ -336,11 +336,11 @@ fn bind_refuses_a_raw_writable_mount_under_an_aggregate() {
     // The lowering never produces this (a raw read-write root under an
     // aggregate is a policy error); a plan from elsewhere is refused at
     // bind all the same, before any quota is read.
-    let destination = splashpol::model::AbsPath::new("/workspace/raw").expect("path");
+    let destination = splashpol::model::SandboxPath::new("/workspace/raw").expect("path");
     let plan = edited(quota_plan(&bwrap, &probe_dir, &root), |p| {
         p.ops.push(BwrapOp::Bind {
             source: MountSource::Path(
-                splashpol::model::AbsPath::new(raw.path().to_str().expect("utf-8")).expect("path"),
+                splashpol::model::HostPath::new(raw.path().to_str().expect("utf-8")).expect("path"),
             ),
             destination,
         });

@@ -123,7 +123,7 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
                 .iter()
                 .map(|r| format!("`{}`", r.id))
                 .collect();
-            eprintln!(
+            say(format_args!(
                 "note: no manifest given; generated session `{}` granting `{tool}` and activating every registered file root ({})",
                 m.session_id,
                 if roots.is_empty() {
@@ -131,7 +131,7 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
                 } else {
                     roots.join(", ")
                 }
-            );
+            ));
             m
         }
     };
@@ -148,7 +148,7 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
         .map_err(|e| launch_failed(&e))?;
     let plan = bound.plan();
     let deadlines = Deadlines::for_plan(plan, Deadlines::none());
-    eprintln!(
+    say(format_args!(
         "bound `{}`: {} pinned descriptor(s), bubblewrap launched {}, seccomp {}, watchdog {}",
         plan.policy_name(),
         bound.pins().len(),
@@ -165,14 +165,14 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
                 c.map_or("none".into(), |d| format!("{} ms", d.as_millis()))
             ),
         },
-    );
+    ));
     let session_id = manifest.session_id.clone();
     let mut session =
         Session::open_owned(bound, manifest, Deadlines::none()).map_err(|e| launch_failed(&e))?;
-    eprintln!(
+    say(format_args!(
         "launched bubblewrap pid {}; session `{session_id}` open",
         session.pid()
-    );
+    ));
     let response = match session.call(tool.as_str(), input) {
         Ok(v) => v,
         Err(e) => {
@@ -189,7 +189,7 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
         2
     })?;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{text}")
+    out.write_all(format!("{text}\n").as_bytes())
         .and_then(|()| out.flush())
         .map_err(|e| {
             eprintln!("splashc run: cannot write the output: {e}");
@@ -200,11 +200,21 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
         eprintln!("splashc run: closing the session: {}", chain(&e));
         LAUNCH_FAILED
     })?;
-    eprintln!("worker closed; bubblewrap ended with {status}");
+    say(format_args!(
+        "worker closed; bubblewrap ended with {status}"
+    ));
     match status {
         WorkerStatus::Exited(0) => Ok(()),
         _ => Err(LAUNCH_FAILED),
     }
+}
+
+/// Writes one status line to stderr with a single `write`: stderr is
+/// unbuffered, so `eprintln!` would write each formatted piece separately.
+fn say(line: std::fmt::Arguments<'_>) {
+    let mut text = line.to_string();
+    text.push('\n');
+    let _ = std::io::stderr().write_all(text.as_bytes());
 }
 
 /// An error and its sources, `: `-separated.

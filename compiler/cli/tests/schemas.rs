@@ -20,7 +20,7 @@ use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, Resource
 use splashpol::model::{
     AbsPath, Access, AggregateQuota, BrokerCatalog, CgroupLimits, CgroupPolicy, FileRoot,
     FileRootKind, IoMax, LandlockRunner, LimitRunner, NetworkBroker, PrivateTmp, ProjectQuota,
-    RawPolicy, ResourceLimits, RuntimeMount, SeccompPolicy, Watchdog,
+    RawPolicy, ResourceLimits, RuntimeMount, SeccompPolicy, Side, SyscallName, Watchdog,
 };
 
 fn workspace() -> PathBuf {
@@ -267,7 +267,7 @@ fn broken_artifacts_fail_the_schema_and_the_loader() {
 
 // ------------------------------------------------------------ in sync with the types
 
-fn path(s: &str) -> AbsPath {
+fn path<S: Side>(s: &str) -> AbsPath<S> {
     AbsPath::new(s).expect("path")
 }
 
@@ -296,7 +296,9 @@ fn seccomp_variants() -> Vec<SeccompPolicy> {
         SeccompPolicy::Off,
         SeccompPolicy::DenyKnownEscapeSurface,
         SeccompPolicy::StrictAllowlist {
-            syscalls: ["read".to_string(), "exit_group".to_string()].into(),
+            syscalls: ["read", "exit_group"]
+                .map(|n| SyscallName::new(n).expect("known syscall"))
+                .into(),
         },
     ];
     for s in &all {

@@ -14,8 +14,8 @@ use splash_seccomp::bpf::{
 };
 use splash_seccomp::interp::execute;
 use splash_seccomp::{
-    Action, Arch, ArgCond, Fallback, Profile, Program, RuleSet, SeccompData, X32_SYSCALL_BIT,
-    compile, strict_rejection,
+    Action, Arch, ArgCond, Fallback, Profile, Program, RuleSet, SeccompData, SyscallName,
+    X32_SYSCALL_BIT, compile, strict_rejection,
 };
 
 #[path = "../tests/support/sys.rs"]
@@ -92,16 +92,17 @@ fn linear(rules: &RuleSet) -> Vec<SockFilter> {
     p
 }
 
-fn strict_300(arch: Arch) -> BTreeSet<String> {
-    let mut out: BTreeSet<String> = arch
+fn strict_300(arch: Arch) -> BTreeSet<SyscallName> {
+    let name = |n: &str| SyscallName::new(n).expect("a table name");
+    let mut out: BTreeSet<SyscallName> = arch
         .syscalls()
         .iter()
         .map(|&(n, _)| n)
         .filter(|n| strict_rejection(n).is_none())
         .take(300)
-        .map(str::to_owned)
+        .map(name)
         .collect();
-    out.insert("execve".to_owned());
+    out.insert(name("execve"));
     out
 }
 

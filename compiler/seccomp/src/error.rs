@@ -21,14 +21,6 @@ pub enum CompileError {
         /// The limit ([`crate::MAX_STRICT_SYSCALLS`]).
         max: usize,
     },
-    /// A name no supported architecture has.
-    #[error("unknown syscall `{name}`{}", .suggestion.map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default())]
-    UnknownSyscall {
-        /// The name as written.
-        name: String,
-        /// The closest known name, if one is close enough.
-        suggestion: Option<&'static str>,
-    },
     /// A syscall a strict allowlist may not list.
     #[error("syscall `{name}` may not be in a strict allowlist: {}", .reason.describe())]
     RejectedSyscall {

@@ -17,6 +17,7 @@ mod codegen;
 pub mod doc;
 mod error;
 pub mod interp;
+mod name;
 mod program;
 mod rules;
 pub mod spelling;
@@ -24,6 +25,7 @@ pub mod spelling;
 pub use bpf::{SeccompData, SockFilter};
 pub use codegen::{NrRange, compile, compile_launch, compile_rules, ranges};
 pub use error::{CompileError, RuleError};
+pub use name::{SyscallName, UnknownSyscall};
 pub use program::{Program, ProgramStats};
 pub use rules::{
     Action, ArgCond, Fallback, Guard, MAX_STRICT_SYSCALLS, NrDecision, Profile, RuleSet,

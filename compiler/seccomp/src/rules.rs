@@ -10,7 +10,7 @@ use crate::bpf::{
 use crate::error::{CompileError, RuleError};
 use crate::guards::{CLONE_NAMESPACE_FLAGS, DENIED, DENIED_IOCTLS, MFD_NOEXEC_SEAL};
 use crate::{
-    Arch, StrictRejection, X32_SYSCALL_BIT, strict_rejection, suggest_syscall, syscall_number,
+    Arch, StrictRejection, SyscallName, X32_SYSCALL_BIT, strict_rejection, syscall_number,
 };
 
 /// Maximum number of syscalls a strict allowlist may name (per architecture).
@@ -24,7 +24,7 @@ pub enum Profile {
     /// The argument guards of listed syscalls, then only the listed
     /// syscalls; everything else kills the process (`clone3` answers
     /// `ENOSYS` so libc falls back to the guarded `clone`).
-    StrictAllowlist(BTreeSet<String>),
+    StrictAllowlist(BTreeSet<SyscallName>),
     /// Default allow with only the architecture and x32 checks: the base of
     /// a filter whose only purpose is the launch's extra guards (an
     /// executable allowlist without a seccomp profile).
@@ -334,9 +334,10 @@ impl RuleSet {
     ///
     /// For a strict list, a name that exists on another supported
     /// architecture but not on `arch` is skipped for `arch` and reported by
-    /// [`RuleSet::skipped`]; an unknown name, `clone3` or a forbidden
-    /// fixed-guard syscall ([`crate::strict_rejection`]) is an error, as is a
-    /// list that resolves to no `execve` or to more than
+    /// [`RuleSet::skipped`] (every [`SyscallName`] exists on some supported
+    /// architecture); `clone3` or a forbidden fixed-guard syscall
+    /// ([`crate::strict_rejection`]) is an error, as is a list that resolves
+    /// to no `execve` or to more than
     /// [`MAX_STRICT_SYSCALLS`] numbers on `arch`. A listable guarded syscall
     /// the list names is allowed; an unlisted one kills the process like
     /// every other unlisted syscall.
@@ -363,24 +364,19 @@ impl RuleSet {
                 }
                 let mut allow = BTreeSet::new();
                 let mut skipped = Vec::new();
-                for name in names {
-                    if let Some(why) = strict_rejection(name) {
+                for &name in names {
+                    if let Some(why) = strict_rejection(name.as_str()) {
                         return Err(CompileError::RejectedSyscall {
-                            name: name.clone(),
+                            name: name.to_string(),
                             reason: why,
                         });
                     }
-                    match syscall_number(arch, name) {
+                    // A `SyscallName` is known on some architecture.
+                    match name.number(arch) {
                         Some(nr) => {
                             allow.insert(nr);
                         }
-                        None if crate::is_known_syscall(name) => skipped.push(name.clone()),
-                        None => {
-                            return Err(CompileError::UnknownSyscall {
-                                name: name.clone(),
-                                suggestion: suggest_syscall(name),
-                            });
-                        }
+                        None => skipped.push(name.to_string()),
                     }
                 }
                 // Checked before `RuleSet::new`, so a list whose names all

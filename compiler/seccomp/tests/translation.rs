@@ -10,8 +10,8 @@ use splash_seccomp::bpf::{BPF_JA, BPF_JMP, SECCOMP_RET_ALLOW};
 use splash_seccomp::guards::{CLONE_NAMESPACE_FLAGS, TIOCLINUX, TIOCSTI};
 use splash_seccomp::interp::{execute, is_constant_allow, verify};
 use splash_seccomp::{
-    Action, Arch, Profile, RuleSet, SeccompData, X32_SYSCALL_BIT, compile, compile_rules,
-    syscall_number,
+    Action, Arch, Profile, RuleSet, SeccompData, SyscallName, X32_SYSCALL_BIT, compile,
+    compile_rules, syscall_number,
 };
 
 const NS_FLAGS: [u64; 8] = [
@@ -255,7 +255,7 @@ fn far_targets_go_through_long_jumps() {
         // and some of its targets.
         let mut list = support::alternating_list(arch);
         for name in ["clone", "ioctl", "memfd_create"] {
-            list.insert(name.to_owned());
+            list.insert(support::name(name));
         }
         let program = splash_seccomp::compile_launch(&Profile::StrictAllowlist(list), arch, true)
             .expect("compiles");
@@ -363,10 +363,10 @@ fn random_strict_lists_agree_with_the_rule_set() {
     let args = arg_cases();
     for round in 0..60 {
         let size = 1 + rng.below(all.len());
-        let mut list: BTreeSet<String> = (0..size)
-            .map(|_| all[rng.below(all.len())].to_owned())
+        let mut list: BTreeSet<SyscallName> = (0..size)
+            .map(|_| support::name(all[rng.below(all.len())]))
             .collect();
-        list.insert("execve".to_owned());
+        list.insert(support::name("execve"));
         let profile = Profile::StrictAllowlist(list);
         for arch in Arch::ALL {
             let rules = RuleSet::for_profile(&profile, arch).expect("rule set");

@@ -297,6 +297,38 @@ mod tests {
     }
 
     #[test]
+    fn unknown_syscalls_and_invalid_paths_do_not_decode() {
+        let bytes = write(&sample(), b"s").expect("write");
+        let v: serde_json::Value = serde_json::from_slice(&bytes).expect("json");
+        let edits: [(&str, serde_json::Value); 4] = [
+            (
+                "seccomp",
+                serde_json::json!({"strict_allowlist": {"syscalls": ["execve", "exceve"]}}),
+            ),
+            ("bubblewrap", serde_json::json!("usr/bin/bwrap")),
+            ("worker", serde_json::json!("/opt/splash/../bin/worker")),
+            ("worker", serde_json::json!("/opt/splash/bin/w\u{0}")),
+        ];
+        for (field, value) in edits {
+            let mut e = v.clone();
+            e["policy"][field] = value;
+            let got = load(&serde_json::to_vec(&e).expect("json"));
+            assert!(
+                matches!(got, Err(ArtifactError::Decode(_))),
+                "{field}: {got:?}"
+            );
+        }
+        // The controls: the same document unedited loads, and with a list
+        // of known names it decodes (and only its digest no longer matches).
+        assert!(load(&serde_json::to_vec(&v).expect("json")).is_ok());
+        let mut e = v;
+        e["policy"]["seccomp"] =
+            serde_json::json!({"strict_allowlist": {"syscalls": ["execve", "read"]}});
+        let got = load(&serde_json::to_vec(&e).expect("json"));
+        assert!(matches!(got, Err(ArtifactError::Digest { .. })), "{got:?}");
+    }
+
+    #[test]
     fn unknown_fields_are_rejected() {
         let bytes = write(&sample(), b"s").expect("write");
         let mut v: serde_json::Value = serde_json::from_slice(&bytes).expect("json");

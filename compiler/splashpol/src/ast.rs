@@ -47,6 +47,20 @@ impl PartialEq for Stmt {
 
 impl Eq for Stmt {}
 
+/// Whether every entry of a block (or word of a list) parsed.
+///
+/// An entry that did not parse is already reported by the parser and
+/// dropped; the checker then stays silent about what the block lacks (an
+/// empty block, a missing `execve`), since the dropped entry may have been
+/// meant to supply it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parsed {
+    /// Every entry parsed.
+    Clean,
+    /// Some entry did not parse (already reported).
+    Recovered,
+}
+
 /// A number as written: digits with optional `_` separators and, possibly, a
 /// fraction (which the checker rejects).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,14 +123,15 @@ pub enum Statement {
         runner: Option<Node<String>>,
         required: Option<Node<()>>,
         entries: Vec<Node<LimitEntry>>,
-        /// Some entry failed to parse (already reported).
-        recovered: bool,
+        /// Whether every entry of the block parsed.
+        parsed: Parsed,
     },
     /// `landlock [runner PATH] [{ allow-exec PATH ... }]`
     Landlock {
         runner: Option<Node<String>>,
         allow_exec: Vec<Node<String>>,
-        recovered: bool,
+        /// Whether every entry of the block parsed.
+        parsed: Parsed,
     },
     /// `runner combined PATH`
     CombinedRunner { path: Node<String> },
@@ -126,7 +141,8 @@ pub enum Statement {
         runner: Node<String>,
         required: Option<Node<()>>,
         entries: Vec<Node<CgroupEntry>>,
-        recovered: bool,
+        /// Whether every entry of the block parsed.
+        parsed: Parsed,
     },
     /// `watchdog session Q [call Q]`
     Watchdog {
@@ -217,7 +233,8 @@ pub enum Seccomp {
     DenyKnownEscapeSurface,
     StrictAllowlist {
         syscalls: Vec<Node<String>>,
-        recovered: bool,
+        /// Whether every entry of the block parsed.
+        parsed: Parsed,
     },
 }
 
@@ -280,7 +297,8 @@ pub enum CgroupEntry {
         major: Node<NumberLit>,
         minor: Node<NumberLit>,
         limits: Vec<Node<IoLimit>>,
-        recovered: bool,
+        /// Whether every entry of the block parsed.
+        parsed: Parsed,
     },
 }
 

@@ -17,10 +17,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::ast::{self, Quantity};
-use crate::diag::{CheckOutcome, Diagnostic};
+use crate::diag::{CheckOutcome, Code, Diagnostic};
 use crate::model::{
-    self, AbsPath, AggregateQuota, CgroupPolicy, FileRoot, NetworkBroker, PrivateTmp,
-    ResourceLimits, RuntimeMount, SeccompPolicy, SelectorId, Watchdog,
+    self, AbsPath, AggregateQuota, CgroupPolicy, FileRoot, HostPath, NetworkBroker, PrivateTmp,
+    ResourceLimits, RuntimeMount, SandboxPath, SeccompPolicy, SelectorId, Side, Watchdog,
 };
 use crate::parse;
 use crate::span::{Node, Span};
@@ -109,7 +109,7 @@ pub fn check_bytes(file_name: &str, bytes: &[u8]) -> (String, CheckOutcome) {
         ));
     }
     let diagnostic = Diagnostic::error(
-        code("splash::parse::invalid-utf8"),
+        Code::InvalidUtf8,
         // The U+FFFD the invalid bytes are shown as.
         Span::new(valid, valid + '\u{fffd}'.len_utf8()),
         message,
@@ -146,7 +146,7 @@ pub fn check_file(
         && failed.is_empty()
     {
         c.push(Diagnostic::error(
-            code("splash::check::internal"),
+            Code::CheckInternal,
             span,
             format!("internal error: the checked policy breaks an invariant: {e}"),
         ));
@@ -155,10 +155,6 @@ pub fn check_file(
 }
 
 // ------------------------------------------------------------------ helpers
-
-fn code(name: &'static str) -> &'static str {
-    name
-}
 
 /// Statement keywords that may appear more than once.
 const REPEATABLE: &[&str] = &["runtime", "root"];
@@ -173,7 +169,7 @@ struct Checker {
 /// A path with where it was written and what it is, for cross-checks.
 #[derive(Debug, Clone)]
 struct Placed {
-    path: AbsPath,
+    path: SandboxPath,
     span: Span,
     what: String,
 }
@@ -228,7 +224,7 @@ struct LandlockInfo {
 
 #[derive(Debug, Default)]
 struct Collected {
-    bubblewrap: Option<AbsPath>,
+    bubblewrap: Option<HostPath>,
     worker: Option<Placed>,
     worker_args: Vec<String>,
     runtime: Vec<(RuntimeMount, Span)>,
@@ -258,12 +254,12 @@ struct Collected {
     /// is invalid (they still count as covering executables). Where one is
     /// [`Reported`], which executables it would cover is unknown, so none is
     /// reported outside.
-    runtime_dests: Vec<Checked<AbsPath>>,
+    runtime_dests: Vec<Checked<SandboxPath>>,
 }
 
 /// Compares paths so that a directory sorts immediately before everything
 /// below it (`/` ranks lowest).
-fn path_key(p: &AbsPath) -> impl Iterator<Item = u8> + '_ {
+fn path_key<S: Side>(p: &AbsPath<S>) -> impl Iterator<Item = u8> + '_ {
     p.as_str().bytes().map(|b| if b == b'/' { 0 } else { b })
 }
 
@@ -272,7 +268,7 @@ impl Checker {
         self.diags.push(d);
     }
 
-    fn path(&mut self, s: &Node<String>, what: &str) -> Option<AbsPath> {
+    fn path<S: Side>(&mut self, s: &Node<String>, what: &str) -> Option<AbsPath<S>> {
         if s.node.chars().any(parse::is_forbidden_in_string) {
             // Already reported by the parser (`control-character`).
             return None;
@@ -282,7 +278,7 @@ impl Checker {
             Err(e) => {
                 self.push(
                     Diagnostic::error(
-                        code("splash::check::invalid-path"),
+                        Code::InvalidPath,
                         s.span,
                         format!("invalid {what}: {e}"),
                     )
@@ -311,7 +307,7 @@ impl Checker {
             Err(e) => {
                 self.push(
                     Diagnostic::error(
-                        code("splash::check::invalid-selector-id"),
+                        Code::InvalidSelectorId,
                         s.span,
                         format!("invalid {what} `{}`: {e}", s.node),
                     )
@@ -338,22 +334,18 @@ impl Checker {
         let v = self.value(q, dim, what)?;
         if v == 0 {
             self.push(
-                Diagnostic::error(
-                    code("splash::check::zero-value"),
-                    q.span,
-                    format!("{what} is zero"),
-                )
-                .with_label("zero is not a usable bound here")
-                .with_help(format!("give a positive value, or remove {what}")),
+                Diagnostic::error(Code::ZeroValue, q.span, format!("{what} is zero"))
+                    .with_label("zero is not a usable bound here")
+                    .with_help(format!("give a positive value, or remove {what}")),
             );
             return None;
         }
         Some(v)
     }
 
-    fn duplicate(&mut self, code_: &'static str, span: Span, first: Span, what: &str) {
+    fn duplicate(&mut self, code: Code, span: Span, first: Span, what: &str) {
         self.push(
-            Diagnostic::error(code_, span, format!("{what} is given more than once"))
+            Diagnostic::error(code, span, format!("{what} is given more than once"))
                 .with_label("repeated here")
                 .with_related(first, "first given here")
                 .with_help("keep exactly one; every setting has one place"),
@@ -369,7 +361,7 @@ impl Checker {
         match &file.version {
             None => self.push(
                 Diagnostic::error(
-                    code("splash::parse::missing-version"),
+                    Code::MissingVersion,
                     Span::new(0, 0),
                     "missing `splashpol 1` header",
                 )
@@ -378,7 +370,7 @@ impl Checker {
             ),
             Some(v) if v.node.0 != LANGUAGE_VERSION => self.push(
                 Diagnostic::error(
-                    code("splash::parse::unsupported-version"),
+                    Code::UnsupportedVersion,
                     v.span,
                     format!("unsupported language version `{}`", v.node.0),
                 )
@@ -395,7 +387,7 @@ impl Checker {
             if !REPEATABLE.contains(&kw) {
                 if let Some(&first) = first_seen.get(kw) {
                     self.duplicate(
-                        code("splash::check::duplicate-statement"),
+                        Code::DuplicateStatement,
                         stmt.keyword,
                         first,
                         &format!("`{kw}`"),
@@ -414,7 +406,7 @@ impl Checker {
             if !first_seen.contains_key(kw) && !failed.contains(kw) {
                 self.push(
                     Diagnostic::error(
-                        code("splash::check::missing-statement"),
+                        Code::MissingStatement,
                         policy.header,
                         format!("policy has no `{kw}` statement"),
                     )

@@ -12,6 +12,10 @@ use serde_json::json;
 use crate::model;
 use crate::span::{LineIndex, Span};
 
+mod code;
+
+pub use code::{Code, UnknownCode};
+
 /// How bad a diagnostic is. Only errors stop a policy from being produced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Severity {
@@ -35,9 +39,9 @@ impl Severity {
 /// optional related spans.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Diagnostic {
-    /// Stable code, e.g. `splash::check::overlapping-mount`; listed in
-    /// `docs/diagnostics.md`.
-    pub code: &'static str,
+    /// Stable code, e.g. [`Code::OverlappingMount`]
+    /// (`splash::check::overlapping-mount`); listed in `docs/diagnostics.md`.
+    pub code: Code,
     /// Error or warning.
     pub severity: Severity,
     /// Lowercase, no final period, user text in backticks.
@@ -54,7 +58,7 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// An error with `code` at `span`.
-    pub fn error(code: &'static str, span: Span, message: impl Into<String>) -> Self {
+    pub fn error(code: Code, span: Span, message: impl Into<String>) -> Self {
         Self {
             code,
             severity: Severity::Error,
@@ -67,7 +71,7 @@ impl Diagnostic {
     }
 
     /// A warning with `code` at `span`.
-    pub fn warning(code: &'static str, span: Span, message: impl Into<String>) -> Self {
+    pub fn warning(code: Code, span: Span, message: impl Into<String>) -> Self {
         Self {
             severity: Severity::Warning,
             ..Self::error(code, span, message)
@@ -102,7 +106,7 @@ impl Diagnostic {
 
     fn to_json(&self) -> serde_json::Value {
         json!({
-            "code": self.code,
+            "code": self.code.as_str(),
             "severity": self.severity.as_str(),
             "message": self.message,
             "span": { "start": self.span.start, "end": self.span.end },
@@ -498,12 +502,12 @@ mod tests {
         let outcome = CheckOutcome {
             policy: None,
             diagnostics: vec![
-                Diagnostic::error("splash::check::example", Span::new(0, 3), "bad `abc`")
+                Diagnostic::error(Code::DuplicateEntry, Span::new(0, 3), "bad `abc`")
                     .with_help("fix it"),
             ],
         };
         let text = outcome.render_human("p.splashpol", "abc\n");
-        assert!(text.contains("splash::check::example"), "{text}");
+        assert!(text.contains("splash::check::duplicate-entry"), "{text}");
         assert!(text.contains("fix it"), "{text}");
         assert!(!text.contains('\u{1b}'), "no colour: {text}");
         assert_eq!(text, outcome.render_human("p.splashpol", "abc\n"));

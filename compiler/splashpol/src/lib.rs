@@ -54,5 +54,5 @@ pub mod span;
 pub mod units;
 
 pub use check::{check_bytes, check_source};
-pub use diag::{CheckOutcome, Diagnostic, RenderOptions, Severity};
+pub use diag::{CheckOutcome, Code, Diagnostic, RenderOptions, Severity, UnknownCode};
 pub use span::Span;

@@ -24,7 +24,7 @@
 use crate::activate::Activation;
 use crate::emit::{self, ArgvError};
 use crate::model::{
-    AbsPath, Access, FileRoot, FileRootKind, MAX_ACTIVE_FILE_ROOTS_CEILING, MAX_LANDLOCK_TARGETS,
+    Access, FileRoot, FileRootKind, HostPath, MAX_ACTIVE_FILE_ROOTS_CEILING, MAX_LANDLOCK_TARGETS,
     MAX_STRICT_SYSCALLS, MAX_TMPFS_BYTES, Policy, PrivateTmp, RawPolicy, ResourceLimits, Runners,
     SandboxPath, SeccompPolicy, SelectorId,
 };
@@ -320,7 +320,7 @@ impl std::fmt::Display for Destination {
 }
 
 fn fixed(path: &str) -> SandboxPath {
-    AbsPath::new(path).expect("fixed sandbox paths are valid absolute paths")
+    SandboxPath::new(path).expect("fixed sandbox paths are valid absolute paths")
 }
 
 /// The static invariants lowering relies on, checked whenever a [`Policy`]
@@ -535,15 +535,17 @@ fn check_executables(policy: &RawPolicy) -> Result<(), InvariantError> {
     Ok(())
 }
 
-/// The host path behind a worker-visible path through its runtime mount.
-fn host_behind(policy: &RawPolicy, path: &SandboxPath) -> Option<AbsPath> {
+/// The host path behind a worker-visible path through its runtime mount:
+/// the one place a sandbox path becomes a host path (the mount's source
+/// joined with the rest of the path below its destination).
+fn host_behind(policy: &RawPolicy, path: &SandboxPath) -> Option<HostPath> {
     policy
         .runtime_mounts
         .iter()
         .find(|m| path.is_within(&m.destination))
         .and_then(|m| {
             let rest = &path.as_str()[m.destination.as_str().len()..];
-            AbsPath::new(format!("{}{}", m.source, rest)).ok()
+            HostPath::new(format!("{}{}", m.source, rest)).ok()
         })
 }
 
@@ -600,7 +602,7 @@ struct Pins(Vec<Pin>);
 impl Pins {
     fn add(
         &mut self,
-        host_path: AbsPath,
+        host_path: HostPath,
         kind: PinKind,
         role: PinRole,
     ) -> Result<PinSlot, LowerError> {
@@ -1044,8 +1046,16 @@ pub(crate) mod tests {
         AggregateQuota, LandlockRunner, LimitRunner, NetworkBroker, ProjectQuota, RuntimeMount,
     };
 
-    pub(crate) fn p(s: &str) -> AbsPath {
-        AbsPath::new(s).expect("test path")
+    /// A host or sandbox test path (the side follows from where it goes).
+    pub(crate) fn p<S: crate::model::Side>(s: &str) -> crate::model::AbsPath<S> {
+        crate::model::AbsPath::new(s).expect("test path")
+    }
+
+    /// Known syscall names for a strict list.
+    pub(crate) fn names(list: &[&str]) -> BTreeSet<crate::model::SyscallName> {
+        list.iter()
+            .map(|s| crate::model::SyscallName::new(s).expect("known syscall"))
+            .collect()
     }
 
     pub(crate) fn id(s: &str) -> SelectorId {
@@ -1268,10 +1278,7 @@ pub(crate) mod tests {
         assert!(!a.iter().any(|x| x == "--seccomp-fd"));
 
         // Strict with the landlock runner: the runner installs it.
-        let syscalls: BTreeSet<String> = ["execve", "read", "write", "exit_group"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let syscalls = names(&["execve", "read", "write", "exit_group"]);
         policy.seccomp = SeccompPolicy::StrictAllowlist { syscalls };
         let plan = plain(&policy, None).expect("plan");
         assert_eq!(
@@ -1300,8 +1307,7 @@ pub(crate) mod tests {
         );
 
         // The compiler's own refusals surface as lowering errors.
-        let syscalls: BTreeSet<String> =
-            ["execve", "clone3"].iter().map(|s| s.to_string()).collect();
+        let syscalls = names(&["execve", "clone3"]);
         policy.seccomp = SeccompPolicy::StrictAllowlist { syscalls };
         assert!(matches!(
             plain(&policy, None),

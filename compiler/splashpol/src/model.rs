@@ -7,15 +7,65 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 pub use splash_manifest::Token as SelectorId;
+pub use splash_seccomp::SyscallName;
 
 /// An absolute, normalized path: starts with `/`, no empty, `.` or `..`
 /// components, no trailing `/`, no NUL, and not `/` itself.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct AbsPath(String);
+///
+/// The side `S` says which filesystem the path names: [`HostPath`] (outside
+/// the sandbox) and [`SandboxPath`] (worker-visible) are distinct types, so
+/// one cannot be passed where the other is expected. Each is built from a
+/// string through [`AbsPath::new`]; there is no conversion between them
+/// (a host path behind a sandbox path is computed from the mounts, see
+/// `lower`). Both serialize as the plain string.
+///
+/// ```
+/// use splashpol::model::{HostPath, SandboxPath};
+/// fn mounted_at(_: &SandboxPath) {}
+/// let dest = SandboxPath::new("/opt/splash").expect("path");
+/// mounted_at(&dest);
+/// ```
+///
+/// A host path is not a sandbox path:
+///
+/// ```compile_fail
+/// use splashpol::model::{HostPath, SandboxPath};
+/// fn mounted_at(_: &SandboxPath) {}
+/// let source = HostPath::new("/opt/splash").expect("path");
+/// mounted_at(&source);
+/// ```
+pub struct AbsPath<S: Side> {
+    path: String,
+    side: PhantomData<S>,
+}
+
+/// A host path (outside the sandbox).
+pub type HostPath = AbsPath<Host>;
+/// A worker-visible path (inside the sandbox).
+pub type SandboxPath = AbsPath<Sandbox>;
+
+/// The filesystem an [`AbsPath`] names: [`Host`] or [`Sandbox`].
+pub trait Side: sealed::Sealed + 'static {}
+
+/// The host's filesystem (outside the sandbox).
+#[derive(Debug)]
+pub enum Host {}
+/// The worker's filesystem (inside the sandbox).
+#[derive(Debug)]
+pub enum Sandbox {}
+
+impl Side for Host {}
+impl Side for Sandbox {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Host {}
+    impl Sealed for super::Sandbox {}
+}
 
 /// Why a string is not an [`AbsPath`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -32,7 +82,7 @@ pub enum PathError {
     Nul,
 }
 
-impl AbsPath {
+impl<S: Side> AbsPath<S> {
     pub fn new(s: impl Into<String>) -> Result<Self, PathError> {
         let s = s.into();
         if s.is_empty() {
@@ -53,59 +103,105 @@ impl AbsPath {
         {
             return Err(PathError::NotNormalized(s));
         }
-        Ok(Self(s))
+        Ok(Self {
+            path: s,
+            side: PhantomData,
+        })
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.path
     }
 
     /// Path components after the leading `/`.
     pub fn components(&self) -> impl Iterator<Item = &str> {
-        self.0[1..].split('/')
+        self.path[1..].split('/')
     }
 
     /// True when `self` equals `other` or lies below it.
-    pub fn is_within(&self, other: &AbsPath) -> bool {
-        self.0 == other.0
-            || (self.0.starts_with(&other.0) && self.0.as_bytes().get(other.0.len()) == Some(&b'/'))
+    pub fn is_within(&self, other: &Self) -> bool {
+        self.path == other.path
+            || (self.path.starts_with(&other.path)
+                && self.path.as_bytes().get(other.path.len()) == Some(&b'/'))
     }
 
     /// True when either path is within the other.
-    pub fn overlaps(&self, other: &AbsPath) -> bool {
+    pub fn overlaps(&self, other: &Self) -> bool {
         self.is_within(other) || other.is_within(self)
     }
 }
 
-impl TryFrom<String> for AbsPath {
+impl<S: Side> Clone for AbsPath<S> {
+    fn clone(&self) -> Self {
+        Self {
+            path: self.path.clone(),
+            side: PhantomData,
+        }
+    }
+}
+
+impl<S: Side> PartialEq for AbsPath<S> {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path
+    }
+}
+
+impl<S: Side> Eq for AbsPath<S> {}
+
+impl<S: Side> PartialOrd for AbsPath<S> {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<S: Side> Ord for AbsPath<S> {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.path.cmp(&other.path)
+    }
+}
+
+impl<S: Side> std::hash::Hash for AbsPath<S> {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.path.hash(h);
+    }
+}
+
+impl<S: Side> TryFrom<String> for AbsPath<S> {
     type Error = PathError;
     fn try_from(s: String) -> Result<Self, PathError> {
         Self::new(s)
     }
 }
 
-impl From<AbsPath> for String {
-    fn from(p: AbsPath) -> String {
-        p.0
+impl<S: Side> From<AbsPath<S>> for String {
+    fn from(p: AbsPath<S>) -> String {
+        p.path
     }
 }
 
-impl fmt::Debug for AbsPath {
+impl<S: Side> Serialize for AbsPath<S> {
+    fn serialize<Z: serde::Serializer>(&self, z: Z) -> Result<Z::Ok, Z::Error> {
+        z.serialize_str(&self.path)
+    }
+}
+
+impl<'de, S: Side> Deserialize<'de> for AbsPath<S> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Self::new(String::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+impl<S: Side> fmt::Debug for AbsPath<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.0, f)
+        fmt::Debug::fmt(&self.path, f)
     }
 }
 
-impl fmt::Display for AbsPath {
+impl<S: Side> fmt::Display for AbsPath<S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.path)
     }
 }
-
-/// A host path (outside the sandbox).
-pub type HostPath = AbsPath;
-/// A worker-visible path (inside the sandbox).
-pub type SandboxPath = AbsPath;
 
 /// Largest tmpfs size Bubblewrap accepts for `--size` (2^63 - 1).
 pub const MAX_TMPFS_BYTES: u64 = i64::MAX as u64;
@@ -489,7 +585,7 @@ pub enum SeccompPolicy {
     /// Syscalls by name, deduplicated and sorted; resolved per architecture by
     /// `splash-seccomp`.
     StrictAllowlist {
-        syscalls: BTreeSet<String>,
+        syscalls: BTreeSet<SyscallName>,
     },
 }
 
@@ -593,4 +689,66 @@ pub struct NetworkBroker {
     pub catalog: BrokerCatalog,
     /// The exact network-origin ids this broker serves.
     pub ids: BTreeSet<SelectorId>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_reject_what_is_not_absolute_and_normalized() {
+        for side_ok in ["/a", "/opt/splash/bin", "/a.b/..c/c..", "/ü"] {
+            assert!(HostPath::new(side_ok).is_ok(), "{side_ok}");
+            assert!(SandboxPath::new(side_ok).is_ok(), "{side_ok}");
+        }
+        let cases: [(&str, PathError); 9] = [
+            ("", PathError::Empty),
+            ("a/b", PathError::Relative("a/b".into())),
+            ("./a", PathError::Relative("./a".into())),
+            ("/", PathError::Root("/".into())),
+            ("/a/../b", PathError::NotNormalized("/a/../b".into())),
+            ("/a/..", PathError::NotNormalized("/a/..".into())),
+            ("/a/./b", PathError::NotNormalized("/a/./b".into())),
+            ("/a//b", PathError::NotNormalized("/a//b".into())),
+            ("/a/\0b", PathError::Nul),
+        ];
+        for (s, want) in cases {
+            assert_eq!(HostPath::new(s), Err(want.clone()), "{s:?}");
+            assert_eq!(SandboxPath::new(s), Err(want), "{s:?}");
+        }
+        assert_eq!(
+            SandboxPath::new("/a/"),
+            Err(PathError::NotNormalized("/a/".into()))
+        );
+    }
+
+    #[test]
+    fn paths_serialize_as_the_plain_string_and_deserialize_through_new() {
+        let host = HostPath::new("/usr/bin/bwrap").expect("path");
+        let json = serde_json::to_string(&host).expect("serialize");
+        assert_eq!(json, r#""/usr/bin/bwrap""#);
+        let back: HostPath = serde_json::from_str(&json).expect("deserialize");
+        assert_eq!(back, host);
+        assert_eq!(serde_json::to_string(&back).expect("serialize"), json);
+        // The same text read as a sandbox path is the same string.
+        let sandbox: SandboxPath = serde_json::from_str(&json).expect("deserialize");
+        assert_eq!(sandbox.as_str(), host.as_str());
+        for bad in [r#""relative""#, r#""/a/../b""#, r#""/a\u0000b""#, r#""/""#] {
+            let e = serde_json::from_str::<SandboxPath>(bad).expect_err(bad);
+            assert!(e.to_string().contains("path"), "{bad}: {e}");
+        }
+        assert_eq!(format!("{host:?}"), r#""/usr/bin/bwrap""#);
+        assert_eq!(host.to_string(), "/usr/bin/bwrap");
+    }
+
+    #[test]
+    fn within_and_overlap_compare_whole_components() {
+        let p = |s: &str| SandboxPath::new(s).expect("path");
+        assert!(p("/a/b").is_within(&p("/a")));
+        assert!(p("/a").is_within(&p("/a")));
+        assert!(!p("/ab").is_within(&p("/a")));
+        assert!(!p("/a").is_within(&p("/a/b")));
+        assert!(p("/a").overlaps(&p("/a/b")));
+        assert!(!p("/a").overlaps(&p("/b")));
+    }
 }

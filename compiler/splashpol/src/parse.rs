@@ -17,7 +17,7 @@ use pest::error::InputLocation;
 use pest::iterators::Pair;
 
 use crate::ast::*;
-use crate::diag::{Diagnostic, suggest};
+use crate::diag::{Code, Diagnostic, suggest};
 use crate::span::{Node, Span};
 
 mod errors;
@@ -181,7 +181,7 @@ pub fn parse(source: &str) -> ParseOutput {
 /// policy is never produced from a tree that was only partly understood.
 fn internal(span: Span, what: &str) -> Diagnostic {
     Diagnostic::error(
-        "splash::parse::internal",
+        Code::ParseInternal,
         span,
         format!("internal error: the parse tree of {what} does not have the expected shape"),
     )
@@ -292,7 +292,7 @@ impl Parsing {
                 Err(e) => syntax_error(&e, text, start, context),
                 // The grammar only captures text its rule rejected.
                 Ok(_) => Diagnostic::error(
-                    "splash::parse::syntax",
+                    Code::Syntax,
                     Span::new(start, start + text.len()),
                     format!("cannot parse this `{kw}` entry"),
                 ),
@@ -318,7 +318,7 @@ impl Parsing {
             _ => "entry",
         };
         let mut d = Diagnostic::error(
-            "splash::parse::unknown-keyword",
+            Code::UnknownKeyword,
             word_span,
             format!("unknown {what} `{shown}` in {}", context.block_name()),
         )

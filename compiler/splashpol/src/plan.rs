@@ -989,9 +989,7 @@ mod tests {
     fn runner_delivered() -> LaunchPlan {
         let mut raw = sample_raw();
         raw.seccomp = SeccompPolicy::StrictAllowlist {
-            syscalls: ["execve", "exit_group", "read", "write"]
-                .map(String::from)
-                .into(),
+            syscalls: crate::lower::tests::names(&["execve", "exit_group", "read", "write"]),
         };
         let policy = checked(&raw);
         let activation = activate(&policy, None).expect("activate");

@@ -5,7 +5,7 @@
 //! error, never a wrap.
 
 use crate::ast::{NumberLit, Quantity};
-use crate::diag::{Diagnostic, suggest};
+use crate::diag::{Code, Diagnostic, suggest};
 use crate::span::{Node, Span};
 
 /// What a value measures; decides which units it accepts.
@@ -149,7 +149,7 @@ pub fn integer(lit: &Node<NumberLit>) -> Result<u64, Box<Diagnostic>> {
     let text = &lit.node.0;
     if text.contains('.') {
         return err(Diagnostic::error(
-            "splash::check::fractional-number",
+            Code::FractionalNumber,
             lit.span,
             format!("fractional number `{text}`"),
         )
@@ -162,13 +162,9 @@ pub fn integer(lit: &Node<NumberLit>) -> Result<u64, Box<Diagnostic>> {
 
 fn overflow(span: Span, text: &str) -> Box<Diagnostic> {
     Box::new(
-        Diagnostic::error(
-            "splash::check::number-overflow",
-            span,
-            format!("`{text}` is too large"),
-        )
-        .with_label("does not fit in 64 bits")
-        .with_help("values must be below 2^64 - 1 (18446744073709551615)"),
+        Diagnostic::error(Code::NumberOverflow, span, format!("`{text}` is too large"))
+            .with_label("does not fit in 64 bits")
+            .with_help("values must be below 2^64 - 1 (18446744073709551615)"),
     )
 }
 
@@ -199,7 +195,7 @@ pub fn quantity(q: &Node<Quantity>, dim: Dimension, what: &str) -> Result<Value,
     let (number, unit) = match &q.node {
         Quantity::Unlimited => {
             return err(Diagnostic::error(
-                "splash::check::infinite-limit",
+                Code::InfiniteLimit,
                 q.span,
                 format!("infinite limit for {what}"),
             )
@@ -216,7 +212,7 @@ pub fn quantity(q: &Node<Quantity>, dim: Dimension, what: &str) -> Result<Value,
         (Dimension::Count, None) => Value::Scalar(n),
         (Dimension::Count, Some(u)) => {
             return err(Diagnostic::error(
-                "splash::check::unexpected-unit",
+                Code::UnexpectedUnit,
                 u.span,
                 format!("{what} is a plain count and takes no unit"),
             )
@@ -228,7 +224,7 @@ pub fn quantity(q: &Node<Quantity>, dim: Dimension, what: &str) -> Result<Value,
         }
         (_, None) => {
             return err(Diagnostic::error(
-                "splash::check::missing-unit",
+                Code::MissingUnit,
                 number.span,
                 format!("{what} needs a unit"),
             )
@@ -241,7 +237,7 @@ pub fn quantity(q: &Node<Quantity>, dim: Dimension, what: &str) -> Result<Value,
         (_, Some(u)) => {
             let Some(unit) = parse_unit(&u.node) else {
                 let mut d = Diagnostic::error(
-                    "splash::check::unknown-unit",
+                    Code::UnknownUnit,
                     u.span,
                     format!("unknown unit `{}`", u.node),
                 )
@@ -253,7 +249,7 @@ pub fn quantity(q: &Node<Quantity>, dim: Dimension, what: &str) -> Result<Value,
             };
             if unit.dimension() != dim {
                 return err(Diagnostic::error(
-                    "splash::check::wrong-unit",
+                    Code::WrongUnit,
                     u.span,
                     format!("{what} expects {}, not `{}`", dim.describe(), u.node),
                 )
@@ -278,7 +274,7 @@ pub fn quantity(q: &Node<Quantity>, dim: Dimension, what: &str) -> Result<Value,
     };
     if raw == u64::MAX {
         return err(Diagnostic::error(
-            "splash::check::infinite-limit",
+            Code::InfiniteLimit,
             q.span,
             format!("infinite limit for {what}"),
         )
@@ -348,38 +344,29 @@ mod tests {
     #[test]
     fn rejects_missing_unknown_and_wrong_units() {
         let e = scalar(&q("256", None), Dimension::Bytes, "x").unwrap_err();
-        assert_eq!(
-            (e.code, e.span),
-            ("splash::check::missing-unit", Span::new(0, 3))
-        );
+        assert_eq!((e.code, e.span), (Code::MissingUnit, Span::new(0, 3)));
         let e = scalar(&q("256", Some("MB")), Dimension::Bytes, "x").unwrap_err();
-        assert_eq!(
-            (e.code, e.span),
-            ("splash::check::unknown-unit", Span::new(4, 6))
-        );
+        assert_eq!((e.code, e.span), (Code::UnknownUnit, Span::new(4, 6)));
         assert_eq!(e.help.as_deref(), Some("did you mean `MiB`?"));
         let e = scalar(&q("30", Some("MiB")), Dimension::Duration, "x").unwrap_err();
-        assert_eq!(e.code, "splash::check::wrong-unit");
+        assert_eq!(e.code, Code::WrongUnit);
         let e = scalar(&q("30", Some("s")), Dimension::Count, "x").unwrap_err();
-        assert_eq!(e.code, "splash::check::unexpected-unit");
+        assert_eq!(e.code, Code::UnexpectedUnit);
     }
 
     #[test]
     fn rejects_fractions_overflow_and_infinity() {
         let e = scalar(&q("1.5", Some("GiB")), Dimension::Bytes, "x").unwrap_err();
-        assert_eq!(e.code, "splash::check::fractional-number");
+        assert_eq!(e.code, Code::FractionalNumber);
         let e = scalar(&q("99999999999999999999", None), Dimension::Count, "x").unwrap_err();
-        assert_eq!(e.code, "splash::check::number-overflow");
+        assert_eq!(e.code, Code::NumberOverflow);
         let e = scalar(&q("17179869184", Some("GiB")), Dimension::Bytes, "x").unwrap_err();
-        assert_eq!(e.code, "splash::check::number-overflow");
+        assert_eq!(e.code, Code::NumberOverflow);
         let e = scalar(&q("18446744073709551615", None), Dimension::Count, "x").unwrap_err();
-        assert_eq!(e.code, "splash::check::infinite-limit");
+        assert_eq!(e.code, Code::InfiniteLimit);
         let unlimited = Node::new(Quantity::Unlimited, Span::new(3, 12));
         let e = scalar(&unlimited, Dimension::Count, "x").unwrap_err();
-        assert_eq!(
-            (e.code, e.span),
-            ("splash::check::infinite-limit", Span::new(3, 12))
-        );
+        assert_eq!((e.code, e.span), (Code::InfiniteLimit, Span::new(3, 12)));
     }
 
     #[test]

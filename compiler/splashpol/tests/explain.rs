@@ -10,6 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
+use splash_require_host::bless_command;
+use splash_require_host::snapshot::check_snapshot;
 use splashpol::model::Policy;
 use splashpol::plan::{Arch, LaunchPlan};
 use splashpol::{activate, artifact, diff, explain, lower};
@@ -43,23 +45,10 @@ fn explanation(source: &str, name: &str) -> explain::Explanation {
     explain::explain(&policy, &plan)
 }
 
-/// Compare `text` with the expected file, or write it under `SPLASH_BLESS=1`.
+/// Compares `text` with the expected file, or writes it under `SPLASH_BLESS=1`.
 fn compare_or_bless(file: &Path, text: &str, failures: &mut Vec<String>) {
-    if std::env::var("SPLASH_BLESS").as_deref() == Ok("1") {
-        std::fs::create_dir_all(file.parent().expect("parent")).expect("create dir");
-        std::fs::write(file, text).expect("write expected");
-        return;
-    }
-    match std::fs::read_to_string(file) {
-        Ok(want) if want == text => {}
-        Ok(want) => failures.push(format!(
-            "{} differs:\n--- expected\n{want}\n--- produced\n{text}",
-            file.display()
-        )),
-        Err(_) => failures.push(format!(
-            "{} is missing (run with SPLASH_BLESS=1)",
-            file.display()
-        )),
+    if let Err(f) = check_snapshot(file, text, bless_command!()) {
+        failures.push(f);
     }
 }
 
@@ -92,7 +81,7 @@ fn golden_explanations() {
             compare_or_bless(&file, &text, &mut failures);
         }
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
 /// Golden diffs between bundled policies, both directions: the human text
@@ -126,5 +115,5 @@ fn golden_diffs() {
         let file = expected_dir().join(format!("diff-{a}-{b}.txt"));
         compare_or_bless(&file, &text, &mut failures);
     }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

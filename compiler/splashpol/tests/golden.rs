@@ -18,10 +18,13 @@
 use std::path::{Path, PathBuf};
 
 use splash_manifest::CapabilityManifest;
+use splash_require_host::bless_command;
+use splash_require_host::snapshot::{check_no_snapshot, check_snapshot};
 use splashpol::plan::{Arch, LaunchPlan};
 use splashpol::{activate, artifact, emit, lower};
 
-const BLESS_VAR: &str = "SPLASH_BLESS";
+/// The command that (re)writes the expected files.
+const BLESS: &str = bless_command!();
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -29,10 +32,6 @@ fn root() -> PathBuf {
 
 fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
-}
-
-fn blessing() -> bool {
-    std::env::var(BLESS_VAR).as_deref() == Ok("1")
 }
 
 /// The argv text: one argument per line, shell-quoted, program first.
@@ -137,44 +136,22 @@ fn golden_plans() {
             for ext in ["argv", "json", "err"] {
                 let path = dir.join(format!("{case}.{ext}"));
                 let want = produced.iter().find(|(e, _)| *e == ext).map(|(_, t)| t);
-                let have = std::fs::read_to_string(&path).ok();
                 checked += 1;
-                if blessing() {
-                    match want {
-                        Some(text) => {
-                            std::fs::create_dir_all(&dir).expect("create golden dir");
-                            std::fs::write(&path, text).expect("write golden");
-                        }
-                        None if have.is_some() => {
-                            std::fs::remove_file(&path).expect("remove stale")
-                        }
-                        None => {}
-                    }
-                    continue;
-                }
-                match (want, have) {
-                    (Some(w), Some(h)) if *w == h => {}
-                    (Some(_), None) => {
-                        failures.push(format!("{}: no expected output", path.display()))
-                    }
-                    (Some(w), Some(h)) => failures.push(format!(
-                        "{}: output differs\n--- expected\n{h}\n+++ produced\n{w}",
-                        path.display()
-                    )),
-                    (None, Some(_)) => {
-                        failures.push(format!("{}: stale expected output", path.display()))
-                    }
-                    (None, None) => {}
+                let result = match want {
+                    Some(text) => check_snapshot(&path, text, BLESS),
+                    None => check_no_snapshot(&path, BLESS),
+                };
+                if let Err(f) = result {
+                    failures.push(f);
                 }
             }
         }
     }
     assert!(
         failures.is_empty(),
-        "{} golden mismatch(es) over {checked} files:\n{}\n\nto accept the produced outputs, run \
-         `{BLESS_VAR}=1 cargo test -p splashpol --test golden` and review the diff",
+        "{} golden mismatch(es) over {checked} files:\n\n{}",
         failures.len(),
-        failures.join("\n")
+        failures.join("\n\n")
     );
 }
 

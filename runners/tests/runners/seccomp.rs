@@ -224,13 +224,14 @@ fn a_compiled_strict_allowlist_is_accepted() {
         "getrandom",
     ];
     let compile = |with_exit_group: bool| {
-        let mut set: std::collections::BTreeSet<String> = names
+        let name = |n: &str| splash_seccomp::SyscallName::new(n).expect("known syscall");
+        let mut set: std::collections::BTreeSet<_> = names
             .iter()
             .filter(|n| splash_seccomp::syscall_number(arch, n).is_some())
-            .map(|n| (*n).to_owned())
+            .map(|n| name(n))
             .collect();
         if with_exit_group {
-            set.insert("exit_group".to_owned());
+            set.insert(name("exit_group"));
         }
         splash_seccomp::compile(&splash_seccomp::Profile::StrictAllowlist(set), arch)
             .expect("compile")

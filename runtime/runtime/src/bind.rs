@@ -59,7 +59,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use splashpol::model::{AbsPath, PathError, SandboxPath};
+use splashpol::model::{HostPath, PathError, SandboxPath};
 use splashpol::plan::{Arch, BwrapOp, LaunchPlan, MountSource, Pin, PinKind, PinRole};
 
 use crate::cgroup::{CgroupBoundary, CgroupError};
@@ -550,7 +550,7 @@ fn pin_source(pin: &Pin) -> Result<PinnedSource, BindError> {
     })
 }
 
-fn check_path_source(path: &AbsPath, directory: bool) -> Result<PathBuf, BindError> {
+fn check_path_source(path: &HostPath, directory: bool) -> Result<PathBuf, BindError> {
     let canonical = canonical(path.as_str())?;
     let meta = fs::metadata(&canonical).map_err(|source| BindError::Resolve {
         path: PathBuf::from(path.to_string()),
@@ -581,7 +581,7 @@ fn check_path_source(path: &AbsPath, directory: bool) -> Result<PathBuf, BindErr
 fn host_file_behind(
     plan: &LaunchPlan,
     pins: &[PinnedSource],
-    path: &AbsPath,
+    path: &SandboxPath,
 ) -> Result<Option<PathBuf>, BindError> {
     let mut found: Option<Option<PathBuf>> = None;
     for op in plan.ops() {
@@ -625,7 +625,7 @@ fn check_exec_target(
     pins: &[PinnedSource],
     program: String,
 ) -> Result<(), BindError> {
-    let sandbox = AbsPath::new(program.clone()).map_err(|e| {
+    let sandbox = SandboxPath::new(program.clone()).map_err(|e| {
         BindError::Plan(PlanDefect::ProgramPath {
             program: program.clone(),
             reason: e,
@@ -816,7 +816,7 @@ impl BoundCommand {
 
         // 3. Path-based mount sources. A file root (an active root's destination) must be a directory;
         //    a runtime mount may also be a regular file.
-        let root_destinations: BTreeSet<&AbsPath> =
+        let root_destinations: BTreeSet<&SandboxPath> =
             plan.active_roots().iter().map(|r| &r.destination).collect();
         for op in plan.ops() {
             match op {

@@ -644,7 +644,9 @@ pub fn spawn_child(program: &Path, args: &[String], inherit: &[RawFd]) -> io::Re
         inherit_len: inherit.len(),
         error: 0,
     };
-    let mut stack = vec![0u8; CHILD_STACK_BYTES];
+    // Left uninitialized: only the child writes it, and only its top pages
+    // (zeroing all of it would touch every page).
+    let mut stack: Vec<u8> = Vec::with_capacity(CHILD_STACK_BYTES);
     // The stack grows down from its 16-byte-aligned top.
     let top = stack.as_mut_ptr().wrapping_add(CHILD_STACK_BYTES);
     let top = top.wrapping_sub(top as usize % 16);

@@ -46,7 +46,7 @@ pub const HARDENING_PREFIX: &[&str] = &[
 ];
 
 fn expected_prefix(lockdown: bool) -> Vec<(BwrapOp, &'static str)> {
-    let fixed = |s: &str| splashpol::model::AbsPath::new(s).expect("fixed sandbox path");
+    let fixed = |s: &str| splashpol::model::SandboxPath::new(s).expect("fixed sandbox path");
     let ops = [
         BwrapOp::UnshareAll,
         BwrapOp::CapDropAll,

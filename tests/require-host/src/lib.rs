@@ -1,4 +1,5 @@
-//! The one host-skip rule shared by every test crate.
+//! Test support shared by every test crate: the one host-skip rule (below)
+//! and the one snapshot mechanism ([`snapshot`]).
 //!
 //! Host-dependent tests call [`require_host`]: when the host lacks what the
 //! test needs, the test is skipped *loudly* (a `SKIP:` line on stderr), and
@@ -6,6 +7,9 @@
 //! failure, so a CI run can never pass by skipping. The crate has no
 //! dependencies so that any crate, however low in the graph, can use it as a
 //! dev-dependency.
+
+#![warn(missing_docs)]
+pub mod snapshot;
 
 /// Environment variable that turns a host skip into a failure.
 pub const REQUIRE_HOST_VAR: &str = "SPLASH_REQUIRE_HOST";

@@ -6,10 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use splash_seccomp::Arch;
-use splashpol::model::AbsPath;
+use splashpol::model::{AbsPath, HostPath, Side};
 use splashpol::plan::LaunchPlan;
 
-pub fn p(s: &str) -> AbsPath {
+/// A host or sandbox test path (the side follows from where it goes).
+pub fn p<S: Side>(s: &str) -> AbsPath<S> {
     AbsPath::new(s).expect("test path")
 }
 
@@ -139,7 +140,7 @@ pub enum Binding {
 
 /// The system library directories every dynamically linked worker needs,
 /// as read-only runtime mounts at the same place.
-pub fn system_mounts() -> Vec<AbsPath> {
+pub fn system_mounts() -> Vec<HostPath> {
     ["/usr", "/lib", "/lib64", "/bin"]
         .iter()
         .filter(|d| Path::new(d).exists())

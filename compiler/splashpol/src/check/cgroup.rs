@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{Checker, code};
-use crate::ast;
-use crate::diag::Diagnostic;
+use super::Checker;
+use crate::ast::{self, Parsed};
+use crate::diag::{Code, Diagnostic};
 use crate::model::{self, CgroupLimits, IoMax};
 use crate::span::{Node, Span};
 use crate::units::{self, Dimension, Rate, Value};
@@ -16,7 +16,7 @@ impl Checker {
         &mut self,
         keyword: Span,
         entries: &[Node<ast::CgroupEntry>],
-        recovered: bool,
+        parsed: Parsed,
     ) -> Option<(CgroupLimits, u64)> {
         let mut l = CgroupLimits::default();
         let mut join = None;
@@ -29,12 +29,7 @@ impl Checker {
                 ast::CgroupEntry::Value { kind, value } => {
                     let kw = kind.node.keyword();
                     if let Some(&f) = first.get(kw) {
-                        self.duplicate(
-                            code("splash::check::duplicate-entry"),
-                            kind.span,
-                            f,
-                            &format!("`{kw}`"),
-                        );
+                        self.duplicate(Code::DuplicateEntry, kind.span, f, &format!("`{kw}`"));
                         ok = false;
                         continue;
                     }
@@ -48,7 +43,7 @@ impl Checker {
                                 if micros.is_none() {
                                     self.push(
                                         Diagnostic::error(
-                                            code("splash::check::number-overflow"),
+                                            Code::NumberOverflow,
                                             value.span,
                                             "`cpu` quota is too large",
                                         )
@@ -81,13 +76,13 @@ impl Checker {
                     major,
                     minor,
                     limits,
-                    recovered: io_recovered,
+                    parsed: io_parsed,
                 } => {
                     any_io = true;
                     let dev_span = major.span.join(minor.span);
                     let ma = self.device_number(major);
                     let mi = self.device_number(minor);
-                    let io = self.io_limits(dev_span, limits, *io_recovered);
+                    let io = self.io_limits(dev_span, limits, *io_parsed);
                     let (Some(major), Some(minor), Some((rbps, wbps, riops, wiops))) = (ma, mi, io)
                     else {
                         ok = false;
@@ -96,7 +91,7 @@ impl Checker {
                     if let Some(&f) = devices.get(&(major, minor)) {
                         self.push(
                             Diagnostic::error(
-                                code("splash::check::duplicate-io-device"),
+                                Code::DuplicateIoDevice,
                                 dev_span,
                                 format!("device `{major}:{minor}` has two `io` entries"),
                             )
@@ -125,10 +120,10 @@ impl Checker {
             || l.memory_swap_max_bytes.is_some()
             || l.pids_max.is_some()
             || !l.io_max.is_empty();
-        if !has_limit && ok && !recovered && !any_io {
+        if !has_limit && ok && parsed == Parsed::Clean && !any_io {
             self.push(
                 Diagnostic::error(
-                    code("splash::check::cgroup-without-limit"),
+                    Code::CgroupWithoutLimit,
                     keyword,
                     "the cgroup policy sets no controller limit",
                 )
@@ -148,7 +143,7 @@ impl Checker {
             Err(_) => {
                 self.push(
                     Diagnostic::error(
-                        code("splash::check::number-overflow"),
+                        Code::NumberOverflow,
                         n.span,
                         format!("device number `{}` is too large", n.node.0),
                     )
@@ -168,7 +163,7 @@ impl Checker {
         &mut self,
         dev_span: Span,
         limits: &[Node<ast::IoLimit>],
-        recovered: bool,
+        parsed: Parsed,
     ) -> Option<(Option<u64>, Option<u64>, Option<u64>, Option<u64>)> {
         let (mut rbps, mut wbps, mut riops, mut wiops) = (None, None, None, None);
         let mut first: BTreeMap<&'static str, Span> = BTreeMap::new();
@@ -195,7 +190,7 @@ impl Checker {
                     };
                     if let Some(&f) = first.get(key) {
                         self.duplicate(
-                            code("splash::check::duplicate-entry"),
+                            Code::DuplicateEntry,
                             e.span,
                             f,
                             &format!(
@@ -216,15 +211,11 @@ impl Checker {
                 Ok(Value::Scalar(_)) => ok = false,
             }
         }
-        if limits.is_empty() && !recovered {
+        if limits.is_empty() && parsed == Parsed::Clean {
             self.push(
-                Diagnostic::error(
-                    code("splash::check::empty-io"),
-                    dev_span,
-                    "this `io` entry sets no limit",
-                )
-                .with_label("empty block")
-                .with_help("add e.g. `read 2 MiB/s` or `write 120 iops`, or remove the entry"),
+                Diagnostic::error(Code::EmptyIo, dev_span, "this `io` entry sets no limit")
+                    .with_label("empty block")
+                    .with_help("add e.g. `read 2 MiB/s` or `write 120 iops`, or remove the entry"),
             );
             ok = false;
         }

@@ -1,7 +1,7 @@
 //! Settings that require each other: pinning, bounded writes, the broker.
 
-use super::{Checker, Collected, code};
-use crate::diag::Diagnostic;
+use super::{Checker, Collected};
+use crate::diag::{Code, Diagnostic};
 use crate::model::PrivateTmp;
 
 impl Checker {
@@ -9,7 +9,7 @@ impl Checker {
         if let (Some(pe), None) = (c.pin_executables, c.pin_mounts) {
             self.push(
                 Diagnostic::error(
-                    code("splash::check::pin-executables-without-mounts"),
+                    Code::PinExecutablesWithoutMounts,
                     pe,
                     "`pin executables` requires `pin mounts`",
                 )
@@ -21,7 +21,7 @@ impl Checker {
             if c.userns_none.is_none() {
                 self.push(
                     Diagnostic::error(
-                        code("splash::check::bounded-writes-requires-no-user-namespaces"),
+                        Code::BoundedWritesRequiresNoUserNamespaces,
                         wb,
                         "`writes bounded` requires `user-namespaces none`",
                     )
@@ -32,7 +32,7 @@ impl Checker {
             if let Some((PrivateTmp::Unbounded, tmp_span)) = c.tmp {
                 self.push(
                     Diagnostic::error(
-                        code("splash::check::bounded-writes-unbounded-tmp"),
+                        Code::BoundedWritesUnboundedTmp,
                         tmp_span,
                         "`writes bounded` rejects an unbounded private `/tmp`",
                     )
@@ -47,7 +47,7 @@ impl Checker {
         {
             self.push(
                 Diagnostic::error(
-                    code("splash::check::broker-requires-pinned-mounts"),
+                    Code::BrokerRequiresPinnedMounts,
                     *kw,
                     "`network-broker` requires `pin mounts`",
                 )

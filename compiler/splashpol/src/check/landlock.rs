@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{Checker, Placed, code};
-use crate::diag::Diagnostic;
+use super::{Checker, Placed};
+use crate::diag::{Code, Diagnostic};
 use crate::model;
 use crate::span::{Node, Span};
 
@@ -15,7 +15,7 @@ impl Checker {
             if i == model::MAX_LANDLOCK_TARGETS {
                 self.push(
                     Diagnostic::error(
-                        code("splash::check::too-many-landlock-targets"),
+                        Code::TooManyLandlockTargets,
                         e.span,
                         format!(
                             "`landlock` lists {} `allow-exec` targets; the maximum is 32",
@@ -28,7 +28,7 @@ impl Checker {
             }
             if let Some(&f) = first.get(e.node.as_str()) {
                 self.duplicate(
-                    code("splash::check::duplicate-landlock-target"),
+                    Code::DuplicateLandlockTarget,
                     e.span,
                     f,
                     &format!("`allow-exec \"{}\"`", e.node),

@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{Checker, code};
+use super::Checker;
 use crate::ast;
-use crate::diag::Diagnostic;
+use crate::diag::{Code, Diagnostic};
 use crate::model::ResourceLimits;
 use crate::span::{Node, Span};
 use crate::units::Dimension;
@@ -18,7 +18,7 @@ impl Checker {
             let kw = kind.keyword();
             if let Some(&f) = first.get(kw) {
                 self.duplicate(
-                    code("splash::check::duplicate-entry"),
+                    Code::DuplicateEntry,
                     e.node.kind.span,
                     f,
                     &format!("`{kw}`"),
@@ -34,7 +34,7 @@ impl Checker {
                         if ms % 1000 != 0 {
                             self.push(
                                 Diagnostic::error(
-                                    code("splash::check::inexact-duration"),
+                                    Code::InexactDuration,
                                     q.span,
                                     "`cpu` is counted in whole seconds",
                                 )

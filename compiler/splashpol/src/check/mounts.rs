@@ -1,9 +1,9 @@
 //! The mount layout: worker-visible destinations must not overlap, and every
 //! executable must lie inside a read-only runtime mount.
 
-use super::{Checker, Collected, Placed, code, path_key, valid};
-use crate::diag::Diagnostic;
-use crate::model::{AbsPath, PrivateTmp};
+use super::{Checker, Collected, Placed, path_key, valid};
+use crate::diag::{Code, Diagnostic};
+use crate::model::{PrivateTmp, SandboxPath};
 use crate::span::Span;
 
 impl Checker {
@@ -12,14 +12,14 @@ impl Checker {
     /// destinations: O(n log n) for n destinations.
     pub(super) fn mount_layout(&mut self, c: &Collected) {
         struct Dest<'a> {
-            path: &'a AbsPath,
+            path: &'a SandboxPath,
             span: Option<Span>,
             what: String,
             order: usize,
         }
-        let proc_ = AbsPath::new("/proc").ok();
-        let dev = AbsPath::new("/dev").ok();
-        let tmp = AbsPath::new("/tmp").ok();
+        let proc_ = SandboxPath::new("/proc").ok();
+        let dev = SandboxPath::new("/dev").ok();
+        let tmp = SandboxPath::new("/tmp").ok();
         let mut dests: Vec<Dest<'_>> = Vec::new();
         for (p, what) in [(&proc_, "`/proc`"), (&dev, "`/dev`")] {
             if let Some(p) = p {
@@ -89,7 +89,7 @@ impl Checker {
                         "lies inside"
                     };
                     let mut d = Diagnostic::error(
-                        code("splash::check::overlapping-mount"),
+                        Code::OverlappingMount,
                         span,
                         format!("destination `{}` {relation} {}", inner.path, outer.what),
                     )
@@ -143,7 +143,7 @@ impl Checker {
                 .iter()
                 .find(|r| e.path.is_within(&r.root.destination));
             let mut d = Diagnostic::error(
-                code("splash::check::executable-outside-runtime"),
+                Code::ExecutableOutsideRuntime,
                 e.span,
                 format!("{} `{}` is not inside a read-only runtime mount", e.what, e.path),
             )

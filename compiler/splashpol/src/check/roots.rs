@@ -1,9 +1,9 @@
 //! `root` statements: ids, destinations, host sources with their project
 //! quotas, and tmpfs sizes.
 
-use super::{Checker, Collected, RootInfo, code};
+use super::{Checker, Collected, RootInfo};
 use crate::ast::{self, Quantity};
-use crate::diag::Diagnostic;
+use crate::diag::{Code, Diagnostic};
 use crate::model::{self, Access, FileRoot, FileRootKind, ProjectQuota};
 use crate::span::Node;
 use crate::units::{self, Dimension};
@@ -14,7 +14,7 @@ impl Checker {
         if v == 0 || v > model::MAX_TMPFS_BYTES {
             self.push(
                 Diagnostic::error(
-                    code("splash::check::tmpfs-size-out-of-range"),
+                    Code::TmpfsSizeOutOfRange,
                     q.span,
                     format!("{what} must be from 1 B to 2^63 - 1 bytes"),
                 )
@@ -60,7 +60,7 @@ impl Checker {
                     if access_v == Access::ReadOnly {
                         self.push(
                             Diagnostic::error(
-                                code("splash::check::quota-on-read-only"),
+                                Code::QuotaOnReadOnly,
                                 quota.span,
                                 format!("read-only root `{}` has a quota", id.node),
                             )
@@ -89,7 +89,7 @@ impl Checker {
         if let Some(&first) = c.root_ids.get(id.node.as_str()) {
             self.push(
                 Diagnostic::error(
-                    code("splash::check::duplicate-root-id"),
+                    Code::DuplicateRootId,
                     id.span,
                     format!("root id `{}` is registered twice", id.node),
                 )
@@ -116,31 +116,29 @@ impl Checker {
 
     pub(super) fn project_quota(&mut self, q: &ast::Quota) -> Option<ProjectQuota> {
         let project = match units::integer(&q.project) {
-            Ok(v) => {
-                match u32::try_from(v) {
-                    Ok(0) => {
-                        self.push(
-                        Diagnostic::error(code("splash::check::zero-project-id"), q.project.span, "project id is 0")
+            Ok(v) => match u32::try_from(v) {
+                Ok(0) => {
+                    self.push(
+                        Diagnostic::error(Code::ZeroProjectId, q.project.span, "project id is 0")
                             .with_label("project 0 is the default project of every file")
                             .with_help("use the nonzero project id the host provisioned for this directory"),
                     );
-                        None
-                    }
-                    Ok(v) => Some(v),
-                    Err(_) => {
-                        self.push(
-                            Diagnostic::error(
-                                code("splash::check::number-overflow"),
-                                q.project.span,
-                                format!("project id `{}` is too large", q.project.node.0),
-                            )
-                            .with_label("project ids are 32-bit")
-                            .with_help("use a project id up to 4294967295"),
-                        );
-                        None
-                    }
+                    None
                 }
-            }
+                Ok(v) => Some(v),
+                Err(_) => {
+                    self.push(
+                        Diagnostic::error(
+                            Code::NumberOverflow,
+                            q.project.span,
+                            format!("project id `{}` is too large", q.project.node.0),
+                        )
+                        .with_label("project ids are 32-bit")
+                        .with_help("use a project id up to 4294967295"),
+                    );
+                    None
+                }
+            },
             Err(d) => {
                 self.push(*d);
                 None

@@ -1,8 +1,8 @@
 //! Runner wiring: distinct executables, one runner for each block that needs
 //! one, no redundant Landlock targets, no idle combined runner.
 
-use super::{Checker, Collected, Placed, code, reported, valid};
-use crate::diag::Diagnostic;
+use super::{Checker, Collected, Placed, reported, valid};
+use crate::diag::{Code, Diagnostic};
 use crate::model::SeccompPolicy;
 use crate::span::Span;
 
@@ -10,7 +10,7 @@ impl Checker {
     pub(super) fn missing_runner(&mut self, keyword: Span, block: &str) {
         self.push(
             Diagnostic::error(
-                code("splash::check::missing-runner"),
+                Code::MissingRunner,
                 keyword,
                 format!("`{block}` has no runner to enforce it"),
             )
@@ -36,7 +36,7 @@ impl Checker {
             if let Some(prev) = named[..i].iter().find(|p| p.path == named[i].path) {
                 self.push(
                     Diagnostic::error(
-                        code("splash::check::runner-path-conflict"),
+                        Code::RunnerPathConflict,
                         named[i].span,
                         format!("{} uses the same path as {}", named[i].what, prev.what),
                     )
@@ -52,7 +52,7 @@ impl Checker {
             match (&l.runner, combined) {
                 (Some(Ok(r)), Some(comb)) => self.push(
                     Diagnostic::error(
-                        code("splash::check::runner-conflict"),
+                        Code::RunnerConflict,
                         r.span,
                         "`limits` names its own runner while `runner combined` is set",
                     )
@@ -75,7 +75,7 @@ impl Checker {
             match (&l.runner, combined) {
                 (Some(Ok(r)), Some(comb)) => self.push(
                     Diagnostic::error(
-                        code("splash::check::runner-conflict"),
+                        Code::RunnerConflict,
                         r.span,
                         "`landlock` names its own runner while `runner combined` is set",
                     )
@@ -103,7 +103,7 @@ impl Checker {
                 if let Some(a) = applier.filter(|a| a.path == t.path) {
                     self.push(
                         Diagnostic::warning(
-                            code("splash::check::redundant-landlock-target"),
+                            Code::RedundantLandlockTarget,
                             t.span,
                             format!(
                                 "`{}` is the {}, which applies the allowlist and needs no `allow-exec`",
@@ -119,7 +119,7 @@ impl Checker {
                 } else if let Some(a) = auto.iter().find(|a| a.path == t.path) {
                     self.push(
                         Diagnostic::warning(
-                            code("splash::check::redundant-landlock-target"),
+                            Code::RedundantLandlockTarget,
                             t.span,
                             format!(
                                 "`{}` is the {} and is allowed automatically",
@@ -138,7 +138,7 @@ impl Checker {
             if c.limits.is_none() && c.landlock.is_none() && !strict {
                 self.push(
                     Diagnostic::warning(
-                        code("splash::check::idle-combined-runner"),
+                        Code::IdleCombinedRunner,
                         p.span,
                         "the combined runner has nothing to apply",
                     )

@@ -3,10 +3,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use splash_seccomp::{Arch, StrictRejection};
+use splash_seccomp::{Arch, StrictRejection, SyscallName};
 
-use super::{Checker, code};
-use crate::diag::Diagnostic;
+use super::Checker;
+use crate::ast::Parsed;
+use crate::diag::{Code, Diagnostic};
 use crate::model;
 use crate::span::{Node, Span};
 
@@ -15,14 +16,14 @@ impl Checker {
         &mut self,
         keyword: Span,
         syscalls: &[Node<String>],
-        recovered: bool,
-    ) -> Option<BTreeSet<String>> {
+        parsed: Parsed,
+    ) -> Option<BTreeSet<SyscallName>> {
         let mut ok = true;
         if syscalls.is_empty() {
-            if !recovered {
+            if parsed == Parsed::Clean {
                 self.push(
                     Diagnostic::error(
-                        code("splash::check::empty-allowlist"),
+                        Code::EmptyAllowlist,
                         keyword,
                         "the strict allowlist is empty",
                     )
@@ -35,7 +36,7 @@ impl Checker {
         if syscalls.len() > model::MAX_STRICT_SYSCALLS {
             self.push(
                 Diagnostic::error(
-                    code("splash::check::allowlist-too-long"),
+                    Code::AllowlistTooLong,
                     syscalls[model::MAX_STRICT_SYSCALLS].span,
                     format!(
                         "the strict allowlist has {} entries; the maximum is 512",
@@ -53,7 +54,7 @@ impl Checker {
             let name = s.node.as_str();
             if let Some(&f) = first.get(name) {
                 self.duplicate(
-                    code("splash::check::duplicate-syscall"),
+                    Code::DuplicateSyscall,
                     s.span,
                     f,
                     &format!("syscall `{name}`"),
@@ -62,30 +63,33 @@ impl Checker {
                 continue;
             }
             first.insert(name, s.span);
+            let syscall = match SyscallName::new(name) {
+                Ok(syscall) => syscall,
+                Err(unknown) => {
+                    let mut d = Diagnostic::error(
+                        Code::UnknownSyscall,
+                        s.span,
+                        format!("unknown syscall `{name}`"),
+                    )
+                    .with_label("not a syscall on x86_64, aarch64 or riscv64");
+                    if let Some(sug) = unknown.suggestion {
+                        d = d.with_help(format!("did you mean `{sug}`?"));
+                    }
+                    self.push(d);
+                    ok = false;
+                    continue;
+                }
+            };
             // Architectures without this syscall (no allocation on the common path).
             let mut missing = [false; Arch::ALL.len()];
             for (slot, &arch) in missing.iter_mut().zip(Arch::ALL.iter()) {
-                *slot = splash_seccomp::syscall_number(arch, name).is_none();
-            }
-            if missing.iter().all(|&m| m) {
-                let mut d = Diagnostic::error(
-                    code("splash::check::unknown-syscall"),
-                    s.span,
-                    format!("unknown syscall `{name}`"),
-                )
-                .with_label("not a syscall on x86_64, aarch64 or riscv64");
-                if let Some(sug) = splash_seccomp::suggest_syscall(name) {
-                    d = d.with_help(format!("did you mean `{sug}`?"));
-                }
-                self.push(d);
-                ok = false;
-                continue;
+                *slot = syscall.number(arch).is_none();
             }
             match splash_seccomp::strict_rejection(name) {
                 Some(StrictRejection::Clone3) => {
                     self.push(
                         Diagnostic::error(
-                            code("splash::check::allowlist-clone3"),
+                            Code::AllowlistClone3,
                             s.span,
                             "`clone3` cannot be allowed in a strict allowlist",
                         )
@@ -98,7 +102,7 @@ impl Checker {
                 Some(StrictRejection::FixedGuard) => {
                     self.push(
                         Diagnostic::error(
-                            code("splash::check::allowlist-denied-syscall"),
+                            Code::AllowlistDeniedSyscall,
                             s.span,
                             format!("`{name}` is denied by a fixed escape-surface guard"),
                         )
@@ -116,7 +120,7 @@ impl Checker {
             if let Some(reviewed) = splash_seccomp::strict_listing_warning(name) {
                 self.push(
                     Diagnostic::warning(
-                        code("splash::check::allowlist-guarded-syscall"),
+                        Code::AllowlistGuardedSyscall,
                         s.span,
                         format!(
                             "`{name}` is on the escape-surface guard list ({}); listing it allows it",
@@ -138,7 +142,7 @@ impl Checker {
                     .collect();
                 self.push(
                     Diagnostic::warning(
-                        code("splash::check::syscall-missing-on-arch"),
+                        Code::SyscallMissingOnArch,
                         s.span,
                         format!("`{name}` does not exist on {}", missing.join(", ")),
                     )
@@ -146,14 +150,14 @@ impl Checker {
                     .with_help("fine for a single-architecture deployment; otherwise list the equivalent call too"),
                 );
             }
-            set.insert(name.to_string());
+            set.insert(syscall);
         }
         // A word of the list that did not parse is already reported and may
         // have been meant as `execve` (`execve,`): no follow-on error.
-        if !first.contains_key("execve") && !recovered {
+        if !first.contains_key("execve") && parsed == Parsed::Clean {
             self.push(
                 Diagnostic::error(
-                    code("splash::check::allowlist-missing-execve"),
+                    Code::AllowlistMissingExecve,
                     keyword,
                     "the strict allowlist does not contain `execve`",
                 )

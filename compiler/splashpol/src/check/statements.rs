@@ -3,9 +3,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{Checker, Collected, LandlockInfo, LimitsInfo, Reported, code};
-use crate::ast::{self, Statement};
-use crate::diag::Diagnostic;
+use super::{Checker, Collected, LandlockInfo, LimitsInfo, Reported};
+use crate::ast::{self, Parsed, Statement};
+use crate::diag::{Code, Diagnostic};
 use crate::model::{
     self, AggregateQuota, BrokerCatalog, CgroupPolicy, NetworkBroker, PrivateTmp, RuntimeMount,
     SeccompPolicy, Watchdog,
@@ -22,15 +22,11 @@ impl Checker {
                 if let Some(args) = args {
                     if args.node.is_empty() {
                         self.push(
-                            Diagnostic::error(
-                                code("splash::check::empty-list"),
-                                args.span,
-                                "`args` list is empty",
-                            )
-                            .with_label("no arguments")
-                            .with_help(
-                                "remove `args []`; without `args` the worker gets no arguments",
-                            ),
+                            Diagnostic::error(Code::EmptyList, args.span, "`args` list is empty")
+                                .with_label("no arguments")
+                                .with_help(
+                                    "remove `args []`; without `args` the worker gets no arguments",
+                                ),
                         );
                     }
                     // A NUL byte (which `execve` cannot pass) is a control
@@ -86,12 +82,7 @@ impl Checker {
                             ast::PinItem::Mounts => "`mounts`",
                             ast::PinItem::Executables => "`executables`",
                         };
-                        self.duplicate(
-                            code("splash::check::duplicate-entry"),
-                            item.span,
-                            first,
-                            what,
-                        );
+                        self.duplicate(Code::DuplicateEntry, item.span, first, what);
                     } else {
                         *slot = Some(item.span);
                     }
@@ -118,7 +109,7 @@ impl Checker {
                     if v > u64::from(model::MAX_ACTIVE_FILE_ROOTS_CEILING) {
                         self.push(
                             Diagnostic::error(
-                                code("splash::check::active-roots-too-large"),
+                                Code::ActiveRootsTooLarge,
                                 max.span,
                                 format!("`active-roots max {v}` is above the ceiling of 256"),
                             )
@@ -136,11 +127,8 @@ impl Checker {
                     ast::Seccomp::DenyKnownEscapeSurface => {
                         Some(SeccompPolicy::DenyKnownEscapeSurface)
                     }
-                    ast::Seccomp::StrictAllowlist {
-                        syscalls,
-                        recovered,
-                    } => self
-                        .strict_allowlist(stmt.keyword, syscalls, *recovered)
+                    ast::Seccomp::StrictAllowlist { syscalls, parsed } => self
+                        .strict_allowlist(stmt.keyword, syscalls, *parsed)
                         .map(|syscalls| SeccompPolicy::StrictAllowlist { syscalls }),
                 };
                 if let Some(p) = p {
@@ -151,16 +139,16 @@ impl Checker {
                 runner,
                 required,
                 entries,
-                recovered,
+                parsed,
             } => {
                 let runner = runner
                     .as_ref()
                     .map(|r| self.placed(r, "limit runner").ok_or(Reported));
                 let limits = self.limits(entries);
-                if limits.is_empty() && entries.is_empty() && !recovered {
+                if limits.is_empty() && entries.is_empty() && *parsed == Parsed::Clean {
                     self.push(
                         Diagnostic::error(
-                            code("splash::check::empty-limits"),
+                            Code::EmptyLimits,
                             stmt.keyword,
                             "`limits` sets no limit",
                         )
@@ -196,11 +184,11 @@ impl Checker {
                 runner,
                 required,
                 entries,
-                recovered,
+                parsed,
             } => {
                 let parent = self.path(parent, "cgroup parent");
                 let runner = self.path(runner, "cgroup runner");
-                let limits = self.cgroup_limits(stmt.keyword, entries, *recovered);
+                let limits = self.cgroup_limits(stmt.keyword, entries, *parsed);
                 let policy = match (parent, runner, limits) {
                     (Some(parent), Some(runner), Some((limits, join_timeout_ms))) => {
                         Some(CgroupPolicy {
@@ -231,7 +219,7 @@ impl Checker {
                 {
                     self.push(
                         Diagnostic::warning(
-                            code("splash::check::call-deadline-exceeds-session"),
+                            Code::CallDeadlineExceedsSession,
                             ks,
                             "the `call` deadline is longer than the `session` deadline",
                         )
@@ -265,7 +253,7 @@ impl Checker {
                 if ids.node.is_empty() {
                     self.push(
                         Diagnostic::error(
-                            code("splash::check::empty-list"),
+                            Code::EmptyList,
                             ids.span,
                             "the network broker serves no ids",
                         )
@@ -278,7 +266,7 @@ impl Checker {
                 for id in &ids.node {
                     if let Some(&f) = first.get(id.node.as_str()) {
                         self.duplicate(
-                            code("splash::check::duplicate-entry"),
+                            Code::DuplicateEntry,
                             id.span,
                             f,
                             &format!("network-origin id `{}`", id.node),

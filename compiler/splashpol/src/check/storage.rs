@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{Checker, Collected, RootInfo, code};
-use crate::diag::Diagnostic;
+use super::{Checker, Collected, RootInfo};
+use crate::diag::{Code, Diagnostic};
 use crate::model::{Access, FileRootKind, PrivateTmp};
 use crate::span::Span;
 
@@ -18,30 +18,30 @@ impl Checker {
             .collect();
         if let Some(first) = quota_roots.first() {
             let at = first.quota_span.unwrap_or(first.dest_span);
-            let requirements: [(bool, &'static str, &str, &str); 3] = [
+            let requirements: [(bool, Code, &str, &str); 3] = [
                 (
                     c.pin_mounts.is_some(),
-                    "splash::check::quota-requires-pinned-mounts",
+                    Code::QuotaRequiresPinnedMounts,
                     "a quota root needs `pin mounts`",
                     "add `pin mounts` so the checked directory is the one Bubblewrap mounts",
                 ),
                 (
                     c.userns_none.is_some(),
-                    "splash::check::quota-requires-no-user-namespaces",
+                    Code::QuotaRequiresNoUserNamespaces,
                     "a quota root needs `user-namespaces none`",
                     "add `user-namespaces none` so the worker cannot change the project id",
                 ),
                 (
                     c.aggregate_quota.is_some(),
-                    "splash::check::quota-requires-aggregate",
+                    Code::QuotaRequiresAggregate,
                     "a quota root needs `quota aggregate`",
                     "add `quota aggregate bytes SIZE inodes COUNT` covering every quota root",
                 ),
             ];
-            for (present, code_, msg, help) in requirements {
+            for (present, code, msg, help) in requirements {
                 if !present {
                     self.push(
-                        Diagnostic::error(code_, at, msg)
+                        Diagnostic::error(code, at, msg)
                             .with_label(format!("quota on root `{}`", first.root.id))
                             .with_help(help),
                     );
@@ -59,7 +59,7 @@ impl Checker {
                         if *b != q.max_bytes || *i != q.max_inodes {
                             self.push(
                                 Diagnostic::warning(
-                                    code("splash::check::inconsistent-project-quota"),
+                                    Code::InconsistentProjectQuota,
                                     span,
                                     format!("project {} is given different ceilings", q.project_id),
                                 )
@@ -96,7 +96,7 @@ impl Checker {
                     let total = sum.map_or_else(|| "more than 2^64".to_string(), |s| s.to_string());
                     self.push(
                         Diagnostic::error(
-                            code("splash::check::aggregate-quota-exceeded"),
+                            Code::AggregateQuotaExceeded,
                             *span,
                             format!("project quotas allow {total} {what} in total, above the aggregate {max}"),
                         )
@@ -127,7 +127,7 @@ impl Checker {
             if let Some(wb) = c.writes_bounded {
                 self.push(
                     Diagnostic::error(
-                        code("splash::check::bounded-writes-unverified-root"),
+                        Code::BoundedWritesUnverifiedRoot,
                         access,
                         format!("`writes bounded` rejects read-write root `{id}` without a quota"),
                     )
@@ -138,7 +138,7 @@ impl Checker {
             } else if c.host_writes.is_none() {
                 self.push(
                     Diagnostic::error(
-                        code("splash::check::unverified-write-root"),
+                        Code::UnverifiedWriteRoot,
                         access,
                         format!("read-write root `{id}` has no quota"),
                     )
@@ -151,7 +151,7 @@ impl Checker {
             } else if let Some((_, agg)) = &c.aggregate_quota {
                 self.push(
                     Diagnostic::error(
-                        code("splash::check::unverified-root-with-aggregate"),
+                        Code::UnverifiedRootWithAggregate,
                         access,
                         format!("read-write root `{id}` has no quota while `quota aggregate` is set"),
                     )
@@ -165,7 +165,7 @@ impl Checker {
             if let Some(wb) = c.writes_bounded {
                 self.push(
                     Diagnostic::warning(
-                        code("splash::check::escape-hatch-overridden"),
+                        Code::EscapeHatchOverridden,
                         hw,
                         "`host-writes unbounded` has no effect under `writes bounded`",
                     )
@@ -176,7 +176,7 @@ impl Checker {
             } else if !any_raw {
                 self.push(
                     Diagnostic::warning(
-                        code("splash::check::unused-escape-hatch"),
+                        Code::UnusedEscapeHatch,
                         hw,
                         "`host-writes unbounded` is set but no root is read-write without a quota",
                     )
@@ -199,7 +199,7 @@ impl Checker {
             match c.tmp {
                 Some((PrivateTmp::Unbounded, tmp_span)) => self.push(
                     Diagnostic::error(
-                        code("splash::check::aggregate-tmpfs-unbounded-tmp"),
+                        Code::AggregateTmpfsUnboundedTmp,
                         tmp_span,
                         "`tmpfs aggregate` requires a bounded private `/tmp`",
                     )
@@ -216,7 +216,7 @@ impl Checker {
                 let total = sum.map_or_else(|| "more than 2^64".to_string(), |s| s.to_string());
                 self.push(
                     Diagnostic::error(
-                        code("splash::check::aggregate-tmpfs-exceeded"),
+                        Code::AggregateTmpfsExceeded,
                         *span,
                         format!("tmpfs roots and `/tmp` total {total} bytes, above the aggregate {max}"),
                     )
@@ -233,7 +233,7 @@ impl Checker {
         {
             self.push(
                 Diagnostic::warning(
-                    code("splash::check::no-active-roots"),
+                    Code::NoActiveRoots,
                     span,
                     "`active-roots max 0` but roots are registered",
                 )

@@ -33,7 +33,7 @@ fn sample_files() -> Vec<PathBuf> {
 /// What a source means: the checked policy and the diagnostic codes. The
 /// policy is the IR a compiled artifact stores, so equal policies give
 /// artifacts with equal policy digests.
-fn meaning(source: &str) -> (Option<String>, Vec<(&'static str, String)>) {
+fn meaning(source: &str) -> (Option<String>, Vec<(crate::Code, String)>) {
     let outcome = check_source("x.splashpol", source);
     let policy = outcome.policy.as_ref().map(|p| {
         let bytes = crate::artifact::write(p, b"").expect("artifact");

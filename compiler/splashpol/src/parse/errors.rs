@@ -7,7 +7,7 @@ use super::{
     CGROUP_KEYWORDS, Context, IO_KEYWORDS, KEYWORD_SPELLINGS, LIMIT_KEYWORDS, Rule,
     STATEMENT_KEYWORDS, suggest,
 };
-use crate::diag::Diagnostic;
+use crate::diag::{Code, Diagnostic};
 use crate::span::Span;
 
 /// Words for a grammar rule in an "expected ..." list; `None` for rules that
@@ -144,7 +144,7 @@ fn unterminated_string(text: &str, pos: usize, offset: usize) -> Option<Diagnost
     let end = line_start + line.trim_end_matches(['\r', ' ', '\t']).len();
     Some(
         Diagnostic::error(
-            "splash::parse::syntax",
+            Code::Syntax,
             Span::new(offset + start, offset + end),
             "unterminated string",
         )
@@ -164,7 +164,7 @@ fn bad_device(text: &str, pos: usize, offset: usize) -> Option<Diagnostic> {
     }
     Some(
         Diagnostic::error(
-            "splash::parse::syntax",
+            Code::Syntax,
             Span::new(offset + pos, offset + pos + len),
             format!(
                 "invalid device `{}`: a device is written `MAJOR:MINOR` with two decimal numbers",
@@ -264,13 +264,11 @@ pub(super) fn syntax_error(
     } else {
         format!("expected {}, found {found_text}", join_words(&expected))
     };
-    let mut d = Diagnostic::error("splash::parse::syntax", sp, message).with_label(
-        if expected.is_empty() {
-            "not valid here".to_string()
-        } else {
-            format!("expected {}", join_words(&expected))
-        },
-    );
+    let mut d = Diagnostic::error(Code::Syntax, sp, message).with_label(if expected.is_empty() {
+        "not valid here".to_string()
+    } else {
+        format!("expected {}", join_words(&expected))
+    });
     if let Some(s) = found.and_then(|(word, _)| suggest(word, keywords.iter().map(String::as_str)))
     {
         d = d.with_help(format!("did you mean `{s}`?"));

@@ -2,7 +2,7 @@
 //! parse.
 
 use super::suggest;
-use crate::diag::Diagnostic;
+use crate::diag::{Code, Diagnostic};
 use crate::span::Span;
 
 /// The byte offset and text of the first word of the file, after a
@@ -36,7 +36,7 @@ pub(super) fn first_word(source: &str) -> (usize, &str) {
 /// misspelled), so say that, with what a file looks like.
 pub(super) fn missing_header(start: usize, word: &str) -> Diagnostic {
     let d = Diagnostic::error(
-        "splash::parse::missing-version",
+        Code::MissingVersion,
         Span::new(start, start + word.len()),
         if word.is_empty() {
             "the file is empty: it has no `splashpol 1` header and no policy".to_string()

@@ -5,7 +5,7 @@ use pest::iterators::Pair;
 
 use super::{Rule, inner, span};
 use crate::ast::*;
-use crate::diag::Diagnostic;
+use crate::diag::{Code, Diagnostic};
 use crate::span::{Node, Span};
 
 /// True for a character no string may contain: a control character (C0,
@@ -37,7 +37,7 @@ pub(super) fn control_characters(pairs: pest::iterators::Pairs<'_, Rule>) -> Vec
             };
             out.push(
                 Diagnostic::error(
-                    "splash::parse::control-character",
+                    Code::ControlCharacter,
                     Span::new(start + i, start + i + c.len_utf8()),
                     format!("{kind} U+{:04X} in a string", u32::from(c)),
                 )

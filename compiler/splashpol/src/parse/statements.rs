@@ -5,7 +5,7 @@ use pest::iterators::Pair;
 use super::literals::{number, quantity, string, string_list};
 use super::{Context, Parsing, Rule, inner, next, span};
 use crate::ast::*;
-use crate::diag::Diagnostic;
+use crate::diag::{Code, Diagnostic};
 use crate::span::{Node, Span};
 
 impl Parsing {
@@ -144,7 +144,7 @@ impl Parsing {
                     }
                     Rule::strict_allowlist => {
                         let mut syscalls = Vec::new();
-                        let mut recovered = false;
+                        let mut parsed = Parsed::Clean;
                         if let Some(block) = mode
                             .into_inner()
                             .find(|p| p.as_rule() == Rule::syscall_block)
@@ -155,10 +155,10 @@ impl Parsing {
                                 } else if s.as_rule() != Rule::bad_word {
                                     return None;
                                 } else {
-                                    recovered = true;
+                                    parsed = Parsed::Recovered;
                                     self.diagnostics.push(
                                         Diagnostic::error(
-                                            "splash::parse::invalid-syscall-name",
+                                            Code::InvalidSyscallName,
                                             span(&s),
                                             format!("`{}` is not a syscall name", s.as_str()),
                                         )
@@ -171,10 +171,7 @@ impl Parsing {
                                 }
                             }
                         }
-                        Statement::Seccomp(Seccomp::StrictAllowlist {
-                            syscalls,
-                            recovered,
-                        })
+                        Statement::Seccomp(Seccomp::StrictAllowlist { syscalls, parsed })
                     }
                     _ => return None,
                 }
@@ -183,7 +180,7 @@ impl Parsing {
                 let mut runner = None;
                 let mut required = None;
                 let mut entries = Vec::new();
-                let mut recovered = false;
+                let mut parsed = Parsed::Clean;
                 for p in it {
                     match p.as_rule() {
                         Rule::path => runner = Some(string(p)),
@@ -191,7 +188,7 @@ impl Parsing {
                         Rule::limits_block => {
                             for e in inner(p) {
                                 if e.as_rule() == Rule::bad_entry {
-                                    recovered = true;
+                                    parsed = Parsed::Recovered;
                                     self.bad(&e, Context::Limits);
                                 } else {
                                     entries.push(limit_entry(e)?);
@@ -206,20 +203,20 @@ impl Parsing {
                     runner,
                     required,
                     entries,
-                    recovered,
+                    parsed,
                 }
             }
             Rule::landlock_stmt => {
                 let mut runner = None;
                 let mut allow_exec = Vec::new();
-                let mut recovered = false;
+                let mut parsed = Parsed::Clean;
                 for p in it {
                     match p.as_rule() {
                         Rule::path => runner = Some(string(p)),
                         Rule::landlock_block => {
                             for e in inner(p) {
                                 if e.as_rule() == Rule::bad_entry {
-                                    recovered = true;
+                                    parsed = Parsed::Recovered;
                                     self.bad(&e, Context::Landlock);
                                 } else if e.as_rule() == Rule::allow_exec {
                                     let path =
@@ -237,7 +234,7 @@ impl Parsing {
                 Statement::Landlock {
                     runner,
                     allow_exec,
-                    recovered,
+                    parsed,
                 }
             }
             Rule::runner_stmt => Statement::CombinedRunner {
@@ -247,7 +244,7 @@ impl Parsing {
                 let mut paths = Vec::new();
                 let mut required = None;
                 let mut entries = Vec::new();
-                let mut recovered = false;
+                let mut parsed = Parsed::Clean;
                 for p in it {
                     match p.as_rule() {
                         Rule::path => paths.push(string(p)),
@@ -256,7 +253,7 @@ impl Parsing {
                             for e in inner(p) {
                                 match e.as_rule() {
                                     Rule::bad_entry => {
-                                        recovered = true;
+                                        parsed = Parsed::Recovered;
                                         self.bad(&e, Context::Cgroup);
                                     }
                                     _ => entries.push(self.cgroup_entry(e)?),
@@ -273,7 +270,7 @@ impl Parsing {
                     runner: paths.next()?,
                     required,
                     entries,
-                    recovered,
+                    parsed,
                 }
             }
             Rule::watchdog_stmt => {
@@ -352,7 +349,7 @@ impl Parsing {
                 let mut major = None;
                 let mut minor = None;
                 let mut limits = Vec::new();
-                let mut recovered = false;
+                let mut parsed = Parsed::Clean;
                 for p in pair.into_inner() {
                     match p.as_rule() {
                         Rule::device => {
@@ -371,7 +368,7 @@ impl Parsing {
                         Rule::io_block => {
                             for e in inner(p) {
                                 if e.as_rule() == Rule::bad_entry {
-                                    recovered = true;
+                                    parsed = Parsed::Recovered;
                                     self.bad(&e, Context::Io);
                                 } else if e.as_rule() != Rule::io_limit {
                                     return None;
@@ -406,7 +403,7 @@ impl Parsing {
                         major: major?,
                         minor: minor?,
                         limits,
-                        recovered,
+                        parsed,
                     },
                     sp,
                 ))

@@ -29,7 +29,7 @@ fn only(body: &str) -> Statement {
 /// Asserts exactly one diagnostic, with `code`, whose span covers `needle`
 /// (empty `needle`: a zero-length span at `at_end`-of-line position).
 #[track_caller]
-fn err(body: &str, code: &str, needle: &str) -> Diagnostic {
+fn err(body: &str, code: Code, needle: &str) -> Diagnostic {
     let src = wrap(body);
     let out = parse(&src);
     assert_eq!(out.diagnostics.len(), 1, "{body:?}: {:#?}", out.diagnostics);
@@ -77,10 +77,7 @@ fn file_outline() {
             .is_empty()
     );
     let d = parse("splashpol 1 policy \"x\" {}").diagnostics;
-    assert_eq!(
-        (d[0].code, d[0].span),
-        ("splash::parse::syntax", Span::new(12, 18))
-    );
+    assert_eq!((d[0].code, d[0].span), (Code::Syntax, Span::new(12, 18)));
     assert!(
         d[0].message.contains("a newline or `;`"),
         "{}",
@@ -117,11 +114,7 @@ fn bubblewrap() {
             path: s("/usr/bin/bwrap")
         }
     );
-    let d = err(
-        "bubblewrap /usr/bin/bwrap",
-        "splash::parse::syntax",
-        "/usr/bin/bwrap",
-    );
+    let d = err("bubblewrap /usr/bin/bwrap", Code::Syntax, "/usr/bin/bwrap");
     assert_eq!(d.message, "expected a path string, found `/usr/bin/bwrap`");
 }
 
@@ -141,11 +134,7 @@ fn worker() {
             args: None
         }
     );
-    err(
-        "worker \"/w\" args \"--a\"",
-        "splash::parse::syntax",
-        "\"--a\"",
-    );
+    err("worker \"/w\" args \"--a\"", Code::Syntax, "\"--a\"");
 }
 
 #[test]
@@ -156,7 +145,7 @@ fn strings_and_escapes() {
             path: s("/a\"b\\c")
         }
     );
-    err(r#"bubblewrap "/a\n""#, "splash::parse::syntax", r#""/a\n""#);
+    err(r#"bubblewrap "/a\n""#, Code::Syntax, r#""/a\n""#);
 }
 
 #[test]
@@ -168,11 +157,7 @@ fn runtime() {
             destination: s("/opt/s")
         }
     );
-    let d = err(
-        "runtime \"/opt/r\" \"/opt/s\"",
-        "splash::parse::syntax",
-        "\"/opt/s\"",
-    );
+    let d = err("runtime \"/opt/r\" \"/opt/s\"", Code::Syntax, "\"/opt/s\"");
     assert!(d.message.contains("`at`"), "{}", d.message);
 }
 
@@ -209,14 +194,14 @@ fn roots() {
     );
     let d = err(
         "root \"r\" host \"/s\" at \"/d\" readonly",
-        "splash::parse::syntax",
+        Code::Syntax,
         "readonly",
     );
     assert_eq!(d.help.as_deref(), Some("did you mean `read-only`?"));
-    err("root \"t\" tmpfs at \"/d\"", "splash::parse::syntax", "");
+    err("root \"t\" tmpfs at \"/d\"", Code::Syntax, "");
     err(
         "root scratch tmpfs at \"/d\" size 1 MiB",
-        "splash::parse::syntax",
+        Code::Syntax,
         "scratch",
     );
 }
@@ -234,7 +219,7 @@ fn tmp() {
             size: Some(q("64", Some("MiB")))
         })
     );
-    let d = err("tmp privat size 64 MiB", "splash::parse::syntax", "privat");
+    let d = err("tmp privat size 64 MiB", Code::Syntax, "privat");
     assert_eq!(d.help.as_deref(), Some("did you mean `private`?"));
 }
 
@@ -246,9 +231,9 @@ fn switches() {
         Statement::HostWritesUnbounded
     );
     assert_eq!(only("user-namespaces none"), Statement::UserNamespacesNone);
-    err("writes unbounded", "splash::parse::syntax", "unbounded");
-    err("host-writes bounded", "splash::parse::syntax", "bounded");
-    err("user-namespaces off", "splash::parse::syntax", "off");
+    err("writes unbounded", Code::Syntax, "unbounded");
+    err("host-writes bounded", Code::Syntax, "bounded");
+    err("user-namespaces off", Code::Syntax, "off");
 }
 
 #[test]
@@ -260,11 +245,7 @@ fn pin() {
         ),
         other => panic!("{other:?}"),
     }
-    err(
-        "pin mounts executables",
-        "splash::parse::syntax",
-        "executables",
-    );
+    err("pin mounts executables", Code::Syntax, "executables");
 }
 
 #[test]
@@ -286,13 +267,9 @@ fn aggregates_and_bounds() {
         only("active-roots max 64"),
         Statement::ActiveRoots { max: q("64", None) }
     );
-    err(
-        "quota aggregate 256 MiB inodes 1",
-        "splash::parse::syntax",
-        "256",
-    );
-    err("tmpfs aggregate", "splash::parse::syntax", "");
-    err("active-roots 64", "splash::parse::syntax", "64");
+    err("quota aggregate 256 MiB inodes 1", Code::Syntax, "256");
+    err("tmpfs aggregate", Code::Syntax, "");
+    err("active-roots 64", Code::Syntax, "64");
 }
 
 #[test]
@@ -315,8 +292,8 @@ fn numbers() {
             max: Node::new(Quantity::Unlimited, Span::default())
         }
     );
-    err("active-roots max 1__0", "splash::parse::syntax", "__0");
-    err("active-roots max -1", "splash::parse::syntax", "-1");
+    err("active-roots max 1__0", Code::Syntax, "__0");
+    err("active-roots max -1", Code::Syntax, "-1");
 }
 
 #[test]
@@ -330,12 +307,12 @@ fn seccomp() {
         only("seccomp strict-allowlist {\n read write # c\n execve\n}"),
         Statement::Seccomp(Seccomp::StrictAllowlist {
             syscalls: vec![s("read"), s("write"), s("execve")],
-            recovered: false
+            parsed: Parsed::Clean
         })
     );
     let d = err(
         "seccomp deny-known-escape",
-        "splash::parse::syntax",
+        Code::Syntax,
         "deny-known-escape",
     );
     assert_eq!(
@@ -344,7 +321,7 @@ fn seccomp() {
     );
     err(
         "seccomp strict-allowlist { read, write }",
-        "splash::parse::invalid-syscall-name",
+        Code::InvalidSyscallName,
         "read,",
     );
 }
@@ -372,7 +349,7 @@ fn limits() {
                     Span::default()
                 ),
             ],
-            recovered: false,
+            parsed: Parsed::Clean,
         }
     );
     assert!(matches!(
@@ -385,7 +362,7 @@ fn limits() {
     ));
     let d = err(
         "limits runner \"/r\" { cpu 30 s; cpux 1 }",
-        "splash::parse::unknown-keyword",
+        Code::UnknownKeyword,
         "cpux",
     );
     assert_eq!(d.help.as_deref(), Some("did you mean `cpu`?"));
@@ -394,7 +371,7 @@ fn limits() {
     let at = src.find("processes").expect("word") + "processes".len();
     assert_eq!(
         (d.len(), d[0].code, d[0].span),
-        (1, "splash::parse::syntax", Span::new(at, at))
+        (1, Code::Syntax, Span::new(at, at))
     );
     assert!(
         d[0].message.contains("found the end of the entry"),
@@ -410,7 +387,7 @@ fn landlock() {
         Statement::Landlock {
             runner: Some(s("/r")),
             allow_exec: vec![s("/a")],
-            recovered: false
+            parsed: Parsed::Clean
         }
     );
     assert_eq!(
@@ -418,12 +395,12 @@ fn landlock() {
         Statement::Landlock {
             runner: None,
             allow_exec: vec![],
-            recovered: false
+            parsed: Parsed::Clean
         }
     );
     err(
         "landlock runner \"/r\" { allow-exec /a }",
-        "splash::parse::syntax",
+        Code::Syntax,
         "/a",
     );
 }
@@ -434,7 +411,7 @@ fn combined_runner() {
         only("runner combined \"/r\""),
         Statement::CombinedRunner { path: s("/r") }
     );
-    err("runner \"/r\"", "splash::parse::syntax", "\"/r\"");
+    err("runner \"/r\"", Code::Syntax, "\"/r\"");
 }
 
 #[test]
@@ -447,7 +424,7 @@ fn cgroup() {
         runner,
         required,
         entries,
-        recovered,
+        parsed,
     } = stmt
     else {
         panic!()
@@ -457,9 +434,9 @@ fn cgroup() {
             parent.node.as_str(),
             runner.node.as_str(),
             required.is_some(),
-            recovered
+            parsed
         ),
-        ("/p", "/r", true, false)
+        ("/p", "/r", true, Parsed::Clean)
     );
     assert_eq!(entries.len(), 4);
     assert_eq!(
@@ -483,30 +460,26 @@ fn cgroup() {
                     Span::default()
                 ),
             ],
-            recovered: false,
+            parsed: Parsed::Clean,
         }
     );
     let d = err(
         "cgroup parent \"/p\" runner \"/r\" { memroy 1 MiB }",
-        "splash::parse::unknown-keyword",
+        Code::UnknownKeyword,
         "memroy",
     );
     assert_eq!(d.help.as_deref(), Some("did you mean `memory`?"));
     err(
         "cgroup parent \"/p\" runner \"/r\" { io 8 { read 1 iops } }",
-        "splash::parse::syntax",
+        Code::Syntax,
         "8",
     );
     err(
         "cgroup parent \"/p\" runner \"/r\" { io 8:1 { wrte 1 iops } }",
-        "splash::parse::unknown-keyword",
+        Code::UnknownKeyword,
         "wrte",
     );
-    err(
-        "cgroup runner \"/r\" { pids 1 }",
-        "splash::parse::syntax",
-        "runner",
-    );
+    err("cgroup runner \"/r\" { pids 1 }", Code::Syntax, "runner");
 }
 
 #[test]
@@ -525,7 +498,7 @@ fn watchdog() {
             call: None
         }
     );
-    err("watchdog 300 s", "splash::parse::syntax", "300");
+    err("watchdog 300 s", Code::Syntax, "300");
 }
 
 #[test]
@@ -541,7 +514,7 @@ fn network_broker() {
     );
     let d = err(
         "network-broker endpoints parent \"/p\" at \"/d\" ids []",
-        "splash::parse::syntax",
+        Code::Syntax,
         "endpoints",
     );
     assert_eq!(d.help.as_deref(), Some("did you mean `endpoint`?"));
@@ -549,19 +522,15 @@ fn network_broker() {
 
 #[test]
 fn unknown_statements_suggest_keywords() {
-    let d = err("wroker \"/a\"", "splash::parse::unknown-keyword", "wroker");
+    let d = err("wroker \"/a\"", Code::UnknownKeyword, "wroker");
     assert_eq!(d.help.as_deref(), Some("did you mean `worker`?"));
-    let d = err(
-        "frobnicate 1",
-        "splash::parse::unknown-keyword",
-        "frobnicate",
-    );
+    let d = err("frobnicate 1", Code::UnknownKeyword, "frobnicate");
     assert!(d.help.unwrap().starts_with("expected one of `bubblewrap`"));
 }
 
 #[test]
 fn trailing_text_is_reported() {
-    let d = err("tmp off please", "splash::parse::syntax", "please");
+    let d = err("tmp off please", Code::Syntax, "please");
     assert_eq!(
         d.message,
         "expected the end of the statement, found `please`"
@@ -578,11 +547,11 @@ fn one_bad_statement_does_not_hide_the_others() {
     assert_eq!(
         codes,
         [
-            "splash::parse::unknown-keyword",
-            "splash::parse::unknown-keyword",
-            "splash::parse::syntax",
-            "splash::parse::invalid-syscall-name",
-            "splash::parse::syntax",
+            Code::UnknownKeyword,
+            Code::UnknownKeyword,
+            Code::Syntax,
+            Code::InvalidSyscallName,
+            Code::Syntax,
         ]
     );
     // The good statements survive.
@@ -633,7 +602,7 @@ fn the_keyword_list_matches_the_grammar_and_the_reference() {
 fn an_unterminated_string_says_so_at_its_opening_quote() {
     let d = err(
         "worker \"/opt/w\nbubblewrap \"/usr/bin/bwrap\"",
-        "splash::parse::syntax",
+        Code::Syntax,
         "\"/opt/w",
     );
     assert_eq!(d.message, "unterminated string");
@@ -667,25 +636,25 @@ fn an_unterminated_string_says_so_at_its_opening_quote() {
     assert_eq!(out.diagnostics.len(), 1, "{:#?}", out.diagnostics);
     let d = &out.diagnostics[0];
     let at = src.find("\"/opt/w").expect("quote");
-    assert_eq!(d.code, "splash::parse::syntax");
+    assert_eq!(d.code, Code::Syntax);
     assert_eq!(d.span, Span::new(at, src.len()));
     assert_eq!(d.message, "unterminated string");
     // A string closed on its line is not unterminated.
-    let d = err("worker \"/opt/w\" \"x\"", "splash::parse::syntax", "\"x\"");
+    let d = err("worker \"/opt/w\" \"x\"", Code::Syntax, "\"x\"");
     assert_ne!(d.message, "unterminated string");
 }
 
 #[test]
 fn a_bad_device_is_shown_whole() {
     let body = "cgroup parent \"/c\" runner \"/r\" {\n io 8:sda { read 2 MiB/s }\n}";
-    let d = err(body, "splash::parse::syntax", "8:sda");
+    let d = err(body, Code::Syntax, "8:sda");
     assert!(
         d.message.contains("`MAJOR:MINOR` with two decimal numbers"),
         "{d:#?}"
     );
     let d = err(
         "cgroup parent \"/c\" runner \"/r\" {\n io sda { read 2 MiB/s }\n}",
-        "splash::parse::syntax",
+        Code::Syntax,
         "sda",
     );
     assert!(d.message.starts_with("invalid device `sda`"), "{d:#?}");
@@ -795,7 +764,7 @@ fn a_tree_of_the_wrong_shape_is_an_internal_error_not_a_default() {
     };
     assert!(p.statement(pair).is_none());
     let d = internal(Span::new(0, 3), "this statement");
-    assert_eq!(d.code, "splash::parse::internal");
+    assert_eq!(d.code, Code::ParseInternal);
     assert!(d.is_error());
     // A `tmpfs aggregate` is a quantity, and `unlimited` is the only
     // keyword a quantity can be: anything else is not read as unlimited.
@@ -804,4 +773,67 @@ fn a_tree_of_the_wrong_shape_is_an_internal_error_not_a_default() {
         .next()
         .expect("pair");
     assert!(quantity(kw).is_none());
+}
+
+/// The [`Parsed`] marks of a body's one statement (and of its `io` blocks),
+/// with the number of diagnostics the parser reported.
+fn parsed_marks(body: &str) -> (Vec<Parsed>, usize) {
+    let out = parse(&wrap(body));
+    let mut stmts = out.file.expect("file").policy.statements;
+    assert_eq!(stmts.len(), 1, "{body:?}: {stmts:#?}");
+    let marks = match stmts.remove(0).kind {
+        Statement::Seccomp(Seccomp::StrictAllowlist { parsed, .. })
+        | Statement::Limits { parsed, .. }
+        | Statement::Landlock { parsed, .. } => vec![parsed],
+        Statement::Cgroup {
+            entries, parsed, ..
+        } => std::iter::once(parsed)
+            .chain(entries.iter().filter_map(|e| match &e.node {
+                CgroupEntry::Io { parsed, .. } => Some(*parsed),
+                CgroupEntry::Value { .. } => None,
+            }))
+            .collect(),
+        other => panic!("{body:?}: {other:?}"),
+    };
+    (marks, out.diagnostics.len())
+}
+
+#[test]
+fn blocks_with_an_entry_that_did_not_parse_are_marked_recovered() {
+    use Parsed::{Clean, Recovered};
+    let cases: [(&str, &str, Vec<Parsed>); 5] = [
+        (
+            "seccomp strict-allowlist { read write execve }",
+            "seccomp strict-allowlist { read, write execve }",
+            vec![Recovered],
+        ),
+        (
+            "limits { cpu 30 s }",
+            "limits { cpu 30 s; cpux 1 }",
+            vec![Recovered],
+        ),
+        (
+            "landlock { allow-exec \"/a\" }",
+            "landlock { allow-exec \"/a\"; alow-exec \"/b\" }",
+            vec![Recovered],
+        ),
+        (
+            "cgroup parent \"/p\" runner \"/r\" { pids 5; io 8:1 { read 1 iops } }",
+            "cgroup parent \"/p\" runner \"/r\" { pids 5; memroy 1 MiB; io 8:1 { read 1 iops } }",
+            vec![Recovered, Clean],
+        ),
+        (
+            "cgroup parent \"/p\" runner \"/r\" { pids 5; io 8:1 { read 1 iops } }",
+            "cgroup parent \"/p\" runner \"/r\" { pids 5; io 8:1 { read 1 iops; wrte 1 iops } }",
+            vec![Clean, Recovered],
+        ),
+    ];
+    for (clean, broken, want) in cases {
+        let (marks, diags) = parsed_marks(clean);
+        assert_eq!(diags, 0, "{clean:?}");
+        assert!(marks.iter().all(|&m| m == Clean), "{clean:?}: {marks:?}");
+        let (marks, diags) = parsed_marks(broken);
+        assert_eq!(diags, 1, "{broken:?}");
+        assert_eq!(marks, want, "{broken:?}");
+    }
 }

@@ -15,6 +15,7 @@
 //!
 //! [tree-sitter]: https://tree-sitter.github.io/
 
+#![warn(missing_docs)]
 mod sys;
 
 /// The tree-sitter language of `.splashpol` files.
