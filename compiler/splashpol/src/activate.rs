@@ -56,10 +56,16 @@ pub(crate) struct PolicyIdentity(blake3::Hash);
 
 impl PolicyIdentity {
     /// The identity of `policy`.
+    /// Computed once per `Policy` value and cached in it.
     pub(crate) fn of(policy: &Policy) -> Result<Self, ActivationError> {
-        let mut hasher = blake3::Hasher::new();
-        serde_json::to_writer(&mut hasher, policy).map_err(ActivationError::Identity)?;
-        Ok(Self(hasher.finalize()))
+        policy
+            .identity_cache()
+            .get_or_try(|| {
+                let mut hasher = blake3::Hasher::new();
+                serde_json::to_writer(&mut hasher, policy).map_err(ActivationError::Identity)?;
+                Ok(hasher.finalize())
+            })
+            .map(Self)
     }
 }
 

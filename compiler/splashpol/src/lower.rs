@@ -1518,6 +1518,25 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_cached_identity_is_the_identity_computed_afresh() {
+        let policy = checked(&sample_raw());
+        let first = activate(&policy, Some(&manifest(&[]))).expect("activation");
+        // `policy` now carries its identity; a clone carries the cache, a
+        // policy rebuilt from the same fields starts without one.
+        let rebuilt = Policy::try_from(policy.clone().into_raw()).expect("rebuilt");
+        assert!(first.is_for(&policy).expect("identity"));
+        assert!(first.is_for(&policy.clone()).expect("identity"));
+        assert!(first.is_for(&rebuilt).expect("identity"));
+        // A changed policy built after the cache was filled is another one.
+        let mut raw = policy.clone().into_raw();
+        raw.max_active_file_roots = 0;
+        let changed = Policy::try_from(raw).expect("changed");
+        assert!(!first.is_for(&changed).expect("identity"));
+        let second = activate(&changed, Some(&manifest(&[]))).expect("activation");
+        assert!(!second.is_for(&policy).expect("identity"));
+    }
+
+    #[test]
     fn output_is_deterministic() {
         let policy = sample_raw();
         let a = serde_json::to_string(&plain(&policy, None).expect("plan")).expect("json");
