@@ -472,7 +472,7 @@ fn a_runner_that_never_joins_or_exits_fails_the_launch_and_leaves_nothing() {
     let SpawnError::Cgroup(CgroupError::RunnerExited { status, .. }) = &err else {
         panic!("{err:?}");
     };
-    assert_eq!(status, "exit status 3");
+    assert_eq!(status.to_string(), "exit status 3");
     assert!(parent.children().is_empty());
     assert!(live_children().is_empty());
     drop(bound);

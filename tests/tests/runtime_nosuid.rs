@@ -74,7 +74,7 @@ fn policy(bwrap: &Path, probe_dir: &TempDir, root: &Path, binding: Binding) -> T
     policy
 }
 
-fn refused_root(err: &BindError) -> (&str, &str) {
+fn refused_root(err: &BindError) -> (&str, &Path) {
     match err {
         BindError::SetId(SetIdError::HonoursSetId { root, mount, .. }) => (root, mount),
         other => panic!("expected the nosuid refusal, got {other}"),
@@ -109,7 +109,7 @@ fn a_read_write_root_on_a_mount_that_honours_set_user_id_bits_is_refused_for_a_r
         let err = BoundCommand::bind(plan).expect_err("a root worker on a suid mount");
         let (name, mount) = refused_root(&err);
         assert_eq!(name, "output", "{binding:?}");
-        assert_eq!(mount, "/", "{binding:?}: {err}");
+        assert_eq!(mount, Path::new("/"), "{binding:?}: {err}");
         let shown = err.to_string();
         for part in [
             &format!("read-write root `output` (`{}`)", root.path().display()),
@@ -139,7 +139,7 @@ fn a_read_write_root_on_a_mount_that_honours_set_user_id_bits_is_refused_for_a_r
     assert!(run("umount", &[inner.path().as_os_str()]));
     let err = outcome.expect_err("a suid mount beneath the root");
     let (name, mount) = refused_root(&err);
-    assert_eq!((name, mount), ("output", &*inner.path().to_string_lossy()));
+    assert_eq!((name, mount), ("output", inner.path()));
 
     // A nosuid bind of a directory that its filesystem's suid-honouring
     // mount still shows elsewhere (here `/` at the directory's own path) is
@@ -175,8 +175,8 @@ fn a_read_write_root_on_a_mount_that_honours_set_user_id_bits_is_refused_for_a_r
             ..
         }) => {
             assert_eq!(name, "output");
-            assert_eq!(mount, "/");
-            assert_eq!(appears, &root.path().display().to_string());
+            assert_eq!(mount, Path::new("/"));
+            assert_eq!(appears, root.path());
         }
         other => panic!("expected the other-mount refusal, got {other}"),
     }

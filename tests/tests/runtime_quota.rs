@@ -16,7 +16,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use runtime_support::{
     Binding, NosuidArea, TempDir, TestPolicy, edited, host_with_probe, probe_policy, serial,
 };
-use splash_runtime::quota::{DirectoryProject, Interface, ProjectUsage, QIF_REQUIRED, QuotaState};
+use splash_runtime::quota::{
+    DirectoryProject, Interface, ProjectUsage, QIF_REQUIRED, QuotaState, QuotaUnit,
+};
 use splash_runtime::{
     BindError, BindOptions, BoundCommand, KernelQuotaInspector, QuotaError, QuotaInspector,
 };
@@ -261,7 +263,10 @@ fn bind_fails_closed_without_kernel_project_quotas() {
     assert!(
         matches!(
             err,
-            BindError::AggregateQuota(QuotaError::AggregateExceeded { what: "byte", .. })
+            BindError::AggregateQuota(QuotaError::AggregateExceeded {
+                what: QuotaUnit::Byte,
+                ..
+            })
         ),
         "{err}"
     );
@@ -346,7 +351,7 @@ fn bind_refuses_a_raw_writable_mount_under_an_aggregate() {
     )
     .expect_err("raw writable mount under an aggregate");
     assert!(
-        matches!(&err, BindError::UnverifiedWritableMount { destination } if destination == "/workspace/raw"),
+        matches!(&err, BindError::UnverifiedWritableMount { destination } if destination.as_str() == "/workspace/raw"),
         "{err}"
     );
 }

@@ -35,7 +35,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use splash_manifest::{CapabilityManifest, ResourceKind};
+use splash_manifest::{CapabilityManifest, ManifestError, ResourceKind};
 
 use crate::model::{FileRootKind, Policy, PrivateTmp, SelectorId};
 
@@ -65,12 +65,16 @@ pub(crate) struct PolicyIdentity(blake3::Hash);
 
 impl PolicyIdentity {
     /// The identity of `policy`.
+    /// Computed once per `Policy` value and cached in it.
     pub(crate) fn of(policy: &Policy) -> Result<Self, ActivationError> {
-        let mut hasher = blake3::Hasher::new();
-        serde_json::to_writer(&mut hasher, policy).map_err(|e| ActivationError::Identity {
-            reason: e.to_string(),
-        })?;
-        Ok(Self(hasher.finalize()))
+        policy
+            .identity_cache()
+            .get_or_try(|| {
+                let mut hasher = blake3::Hasher::new();
+                serde_json::to_writer(&mut hasher, policy).map_err(ActivationError::Identity)?;
+                Ok(hasher.finalize())
+            })
+            .map(Self)
     }
 }
 
@@ -136,14 +140,13 @@ impl Activation {
 ///
 /// Ids in these errors come from the manifest or the policy and are tokens
 /// (`a-z`, `0-9`, `.`, `_`, `-`), so they are safe to show.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ActivationError {
-    /// Step 0: [`CapabilityManifest::validate`] refused the manifest.
-    #[error("the manifest is invalid: {reason}")]
-    InvalidManifest {
-        /// The validation error, rendered.
-        reason: String,
-    },
+    /// Step 0: [`CapabilityManifest::validate`] refused the manifest (the
+    /// manifest rule it breaks).
+    #[error("the manifest is invalid: {0}")]
+    InvalidManifest(#[source] ManifestError),
     /// Step 2: the grants together select more distinct `file_root` ids than
     /// the policy's `active-roots max` ([`Policy::max_active_file_roots`]).
     /// Checked before any id is resolved, so unknown ids over the bound are
@@ -252,13 +255,10 @@ pub enum ActivationError {
         /// The aggregate inode bound.
         max_inodes: u64,
     },
-    /// The policy could not be serialized to compute its identity; a bug,
-    /// not a property of the manifest.
-    #[error("internal error: cannot compute the policy's identity: {reason}")]
-    Identity {
-        /// The serialization error, rendered.
-        reason: String,
-    },
+    /// The policy could not be serialized to compute its identity (the
+    /// serializer's error); a bug, not a property of the manifest.
+    #[error("internal error: cannot compute the policy's identity: {0}")]
+    Identity(#[source] serde_json::Error),
 }
 
 fn describe_mismatch(not_in_broker: &[SelectorId], not_in_manifest: &[SelectorId]) -> String {
@@ -300,9 +300,7 @@ pub fn activate(
     manifest: Option<&CapabilityManifest>,
 ) -> Result<Activation, ActivationError> {
     if let Some(m) = manifest {
-        m.validate().map_err(|e| ActivationError::InvalidManifest {
-            reason: e.to_string(),
-        })?;
+        m.validate().map_err(ActivationError::InvalidManifest)?;
     }
     let (session_id, file_roots, network_origins) = match manifest {
         Some(m) => select(policy, m)?,
@@ -487,7 +485,8 @@ mod tests {
             (zero, "max_calls = 0"),
         ] {
             match activate(&checked(&policy), Some(&m)) {
-                Err(ActivationError::InvalidManifest { reason }) => {
+                Err(ActivationError::InvalidManifest(reason)) => {
+                    let reason = reason.to_string();
                     assert!(reason.contains(needle), "{reason}");
                 }
                 other => panic!("expected an invalid manifest, got {other:?}"),
@@ -518,22 +517,31 @@ mod tests {
         let policy = sample_raw();
         let err = activate(&checked(&policy), Some(&manifest(&[(K::FileRoot, "nope")])))
             .expect_err("unknown");
-        assert_eq!(err, ActivationError::UnknownFileRoot { id: id("nope") });
+        assert!(
+            matches!(&err, ActivationError::UnknownFileRoot { id: got } if *got == id("nope")),
+            "{err:?}"
+        );
         assert!(err.to_string().contains("`nope`"));
         let err = activate(&checked(&policy), Some(&manifest(&[(K::Executable, "sh")])))
             .expect_err("exe");
-        assert_eq!(err, ActivationError::ExecutableSelector { id: id("sh") });
+        assert!(
+            matches!(&err, ActivationError::ExecutableSelector { id: got } if *got == id("sh")),
+            "{err:?}"
+        );
         let err =
             activate(&checked(&policy), Some(&manifest(&[(K::Secret, "k")]))).expect_err("secret");
-        assert_eq!(err, ActivationError::SecretSelector { id: id("k") });
+        assert!(
+            matches!(&err, ActivationError::SecretSelector { id: got } if *got == id("k")),
+            "{err:?}"
+        );
         let err = activate(
             &checked(&policy),
             Some(&manifest(&[(K::NetworkOrigin, "api")])),
         )
         .expect_err("net");
-        assert_eq!(
-            err,
-            ActivationError::NetworkOriginWithoutBroker { id: id("api") }
+        assert!(
+            matches!(&err, ActivationError::NetworkOriginWithoutBroker { id: got } if *got == id("api")),
+            "{err:?}"
         );
     }
 
@@ -543,9 +551,13 @@ mod tests {
         policy.max_active_file_roots = 1;
         // Two unknown selectors: the bound is reported, not the unknown ids.
         let m = manifest(&[(K::FileRoot, "x"), (K::FileRoot, "y")]);
-        assert_eq!(
-            activate(&checked(&policy), Some(&m)),
-            Err(ActivationError::TooManyActiveRoots { count: 2, max: 1 })
+        let err = activate(&checked(&policy), Some(&m)).expect_err("too many roots");
+        assert!(
+            matches!(
+                err,
+                ActivationError::TooManyActiveRoots { count: 2, max: 1 }
+            ),
+            "{err:?}"
         );
         policy.max_active_file_roots = 0;
         assert!(activate(&checked(&policy), Some(&manifest(&[]))).is_ok());
@@ -620,6 +632,9 @@ mod tests {
         policy.tmp = PrivateTmp::Unbounded;
         policy.bounded_writes = false;
         let err = activate(&checked(&policy), Some(&manifest(&[]))).expect_err("unbounded tmp");
-        assert_eq!(err, ActivationError::UnboundedTmpWithEphemeralBound);
+        assert!(
+            matches!(err, ActivationError::UnboundedTmpWithEphemeralBound),
+            "{err:?}"
+        );
     }
 }

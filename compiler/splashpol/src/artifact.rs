@@ -86,15 +86,16 @@ pub struct Artifact {
 /// the source digest's form, the policy digest, and finally the policy's
 /// invariants.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ArtifactError {
     /// The bytes are not JSON of the artifact's shape: not JSON at all, a
     /// missing or mistyped field, or an unknown field anywhere (including
     /// inside the policy).
     #[error("not a compiled policy artifact: {0}")]
     Decode(#[source] serde_json::Error),
-    /// The `format` field (carried here) is not [`FORMAT`].
+    /// The `format` field is not [`FORMAT`] (the tag found).
     #[error("artifact format is `{0}`; expected `{FORMAT}`")]
-    Format(String),
+    Format(FoundText),
     /// The `version` field (carried here) is not [`VERSION`]; reported before
     /// the rest of the document is decoded, so a future version's new fields
     /// do not hide it.
@@ -107,14 +108,14 @@ pub enum ArtifactError {
     )]
     Digest {
         /// The `policy_digest` field as stored in the artifact.
-        stored: String,
+        stored: FoundText,
         /// The digest of the policy as decoded and re-serialized.
-        computed: String,
+        computed: blake3::Hash,
     },
-    /// The `source_digest` field (carried here) is not 64 lowercase hex
-    /// digits.
+    /// The `source_digest` field is not 64 lowercase hex digits (the text
+    /// found).
     #[error("artifact source digest `{0}` is not a 64-digit lowercase hex BLAKE3 digest")]
-    SourceDigest(String),
+    SourceDigest(FoundText),
     /// The policy decodes and its digest matches, but it breaks an invariant
     /// lowering relies on (for example pinned executables without pinned
     /// mounts): a resealed, weakened policy is refused here.
@@ -124,6 +125,42 @@ pub enum ArtifactError {
     /// writing); not expected for a valid policy.
     #[error("cannot serialize the policy: {0}")]
     Encode(#[source] serde_json::Error),
+}
+
+/// Text read from an artifact that is not what it must be, kept for the
+/// error message. The file is untrusted, so it is shown with control
+/// characters, quotes and backslashes escaped, and cut after
+/// [`FoundText::MAX_SHOWN_CHARS`] characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FoundText(String);
+
+impl FoundText {
+    /// At most this many characters are shown.
+    pub const MAX_SHOWN_CHARS: usize = 80;
+
+    /// The text as read.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<String> for FoundText {
+    fn from(text: String) -> Self {
+        Self(text)
+    }
+}
+
+impl std::fmt::Display for FoundText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut chars = self.0.chars();
+        for c in chars.by_ref().take(Self::MAX_SHOWN_CHARS) {
+            write!(f, "{}", c.escape_debug())?;
+        }
+        if chars.next().is_some() {
+            f.write_str("…")?;
+        }
+        Ok(())
+    }
 }
 
 /// The lowercase hex BLAKE3 digest of `bytes` (64 characters from `0-9a-f`):
@@ -184,7 +221,7 @@ pub fn load(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
     }
     let header: Header = serde_json::from_slice(bytes).map_err(ArtifactError::Decode)?;
     if header.format != FORMAT {
-        return Err(ArtifactError::Format(header.format));
+        return Err(ArtifactError::Format(header.format.into()));
     }
     if header.version != VERSION {
         return Err(ArtifactError::Version(header.version));
@@ -204,13 +241,13 @@ pub fn load(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
     let is_hex =
         |s: &str| s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
     if !is_hex(&raw.source_digest) {
-        return Err(ArtifactError::SourceDigest(raw.source_digest));
+        return Err(ArtifactError::SourceDigest(raw.source_digest.into()));
     }
     let json = serde_json::to_vec(&raw.policy).map_err(ArtifactError::Encode)?;
-    let computed = digest(&json);
-    if computed != raw.policy_digest {
+    let computed = blake3::hash(&json);
+    if computed.to_hex().as_str() != raw.policy_digest {
         return Err(ArtifactError::Digest {
-            stored: raw.policy_digest,
+            stored: raw.policy_digest.into(),
             computed,
         });
     }
@@ -298,6 +335,31 @@ mod tests {
             load(&serde_json::to_vec(&a).expect("json")),
             Err(ArtifactError::SourceDigest(_))
         ));
+    }
+
+    #[test]
+    fn found_text_is_escaped_and_cut() {
+        let good: Edited =
+            serde_json::from_slice(&write(&sample(), b"s").expect("write")).expect("json");
+        let mut a = good.clone();
+        a.format = "other\u{1b}[2J".into();
+        let err = load(&serde_json::to_vec(&a).expect("json")).expect_err("format");
+        assert_eq!(
+            err.to_string(),
+            "artifact format is `other\\u{1b}[2J`; expected `splashpol-compiled`"
+        );
+        // Control: a plain tag is shown as it is.
+        a.format = "other".into();
+        let err = load(&serde_json::to_vec(&a).expect("json")).expect_err("format");
+        assert_eq!(
+            err.to_string(),
+            "artifact format is `other`; expected `splashpol-compiled`"
+        );
+        let mut a = good;
+        a.source_digest = "x".repeat(1000);
+        let err = load(&serde_json::to_vec(&a).expect("json")).expect_err("digest");
+        let shown = format!("`{}…`", "x".repeat(FoundText::MAX_SHOWN_CHARS));
+        assert!(err.to_string().contains(&shown), "{err}");
     }
 
     #[test]

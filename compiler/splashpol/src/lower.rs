@@ -57,8 +57,8 @@ pub enum InvariantError {
     /// A tmpfs size outside 1 byte to [`MAX_TMPFS_BYTES`].
     #[error("{what} size {size} is outside 1..={MAX_TMPFS_BYTES} bytes")]
     TmpfsSize {
-        /// What is concerned.
-        what: String,
+        /// The tmpfs concerned.
+        what: Tmpfs,
         /// The size.
         size: u64,
     },
@@ -73,26 +73,27 @@ pub enum InvariantError {
     /// Two mounts overlap.
     #[error("{a} and {b} overlap")]
     Overlap {
-        /// The first mount.
-        a: String,
+        /// The first mount (boxed: this error is rare and keeps the
+        /// others small).
+        a: Box<Destination>,
         /// The second mount.
-        b: String,
+        b: Box<Destination>,
     },
     /// A program outside every read-only runtime mount.
     #[error("{what} `{path}` is not inside a read-only runtime mount")]
     OutsideRuntime {
-        /// What is concerned.
-        what: &'static str,
+        /// The program concerned.
+        what: Program,
         /// The path involved.
         path: SandboxPath,
     },
     /// Two controls use the same sandbox path.
     #[error("{a} and {b} use the same path `{path}`")]
     SamePath {
-        /// The first control.
-        a: &'static str,
-        /// The second control.
-        b: &'static str,
+        /// The first program.
+        a: Program,
+        /// The second program.
+        b: Program,
         /// The path involved.
         path: SandboxPath,
     },
@@ -113,18 +114,15 @@ pub enum InvariantError {
     CombinedRunnerPath,
     /// A strict seccomp allowlist that breaks a rule (which one).
     #[error("the strict seccomp allowlist {0}")]
-    StrictAllowlist(&'static str),
+    StrictAllowlist(AllowlistDefect),
     /// More Landlock targets than [`MAX_LANDLOCK_TARGETS`] (the count).
     #[error(
         "the landlock runner lists {0} explicit targets; at most {MAX_LANDLOCK_TARGETS} are allowed"
     )]
     TooManyLandlockTargets(usize),
-    /// A string with a NUL byte.
-    #[error("{what} contains a NUL byte")]
-    Nul {
-        /// What is concerned.
-        what: &'static str,
-    },
+    /// A worker argument with a NUL byte.
+    #[error("a worker argument contains a NUL byte")]
+    WorkerArgumentNul,
     /// An active read-write host root without a project quota, and the
     /// policy does not allow unbounded host writes.
     #[error(
@@ -147,12 +145,79 @@ pub enum InvariantError {
         /// The root's id.
         id: SelectorId,
         /// Why.
-        reason: &'static str,
+        reason: QuotaRootDefect,
     },
 }
 
+/// A program a policy names: the worker, a runner or an allowed target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Program {
+    /// The worker.
+    Worker,
+    /// The combined runner.
+    CombinedRunner,
+    /// The limit runner.
+    LimitRunner,
+    /// The Landlock runner.
+    LandlockRunner,
+    /// An executable the Landlock runner allows.
+    AllowedExecutable,
+    /// A descriptor-pinned executable.
+    Executable,
+}
+
+impl std::fmt::Display for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Worker => "the worker",
+            Self::CombinedRunner => "the combined runner",
+            Self::LimitRunner => "the limit runner",
+            Self::LandlockRunner => "the landlock runner",
+            Self::AllowedExecutable => "the allowed executable",
+            Self::Executable => "an executable",
+        })
+    }
+}
+
+/// Which rule a strict seccomp allowlist breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AllowlistDefect {
+    /// It lists no system call.
+    #[error("is empty")]
+    Empty,
+    /// It lists more than [`MAX_STRICT_SYSCALLS`] system calls.
+    #[error("has more than {MAX_STRICT_SYSCALLS} entries")]
+    TooLong,
+    /// It does not allow `execve`.
+    #[error("does not allow `execve`")]
+    NoExecve,
+}
+
+/// Which quota rule a quota root breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum QuotaRootDefect {
+    /// The policy does not pin mounts by descriptor.
+    #[error("requires descriptor-pinned mounts")]
+    NeedsPinMounts,
+    /// The policy allows further user namespaces.
+    #[error("requires no further user namespaces")]
+    NeedsNoUserNamespaces,
+    /// The policy sets no aggregate quota bound.
+    #[error("requires an aggregate quota bound")]
+    NeedsAggregate,
+    /// The root's project id is 0.
+    #[error("has project id 0")]
+    ProjectZero,
+    /// The root's byte or inode ceiling is 0.
+    #[error("has a zero byte or inode ceiling")]
+    ZeroCeiling,
+}
+
 /// Why a plan could not be produced.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LowerError {
     /// The policy breaks an invariant lowering relies on.
@@ -168,25 +233,26 @@ pub enum LowerError {
     #[error("the plan needs {0} descriptor pins; at most 65535 are possible")]
     TooManyPins(usize),
     /// The seccomp compiler refused the profile.
-    #[error("cannot build the {profile} seccomp program for {arch}: {error}")]
+    #[error("cannot build the {profile} seccomp program for {}: {error}", .arch.name())]
     Seccomp {
-        /// The profile's name.
-        profile: String,
+        /// The profile.
+        profile: SeccompProfile,
         /// The architecture.
-        arch: &'static str,
+        arch: Arch,
         /// The compiler's error.
         #[source]
         error: splash_seccomp::CompileError,
     },
     /// The seccomp compiler returned an empty program (a bug).
     #[error(
-        "cannot build the {profile} seccomp program for {arch}: the seccomp compiler produced an empty program"
+        "cannot build the {profile} seccomp program for {}: the seccomp compiler produced an empty program",
+        .arch.name()
     )]
     EmptySeccomp {
-        /// The profile's name.
-        profile: String,
+        /// The profile.
+        profile: SeccompProfile,
         /// The architecture.
-        arch: &'static str,
+        arch: Arch,
     },
     /// The Bubblewrap argument list is too large.
     #[error("the bubblewrap argument list is too large: {0}")]
@@ -194,6 +260,63 @@ pub enum LowerError {
     /// Lowering produced a launch plan its constructor refused (a bug).
     #[error("internal error: lowering produced an invalid launch plan: {0}")]
     Plan(#[from] PlanError),
+}
+
+/// A tmpfs whose size a policy sets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Tmpfs {
+    /// The private `/tmp`.
+    PrivateTmp,
+    /// The ephemeral root with this id.
+    EphemeralRoot(SelectorId),
+}
+
+impl std::fmt::Display for Tmpfs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::PrivateTmp => f.write_str("private `/tmp`"),
+            Self::EphemeralRoot(id) => write!(f, "ephemeral root `{id}`"),
+        }
+    }
+}
+
+/// A worker-visible mount destination, as an overlap names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Destination {
+    /// The sandbox's `/proc`.
+    Proc,
+    /// The sandbox's `/dev`.
+    Dev,
+    /// The private `/tmp`.
+    PrivateTmp,
+    /// A runtime mount at this destination.
+    RuntimeMount(SandboxPath),
+    /// A file root.
+    FileRoot {
+        /// The root's id.
+        id: SelectorId,
+        /// Where it is mounted.
+        destination: SandboxPath,
+    },
+    /// The network broker's directory at this destination.
+    NetworkBroker(SandboxPath),
+}
+
+impl std::fmt::Display for Destination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Proc => f.write_str("`/proc`"),
+            Self::Dev => f.write_str("`/dev`"),
+            Self::PrivateTmp => f.write_str("the private `/tmp`"),
+            Self::RuntimeMount(d) => write!(f, "runtime mount `{d}`"),
+            Self::FileRoot { id, destination } => {
+                write!(f, "file root `{id}` at `{destination}`")
+            }
+            Self::NetworkBroker(d) => write!(f, "the network broker at `{d}`"),
+        }
+    }
 }
 
 fn fixed(path: &str) -> SandboxPath {
@@ -228,7 +351,7 @@ pub(crate) fn check_invariants(policy: &RawPolicy) -> Result<(), InvariantError>
         && !size_ok(size_bytes)
     {
         return Err(InvariantError::TmpfsSize {
-            what: "private `/tmp`".into(),
+            what: Tmpfs::PrivateTmp,
             size: size_bytes,
         });
     }
@@ -246,7 +369,7 @@ pub(crate) fn check_invariants(policy: &RawPolicy) -> Result<(), InvariantError>
             && !size_ok(size_bytes)
         {
             return Err(InvariantError::TmpfsSize {
-                what: format!("ephemeral root `{}`", root.id),
+                what: Tmpfs::EphemeralRoot(root.id.clone()),
                 size: size_bytes,
             });
         }
@@ -272,19 +395,17 @@ pub(crate) fn check_invariants(policy: &RawPolicy) -> Result<(), InvariantError>
     }
     if let SeccompPolicy::StrictAllowlist { syscalls } = &policy.seccomp {
         if syscalls.is_empty() {
-            return Err(InvariantError::StrictAllowlist("is empty"));
+            return Err(InvariantError::StrictAllowlist(AllowlistDefect::Empty));
         }
         if syscalls.len() > MAX_STRICT_SYSCALLS {
-            return Err(InvariantError::StrictAllowlist("has more than 512 entries"));
+            return Err(InvariantError::StrictAllowlist(AllowlistDefect::TooLong));
         }
         if !syscalls.contains("execve") {
-            return Err(InvariantError::StrictAllowlist("does not allow `execve`"));
+            return Err(InvariantError::StrictAllowlist(AllowlistDefect::NoExecve));
         }
     }
     if policy.worker_args.iter().any(|a| a.contains('\0')) {
-        return Err(InvariantError::Nul {
-            what: "a worker argument",
-        });
+        return Err(InvariantError::WorkerArgumentNul);
     }
     Ok(())
 }
@@ -293,30 +414,49 @@ pub(crate) fn check_invariants(policy: &RawPolicy) -> Result<(), InvariantError>
 /// order can never hide an earlier mount. Linear in the number of path
 /// components: each destination looks up itself and its ancestors.
 fn check_destinations(policy: &RawPolicy) -> Result<(), InvariantError> {
-    let mut dests: Vec<(String, &SandboxPath)> = Vec::new();
+    /// What a destination belongs to; made into a [`Destination`] only
+    /// for the error.
+    enum Owner<'a> {
+        Proc,
+        Dev,
+        Tmp,
+        Runtime,
+        Root(&'a SelectorId),
+        Broker,
+    }
+    let mut dests: Vec<(Owner<'_>, &SandboxPath)> = Vec::new();
     let proc_ = fixed("/proc");
     let dev = fixed("/dev");
     let tmp = fixed("/tmp");
-    dests.push(("`/proc`".into(), &proc_));
-    dests.push(("`/dev`".into(), &dev));
+    dests.push((Owner::Proc, &proc_));
+    dests.push((Owner::Dev, &dev));
     if policy.tmp != PrivateTmp::Off {
-        dests.push(("the private `/tmp`".into(), &tmp));
+        dests.push((Owner::Tmp, &tmp));
     }
     for m in &policy.runtime_mounts {
-        dests.push((format!("runtime mount `{}`", m.destination), &m.destination));
+        dests.push((Owner::Runtime, &m.destination));
     }
     for r in &policy.file_roots {
-        dests.push((
-            format!("file root `{}` at `{}`", r.id, r.destination),
-            &r.destination,
-        ));
+        dests.push((Owner::Root(&r.id), &r.destination));
     }
     if let Some(b) = &policy.network_broker {
-        dests.push((
-            format!("the network broker at `{}`", b.destination),
-            &b.destination,
-        ));
+        dests.push((Owner::Broker, &b.destination));
     }
+    let named = |i: usize| {
+        let (owner, path) = &dests[i];
+        let path = (*path).clone();
+        match owner {
+            Owner::Proc => Destination::Proc,
+            Owner::Dev => Destination::Dev,
+            Owner::Tmp => Destination::PrivateTmp,
+            Owner::Runtime => Destination::RuntimeMount(path),
+            Owner::Root(id) => Destination::FileRoot {
+                id: (*id).clone(),
+                destination: path,
+            },
+            Owner::Broker => Destination::NetworkBroker(path),
+        }
+    };
     // The first index of each destination; a repeated one overlaps it.
     let mut first: std::collections::HashMap<&str, usize> =
         std::collections::HashMap::with_capacity(dests.len());
@@ -346,8 +486,8 @@ fn check_destinations(policy: &RawPolicy) -> Result<(), InvariantError> {
     }
     match worst {
         Some((later, earlier)) => Err(InvariantError::Overlap {
-            a: dests[earlier].0.clone(),
-            b: dests[later].0.clone(),
+            a: Box::new(named(earlier)),
+            b: Box::new(named(later)),
         }),
         None => Ok(()),
     }
@@ -356,24 +496,24 @@ fn check_destinations(policy: &RawPolicy) -> Result<(), InvariantError> {
 /// The worker and every runner or allowed target is a distinct path inside
 /// a read-only runtime mount.
 fn check_executables(policy: &RawPolicy) -> Result<(), InvariantError> {
-    let mut named: Vec<(&'static str, &SandboxPath)> = vec![("the worker", &policy.worker)];
+    let mut named: Vec<(Program, &SandboxPath)> = vec![(Program::Worker, &policy.worker)];
     if let Some(c) = &policy.combined_runner {
         // One-hop mode: only the combined runner executes; the `limits` and
         // `landlock` blocks contribute their settings, not their paths.
-        named.push(("the combined runner", c));
+        named.push((Program::CombinedRunner, c));
     } else {
         if let Some(l) = &policy.limit_runner {
-            named.push(("the limit runner", &l.path));
+            named.push((Program::LimitRunner, &l.path));
         }
         if let Some(l) = &policy.landlock_runner {
-            named.push(("the landlock runner", &l.path));
+            named.push((Program::LandlockRunner, &l.path));
         }
     }
     for (i, (what, path)) in named.iter().enumerate() {
         if let Some((other, _)) = named[..i].iter().find(|(_, p)| p == path) {
             return Err(InvariantError::SamePath {
-                a: other,
-                b: what,
+                a: *other,
+                b: *what,
                 path: (*path).clone(),
             });
         }
@@ -382,7 +522,7 @@ fn check_executables(policy: &RawPolicy) -> Result<(), InvariantError> {
         if l.allow_exec.len() > MAX_LANDLOCK_TARGETS {
             return Err(InvariantError::TooManyLandlockTargets(l.allow_exec.len()));
         }
-        named.extend(l.allow_exec.iter().map(|p| ("the allowed executable", p)));
+        named.extend(l.allow_exec.iter().map(|p| (Program::AllowedExecutable, p)));
     }
     for (what, path) in named {
         if host_behind(policy, path).is_none() {
@@ -437,19 +577,19 @@ pub fn check_active_root(policy: &Policy, root: &FileRoot) -> Result<(), Invaria
                 })
             };
             if !policy.pin_mounts() {
-                return fail("requires descriptor-pinned mounts");
+                return fail(QuotaRootDefect::NeedsPinMounts);
             }
             if !policy.no_further_user_namespaces() {
-                return fail("requires no further user namespaces");
+                return fail(QuotaRootDefect::NeedsNoUserNamespaces);
             }
             if policy.aggregate_quota().is_none() {
-                return fail("requires an aggregate quota bound");
+                return fail(QuotaRootDefect::NeedsAggregate);
             }
             if q.project_id == 0 {
-                return fail("has project id 0");
+                return fail(QuotaRootDefect::ProjectZero);
             }
             if q.max_bytes == 0 || q.max_inodes == 0 {
-                return fail("has a zero byte or inode ceiling");
+                return fail(QuotaRootDefect::ZeroCeiling);
             }
         }
         (Access::ReadOnly, None) => {}
@@ -665,7 +805,7 @@ pub fn lower(
         for (path, role) in executables(policy) {
             let host =
                 host_behind(policy.raw(), path).ok_or_else(|| InvariantError::OutsideRuntime {
-                    what: "an executable",
+                    what: Program::Executable,
                     path: path.clone(),
                 })?;
             let slot = pins.add(host, PinKind::Executable, role)?;
@@ -870,24 +1010,24 @@ fn seccomp_plan(
         splash_seccomp::Profile::StrictAllowlist(_) if has_exec_runner => SeccompDelivery::Runner,
         _ => SeccompDelivery::Bubblewrap,
     };
-    let name = profile.name();
+    let name = SeccompProfile::of(&profile);
     let program = splash_seccomp::compile_launch(&profile, arch, exec_allowlist)
         .map_err(|error| LowerError::Seccomp {
-            profile: name.to_string(),
-            arch: arch.name(),
+            profile: name,
+            arch,
             error,
         })?
         .to_bytes();
     if program.is_empty() {
         return Err(LowerError::EmptySeccomp {
-            profile: name.to_string(),
-            arch: arch.name(),
+            profile: name,
+            arch,
         });
     }
     Ok(Some(SeccompPlan {
         delivery,
         arch,
-        profile: SeccompProfile::of(&profile),
+        profile: name,
         exec_allowlist_guard: exec_allowlist,
         program,
     }))
@@ -1183,9 +1323,13 @@ pub(crate) mod tests {
         policy.pin_executables = false;
         // The serialized `limits` and `landlock` settings must name the
         // combined runner, as the checker writes them.
-        assert_eq!(
-            plain(&policy, None),
-            Err(LowerError::Invariant(InvariantError::CombinedRunnerPath))
+        let err = plain(&policy, None).expect_err("another runner");
+        assert!(
+            matches!(
+                err,
+                LowerError::Invariant(InvariantError::CombinedRunnerPath)
+            ),
+            "{err:?}"
         );
         if let Some(l) = &mut policy.limit_runner {
             l.path = one.clone();
@@ -1258,9 +1402,9 @@ pub(crate) mod tests {
         assert_eq!(check_invariants(&policy), Ok(()), "registering is fine");
         let m = manifest(&[(ResourceKind::FileRoot, "out")]);
         let err = plain(&policy, Some(&m)).expect_err("active raw root");
-        assert_eq!(
-            err,
-            LowerError::Invariant(InvariantError::UnboundedWritableRoot(id("out")))
+        assert!(
+            matches!(&err, LowerError::Invariant(InvariantError::UnboundedWritableRoot(got)) if *got == id("out")),
+            "{err:?}"
         );
         policy.allow_unbounded_host_writes = true;
         let plan = plain(&policy, Some(&m)).expect("escape hatch");
@@ -1271,9 +1415,9 @@ pub(crate) mod tests {
         );
         policy.bounded_writes = true;
         let err = plain(&policy, Some(&m)).expect_err("bounded writes override the hatch");
-        assert_eq!(
-            err,
-            LowerError::Invariant(InvariantError::UnverifiedRootUnderBoundedWrites(id("out")))
+        assert!(
+            matches!(&err, LowerError::Invariant(InvariantError::UnverifiedRootUnderBoundedWrites(got)) if *got == id("out")),
+            "{err:?}"
         );
 
         // Overlapping destinations.
@@ -1367,10 +1511,29 @@ pub(crate) mod tests {
         changed.max_active_file_roots = 0;
         let changed = checked(&changed);
         let err = lower(&changed, &a, Arch::X86_64, "00").expect_err("another policy");
-        assert_eq!(err, LowerError::ForeignActivation);
+        assert!(matches!(err, LowerError::ForeignActivation), "{err:?}");
         // An identical policy is the same policy.
         assert!(a.is_for(&sample()).expect("identity"));
         assert!(!a.is_for(&changed).expect("identity"));
+    }
+
+    #[test]
+    fn a_cached_identity_is_the_identity_computed_afresh() {
+        let policy = checked(&sample_raw());
+        let first = activate(&policy, Some(&manifest(&[]))).expect("activation");
+        // `policy` now carries its identity; a clone carries the cache, a
+        // policy rebuilt from the same fields starts without one.
+        let rebuilt = Policy::try_from(policy.clone().into_raw()).expect("rebuilt");
+        assert!(first.is_for(&policy).expect("identity"));
+        assert!(first.is_for(&policy.clone()).expect("identity"));
+        assert!(first.is_for(&rebuilt).expect("identity"));
+        // A changed policy built after the cache was filled is another one.
+        let mut raw = policy.clone().into_raw();
+        raw.max_active_file_roots = 0;
+        let changed = Policy::try_from(raw).expect("changed");
+        assert!(!first.is_for(&changed).expect("identity"));
+        let second = activate(&changed, Some(&manifest(&[]))).expect("activation");
+        assert!(!second.is_for(&policy).expect("identity"));
     }
 
     #[test]

@@ -351,6 +351,42 @@ pub struct RawPolicy {
 pub struct Policy {
     raw: RawPolicy,
     runners: Runners,
+    identity: IdentityCache,
+}
+
+/// A policy's identity once computed (`activate` and `lower` both need it,
+/// and a `Policy` never changes after it is built). A cache takes no part
+/// in comparisons.
+#[derive(Clone, Default)]
+pub(crate) struct IdentityCache(std::sync::OnceLock<blake3::Hash>);
+
+impl IdentityCache {
+    /// The cached identity, computing it with `compute` the first time.
+    /// A failure is returned and not cached.
+    pub(crate) fn get_or_try<E>(
+        &self,
+        compute: impl FnOnce() -> Result<blake3::Hash, E>,
+    ) -> Result<blake3::Hash, E> {
+        if let Some(hash) = self.0.get() {
+            return Ok(*hash);
+        }
+        let hash = compute()?;
+        Ok(*self.0.get_or_init(|| hash))
+    }
+}
+
+impl PartialEq for IdentityCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for IdentityCache {}
+
+impl std::fmt::Debug for IdentityCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("IdentityCache")
+    }
 }
 
 /// The runners that execute before the worker.
@@ -435,7 +471,11 @@ impl TryFrom<RawPolicy> for Policy {
     fn try_from(raw: RawPolicy) -> Result<Self, Self::Error> {
         crate::lower::check_invariants(&raw)?;
         let runners = Runners::from_raw(&raw)?;
-        Ok(Self { raw, runners })
+        Ok(Self {
+            raw,
+            runners,
+            identity: IdentityCache::default(),
+        })
     }
 }
 
@@ -446,6 +486,11 @@ impl Serialize for Policy {
 }
 
 impl Policy {
+    /// The cache of the policy's identity (see `activate::PolicyIdentity`).
+    pub(crate) fn identity_cache(&self) -> &IdentityCache {
+        &self.identity
+    }
+
     /// The policy's fields, for editing; [`Policy::try_from`] validates
     /// them again.
     pub fn into_raw(self) -> RawPolicy {

@@ -589,7 +589,7 @@ pub enum PlanError {
     #[error("{what} names missing pin {slot}")]
     MissingPin {
         /// What names the pin.
-        what: &'static str,
+        what: SlotUser,
         /// The slot index.
         slot: u16,
     },
@@ -600,11 +600,11 @@ pub enum PlanError {
     #[error("{what} names pin {slot}, which is not {expected}")]
     WrongPin {
         /// What names the pin.
-        what: &'static str,
+        what: SlotUser,
         /// The slot index.
         slot: u16,
         /// The pin it must be.
-        expected: &'static str,
+        expected: PinExpectation,
     },
     /// The Bubblewrap pin holds another path than the plan's Bubblewrap.
     #[error("bubblewrap pin {slot} does not hold `{bwrap}`")]
@@ -617,17 +617,21 @@ pub enum PlanError {
     /// The seccomp program does not reach its installer, or a descriptor
     /// slot for it appears where it is not delivered.
     #[error("{0}")]
-    SeccompDelivery(&'static str),
+    SeccompDelivery(DeliveryDefect),
     /// The seccomp program is not a whole, nonempty number of instructions.
     #[error("the seccomp program is {0} bytes, not a whole nonzero number of instructions")]
     SeccompProgram(usize),
     /// The seccomp program is for another architecture than the plan.
-    #[error("the seccomp program is for {program}, the plan for {plan}")]
+    #[error(
+        "the seccomp program is for {}, the plan for {}",
+        .program.name(),
+        .plan.name()
+    )]
     SeccompArch {
         /// The program's architecture.
-        program: &'static str,
+        program: Arch,
         /// The plan's architecture.
-        plan: &'static str,
+        plan: Arch,
     },
     /// Standard streams other than the fixed ones, or an environment.
     #[error(
@@ -642,7 +646,104 @@ pub enum PlanError {
     QuotaWithoutAggregate,
     /// The network broker's pin and mounts are inconsistent.
     #[error("the network broker {0}")]
-    Broker(&'static str),
+    Broker(BrokerDefect),
+}
+
+/// What in a plan names a descriptor pin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum SlotUser {
+    /// The Bubblewrap pin.
+    Bubblewrap,
+    /// A mount operation.
+    Mount,
+    /// The worker command.
+    Command,
+    /// A quota check.
+    QuotaCheck,
+}
+
+impl std::fmt::Display for SlotUser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Bubblewrap => "bubblewrap",
+            Self::Mount => "a mount",
+            Self::Command => "the command",
+            Self::QuotaCheck => "a quota check",
+        })
+    }
+}
+
+/// What the pin a slot names must be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PinExpectation {
+    /// The Bubblewrap executable.
+    BubblewrapExecutable,
+    /// A file-root directory.
+    FileRootDirectory,
+    /// A pin mounted read-write.
+    MountedReadWrite,
+}
+
+impl std::fmt::Display for PinExpectation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::BubblewrapExecutable => "the bubblewrap executable",
+            Self::FileRootDirectory => "a file-root directory",
+            Self::MountedReadWrite => "mounted read-write",
+        })
+    }
+}
+
+/// How a plan's seccomp program fails to reach its installer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeliveryDefect {
+    /// The command passes Bubblewrap's seccomp descriptor.
+    #[error("the command passes bubblewrap's seccomp descriptor")]
+    BwrapSlotInCommand,
+    /// Bubblewrap delivers it but `--seccomp` is not exactly the first
+    /// operation.
+    #[error(
+        "the seccomp program is delivered by bubblewrap but `--seccomp` is not exactly its first operation"
+    )]
+    NotFirst,
+    /// A runner delivers it but the command does not pass it exactly once.
+    #[error(
+        "the seccomp program is delivered by a runner, but the command does not pass it exactly once"
+    )]
+    RunnerSlot,
+    /// A program without a delivery.
+    #[error("the plan names a seccomp program without a way to install it")]
+    Undelivered,
+    /// `--seccomp` without Bubblewrap delivery.
+    #[error("the plan passes `--seccomp` but its seccomp program is not delivered by bubblewrap")]
+    StrayBwrapOption,
+    /// A runner descriptor without runner delivery.
+    #[error("the command passes a runner seccomp descriptor the plan does not deliver")]
+    StrayRunnerSlot,
+}
+
+/// How a plan's network broker pin and mounts are inconsistent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BrokerDefect {
+    /// A broker pin without a broker plan.
+    #[error("has a pin but no broker plan")]
+    PinWithoutPlan,
+    /// Not exactly one broker directory pin, at the broker's slot.
+    #[error("does not pin exactly one broker directory at the broker's slot")]
+    Pin,
+    /// The directory is mounted at another destination.
+    #[error("directory is mounted somewhere other than its destination")]
+    Destination,
+    /// The directory is mounted writable.
+    #[error("directory is mounted writable")]
+    Writable,
+    /// The directory is not mounted exactly once read-only.
+    #[error("directory is not mounted exactly once read-only")]
+    MountCount,
 }
 
 /// Version of the [`LaunchPlan`] layout.
@@ -803,18 +904,18 @@ fn validate(plan: &RawPlan) -> Result<(), PlanError> {
     if plan.pins.len() > usize::from(u16::MAX) + 1 {
         return Err(PlanError::TooManyPins(plan.pins.len()));
     }
-    let pin = |what: &'static str, slot: PinSlot| {
+    let pin = |what: SlotUser, slot: PinSlot| {
         plan.pins
             .get(usize::from(slot.0))
             .ok_or(PlanError::MissingPin { what, slot: slot.0 })
     };
     if let Some(slot) = plan.bwrap_pin {
-        let p = pin("bubblewrap", slot)?;
+        let p = pin(SlotUser::Bubblewrap, slot)?;
         if p.kind != PinKind::Executable || p.role != PinRole::Bubblewrap {
             return Err(PlanError::WrongPin {
-                what: "bubblewrap",
+                what: SlotUser::Bubblewrap,
                 slot: slot.0,
-                expected: "the bubblewrap executable",
+                expected: PinExpectation::BubblewrapExecutable,
             });
         }
         if p.host_path != plan.bwrap {
@@ -834,21 +935,21 @@ fn validate(plan: &RawPlan) -> Result<(), PlanError> {
             ..
         } = op
         {
-            pin("a mount", *slot)?;
+            pin(SlotUser::Mount, *slot)?;
         }
     }
     for arg in &plan.command {
         if let ExecArg::Slot(Slot::Pin(slot)) = arg {
-            pin("the command", *slot)?;
+            pin(SlotUser::Command, *slot)?;
         }
     }
     for check in &plan.quota_checks {
-        let p = pin("a quota check", check.slot)?;
+        let p = pin(SlotUser::QuotaCheck, check.slot)?;
         if p.kind != PinKind::Directory || !matches!(p.role, PinRole::FileRoot(_)) {
             return Err(PlanError::WrongPin {
-                what: "a quota check",
+                what: SlotUser::QuotaCheck,
                 slot: check.slot.0,
-                expected: "a file-root directory",
+                expected: PinExpectation::FileRootDirectory,
             });
         }
         let mounted_writable = plan.ops.iter().any(|op| {
@@ -856,9 +957,9 @@ fn validate(plan: &RawPlan) -> Result<(), PlanError> {
         });
         if !mounted_writable {
             return Err(PlanError::WrongPin {
-                what: "a quota check",
+                what: SlotUser::QuotaCheck,
                 slot: check.slot.0,
-                expected: "mounted read-write",
+                expected: PinExpectation::MountedReadWrite,
             });
         }
     }
@@ -890,16 +991,14 @@ fn validate_broker(plan: &RawPlan) -> Result<(), PlanError> {
         if broker_pins.is_empty() {
             return Ok(());
         }
-        return Err(PlanError::Broker("has a pin but no broker plan"));
+        return Err(PlanError::Broker(BrokerDefect::PinWithoutPlan));
     };
     let slot = usize::from(broker.slot.0);
     if broker_pins != [slot]
         || plan.pins[slot].kind != PinKind::BrokerDirectory
         || plan.pins[slot].role != PinRole::NetworkBroker
     {
-        return Err(PlanError::Broker(
-            "does not pin exactly one broker directory at the broker's slot",
-        ));
+        return Err(PlanError::Broker(BrokerDefect::Pin));
     }
     let mut read_only = 0;
     for op in &plan.ops {
@@ -909,9 +1008,7 @@ fn validate_broker(plan: &RawPlan) -> Result<(), PlanError> {
                 destination,
             } if *s == broker.slot => {
                 if *destination != broker.destination {
-                    return Err(PlanError::Broker(
-                        "directory is mounted somewhere other than its destination",
-                    ));
+                    return Err(PlanError::Broker(BrokerDefect::Destination));
                 }
                 read_only += 1;
             }
@@ -919,15 +1016,13 @@ fn validate_broker(plan: &RawPlan) -> Result<(), PlanError> {
                 source: MountSource::Pinned(s),
                 ..
             } if *s == broker.slot => {
-                return Err(PlanError::Broker("directory is mounted writable"));
+                return Err(PlanError::Broker(BrokerDefect::Writable));
             }
             _ => {}
         }
     }
     if read_only != 1 {
-        return Err(PlanError::Broker(
-            "directory is not mounted exactly once read-only",
-        ));
+        return Err(PlanError::Broker(BrokerDefect::MountCount));
     }
     Ok(())
 }
@@ -950,38 +1045,28 @@ fn validate_seccomp(plan: &RawPlan) -> Result<(), PlanError> {
         .count();
     if plan.command.contains(&ExecArg::Slot(Slot::BwrapSeccomp)) {
         return Err(PlanError::SeccompDelivery(
-            "the command passes bubblewrap's seccomp descriptor",
+            DeliveryDefect::BwrapSlotInCommand,
         ));
     }
     match delivery {
         Some(SeccompDelivery::Bubblewrap)
             if bwrap_ops != 1 || plan.ops.first() != Some(&BwrapOp::Seccomp) =>
         {
-            return Err(PlanError::SeccompDelivery(
-                "the seccomp program is delivered by bubblewrap but `--seccomp` is not exactly its first operation",
-            ));
+            return Err(PlanError::SeccompDelivery(DeliveryDefect::NotFirst));
         }
         Some(SeccompDelivery::Runner) if runner_slots != 1 => {
-            return Err(PlanError::SeccompDelivery(
-                "the seccomp program is delivered by a runner, but the command does not pass it exactly once",
-            ));
+            return Err(PlanError::SeccompDelivery(DeliveryDefect::RunnerSlot));
         }
         Some(SeccompDelivery::None) => {
-            return Err(PlanError::SeccompDelivery(
-                "the plan names a seccomp program without a way to install it",
-            ));
+            return Err(PlanError::SeccompDelivery(DeliveryDefect::Undelivered));
         }
         _ => {}
     }
     if bwrap_ops > 0 && delivery != Some(&SeccompDelivery::Bubblewrap) {
-        return Err(PlanError::SeccompDelivery(
-            "the plan passes `--seccomp` but its seccomp program is not delivered by bubblewrap",
-        ));
+        return Err(PlanError::SeccompDelivery(DeliveryDefect::StrayBwrapOption));
     }
     if runner_slots > 0 && delivery != Some(&SeccompDelivery::Runner) {
-        return Err(PlanError::SeccompDelivery(
-            "the command passes a runner seccomp descriptor the plan does not deliver",
-        ));
+        return Err(PlanError::SeccompDelivery(DeliveryDefect::StrayRunnerSlot));
     }
     if let Some(seccomp) = &plan.seccomp {
         let len = seccomp.program.len();
@@ -990,8 +1075,8 @@ fn validate_seccomp(plan: &RawPlan) -> Result<(), PlanError> {
         }
         if seccomp.arch != plan.arch {
             return Err(PlanError::SeccompArch {
-                program: seccomp.arch.name(),
-                plan: plan.arch.name(),
+                program: seccomp.arch,
+                plan: plan.arch,
             });
         }
     }

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::Duration;
 
-use splash_protocol::{CapabilityManifest, ResourceKind, Token};
+use splash_protocol::{CapabilityManifest, ResourceKind, Token, TokenError};
 
 use zeroize::Zeroize;
 
@@ -130,7 +130,7 @@ pub enum CatalogError {
         /// The refused id.
         id: String,
         /// Why.
-        reason: String,
+        reason: TokenError,
     },
     /// `https://` was asked for.
     #[error("`{url}`: https origins are not supported by this broker (it has no TLS client)")]
@@ -144,7 +144,7 @@ pub enum CatalogError {
         /// The refused URL.
         url: String,
         /// Why.
-        reason: &'static str,
+        reason: UrlDefect,
     },
     /// An endpoint path is not an origin-form request target.
     #[error("path `{path}` is not allowed: {reason}")]
@@ -152,7 +152,7 @@ pub enum CatalogError {
         /// The refused path.
         path: String,
         /// Why.
-        reason: &'static str,
+        reason: PathDefect,
     },
     /// A bound is zero or above its ceiling.
     #[error("{what} {value} is outside 1..={max}")]
@@ -166,10 +166,10 @@ pub enum CatalogError {
     },
     /// An origin entry allows no method.
     #[error("origin entry `{0}` allows no method")]
-    NoMethods(String),
-    /// The credential's header name is invalid or reserved.
+    NoMethods(Token),
+    /// The credential's header name (lowercased) is invalid or reserved.
     #[error("credential header `{0}` is not allowed: {1}")]
-    CredentialHeader(String, &'static str),
+    CredentialHeader(String, HeaderDefect),
     /// The credential value is not a printable, bounded header value.
     #[error(
         "credential value must be 1..={MAX_CREDENTIAL_BYTES} printable ASCII bytes without surrounding spaces"
@@ -179,7 +179,7 @@ pub enum CatalogError {
     #[error("entry `{id}` is an {found} entry; this is an {expected} catalog")]
     KindMismatch {
         /// The entry.
-        id: String,
+        id: Token,
         /// The catalog's kind.
         expected: CatalogKind,
         /// The entry's kind.
@@ -187,7 +187,7 @@ pub enum CatalogError {
     },
     /// The id is already in the catalog.
     #[error("catalog id `{0}` appears twice")]
-    Duplicate(String),
+    Duplicate(Token),
     /// The catalog is full.
     #[error("a catalog holds at most {MAX_CATALOG_ENTRIES} entries")]
     TooManyEntries,
@@ -200,10 +200,70 @@ pub enum CatalogError {
     )]
     ManifestMismatch {
         /// Ids only the catalog has.
-        only_catalog: Vec<String>,
+        only_catalog: Vec<Token>,
         /// Ids only the manifest has.
-        only_manifest: Vec<String>,
+        only_manifest: Vec<Token>,
     },
+}
+
+/// Why a URL is not a valid origin or endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UrlDefect {
+    /// A scheme other than `http://`.
+    #[error("only `http://` URLs are supported")]
+    Scheme,
+    /// User information (`user@`).
+    #[error("user information is not allowed")]
+    UserInfo,
+    /// A fragment, or a query without a path.
+    #[error("a fragment or a query without a path")]
+    FragmentOrQuery,
+    /// A port that is not a number.
+    #[error("the port is not a number")]
+    PortNotANumber,
+    /// A port above 65535.
+    #[error("the port is out of range")]
+    PortOutOfRange,
+    /// Port 0.
+    #[error("port 0")]
+    PortZero,
+    /// A host that is neither a lowercase name nor an IP literal.
+    #[error("the host must be a lowercase name or an IP literal")]
+    Host,
+    /// A path on an origin.
+    #[error("an origin has no path")]
+    OriginWithPath,
+}
+
+/// Why an endpoint path is not an origin-form request target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PathDefect {
+    /// It does not start with exactly one `/`.
+    #[error("it must start with a single `/`")]
+    Start,
+    /// It is longer than [`MAX_PATH_BYTES`].
+    #[error("it is too long")]
+    TooLong,
+    /// It holds a byte that is not visible ASCII, or `#` or `\`.
+    #[error("it may hold only visible ASCII without `#` or `\\`")]
+    Byte,
+}
+
+/// Why a credential's header name is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HeaderDefect {
+    /// It is not an HTTP header name.
+    #[error("it is not a header name")]
+    NotAHeaderName,
+    /// The broker writes it itself.
+    #[error("the broker writes it itself")]
+    Reserved,
+    /// A worker may set it.
+    #[error("a worker may set it")]
+    WorkerHeader,
 }
 
 /// A reviewed plain-HTTP origin: `http://HOST[:PORT]`.
@@ -213,7 +273,7 @@ pub struct Origin {
     port: u16,
 }
 
-fn url_error(url: &str, reason: &'static str) -> CatalogError {
+fn url_error(url: &str, reason: UrlDefect) -> CatalogError {
     CatalogError::Url {
         url: url.to_owned(),
         reason,
@@ -241,7 +301,7 @@ impl Origin {
     pub fn parse(url: &str) -> Result<Self, CatalogError> {
         let (origin, path) = split_url(url)?;
         if !path.is_empty() && path != "/" {
-            return Err(url_error(url, "an origin has no path"));
+            return Err(url_error(url, UrlDefect::OriginWithPath));
         }
         Ok(origin)
     }
@@ -288,38 +348,35 @@ pub(crate) fn split_url(url: &str) -> Result<(Origin, &str), CatalogError> {
     }
     let rest = url
         .strip_prefix("http://")
-        .ok_or_else(|| url_error(url, "only `http://` URLs are supported"))?;
+        .ok_or_else(|| url_error(url, UrlDefect::Scheme))?;
     let (authority, path) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, ""),
     };
     if authority.contains('@') {
-        return Err(url_error(url, "user information is not allowed"));
+        return Err(url_error(url, UrlDefect::UserInfo));
     }
     if authority.contains(['?', '#']) || path.contains('#') {
-        return Err(url_error(url, "a fragment or a query without a path"));
+        return Err(url_error(url, UrlDefect::FragmentOrQuery));
     }
     let (host, port) = match authority.rfind(':') {
         Some(i) if !authority[i..].contains(']') => {
             let port = &authority[i + 1..];
             if port.is_empty() || port.len() > 5 || !port.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(url_error(url, "the port is not a number"));
+                return Err(url_error(url, UrlDefect::PortNotANumber));
             }
             let port: u16 = port
                 .parse()
-                .map_err(|_| url_error(url, "the port is out of range"))?;
+                .map_err(|_| url_error(url, UrlDefect::PortOutOfRange))?;
             if port == 0 {
-                return Err(url_error(url, "port 0"));
+                return Err(url_error(url, UrlDefect::PortZero));
             }
             (&authority[..i], port)
         }
         _ => (authority, 80),
     };
     if !valid_host(host) {
-        return Err(url_error(
-            url,
-            "the host must be a lowercase name or an IP literal",
-        ));
+        return Err(url_error(url, UrlDefect::Host));
     }
     Ok((
         Origin {
@@ -332,18 +389,18 @@ pub(crate) fn split_url(url: &str) -> Result<(Origin, &str), CatalogError> {
 
 /// Checks an origin-form request target: starts with `/` (not `//`), at most
 /// [`MAX_PATH_BYTES`], visible ASCII only, no `#` and no `\`.
-pub(crate) fn check_path(path: &str) -> Result<(), &'static str> {
+pub(crate) fn check_path(path: &str) -> Result<(), PathDefect> {
     if !path.starts_with('/') || path.starts_with("//") {
-        return Err("it must start with a single `/`");
+        return Err(PathDefect::Start);
     }
     if path.len() > MAX_PATH_BYTES {
-        return Err("it is too long");
+        return Err(PathDefect::TooLong);
     }
     if !path
         .bytes()
         .all(|b| (0x21..=0x7e).contains(&b) && b != b'#' && b != b'\\')
     {
-        return Err("it may hold only visible ASCII without `#` or `\\`");
+        return Err(PathDefect::Byte);
     }
     Ok(())
 }
@@ -447,11 +504,11 @@ impl Credential {
         let mut value = value.into();
         let header = name.to_ascii_lowercase();
         let reason = if header.is_empty() || !header.bytes().all(is_header_name_byte) {
-            Some("it is not a header name")
+            Some(HeaderDefect::NotAHeaderName)
         } else if RESERVED_HEADERS.contains(&header.as_str()) {
-            Some("the broker writes it itself")
+            Some(HeaderDefect::Reserved)
         } else if WORKER_REQUEST_HEADERS.contains(&header.as_str()) {
-            Some("a worker may set it")
+            Some(HeaderDefect::WorkerHeader)
         } else {
             None
         };
@@ -517,9 +574,9 @@ pub struct Entry {
 }
 
 fn token(id: &str) -> Result<Token, CatalogError> {
-    Token::new(id).map_err(|e| CatalogError::Id {
+    Token::new(id).map_err(|reason| CatalogError::Id {
         id: id.to_owned(),
-        reason: e.to_string(),
+        reason,
     })
 }
 
@@ -554,7 +611,7 @@ impl Entry {
         let id = token(id)?;
         let origin = Origin::parse(origin)?;
         if methods.is_empty() {
-            return Err(CatalogError::NoMethods(id.to_string()));
+            return Err(CatalogError::NoMethods(id.clone()));
         }
         Ok(Self {
             id,
@@ -632,13 +689,13 @@ impl Catalog {
     pub fn insert(&mut self, entry: Entry) -> Result<(), CatalogError> {
         if entry.kind() != self.kind {
             return Err(CatalogError::KindMismatch {
-                id: entry.id.to_string(),
+                id: entry.id.clone(),
                 expected: self.kind,
                 found: entry.kind(),
             });
         }
         if self.entries.contains_key(&entry.id) {
-            return Err(CatalogError::Duplicate(entry.id.to_string()));
+            return Err(CatalogError::Duplicate(entry.id.clone()));
         }
         if self.entries.len() == MAX_CATALOG_ENTRIES {
             return Err(CatalogError::TooManyEntries);
@@ -672,8 +729,8 @@ impl Catalog {
             return Ok(());
         }
         Err(CatalogError::ManifestMismatch {
-            only_catalog: have.difference(&wanted).map(Token::to_string).collect(),
-            only_manifest: wanted.difference(&have).map(Token::to_string).collect(),
+            only_catalog: have.difference(&wanted).cloned().collect(),
+            only_manifest: wanted.difference(&have).cloned().collect(),
         })
     }
 
@@ -795,7 +852,7 @@ mod tests {
             .expect("insert");
         assert_eq!(
             c.insert(Entry::endpoint("a", Method::Post, "http://x/").expect("a")),
-            Err(CatalogError::Duplicate("a".into()))
+            Err(CatalogError::Duplicate(Token::new("a").expect("token")))
         );
         assert!(matches!(
             c.insert(Entry::origin("b", "http://x", &[Method::Get]).expect("b")),

@@ -75,7 +75,7 @@ pub enum BrokerError {
         /// The parent (canonical).
         path: PathBuf,
         /// What is wrong.
-        problem: &'static str,
+        problem: ParentDefect,
     },
     /// The private directory or its socket could not be made.
     #[error("failed to {step} in `{}`", .path.display())]
@@ -94,11 +94,11 @@ pub enum BrokerError {
         /// The private directory.
         path: PathBuf,
         /// What is wrong.
-        problem: String,
+        problem: ShapeDefect,
     },
     /// The serving thread panicked or stopped on an error.
     #[error("the broker's serving thread {0}")]
-    Thread(&'static str),
+    Thread(ThreadEnd),
     /// Removing the socket or the directory failed.
     #[error("failed to remove `{}`", .path.display())]
     Cleanup {
@@ -184,10 +184,10 @@ impl BrokerMount {
         &self.ids
     }
 
-    fn shape(&self, problem: impl Into<String>) -> BrokerError {
+    fn shape(&self, problem: ShapeDefect) -> BrokerError {
         BrokerError::Shape {
             path: self.directory_path.to_path_buf(),
-            problem: problem.into(),
+            problem,
         }
     }
 
@@ -198,16 +198,16 @@ impl BrokerMount {
     /// one entry, `broker.sock`, a socket owned by this uid with mode `0600`.
     pub fn verify(&self) -> Result<(), BrokerError> {
         let uid = sys::effective_uid();
-        let io = |e: io::Error| self.shape(format!("not inspectable ({e})"));
+        let io = |e: io::Error| self.shape(ShapeDefect::NotInspectable(e));
         let parent = sys::fstat(self.parent.as_fd()).map_err(io)?;
-        check_parent(&parent, uid).map_err(|p| self.shape(format!("in a parent that is {p}")))?;
+        check_parent(&parent, uid).map_err(|p| self.shape(ShapeDefect::Parent(p)))?;
         let dir = sys::fstat(self.directory.as_fd()).map_err(io)?;
         if file_type(&dir) != libc::S_IFDIR || dir.st_uid != uid || mode_of(&dir) != 0o700 {
-            return Err(self.shape("not a 0700 directory owned by this user"));
+            return Err(self.shape(ShapeDefect::NotPrivate));
         }
         let entry = sys::fstat_at(self.parent.as_fd(), &self.name).map_err(io)?;
         if (entry.st_dev, entry.st_ino) != (dir.st_dev, dir.st_ino) {
-            return Err(self.shape("no longer the entry of its parent"));
+            return Err(self.shape(ShapeDefect::Replaced));
         }
         let readable = sys::open_at(
             self.directory.as_fd(),
@@ -217,15 +217,12 @@ impl BrokerMount {
         .map_err(io)?;
         let names = sys::list_directory(readable.as_fd(), 2).map_err(io)?;
         if names != [SOCKET_NAME.as_bytes()] {
-            return Err(self.shape(format!(
-                "holding {} entries; exactly one, `{SOCKET_NAME}`, is required",
-                names.len()
-            )));
+            return Err(self.shape(ShapeDefect::Entries(names.len())));
         }
         let socket = sys::fstat_at(readable.as_fd(), &socket_name()).map_err(io)?;
         if file_type(&socket) != libc::S_IFSOCK || socket.st_uid != uid || mode_of(&socket) != 0o600
         {
-            return Err(self.shape("holding a socket that is not 0600 and owned by this user"));
+            return Err(self.shape(ShapeDefect::Socket));
         }
         Ok(())
     }
@@ -235,16 +232,70 @@ fn socket_name() -> CString {
     CString::new(SOCKET_NAME).unwrap_or_default()
 }
 
-fn check_parent(st: &libc::stat, uid: libc::uid_t) -> Result<(), &'static str> {
+fn check_parent(st: &libc::stat, uid: libc::uid_t) -> Result<(), ParentDefect> {
     if file_type(st) != libc::S_IFDIR {
-        Err("not a directory")
+        Err(ParentDefect::NotADirectory)
     } else if st.st_uid != uid {
-        Err("not owned by this process's user")
+        Err(ParentDefect::NotOwned)
     } else if mode_of(st) & 0o022 != 0 {
-        Err("writable by its group or by others")
+        Err(ParentDefect::Writable)
     } else {
         Ok(())
     }
+}
+
+/// Why a broker parent is not a safe place for the private directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParentDefect {
+    /// It is not a directory.
+    #[error("not a directory")]
+    NotADirectory,
+    /// Another user owns it.
+    #[error("not owned by this process's user")]
+    NotOwned,
+    /// Its group or others may write to it.
+    #[error("writable by its group or by others")]
+    Writable,
+}
+
+/// How the broker's private directory lost (or never had) its shape.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShapeDefect {
+    /// It, its parent or its socket cannot be inspected.
+    #[error("not inspectable ({0})")]
+    NotInspectable(#[source] io::Error),
+    /// Its parent became unsafe.
+    #[error("in a parent that is {0}")]
+    Parent(ParentDefect),
+    /// It is not a directory of this user with mode `0700`.
+    #[error("not a 0700 directory owned by this user")]
+    NotPrivate,
+    /// It was made but is not a directory of this user with mode `0700`.
+    #[error("not a 0700 directory owned by this user after creation")]
+    NotPrivateAfterCreation,
+    /// Its parent's entry of that name is another file now.
+    #[error("no longer the entry of its parent")]
+    Replaced,
+    /// It holds another number of entries than one (the count).
+    #[error("holding {0} entries; exactly one, `{SOCKET_NAME}`, is required")]
+    Entries(usize),
+    /// Its socket is not a socket of this user with mode `0600`.
+    #[error("holding a socket that is not 0600 and owned by this user")]
+    Socket,
+}
+
+/// How the broker's serving thread ended badly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ThreadEnd {
+    /// It panicked.
+    #[error("panicked")]
+    Panicked,
+    /// It stopped on an accept error.
+    #[error("stopped on an accept error")]
+    AcceptError,
 }
 
 /// A running broker for one session: one private directory, one socket,
@@ -354,7 +405,7 @@ impl HostBroker {
         if file_type(&st) != libc::S_IFDIR || st.st_uid != uid || mode_of(&st) != 0o700 {
             return Err(BrokerError::Shape {
                 path: directory_path.to_path_buf(),
-                problem: "not a 0700 directory owned by this user after creation".into(),
+                problem: ShapeDefect::NotPrivateAfterCreation,
             });
         }
         let directory = sys::open_at(dir.as_fd(), c".", libc::O_PATH | libc::O_DIRECTORY)
@@ -457,10 +508,10 @@ impl HostBroker {
         if let Some(thread) = self.thread.take()
             && thread.join().is_err()
         {
-            result = Err(BrokerError::Thread("panicked"));
+            result = Err(BrokerError::Thread(ThreadEnd::Panicked));
         }
         if self.thread_failed.load(Ordering::Acquire) && result.is_ok() {
-            result = Err(BrokerError::Thread("stopped on an accept error"));
+            result = Err(BrokerError::Thread(ThreadEnd::AcceptError));
         }
         if !self.removed {
             self.removed = true;

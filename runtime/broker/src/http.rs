@@ -35,10 +35,65 @@ pub enum HttpError {
     Io(#[source] io::Error),
     /// The answer is not valid HTTP/1.x.
     #[error("malformed answer: {0}")]
-    Malformed(&'static str),
+    Malformed(Malformation),
     /// The answer's head or body is over its bound.
     #[error("the answer is larger than allowed")]
     TooLarge,
+}
+
+/// How an origin's answer is not valid HTTP/1.x.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Malformation {
+    /// A chunk ended before its size.
+    #[error("a chunk ended early")]
+    ChunkEndedEarly,
+    /// A chunk without its CRLF.
+    #[error("a chunk without its line end")]
+    ChunkLineEnd,
+    /// An obsolete folded header line.
+    #[error("a folded header line")]
+    FoldedHeader,
+    /// A head line that is not UTF-8.
+    #[error("a head line is not text")]
+    HeadNotText,
+    /// A header line without `:`.
+    #[error("a header line without `:`")]
+    HeaderWithoutColon,
+    /// A status outside 200..=599 (informational or invalid).
+    #[error("an informational or invalid status")]
+    Status,
+    /// A chunk size that is not at most 8 hex digits.
+    #[error("an invalid chunk size")]
+    ChunkSize,
+    /// A `content-length` that is not a number of at most 19 digits, or
+    /// several that differ.
+    #[error("an invalid content-length")]
+    ContentLength,
+    /// A header name that is not a token.
+    #[error("an invalid header name")]
+    HeaderName,
+    /// A transfer encoding other than `chunked`.
+    #[error("an unsupported transfer encoding")]
+    TransferEncoding,
+    /// A first line that is not an HTTP/1.x status line.
+    #[error("not an HTTP/1.x status line")]
+    StatusLine,
+    /// The connection ended inside the head.
+    #[error("the answer ended inside its head")]
+    HeadEndedEarly,
+    /// The connection ended before the body's length.
+    #[error("the body ended early")]
+    BodyEndedEarly,
+    /// A status code that is not a number.
+    #[error("the status is not a number")]
+    StatusNotANumber,
+    /// A status code that is not three digits.
+    #[error("the status is not three digits")]
+    StatusDigits,
+    /// Both `transfer-encoding` and `content-length`.
+    #[error("both transfer-encoding and content-length")]
+    LengthAndChunked,
 }
 
 /// An outgoing request.
@@ -180,7 +235,7 @@ fn read_head_line(reader: &mut impl BufRead, budget: &mut usize) -> Result<Strin
         return Err(if line.len() >= *budget {
             HttpError::TooLarge
         } else {
-            HttpError::Malformed("the answer ended inside its head")
+            HttpError::Malformed(Malformation::HeadEndedEarly)
         });
     }
     *budget -= line.len();
@@ -188,7 +243,7 @@ fn read_head_line(reader: &mut impl BufRead, budget: &mut usize) -> Result<Strin
     if line.last() == Some(&b'\r') {
         line.pop();
     }
-    String::from_utf8(line).map_err(|_| HttpError::Malformed("a head line is not text"))
+    String::from_utf8(line).map_err(|_| HttpError::Malformed(Malformation::HeadNotText))
 }
 
 /// Reads and parses one answer from `reader`.
@@ -202,17 +257,17 @@ pub fn read_answer(
     let mut parts = status_line.splitn(3, ' ');
     let version = parts.next().unwrap_or_default();
     if version != "HTTP/1.1" && version != "HTTP/1.0" {
-        return Err(HttpError::Malformed("not an HTTP/1.x status line"));
+        return Err(HttpError::Malformed(Malformation::StatusLine));
     }
     let code = parts.next().unwrap_or_default();
     if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(HttpError::Malformed("the status is not three digits"));
+        return Err(HttpError::Malformed(Malformation::StatusDigits));
     }
     let status: u16 = code
         .parse()
-        .map_err(|_| HttpError::Malformed("the status is not a number"))?;
+        .map_err(|_| HttpError::Malformed(Malformation::StatusNotANumber))?;
     if !(200..=599).contains(&status) {
-        return Err(HttpError::Malformed("an informational or invalid status"));
+        return Err(HttpError::Malformed(Malformation::Status));
     }
     let mut headers = Vec::new();
     loop {
@@ -224,14 +279,14 @@ pub fn read_answer(
             return Err(HttpError::TooLarge);
         }
         if line.starts_with([' ', '\t']) {
-            return Err(HttpError::Malformed("a folded header line"));
+            return Err(HttpError::Malformed(Malformation::FoldedHeader));
         }
         let (name, value) = line
             .split_once(':')
-            .ok_or(HttpError::Malformed("a header line without `:`"))?;
+            .ok_or(HttpError::Malformed(Malformation::HeaderWithoutColon))?;
         let name = name.to_ascii_lowercase();
         if name.is_empty() || !name.bytes().all(crate::catalog::is_header_name_byte) {
-            return Err(HttpError::Malformed("an invalid header name"));
+            return Err(HttpError::Malformed(Malformation::HeaderName));
         }
         headers.push((name, value.trim_matches([' ', '\t']).to_owned()));
     }
@@ -245,7 +300,7 @@ pub fn read_answer(
     let chunked = match answer.header("transfer-encoding") {
         None => false,
         Some(v) if v.eq_ignore_ascii_case("chunked") => true,
-        Some(_) => return Err(HttpError::Malformed("an unsupported transfer encoding")),
+        Some(_) => return Err(HttpError::Malformed(Malformation::TransferEncoding)),
     };
     let lengths: Vec<&str> = answer
         .headers
@@ -254,9 +309,7 @@ pub fn read_answer(
         .map(|(_, v)| v.as_str())
         .collect();
     if chunked && !lengths.is_empty() {
-        return Err(HttpError::Malformed(
-            "both transfer-encoding and content-length",
-        ));
+        return Err(HttpError::Malformed(Malformation::LengthAndChunked));
     }
     let length = match lengths.split_first() {
         None => None,
@@ -266,12 +319,12 @@ pub fn read_answer(
                 || first.len() > 19
                 || !first.bytes().all(|b| b.is_ascii_digit())
             {
-                return Err(HttpError::Malformed("an invalid content-length"));
+                return Err(HttpError::Malformed(Malformation::ContentLength));
             }
             Some(
                 first
                     .parse::<u64>()
-                    .map_err(|_| HttpError::Malformed("an invalid content-length"))?,
+                    .map_err(|_| HttpError::Malformed(Malformation::ContentLength))?,
             )
         }
     };
@@ -290,7 +343,7 @@ pub fn read_answer(
             .read_to_end(&mut body)
             .map_err(io_error)?;
         if (body.len() as u64) < length {
-            return Err(HttpError::Malformed("the body ended early"));
+            return Err(HttpError::Malformed(Malformation::BodyEndedEarly));
         }
         body
     } else {
@@ -316,10 +369,10 @@ fn read_chunked(reader: &mut impl BufRead, max_body: usize) -> Result<Vec<u8>, H
         let line = read_head_line(reader, &mut budget)?;
         let size = line.split(';').next().unwrap_or_default().trim();
         if size.is_empty() || size.len() > 8 || !size.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(HttpError::Malformed("an invalid chunk size"));
+            return Err(HttpError::Malformed(Malformation::ChunkSize));
         }
         let size = usize::from_str_radix(size, 16)
-            .map_err(|_| HttpError::Malformed("an invalid chunk size"))?;
+            .map_err(|_| HttpError::Malformed(Malformation::ChunkSize))?;
         if size == 0 {
             break;
         }
@@ -332,10 +385,10 @@ fn read_chunked(reader: &mut impl BufRead, max_body: usize) -> Result<Vec<u8>, H
             .read_to_end(&mut body)
             .map_err(io_error)?;
         if body.len() - before < size {
-            return Err(HttpError::Malformed("a chunk ended early"));
+            return Err(HttpError::Malformed(Malformation::ChunkEndedEarly));
         }
         if !read_head_line(reader, &mut budget)?.is_empty() {
-            return Err(HttpError::Malformed("a chunk without its line end"));
+            return Err(HttpError::Malformed(Malformation::ChunkLineEnd));
         }
     }
     loop {

@@ -25,8 +25,11 @@ mod sys;
 pub mod wire;
 
 pub use catalog::{
-    Catalog, CatalogError, CatalogKind, Credential, Entry, Limits, Method, Redirects,
+    Catalog, CatalogError, CatalogKind, Credential, Entry, HeaderDefect, Limits, Method,
+    PathDefect, Redirects, UrlDefect,
 };
 pub use client::{BrokerClient, ClientError};
-pub use host::{BrokerError, BrokerMount, BrokerStats, HostBroker};
+pub use host::{
+    BrokerError, BrokerMount, BrokerStats, HostBroker, ParentDefect, ShapeDefect, ThreadEnd,
+};
 pub use wire::{Failure, Headers, Reply, Request, Response, SOCKET_NAME};

@@ -17,7 +17,9 @@ pub mod manifest;
 pub mod strict;
 pub mod token;
 
-pub use manifest::{CapabilityManifest, Grant, GrantFormat, ManifestError, Resource, ResourceKind};
+pub use manifest::{
+    CapabilityManifest, Grant, GrantBound, GrantFormat, ManifestError, Resource, ResourceKind,
+};
 pub use strict::StrictValue;
 pub use token::{Token, TokenError};
 

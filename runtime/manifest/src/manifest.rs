@@ -171,7 +171,7 @@ pub enum ManifestError {
         /// The grant's tool.
         tool: Token,
         /// The field that is zero.
-        field: &'static str,
+        field: GrantBound,
     },
     /// More than [`MAX_RESOURCES_PER_GRANT`] resources in one grant.
     #[error("grant `{tool}` has {count} resources; the maximum is 64")]
@@ -191,6 +191,35 @@ pub enum ManifestError {
         /// The repeated resource's id.
         id: Token,
     },
+}
+
+/// A grant bound that must be at least 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum GrantBound {
+    /// `max_calls`.
+    MaxCalls,
+    /// `max_input_bytes`.
+    MaxInputBytes,
+    /// `max_output_bytes`.
+    MaxOutputBytes,
+}
+
+impl GrantBound {
+    /// The field's name in a manifest.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::MaxCalls => "max_calls",
+            Self::MaxInputBytes => "max_input_bytes",
+            Self::MaxOutputBytes => "max_output_bytes",
+        }
+    }
+}
+
+impl std::fmt::Display for GrantBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[derive(Deserialize)]
@@ -317,9 +346,9 @@ impl CapabilityManifest {
                 return Err(ManifestError::DuplicateTool(g.tool.clone()));
             }
             for (field, value) in [
-                ("max_calls", g.max_calls),
-                ("max_input_bytes", g.max_input_bytes),
-                ("max_output_bytes", g.max_output_bytes),
+                (GrantBound::MaxCalls, g.max_calls),
+                (GrantBound::MaxInputBytes, g.max_input_bytes),
+                (GrantBound::MaxOutputBytes, g.max_output_bytes),
             ] {
                 if value == 0 {
                     return Err(ManifestError::ZeroBound {

@@ -168,7 +168,7 @@ fn rejects_zero_bounds() {
         match err(&manifest(vec![g])) {
             ManifestError::ZeroBound { tool, field: f } => {
                 assert_eq!(tool.as_str(), "t");
-                assert_eq!(f, field);
+                assert_eq!(f.as_str(), field);
             }
             other => panic!("{field}: {other}"),
         }

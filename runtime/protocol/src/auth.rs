@@ -178,6 +178,25 @@ impl<'de> Deserialize<'de> for Frame {
     }
 }
 
+/// A direction of frames, as seen from one end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FrameFlow {
+    /// Frames this end seals and sends.
+    Send,
+    /// Frames this end receives and opens.
+    Receive,
+}
+
+impl std::fmt::Display for FrameFlow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Send => "send",
+            Self::Receive => "receive",
+        })
+    }
+}
+
 /// Why a frame could not be sealed or opened.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -193,10 +212,9 @@ pub enum AuthError {
         /// The frame's.
         got: u64,
     },
-    /// No sequence number is left in this direction (`sealing` or
-    /// `opening`).
+    /// No sequence number is left in this direction.
     #[error("the {0} sequence is exhausted; open a new session")]
-    SequenceExhausted(&'static str),
+    SequenceExhausted(FrameFlow),
     /// A message type this role may not send.
     #[error("a {role} may not send `{kind}`", role = role.as_str())]
     Direction {
@@ -342,7 +360,7 @@ impl FrameSealer {
             error,
         })?;
         let Some(sequence) = usable(self.next) else {
-            return Err(AuthError::SequenceExhausted("send"));
+            return Err(AuthError::SequenceExhausted(FrameFlow::Send));
         };
         let auth_tag = compute_tag(&self.key, self.role, sequence, &self.session_id, &message)?;
         self.next = sequence.saturating_add(1);
@@ -390,7 +408,7 @@ impl FrameOpener {
             });
         }
         if usable(next).is_none() {
-            return Err(AuthError::SequenceExhausted("receive"));
+            return Err(AuthError::SequenceExhausted(FrameFlow::Receive));
         }
         if frame.message.sender() != peer {
             return Err(AuthError::Direction {
@@ -533,7 +551,7 @@ mod tests {
         assert_eq!(host.next_send_sequence(), None);
         assert!(matches!(
             host.seal(cancel()),
-            Err(AuthError::SequenceExhausted("send"))
+            Err(AuthError::SequenceExhausted(FrameFlow::Send))
         ));
         worker.open(last.clone()).expect("last frame");
         assert_eq!(worker.next_receive_sequence(), None);
@@ -557,7 +575,7 @@ mod tests {
         worker.set_sequences(1, u64::MAX);
         assert!(matches!(
             worker.open(frame),
-            Err(AuthError::SequenceExhausted("receive"))
+            Err(AuthError::SequenceExhausted(FrameFlow::Receive))
         ));
     }
 

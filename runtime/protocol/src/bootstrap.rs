@@ -126,6 +126,35 @@ impl fmt::Debug for SessionKey {
     }
 }
 
+/// A part of the bootstrap preamble.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PreamblePart {
+    /// The fixed header: magic, version and lengths.
+    Header,
+    /// The session id.
+    SessionId,
+    /// The session key.
+    SessionKey,
+}
+
+impl PreamblePart {
+    /// `header`, `session id` or `session key`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Header => "header",
+            Self::SessionId => "session id",
+            Self::SessionKey => "session key",
+        }
+    }
+}
+
+impl fmt::Display for PreamblePart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Why a preamble was refused.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -133,8 +162,8 @@ pub enum BootstrapError {
     /// The input ended inside the preamble.
     #[error("bootstrap preamble ended early while reading the {field}")]
     Truncated {
-        /// The part being read (`header`, `session id`, `session key`).
-        field: &'static str,
+        /// The part being read.
+        field: PreamblePart,
     },
     /// Reading failed.
     #[error("failed to read the bootstrap preamble: {0}")]
@@ -242,7 +271,7 @@ impl PrivatePipeWorkerBootstrap {
     /// the JSON codec will use afterwards.
     pub fn read_from(r: &mut impl Read) -> Result<Self, BootstrapError> {
         let mut header = [0u8; 10];
-        read_field(r, &mut header, "header")?;
+        read_field(r, &mut header, PreamblePart::Header)?;
         if header[..8] != BOOTSTRAP_MAGIC {
             return Err(BootstrapError::BadMagic);
         }
@@ -257,11 +286,11 @@ impl PrivatePipeWorkerBootstrap {
             return Err(BootstrapError::OversizedIdLength(id_len));
         }
         let mut id = vec![0u8; usize::from(id_len)];
-        read_field(r, &mut id, "session id")?;
+        read_field(r, &mut id, PreamblePart::SessionId)?;
         let session_id = Token::from_bytes(&id).map_err(BootstrapError::InvalidSessionId)?;
         // Read straight into the key's own allocation: no stack copy.
         let mut key = Box::new([0u8; SESSION_KEY_LEN]);
-        if let Err(e) = read_field(r, &mut key[..], "session key") {
+        if let Err(e) = read_field(r, &mut key[..], PreamblePart::SessionKey) {
             key.zeroize();
             return Err(e);
         }
@@ -273,7 +302,7 @@ impl PrivatePipeWorkerBootstrap {
 fn read_field(
     r: &mut impl Read,
     buf: &mut [u8],
-    field: &'static str,
+    field: PreamblePart,
 ) -> Result<(), BootstrapError> {
     r.read_exact(buf).map_err(|e| {
         if e.kind() == io::ErrorKind::UnexpectedEof {

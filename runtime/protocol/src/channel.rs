@@ -14,7 +14,7 @@ use crate::auth::{AuthError, Frame, FrameOpener, FrameSealer, SessionAuthenticat
 use crate::bootstrap::BootstrapError;
 use crate::codec::{CodecError, JsonLineReader, JsonLineWriter};
 use crate::manifest::{GrantFormat, ManifestError};
-use crate::message::{Message, MessageError, Payload, PayloadError};
+use crate::message::{MAX_SESSION_REQUEST_IDS, Message, MessageError, Payload, PayloadError};
 use crate::token::Token;
 
 /// Why a session operation failed.
@@ -60,26 +60,27 @@ pub enum SessionError {
     #[error("manifest session `{manifest}` does not match bootstrap session `{bootstrap}`")]
     SessionMismatch {
         /// The bootstrap's session id.
-        bootstrap: String,
+        bootstrap: Token,
         /// The manifest's session id.
-        manifest: String,
+        manifest: Token,
     },
     /// A reply names another request than the one in flight.
     #[error("reply is for request `{got}`; expected `{expected}`")]
     RequestMismatch {
         /// The request in flight.
-        expected: String,
+        expected: Token,
         /// The request the reply names.
-        got: String,
+        got: Token,
     },
-    /// A call of a tool the manifest does not grant (refused before sending).
+    /// A call of a tool the manifest does not grant (refused before sending);
+    /// the name as the caller gave it, which need not be a valid token.
     #[error("tool `{0}` is not granted by the manifest")]
     NotGranted(String),
     /// The grant's call budget is spent (refused before sending).
     #[error("tool `{tool}` has used all {max} calls its grant allows")]
     CallLimit {
         /// The tool.
-        tool: String,
+        tool: Token,
         /// The grant's `max_calls`.
         max: u32,
     },
@@ -87,7 +88,7 @@ pub enum SessionError {
     #[error("tool `{tool}` has used all {max} compensations its grant allows")]
     CompensationLimit {
         /// The tool.
-        tool: String,
+        tool: Token,
         /// The grant's `max_compensations`.
         max: u32,
     },
@@ -95,9 +96,9 @@ pub enum SessionError {
     #[error("{what} of tool `{tool}` is {size} bytes; the grant allows {max}")]
     TooLarge {
         /// The tool.
-        tool: String,
-        /// `input` or `output`.
-        what: &'static str,
+        tool: Token,
+        /// Whether the input or the output is too large.
+        what: PayloadSide,
         /// The payload's size in bytes.
         size: usize,
         /// The grant's bound.
@@ -107,9 +108,9 @@ pub enum SessionError {
     #[error("{what} of tool `{tool}` does not fit its grant: {error}")]
     Payload {
         /// The tool.
-        tool: String,
-        /// `input` or `output`.
-        what: &'static str,
+        tool: Token,
+        /// Whether the input or the output does not fit.
+        what: PayloadSide,
         /// What is wrong with it.
         #[source]
         error: PayloadError,
@@ -119,7 +120,7 @@ pub enum SessionError {
     InvalidRequest(#[source] MessageError),
     /// A compensation for a tool whose grant allows none.
     #[error("tool `{0}` is not granted any compensations")]
-    CompensationNotGranted(String),
+    CompensationNotGranted(Token),
     /// The session's request-id space is spent (the limit).
     #[error("the session has used all {0} request ids a session allows; open a new session")]
     RequestLimit(usize),
@@ -131,9 +132,9 @@ pub enum SessionError {
         /// The request's message type.
         kind: &'static str,
         /// The request id.
-        request: String,
+        request: Token,
         /// The tool.
-        tool: String,
+        tool: Token,
     },
     /// A reply whose echoed fields differ from its request.
     #[error("the `{kind}` reply does not match its request ({field} differs)")]
@@ -145,24 +146,24 @@ pub enum SessionError {
     },
     /// The manifest grants a tool the worker cannot serve.
     #[error("the manifest grants tool `{0}`, which this worker has no handler for")]
-    UnhandledTool(String),
+    UnhandledTool(Token),
     /// The worker refused a request and ended the session.
     #[error("ended the session on `{kind}` request `{request}`: {reason}")]
     Refused {
         /// The request's message type.
         kind: &'static str,
         /// The request id.
-        request: String,
-        /// Why the worker refused it.
-        reason: String,
+        request: Token,
+        /// Why the worker refused it (boxed: the other errors stay small).
+        reason: Box<Refusal>,
     },
     /// A tool handler failed; the worker ends the session.
     #[error("tool `{tool}` failed on request `{request}`, so the session ends: {message}")]
     ToolFailed {
         /// The tool.
-        tool: String,
+        tool: Token,
         /// The request id.
-        request: String,
+        request: Token,
         /// The handler's failure message.
         message: String,
     },
@@ -171,16 +172,107 @@ pub enum SessionError {
     ToolPanicked,
     /// A call is already in flight (its request id).
     #[error("call `{0}` is still in flight; collect its answer first")]
-    Busy(String),
+    Busy(Token),
     /// There is no call in flight to wait for.
     #[error("no call is in flight")]
     Idle,
     /// The session closed with a call in flight (its request id).
     #[error("the session was closed with call `{0}` in flight; its effect is indeterminate")]
-    Abandoned(String),
+    Abandoned(Token),
     /// The request id names no call that can still be cancelled.
     #[error("request `{0}` is not a call in flight that can still be cancelled")]
-    NotCancellable(String),
+    NotCancellable(Token),
+}
+
+/// Why a worker refused a request and ended the session.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// The request breaks its grant: the tool is not granted, the payload
+    /// does not fit, or the call budget is spent.
+    #[error("{0}")]
+    Grant(Box<SessionError>),
+    /// The request id was used before in this session.
+    #[error("request id `{0}` was already used in this session")]
+    IdReused(Token),
+    /// The session's request ids are spent.
+    #[error("the session has used all {MAX_SESSION_REQUEST_IDS} request ids it allows")]
+    IdsSpent,
+    /// Another call is still running.
+    #[error("another call is still running in this session")]
+    Busy,
+    /// A cancel names no call of this session.
+    #[error("call `{request}` of tool `{tool}` is not a call of this session")]
+    UnknownCall {
+        /// The request id it names.
+        request: Token,
+        /// The tool it names.
+        tool: Token,
+    },
+    /// A second cancel of the call (its request id).
+    #[error("call `{0}` is already being cancelled")]
+    AlreadyCancelling(Token),
+    /// A durable operation of a tool this worker does not serve durably.
+    #[error("tool `{0}` is not served as a durable operation by this worker")]
+    NotDurable(Token),
+    /// An operation key used before for another tool or input.
+    #[error("operation key `{0}` was used for another tool or input")]
+    KeyReused(Token),
+    /// An operation that started earlier without a recorded outcome.
+    #[error("operation `{0}` started earlier and has no recorded outcome; reconcile it")]
+    Unsettled(Token),
+    /// The journal could not record the operation's start.
+    #[error("the journal cannot record the start: {0}")]
+    JournalStart(#[source] std::io::Error),
+    /// A reconciliation of an operation the journal has no record of.
+    #[error("the operation journal has no record of operation `{key}` of tool `{tool}`")]
+    NoRecord {
+        /// The operation key.
+        key: Token,
+        /// The tool.
+        tool: Token,
+    },
+    /// A durable request to a worker without an operation journal.
+    #[error("this worker keeps no operation journal, so it serves no durable operations")]
+    NoJournal,
+    /// A compensation request to a worker that serves none.
+    #[error("this worker serves no compensating operations")]
+    NoCompensations,
+    /// A message a worker never answers (its type).
+    #[error("`{0}` is not a request a worker answers")]
+    NotARequest(&'static str),
+}
+
+impl Refusal {
+    pub(crate) fn grant(error: SessionError) -> Self {
+        Self::Grant(Box::new(error))
+    }
+}
+
+/// Which payload of a call an error is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PayloadSide {
+    /// The request's input (checked before sending).
+    Input,
+    /// The worker's output.
+    Output,
+}
+
+impl PayloadSide {
+    /// `input` or `output`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Input => "input",
+            Self::Output => "output",
+        }
+    }
+}
+
+impl std::fmt::Display for PayloadSide {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// What an error leaves of the session it happened in.
@@ -210,8 +302,14 @@ impl SessionError {
                 | Self::CompensationNotGranted(_)
                 | Self::RequestLimit(_)
                 | Self::InvalidRequest(_)
-                | Self::TooLarge { what: "input", .. }
-                | Self::Payload { what: "input", .. }
+                | Self::TooLarge {
+                    what: PayloadSide::Input,
+                    ..
+                }
+                | Self::Payload {
+                    what: PayloadSide::Input,
+                    ..
+                }
         );
         if refused {
             SessionState::Usable
@@ -226,20 +324,20 @@ impl SessionError {
 pub(crate) fn check_payload(
     tool: &Token,
     format: GrantFormat,
-    what: &'static str,
+    what: PayloadSide,
     payload: &Payload,
     max: u32,
 ) -> Result<(), SessionError> {
     let size = payload
         .measure(format)
         .map_err(|error| SessionError::Payload {
-            tool: tool.to_string(),
+            tool: tool.clone(),
             what,
             error,
         })?;
     if u64::try_from(size).unwrap_or(u64::MAX) > u64::from(max) {
         return Err(SessionError::TooLarge {
-            tool: tool.to_string(),
+            tool: tool.clone(),
             what,
             size,
             max,
@@ -252,12 +350,12 @@ pub(crate) fn check_payload(
 pub(crate) fn payload_for(
     tool: &Token,
     format: GrantFormat,
-    what: &'static str,
+    what: PayloadSide,
     value: Value,
     max: u32,
 ) -> Result<Payload, SessionError> {
     let payload = Payload::from_value(format, value).map_err(|error| SessionError::Payload {
-        tool: tool.to_string(),
+        tool: tool.clone(),
         what,
         error,
     })?;

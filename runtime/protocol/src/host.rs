@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::auth::{SessionAuthenticator, SessionRole};
 use crate::bootstrap::SessionKey;
-use crate::channel::{FrameChannel, SessionError, check_payload, payload_for};
+use crate::channel::{FrameChannel, PayloadSide, SessionError, check_payload, payload_for};
 use crate::manifest::{CapabilityManifest, Grant, GrantFormat};
 use crate::message::{
     CancelOutcome, CancelRequest, CompensationRequest, DispatchRequest, Invocation,
@@ -150,7 +150,7 @@ impl<R: Read, W: Write> HostSession<R, W> {
         let payload = payload_for(
             &grant.tool,
             grant.format,
-            "input",
+            PayloadSide::Input,
             input,
             grant.max_input_bytes,
         )?;
@@ -191,7 +191,7 @@ impl<R: Read, W: Write> HostSession<R, W> {
             Some(p) if &p.request_id == request_id && p.cancel.is_none() && !p.result_received => {
                 p.tool.clone()
             }
-            _ => return Err(SessionError::NotCancellable(request_id.to_string())),
+            _ => return Err(SessionError::NotCancellable(request_id.clone())),
         };
         let request = CancelRequest {
             protocol_version: Version,
@@ -232,11 +232,7 @@ impl<R: Read, W: Write> HostSession<R, W> {
         } else {
             "result"
         };
-        let (kind, request, tool) = (
-            "invoke",
-            pending.request_id.to_string(),
-            pending.tool.to_string(),
-        );
+        let (kind, request, tool) = ("invoke", pending.request_id.clone(), pending.tool.clone());
         let reply = self.recv_reply(kind, request, tool)?;
         let Some(p) = self.pending.as_mut() else {
             return Err(SessionError::Idle);
@@ -245,9 +241,13 @@ impl<R: Read, W: Write> HostSession<R, W> {
             Message::Result { result }
                 if result.request_id == p.request_id && !p.result_received =>
             {
-                if let Err(e) =
-                    check_payload(&p.tool, p.format, "output", &result.payload, p.max_output)
-                {
+                if let Err(e) = check_payload(
+                    &p.tool,
+                    p.format,
+                    PayloadSide::Output,
+                    &result.payload,
+                    p.max_output,
+                ) {
                     return Err(self.violation(e));
                 }
                 p.result_received = true;
@@ -283,10 +283,10 @@ impl<R: Read, W: Write> HostSession<R, W> {
                 }
             }
             Message::Result { result } if result.request_id != p.request_id => {
-                let expected_id = p.request_id.to_string();
+                let expected_id = p.request_id.clone();
                 Err(self.violation(SessionError::RequestMismatch {
                     expected: expected_id,
-                    got: result.request_id.to_string(),
+                    got: result.request_id.clone(),
                 }))
             }
             Message::CancellationResult { .. } if p.cancel.is_some() && !p.cancel_answered => {
@@ -315,7 +315,7 @@ impl<R: Read, W: Write> HostSession<R, W> {
         let payload = payload_for(
             &grant.tool,
             grant.format,
-            "input",
+            PayloadSide::Input,
             input,
             grant.max_input_bytes,
         )?;
@@ -337,8 +337,8 @@ impl<R: Read, W: Write> HostSession<R, W> {
         )?;
         let reply = self.recv_reply(
             "dispatch_operation",
-            request.request_id.to_string(),
-            grant.tool.to_string(),
+            request.request_id.clone(),
+            grant.tool.clone(),
         )?;
         match reply {
             Message::OperationResult { result } => {
@@ -377,8 +377,8 @@ impl<R: Read, W: Write> HostSession<R, W> {
         )?;
         let reply = self.recv_reply(
             "reconcile_operation",
-            request.request_id.to_string(),
-            grant.tool.to_string(),
+            request.request_id.clone(),
+            grant.tool.clone(),
         )?;
         match reply {
             Message::ReconciledOperation { result } => {
@@ -415,19 +415,19 @@ impl<R: Read, W: Write> HostSession<R, W> {
             ));
         }
         if grant.max_compensations == 0 {
-            return Err(SessionError::CompensationNotGranted(grant.tool.to_string()));
+            return Err(SessionError::CompensationNotGranted(grant.tool.clone()));
         }
         let used = self.compensations.get(&grant.tool).copied().unwrap_or(0);
         if used >= grant.max_compensations {
             return Err(SessionError::CompensationLimit {
-                tool: grant.tool.to_string(),
+                tool: grant.tool.clone(),
                 max: grant.max_compensations,
             });
         }
         let payload = payload_for(
             &grant.tool,
             grant.format,
-            "input",
+            PayloadSide::Input,
             input,
             grant.max_input_bytes,
         )?;
@@ -454,8 +454,8 @@ impl<R: Read, W: Write> HostSession<R, W> {
         )?;
         let reply = self.recv_reply(
             "compensate_operation",
-            request.request_id.to_string(),
-            grant.tool.to_string(),
+            request.request_id.clone(),
+            grant.tool.clone(),
         )?;
         match reply {
             Message::CompensationResult { result } if result.matches(&request) => {
@@ -480,7 +480,7 @@ impl<R: Read, W: Write> HostSession<R, W> {
     /// indeterminate).
     pub fn close(mut self) -> Result<(), SessionError> {
         if let Some(p) = &self.pending {
-            return Err(SessionError::Abandoned(p.request_id.to_string()));
+            return Err(SessionError::Abandoned(p.request_id.clone()));
         }
         self.channel.send(Message::CloseSession {
             protocol_version: Version,
@@ -516,7 +516,7 @@ impl<R: Read, W: Write> HostSession<R, W> {
         let used = self.calls.get(&grant.tool).copied().unwrap_or(0);
         if used >= grant.max_calls {
             return Err(SessionError::CallLimit {
-                tool: grant.tool.to_string(),
+                tool: grant.tool.clone(),
                 max: grant.max_calls,
             });
         }
@@ -544,7 +544,7 @@ impl<R: Read, W: Write> HostSession<R, W> {
             return Err(SessionError::Poisoned);
         }
         match &self.pending {
-            Some(p) => Err(SessionError::Busy(p.request_id.to_string())),
+            Some(p) => Err(SessionError::Busy(p.request_id.clone())),
             None => Ok(()),
         }
     }
@@ -564,8 +564,8 @@ impl<R: Read, W: Write> HostSession<R, W> {
             {
                 Err(SessionError::WorkerEnded {
                     kind,
-                    request: request.to_string(),
-                    tool: tool.to_string(),
+                    request: request.clone(),
+                    tool: tool.clone(),
                 })
             }
             other => other,
@@ -577,8 +577,8 @@ impl<R: Read, W: Write> HostSession<R, W> {
     fn recv_reply(
         &mut self,
         kind: &'static str,
-        request: String,
-        tool: String,
+        request: Token,
+        tool: Token,
     ) -> Result<Message, SessionError> {
         match self.channel.recv()? {
             Some(m) => Ok(m),
@@ -626,7 +626,7 @@ impl<R: Read, W: Write> HostSession<R, W> {
             && let Err(e) = check_payload(
                 &grant.tool,
                 grant.format,
-                "output",
+                PayloadSide::Output,
                 payload,
                 grant.max_output_bytes,
             )

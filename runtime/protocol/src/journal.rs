@@ -68,8 +68,38 @@ pub enum JournalError {
         /// The 1-based number of the first bad record.
         record: usize,
         /// What is wrong with it.
-        reason: String,
+        reason: RecordDefect,
     },
+}
+
+/// What is wrong with a journal record.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordDefect {
+    /// The record has no final newline.
+    #[error("the record is cut short")]
+    CutShort,
+    /// The record is not UTF-8.
+    #[error("the record is not UTF-8")]
+    NotUtf8,
+    /// The record has no hash before its JSON.
+    #[error("the record has no hash")]
+    NoHash,
+    /// The record's hash is not the hash of its JSON.
+    #[error("the record's hash does not match")]
+    HashMismatch,
+    /// The record's JSON is not a journal record.
+    #[error("the record does not decode: {0}")]
+    Decode(#[source] serde_json::Error),
+    /// A second start of the operation (its key).
+    #[error("operation `{0}` started twice")]
+    StartedTwice(Token),
+    /// A second outcome of the operation (its key).
+    #[error("operation `{0}` finished twice")]
+    FinishedTwice(Token),
+    /// An outcome of an operation that has no start (its key).
+    #[error("operation `{0}` finished but never started")]
+    NeverStarted(Token),
 }
 
 /// One journal line.
@@ -221,7 +251,7 @@ impl Journal {
 
 /// Parses the journal: the entries and the length of the good prefix.
 /// Errors name the 1-based record and why.
-fn parse(bytes: &[u8]) -> Result<(BTreeMap<Token, Entry>, usize), (usize, String)> {
+fn parse(bytes: &[u8]) -> Result<(BTreeMap<Token, Entry>, usize), (usize, RecordDefect)> {
     let mut entries: BTreeMap<Token, Entry> = BTreeMap::new();
     let mut good = 0;
     let mut rest = bytes;
@@ -237,7 +267,7 @@ fn parse(bytes: &[u8]) -> Result<(BTreeMap<Token, Entry>, usize), (usize, String
         let record = if complete {
             decode(line)
         } else {
-            Err("the record is cut short".into())
+            Err(RecordDefect::CutShort)
         };
         let record = match record {
             Ok(r) => r,
@@ -252,18 +282,16 @@ fn parse(bytes: &[u8]) -> Result<(BTreeMap<Token, Entry>, usize), (usize, String
     Ok((entries, good))
 }
 
-fn decode(line: &[u8]) -> Result<Record, String> {
-    let text = std::str::from_utf8(line).map_err(|_| "the record is not UTF-8".to_owned())?;
-    let (hash, json) = text
-        .split_once(' ')
-        .ok_or_else(|| "the record has no hash".to_owned())?;
+fn decode(line: &[u8]) -> Result<Record, RecordDefect> {
+    let text = std::str::from_utf8(line).map_err(|_| RecordDefect::NotUtf8)?;
+    let (hash, json) = text.split_once(' ').ok_or(RecordDefect::NoHash)?;
     if blake3::hash(json.as_bytes()).to_hex().as_str() != hash {
-        return Err("the record's hash does not match".into());
+        return Err(RecordDefect::HashMismatch);
     }
-    serde_json::from_str(json).map_err(|e| format!("the record does not decode: {e}"))
+    serde_json::from_str(json).map_err(RecordDefect::Decode)
 }
 
-fn apply(entries: &mut BTreeMap<Token, Entry>, record: Record) -> Result<(), String> {
+fn apply(entries: &mut BTreeMap<Token, Entry>, record: Record) -> Result<(), RecordDefect> {
     match record {
         Record::Started {
             tool,
@@ -271,7 +299,7 @@ fn apply(entries: &mut BTreeMap<Token, Entry>, record: Record) -> Result<(), Str
             input,
         } => {
             if entries.contains_key(&operation_key) {
-                return Err(format!("operation `{operation_key}` started twice"));
+                return Err(RecordDefect::StartedTwice(operation_key));
             }
             entries.insert(
                 operation_key,
@@ -287,12 +315,8 @@ fn apply(entries: &mut BTreeMap<Token, Entry>, record: Record) -> Result<(), Str
             status,
         } => match entries.get_mut(&operation_key) {
             Some(entry) if entry.status.is_none() => entry.status = Some(status),
-            Some(_) => return Err(format!("operation `{operation_key}` finished twice")),
-            None => {
-                return Err(format!(
-                    "operation `{operation_key}` finished but never started"
-                ));
-            }
+            Some(_) => return Err(RecordDefect::FinishedTwice(operation_key)),
+            None => return Err(RecordDefect::NeverStarted(operation_key)),
         },
     }
     Ok(())

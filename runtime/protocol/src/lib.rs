@@ -32,16 +32,19 @@ pub mod message;
 pub mod worker;
 
 pub use auth::{
-    AUTH_DOMAIN, AuthError, AuthTag, Frame, FrameOpener, FrameSealer, SessionAuthenticator,
-    SessionRole,
+    AUTH_DOMAIN, AuthError, AuthTag, Frame, FrameFlow, FrameOpener, FrameSealer,
+    SessionAuthenticator, SessionRole,
 };
 pub use bootstrap::{
-    BootstrapError, EncodedBootstrap, PrivatePipeWorkerBootstrap, SessionKey, SessionKeyError,
+    BootstrapError, EncodedBootstrap, PreamblePart, PrivatePipeWorkerBootstrap, SessionKey,
+    SessionKeyError,
 };
-pub use channel::{FrameChannel, FrameReceiver, FrameSender, SessionError, SessionState};
+pub use channel::{
+    FrameChannel, FrameReceiver, FrameSender, PayloadSide, Refusal, SessionError, SessionState,
+};
 pub use codec::{CodecError, JsonLineReader, JsonLineWriter, MAX_LINE_BYTES};
 pub use host::{CallEvent, HostSession};
-pub use journal::{JOURNAL_FILE, Journal, JournalError};
+pub use journal::{JOURNAL_FILE, Journal, JournalError, RecordDefect};
 pub use message::{
     CancelOutcome, CancelRequest, CancelResult, CompensationRequest, CompensationResult,
     DispatchRequest, Invocation, MAX_JSON_PAYLOAD_DEPTH, MAX_SESSION_REQUEST_IDS, Message,
@@ -49,7 +52,7 @@ pub use message::{
     ToolResult, Version, compensation_fingerprint,
 };
 pub use splash_manifest::{
-    CapabilityManifest, Grant, GrantFormat, ManifestError, PROTOCOL_VERSION, Resource,
+    CapabilityManifest, Grant, GrantBound, GrantFormat, ManifestError, PROTOCOL_VERSION, Resource,
     ResourceKind, Token, TokenError, manifest, token,
 };
 pub use worker::{CancelSignal, ServeEnd, ToolFailure, Worker};

@@ -61,7 +61,9 @@ use serde_json::Value;
 
 use crate::auth::{SessionAuthenticator, SessionRole};
 use crate::bootstrap::PrivatePipeWorkerBootstrap;
-use crate::channel::{FrameChannel, FrameSender, SessionError, check_payload, payload_for};
+use crate::channel::{
+    FrameChannel, FrameSender, PayloadSide, Refusal, SessionError, check_payload, payload_for,
+};
 use crate::journal::{Entry, Journal, input_fingerprint};
 use crate::manifest::{CapabilityManifest, GrantFormat};
 use crate::message::{
@@ -113,16 +115,12 @@ struct Admitted {
 }
 
 impl Ledger {
-    fn reserve_id(&mut self, id: &Token) -> Result<(), String> {
+    fn reserve_id(&mut self, id: &Token) -> Result<(), Refusal> {
         if self.ids.contains(id) {
-            return Err(format!(
-                "request id `{id}` was already used in this session"
-            ));
+            return Err(Refusal::IdReused(id.clone()));
         }
         if self.ids.len() >= MAX_SESSION_REQUEST_IDS {
-            return Err(format!(
-                "the session has used all {MAX_SESSION_REQUEST_IDS} request ids it allows"
-            ));
+            return Err(Refusal::IdsSpent);
         }
         self.ids.insert(id.clone());
         Ok(())
@@ -134,7 +132,7 @@ impl Ledger {
         &mut self,
         manifest: &CapabilityManifest,
         inv: &Invocation,
-    ) -> Result<Admitted, String> {
+    ) -> Result<Admitted, Refusal> {
         self.admit_call(manifest, &inv.tool, &inv.payload, &inv.request_id)
     }
 
@@ -146,19 +144,24 @@ impl Ledger {
         tool: &Token,
         payload: &Payload,
         request_id: &Token,
-    ) -> Result<Admitted, String> {
+    ) -> Result<Admitted, Refusal> {
         let Some(grant) = manifest.grant(tool.as_str()) else {
-            return Err(SessionError::NotGranted(tool.to_string()).to_string());
+            return Err(Refusal::grant(SessionError::NotGranted(tool.to_string())));
         };
-        check_payload(tool, grant.format, "input", payload, grant.max_input_bytes)
-            .map_err(|e| e.to_string())?;
+        check_payload(
+            tool,
+            grant.format,
+            PayloadSide::Input,
+            payload,
+            grant.max_input_bytes,
+        )
+        .map_err(Refusal::grant)?;
         let used = self.calls.get(tool).copied().unwrap_or(0);
         if used >= grant.max_calls {
-            return Err(SessionError::CallLimit {
-                tool: tool.to_string(),
+            return Err(Refusal::grant(SessionError::CallLimit {
+                tool: tool.clone(),
                 max: grant.max_calls,
-            }
-            .to_string());
+            }));
         }
         self.reserve_id(request_id)?;
         self.calls.insert(tool.clone(), used + 1);
@@ -174,11 +177,11 @@ impl Ledger {
     }
 }
 
-fn refused(kind: &'static str, request: &Token, reason: String) -> SessionError {
+fn refused(kind: &'static str, request: &Token, reason: Refusal) -> SessionError {
     SessionError::Refused {
         kind,
-        request: request.to_string(),
-        reason,
+        request: request.clone(),
+        reason: Box::new(reason),
     }
 }
 
@@ -198,12 +201,10 @@ fn request_of(message: &Message) -> Token {
 fn unservable(message: &Message) -> SessionError {
     let reason = match message {
         Message::DispatchOperation { .. } | Message::ReconcileOperation { .. } => {
-            "this worker keeps no operation journal, so it serves no durable operations".to_owned()
+            Refusal::NoJournal
         }
-        Message::CompensateOperation { .. } => {
-            "this worker serves no compensating operations".to_owned()
-        }
-        other => format!("`{}` is not a request a worker answers", other.kind()),
+        Message::CompensateOperation { .. } => Refusal::NoCompensations,
+        other => Refusal::NotARequest(other.kind()),
     };
     refused(message.kind(), &request_of(message), reason)
 }
@@ -253,10 +254,7 @@ impl Durable {
         let refuse = |reason| refused("dispatch_operation", &request.request_id, reason);
         let key = &request.operation_key;
         if !self.tools.iter().any(|t| t == request.tool.as_str()) {
-            return Err(refuse(format!(
-                "tool `{}` is not served as a durable operation by this worker",
-                request.tool
-            )));
+            return Err(refuse(Refusal::NotDurable(request.tool.clone())));
         }
         let admitted = ledger
             .admit_call(
@@ -268,9 +266,9 @@ impl Durable {
             .map_err(refuse)?;
         let input = input_fingerprint(&request.payload);
         match self.journal.entry(key) {
-            Some(e) if e.tool != request.tool || e.input != input => Err(refuse(format!(
-                "operation key `{key}` was used for another tool or input"
-            ))),
+            Some(e) if e.tool != request.tool || e.input != input => {
+                Err(refuse(Refusal::KeyReused(key.clone())))
+            }
             Some(Entry {
                 status: Some(status),
                 ..
@@ -289,13 +287,11 @@ impl Durable {
                     ),
                 )))
             }
-            Some(_) => Err(refuse(format!(
-                "operation `{key}` started earlier and has no recorded outcome; reconcile it"
-            ))),
+            Some(_) => Err(refuse(Refusal::Unsettled(key.clone()))),
             None => {
                 self.journal
                     .start(&request.tool, key, &input)
-                    .map_err(|e| refuse(format!("the journal cannot record the start: {e}")))?;
+                    .map_err(|e| refuse(Refusal::JournalStart(e)))?;
                 Ok(DurableStep::Run(admitted))
             }
         }
@@ -311,8 +307,8 @@ impl Durable {
         output: Result<Value, String>,
     ) -> Result<Message, SessionError> {
         let failed = |message: String| SessionError::ToolFailed {
-            tool: done.tool.to_string(),
-            request: done.request_id.to_string(),
+            tool: done.tool.clone(),
+            request: done.request_id.clone(),
             message: format!("{message}; operation `{operation_key}` stays recorded as started"),
         };
         let payload = output
@@ -320,7 +316,7 @@ impl Durable {
                 payload_for(
                     &done.tool,
                     done.admitted.format,
-                    "output",
+                    PayloadSide::Output,
                     output,
                     done.admitted.max_output,
                 )
@@ -356,30 +352,30 @@ fn reconcile(
     };
     let refuse = |reason| refused("reconcile_operation", &request.request_id, reason);
     let Some(grant) = manifest.grant(request.tool.as_str()) else {
-        return Err(refuse(
-            SessionError::NotGranted(request.tool.to_string()).to_string(),
-        ));
+        return Err(refuse(Refusal::grant(SessionError::NotGranted(
+            request.tool.to_string(),
+        ))));
     };
     ledger.reserve_id(&request.request_id).map_err(refuse)?;
     let key = &request.operation_key;
     let status = match durable.journal.entry(key) {
         Some(e) if e.tool == request.tool => e.status.clone().unwrap_or(OperationStatus::Running),
         _ => {
-            return Err(refuse(format!(
-                "the operation journal has no record of operation `{key}` of tool `{}`",
-                request.tool
-            )));
+            return Err(refuse(Refusal::NoRecord {
+                key: key.clone(),
+                tool: request.tool.clone(),
+            }));
         }
     };
     if let OperationStatus::Succeeded { payload } = &status {
         check_payload(
             &request.tool,
             grant.format,
-            "output",
+            PayloadSide::Output,
             payload,
             grant.max_output_bytes,
         )
-        .map_err(|e| refuse(e.to_string()))?;
+        .map_err(|e| refuse(Refusal::grant(e)))?;
     }
     Ok(operation_reply(
         true,
@@ -460,8 +456,8 @@ impl<R: Read, W: Write> Worker<R, W> {
         if manifest.session_id != session_id {
             channel.poison();
             return Err(SessionError::SessionMismatch {
-                bootstrap: session_id.to_string(),
-                manifest: manifest.session_id.to_string(),
+                bootstrap: session_id.clone(),
+                manifest: manifest.session_id.clone(),
             });
         }
         if let Some(g) = manifest
@@ -470,7 +466,7 @@ impl<R: Read, W: Write> Worker<R, W> {
             .find(|g| !tools.contains(&g.tool.as_str()))
         {
             channel.poison();
-            return Err(SessionError::UnhandledTool(g.tool.to_string()));
+            return Err(SessionError::UnhandledTool(g.tool.clone()));
         }
         Ok(Self {
             channel,
@@ -525,10 +521,10 @@ impl<R: Read, W: Write> Worker<R, W> {
                         let e = refused(
                             "cancel",
                             &request.cancellation_id,
-                            format!(
-                                "call `{}` of tool `{}` is not a call of this session",
-                                request.request_id, request.tool
-                            ),
+                            Refusal::UnknownCall {
+                                request: request.request_id.clone(),
+                                tool: request.tool.clone(),
+                            },
                         );
                         return Err(self.end(e));
                     }
@@ -578,15 +574,15 @@ impl<R: Read, W: Write> Worker<R, W> {
                 payload_for(
                     &tool,
                     admitted.format,
-                    "output",
+                    PayloadSide::Output,
                     output,
                     admitted.max_output,
                 )
                 .map_err(|e| e.to_string())
             })
             .map_err(|message| SessionError::ToolFailed {
-                tool: tool.to_string(),
-                request: request_id.to_string(),
+                tool: tool.clone(),
+                request: request_id.clone(),
                 message,
             })?;
         self.ledger.answered.insert(request_id.clone(), tool);
@@ -775,11 +771,7 @@ impl<R: Read + Send + 'static, W: Write + Send> Worker<R, W> {
                     Message::Invoke { invocation } => {
                         let mut st = lock(shared);
                         if st.running.is_some() {
-                            Err(refused(
-                                "invoke",
-                                &invocation.request_id,
-                                "another call is still running in this session".into(),
-                            ))
+                            Err(refused("invoke", &invocation.request_id, Refusal::Busy))
                         } else {
                             match st.ledger.admit(manifest, &invocation) {
                                 Err(reason) => {
@@ -916,7 +908,7 @@ where
             return Err(refused(
                 "dispatch_operation",
                 &request.request_id,
-                "another call is still running in this session".into(),
+                Refusal::Busy,
             ));
         }
         let Some(durable) = st.durable.as_mut() else {
@@ -971,7 +963,7 @@ fn on_cancel<W: Write>(
                 return Err(refused(
                     "cancel",
                     &request.cancellation_id,
-                    format!("call `{}` is already being cancelled", request.request_id),
+                    Refusal::AlreadyCancelling(request.request_id.clone()),
                 ));
             }
             if r.cancellable {
@@ -987,10 +979,10 @@ fn on_cancel<W: Write>(
             return Err(refused(
                 "cancel",
                 &request.cancellation_id,
-                format!(
-                    "call `{}` of tool `{}` is not a call of this session",
-                    request.request_id, request.tool
-                ),
+                Refusal::UnknownCall {
+                    request: request.request_id.clone(),
+                    tool: request.tool.clone(),
+                },
             ));
         }
     };
@@ -1027,8 +1019,8 @@ fn finish<W: Write>(
             Some(durable) => durable.finish(&done, key, output),
             // A durable call is only admitted with a journal.
             None => Err(SessionError::ToolFailed {
-                tool: done.tool.to_string(),
-                request: done.request_id.to_string(),
+                tool: done.tool.clone(),
+                request: done.request_id.clone(),
                 message: "the worker has no operation journal".into(),
             }),
         };
@@ -1050,8 +1042,8 @@ fn finish<W: Write>(
         };
     }
     let failed = |message: String| SessionError::ToolFailed {
-        tool: done.tool.to_string(),
-        request: done.request_id.to_string(),
+        tool: done.tool.clone(),
+        request: done.request_id.clone(),
         message,
     };
     let output = match result {
@@ -1077,7 +1069,7 @@ fn finish<W: Write>(
     let payload = match payload_for(
         &done.tool,
         done.admitted.format,
-        "output",
+        PayloadSide::Output,
         output,
         done.admitted.max_output,
     ) {

@@ -203,7 +203,7 @@ fn a_call_that_fails_while_the_host_waits_ends_the_session_at_once() {
     let began = Instant::now();
     let e = host.invoke("demo.broken", json!({})).expect_err("ended");
     assert!(
-        matches!(&e, SessionError::WorkerEnded { request, .. } if request == "r-1"),
+        matches!(&e, SessionError::WorkerEnded { request, .. } if request.as_str() == "r-1"),
         "{e:?}"
     );
     assert!(began.elapsed() < Duration::from_secs(3));
@@ -220,7 +220,7 @@ fn closing_with_a_call_in_flight_abandons_it() {
     let Err(SessionError::Abandoned(abandoned)) = host.close() else {
         panic!("close with a call in flight must report the abandoned call");
     };
-    assert_eq!(abandoned, id.to_string());
+    assert_eq!(abandoned, id);
     // The worker finds both pipes closed: its answer cannot be delivered.
     assert!(matches!(
         worker.join().expect("thread"),

@@ -9,13 +9,13 @@ use std::thread::{self, JoinHandle};
 
 use common::{cancel, invoke, pipes, raw_host, raw_worker, result, tok};
 use serde_json::{Value, json};
-use splash_protocol::SessionState;
 use splash_protocol::auth::signed_bytes;
 use splash_protocol::{
     AuthError, CapabilityManifest, CodecError, CompensationResult, HostSession, Message,
     OperationResult, OperationStatus, Payload, PayloadError, PrivatePipeWorkerBootstrap, ServeEnd,
     SessionError, SessionKey, SessionRole, Token, Version, Worker,
 };
+use splash_protocol::{PayloadSide, SessionState};
 
 const TOOLS: [&str; 5] = [
     "demo.echo",
@@ -108,8 +108,14 @@ fn host_and_worker_round_trip_and_host_refusals_send_nothing() {
             matches!(
                 e,
                 SessionError::NotGranted(_)
-                    | SessionError::TooLarge { what: "input", .. }
-                    | SessionError::Payload { what: "input", .. }
+                    | SessionError::TooLarge {
+                        what: PayloadSide::Input,
+                        ..
+                    }
+                    | SessionError::Payload {
+                        what: PayloadSide::Input,
+                        ..
+                    }
             ),
             "{e:?}"
         );
@@ -146,7 +152,7 @@ fn a_failing_tool_ends_the_session_and_the_host_says_which_request() {
     let e = host.invoke("demo.fail", json!({})).expect_err("no answer");
     assert!(
         matches!(&e, SessionError::WorkerEnded { kind: "invoke", request, tool }
-            if request == "r-1" && tool == "demo.fail"),
+            if request.as_str() == "r-1" && tool.as_str() == "demo.fail"),
         "{e:?}"
     );
     assert_eq!(e.leaves_session(), SessionState::Poisoned);
@@ -256,7 +262,7 @@ fn a_manifest_granting_a_tool_without_a_handler_is_refused_at_open() {
     let mut host = HostSession::open(manifest("s-1"), key, host_in, host_out).expect("open");
     assert!(matches!(
         worker.join().expect("thread"),
-        Err(SessionError::UnhandledTool(t)) if t == "demo.fail"
+        Err(SessionError::UnhandledTool(t)) if t.as_str() == "demo.fail"
     ));
     assert!(matches!(
         host.invoke("demo.echo", json!({})),
@@ -445,11 +451,27 @@ fn a_misbehaving_worker_poisons_the_host() {
                     json!({"far": "more than sixty-four bytes of output ........................"}),
                 )
             },
-            |e| matches!(e, SessionError::TooLarge { what: "output", .. }),
+            |e| {
+                matches!(
+                    e,
+                    SessionError::TooLarge {
+                        what: PayloadSide::Output,
+                        ..
+                    }
+                )
+            },
         ),
         (
             |_| result("s-1", "r-1", json!("a scalar")),
-            |e| matches!(e, SessionError::Payload { what: "output", .. }),
+            |e| {
+                matches!(
+                    e,
+                    SessionError::Payload {
+                        what: PayloadSide::Output,
+                        ..
+                    }
+                )
+            },
         ),
         (
             |_| {

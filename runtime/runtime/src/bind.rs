@@ -59,8 +59,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use splashpol::model::{HostPath, SandboxPath};
-use splashpol::plan::{BwrapOp, LaunchPlan, MountSource, Pin, PinKind, PinRole};
+use splashpol::model::{HostPath, PathError, SandboxPath};
+use splashpol::plan::{Arch, BwrapOp, LaunchPlan, MountSource, Pin, PinKind, PinRole};
 
 use crate::cgroup::{CgroupBoundary, CgroupError};
 use crate::devices::{DEFAULT_DEVICE_PARENT, DeviceError, DeviceSources};
@@ -85,14 +85,18 @@ pub enum BindError {
         found: String,
     },
     /// `what` is for `plan`, but this host is `host`.
-    #[error("{what} is for {plan}, but this host is {host}; the launch is refused")]
+    #[error(
+        "{what} is for {}, but this host is {}; the launch is refused",
+        .plan.name(),
+        .host.name()
+    )]
     ForeignArch {
         /// What is concerned.
-        what: &'static str,
-        /// The plan's value.
-        plan: &'static str,
-        /// This host's value.
-        host: &'static str,
+        what: ForeignPart,
+        /// The plan's architecture.
+        plan: Arch,
+        /// This host's architecture.
+        host: Arch,
     },
     /// Failed to resolve source `path`.
     #[error("failed to resolve source `{}`", .path.display())]
@@ -158,7 +162,7 @@ pub enum BindError {
     #[error("worker program `{program}` is not reached through a read-only runtime mount")]
     WorkerNotInRuntimeMount {
         /// The program.
-        program: String,
+        program: SandboxPath,
     },
     /// Failed to query bubblewrap `path` for its options.
     #[error("failed to query bubblewrap `{}` for its options", .path.display())]
@@ -174,8 +178,8 @@ pub enum BindError {
     BubblewrapHelp {
         /// The path involved.
         path: PathBuf,
-        /// The process's exit status.
-        status: String,
+        /// How the process ended.
+        status: crate::lifecycle::WorkerStatus,
     },
     /// Bubblewrap `path` does not support `option`, which this plan needs.
     #[error("bubblewrap `{}` does not support `{option}`, which this plan needs; the launch is refused (there is no fallback without it)", .path.display())]
@@ -208,7 +212,7 @@ pub enum BindError {
     )]
     UnverifiedWritableMount {
         /// The mount destination in the sandbox.
-        destination: String,
+        destination: SandboxPath,
     },
     /// Launch preparation `step` failed.
     #[error("launch preparation `{step}` failed")]
@@ -228,6 +232,31 @@ pub enum BindError {
     /// Failed to bind the network broker.
     #[error("failed to bind the network broker")]
     Broker(#[from] crate::broker::BrokerBindError),
+}
+
+/// The part of a plan [`BindError::ForeignArch`] names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ForeignPart {
+    /// The launch plan.
+    Plan,
+    /// The seccomp program's architecture field.
+    SeccompProgram,
+    /// The seccomp program's instructions: they allow no system call of
+    /// this host.
+    SeccompInstructions,
+}
+
+impl std::fmt::Display for ForeignPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Plan => "the launch plan",
+            Self::SeccompProgram => "the seccomp program",
+            Self::SeccompInstructions => {
+                "the seccomp program (it allows no system call of this host)"
+            }
+        })
+    }
 }
 
 /// A control [`BindError::Unsupported`] names.
@@ -251,12 +280,12 @@ pub enum Unprovided {
 #[non_exhaustive]
 pub enum PlanDefect {
     /// The Bubblewrap pin does not hold the plan's Bubblewrap.
-    #[error("bubblewrap pin {slot} does not hold `{bwrap}`")]
+    #[error("bubblewrap pin {slot} does not hold `{}`", .bwrap.display())]
     BubblewrapPin {
         /// The slot.
         slot: u16,
         /// The plan's Bubblewrap path.
-        bwrap: String,
+        bwrap: PathBuf,
     },
     /// A launched program that is not an absolute, normalized path.
     #[error("launched program `{program}`: {reason}")]
@@ -264,7 +293,7 @@ pub enum PlanDefect {
         /// The program as the plan writes it.
         program: String,
         /// Why it is not a sandbox path.
-        reason: String,
+        reason: PathError,
     },
     /// `--dev` or a device-node `--dev-bind` outside the hardening prefix.
     #[error(
@@ -599,12 +628,12 @@ fn check_exec_target(
     let sandbox = SandboxPath::new(program.clone()).map_err(|e| {
         BindError::Plan(PlanDefect::ProgramPath {
             program: program.clone(),
-            reason: e.to_string(),
+            reason: e,
         })
     })?;
     let host = host_file_behind(plan, pins, &sandbox)?.ok_or_else(|| {
         BindError::WorkerNotInRuntimeMount {
-            program: program.clone(),
+            program: sandbox.clone(),
         }
     })?;
     let host_str = host.display().to_string();
@@ -709,7 +738,7 @@ fn options_from_help(program: &Path, shown: &str) -> Result<BTreeSet<String>, Bi
     if !output.status.success() {
         return Err(BindError::BubblewrapHelp {
             path: PathBuf::from(shown),
-            status: crate::lifecycle::describe_status(output.status),
+            status: crate::lifecycle::WorkerStatus::from_exit(output.status),
         });
     }
     let text = String::from_utf8_lossy(&output.stdout);
@@ -778,7 +807,7 @@ impl BoundCommand {
                 if pin.canonical != bwrap_canonical {
                     return Err(BindError::Plan(PlanDefect::BubblewrapPin {
                         slot: slot.0,
-                        bwrap: plan.bwrap().to_string(),
+                        bwrap: PathBuf::from(plan.bwrap().as_str()),
                     }));
                 }
                 BubblewrapLaunch::Pinned(slot)
@@ -884,7 +913,7 @@ impl BoundCommand {
                     }
                     _ if plan.aggregate_quota().is_some() => {
                         return Err(BindError::UnverifiedWritableMount {
-                            destination: destination.to_string(),
+                            destination: destination.clone(),
                         });
                     }
                     _ => {}

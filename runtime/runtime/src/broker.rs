@@ -27,6 +27,7 @@ use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
 use splash_broker::{BrokerMount, CatalogKind};
+use splash_protocol::Token;
 use splashpol::model::BrokerCatalog;
 use splashpol::plan::{BwrapOp, LaunchPlan, Pin};
 
@@ -46,7 +47,7 @@ pub enum BrokerBindError {
     #[error("the supplied broker serves an {found} catalog; the plan needs an {expected} catalog")]
     Kind {
         /// The plan's kind.
-        expected: &'static str,
+        expected: CatalogKind,
         /// The broker's kind.
         found: CatalogKind,
     },
@@ -56,19 +57,21 @@ pub enum BrokerBindError {
     )]
     Ids {
         /// Ids only the broker serves.
-        only_broker: Vec<String>,
+        only_broker: Vec<Token>,
         /// Ids only the plan names.
-        only_plan: Vec<String>,
+        only_plan: Vec<Token>,
     },
     /// The broker lives under another parent than the policy names.
     #[error(
-        "the supplied broker was started in `{broker}`, but the policy names the parent `{policy}`"
+        "the supplied broker was started in `{}`, but the policy names the parent `{}`",
+        .broker.display(),
+        .policy.display()
     )]
     Parent {
         /// The broker's canonical parent.
-        broker: String,
+        broker: PathBuf,
         /// The policy's parent, canonicalized.
-        policy: String,
+        policy: PathBuf,
     },
     /// The policy's parent does not resolve.
     #[error("failed to resolve the broker parent `{}`", .path.display())]
@@ -81,7 +84,7 @@ pub enum BrokerBindError {
     },
     /// The plan does not have the shape a broker needs.
     #[error("the plan {0}")]
-    Plan(&'static str),
+    Plan(BrokerPlanDefect),
     /// The broker's directory lost its shape.
     #[error(transparent)]
     Directory(#[from] splash_broker::BrokerError),
@@ -90,10 +93,22 @@ pub enum BrokerBindError {
     Duplicate(#[source] io::Error),
 }
 
-fn kind_name(kind: BrokerCatalog) -> &'static str {
+/// How a plan with a network broker breaks the broker's rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BrokerPlanDefect {
+    /// The plan does not pass `--unshare-all`.
+    #[error("does not unshare every namespace (`--unshare-all`)")]
+    NoUnshareAll,
+    /// The plan passes `--share-net`.
+    #[error("shares the host network (`--share-net`)")]
+    SharesNetwork,
+}
+
+fn kind_of(kind: BrokerCatalog) -> CatalogKind {
     match kind {
-        BrokerCatalog::Endpoint => "endpoint",
-        BrokerCatalog::Origin => "origin",
+        BrokerCatalog::Endpoint => CatalogKind::Endpoint,
+        BrokerCatalog::Origin => CatalogKind::Origin,
     }
 }
 
@@ -111,7 +126,7 @@ pub(crate) fn check_plan(
     let expected = match (broker.catalog, mount.kind()) {
         (BrokerCatalog::Endpoint, CatalogKind::Endpoint)
         | (BrokerCatalog::Origin, CatalogKind::Origin) => None,
-        (kind, _) => Some(kind_name(kind)),
+        (kind, _) => Some(kind_of(kind)),
     };
     if let Some(expected) = expected {
         return Err(BrokerBindError::Kind {
@@ -123,20 +138,12 @@ pub(crate) fn check_plan(
     let broker_ids: std::collections::BTreeSet<_> = mount.ids().iter().collect();
     if plan_ids != broker_ids || plan_ids.len() != broker.ids.len() {
         return Err(BrokerBindError::Ids {
-            only_broker: broker_ids
-                .difference(&plan_ids)
-                .map(|t| t.to_string())
-                .collect(),
-            only_plan: plan_ids
-                .difference(&broker_ids)
-                .map(|t| t.to_string())
-                .collect(),
+            only_broker: broker_ids.difference(&plan_ids).copied().cloned().collect(),
+            only_plan: plan_ids.difference(&broker_ids).copied().cloned().collect(),
         });
     }
     if !plan.ops().contains(&BwrapOp::UnshareAll) {
-        return Err(BrokerBindError::Plan(
-            "does not unshare every namespace (`--unshare-all`)",
-        ));
+        return Err(BrokerBindError::Plan(BrokerPlanDefect::NoUnshareAll));
     }
     if splashpol::emit::options_used(plan)
         .iter()
@@ -146,9 +153,7 @@ pub(crate) fn check_plan(
             .iter()
             .any(|a| a == "--share-net")
     {
-        return Err(BrokerBindError::Plan(
-            "shares the host network (`--share-net`)",
-        ));
+        return Err(BrokerBindError::Plan(BrokerPlanDefect::SharesNetwork));
     }
     Ok(())
 }
@@ -168,8 +173,8 @@ pub(crate) fn pin(
     })?;
     if policy != mount.parent_path() {
         return Err(BrokerBindError::Parent {
-            broker: mount.parent_path().display().to_string(),
-            policy: policy.display().to_string(),
+            broker: mount.parent_path().to_path_buf(),
+            policy,
         });
     }
     mount.verify()?;

@@ -63,6 +63,7 @@ use std::time::{Duration, Instant};
 use rustix::fs::OFlags;
 use splashpol::model::{CgroupLimits, CgroupPolicy};
 
+use crate::lifecycle::WorkerStatus;
 use crate::spawn::LaunchSpec;
 use crate::sys;
 
@@ -175,7 +176,7 @@ pub enum CgroupError {
         /// The path involved.
         path: PathBuf,
         /// Why it is unusable.
-        why: String,
+        why: RunnerDefect,
     },
     /// Failed to check cgroup runner `path`.
     #[error("failed to check cgroup runner `{}`", .path.display())]
@@ -212,8 +213,8 @@ pub enum CgroupError {
         path: PathBuf,
         /// The runner's process id.
         pid: u32,
-        /// The process's exit status.
-        status: String,
+        /// How the process ended.
+        status: WorkerStatus,
     },
     /// Failed to observe the cgroup runner (pid `pid`).
     #[error("failed to observe the cgroup runner (pid {pid})")]
@@ -224,6 +225,18 @@ pub enum CgroupError {
         #[source]
         source: io::Error,
     },
+}
+
+/// Why a configured cgroup runner cannot be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunnerDefect {
+    /// The path is a symbolic link.
+    #[error("it is a symbolic link; name the file itself")]
+    Symlink,
+    /// The path is not a regular file with an execute bit.
+    #[error("it is not an executable regular file")]
+    NotExecutable,
 }
 
 impl CgroupError {
@@ -637,7 +650,7 @@ impl WorkerCgroup {
         &self,
         pid: u32,
         timeout: Duration,
-        mut exited: impl FnMut() -> io::Result<Option<String>>,
+        mut exited: impl FnMut() -> io::Result<Option<WorkerStatus>>,
     ) -> Result<(), CgroupError> {
         let deadline = Instant::now() + timeout;
         loop {
@@ -753,20 +766,20 @@ fn check_runner(path: &str, pin: bool) -> Result<(RunnerProgram, String), Cgroup
         path: PathBuf::from(path),
         source,
     };
-    let bad = |why: &str| CgroupError::Runner {
+    let bad = |why| CgroupError::Runner {
         path: PathBuf::from(path),
-        why: why.to_owned(),
+        why,
     };
     let link = std::fs::symlink_metadata(path).map_err(io_err)?;
     if link.file_type().is_symlink() {
-        return Err(bad("it is a symbolic link; name the file itself"));
+        return Err(bad(RunnerDefect::Symlink));
     }
     let canonical = std::fs::canonicalize(path).map_err(io_err)?;
     let fd = sys::open_path_no_symlinks(&canonical).map_err(io_err)?;
     let file = File::from(fd);
     let meta = file.metadata().map_err(io_err)?;
     if !meta.is_file() || meta.permissions().mode() & 0o111 == 0 {
-        return Err(bad("it is not an executable regular file"));
+        return Err(bad(RunnerDefect::NotExecutable));
     }
     let program = if pin {
         RunnerProgram::Pinned(OwnedFd::from(file))
@@ -1082,7 +1095,7 @@ mod tests {
         );
         let err = child
             .await_join(42, Duration::from_secs(5), || {
-                Ok(Some("exit status 1".into()))
+                Ok(Some(WorkerStatus::Exited(1)))
             })
             .expect_err("exited");
         assert!(err.to_string().contains("exit status 1"), "{err}");

@@ -76,13 +76,22 @@ pub enum DeviceError {
         /// The owning uid.
         uid: u32,
     },
-    /// Device directory parent `path`: `reason`.
+    /// Device directory parent `path` cannot be inspected.
+    #[error("device directory parent `{}`", .path.display())]
+    ParentIo {
+        /// The path involved.
+        path: PathBuf,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+    /// Device directory parent `path` is unfit: `reason`.
     #[error("device directory parent `{}`: {reason}", .path.display())]
     Parent {
         /// The path involved.
         path: PathBuf,
-        /// Why.
-        reason: String,
+        /// Why it is unfit.
+        reason: ParentDefect,
     },
     /// Failed to make the private device nodes under `path`.
     #[error("failed to make the private device nodes under `{}` (a worker that owns the host's device nodes needs them; the launch is refused)", .path.display())]
@@ -92,6 +101,33 @@ pub enum DeviceError {
         /// The operating system's error.
         #[source]
         source: io::Error,
+    },
+}
+
+/// Why a device directory parent cannot hold a launch's private nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParentDefect {
+    /// It is not a directory.
+    #[error("not a directory")]
+    NotADirectory,
+    /// It is not owned by root, or others can write to it without the
+    /// sticky bit.
+    #[error("must be owned by root and writable by nobody else (it is uid {uid}, mode {mode:o})")]
+    Unsafe {
+        /// The owning uid.
+        uid: u32,
+        /// The permission bits.
+        mode: u32,
+    },
+    /// Its filesystem is mounted `nodev`.
+    #[error("its filesystem is mounted `nodev`, so nodes there cannot be used")]
+    Nodev,
+    /// The node paths under it would be too long.
+    #[error("the node paths would be {bytes} bytes; at most {DEVICE_SOURCE_MAX_BYTES} are allowed")]
+    TooLong {
+        /// The longest node path's length in bytes.
+        bytes: usize,
     },
 }
 
@@ -194,31 +230,31 @@ pub fn source(node: DeviceNode, directory: Option<&DeviceDirectory>) -> String {
 
 impl PrivateDevices {
     fn open(parent: &Path) -> Result<Self, DeviceError> {
-        let refuse = |reason: String| DeviceError::Parent {
+        let refuse = |reason| DeviceError::Parent {
             path: parent.to_path_buf(),
             reason,
         };
-        let canonical = fs::canonicalize(parent).map_err(|e| refuse(e.to_string()))?;
-        let parent_fd =
-            sys::open_path_no_symlinks(&canonical).map_err(|e| refuse(e.to_string()))?;
-        let meta = File::from(parent_fd.try_clone().map_err(|e| refuse(e.to_string()))?)
+        let io = |source| DeviceError::ParentIo {
+            path: parent.to_path_buf(),
+            source,
+        };
+        let canonical = fs::canonicalize(parent).map_err(io)?;
+        let parent_fd = sys::open_path_no_symlinks(&canonical).map_err(io)?;
+        let meta = File::from(parent_fd.try_clone().map_err(io)?)
             .metadata()
-            .map_err(|e| refuse(e.to_string()))?;
+            .map_err(io)?;
         if !meta.is_dir() {
-            return Err(refuse("not a directory".into()));
+            return Err(refuse(ParentDefect::NotADirectory));
         }
         let mode = meta.permissions().mode();
         if meta.uid() != 0 || (mode & 0o022 != 0 && mode & 0o1000 == 0) {
-            return Err(refuse(format!(
-                "must be owned by root and writable by nobody else (it is uid {}, mode {:o})",
-                meta.uid(),
-                mode & 0o7777
-            )));
+            return Err(refuse(ParentDefect::Unsafe {
+                uid: meta.uid(),
+                mode: mode & 0o7777,
+            }));
         }
-        if sys::mounted_nodev(parent_fd.as_fd()).map_err(|e| refuse(e.to_string()))? {
-            return Err(refuse(
-                "its filesystem is mounted `nodev`, so nodes there cannot be used".into(),
-            ));
+        if sys::mounted_nodev(parent_fd.as_fd()).map_err(io)? {
+            return Err(refuse(ParentDefect::Nodev));
         }
         // `PARENT/.splash-dev-HEX/urandom` must fit the length the argument
         // limits were checked with.
@@ -229,9 +265,7 @@ impl PrivateDevices {
             + 1
             + "urandom".len();
         if longest > DEVICE_SOURCE_MAX_BYTES {
-            return Err(refuse(format!(
-                "the node paths would be {longest} bytes; at most {DEVICE_SOURCE_MAX_BYTES} are allowed"
-            )));
+            return Err(refuse(ParentDefect::TooLong { bytes: longest }));
         }
         Ok(Self {
             parent: canonical,

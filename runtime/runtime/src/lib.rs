@@ -48,18 +48,18 @@ pub mod verify;
 pub mod watchdog;
 
 pub use bind::{
-    BindError, BindOptions, BoundCommand, BubblewrapLaunch, LaunchPreparation, PinnedSource,
-    PlanDefect, Unprovided,
+    BindError, BindOptions, BoundCommand, BubblewrapLaunch, ForeignPart, LaunchPreparation,
+    PinnedSource, PlanDefect, Unprovided,
 };
-pub use broker::BrokerBindError;
-pub use cgroup::{CgroupBoundary, CgroupError, WorkerCgroup};
-pub use devices::{DeviceDirectory, DeviceError, DeviceSources};
+pub use broker::{BrokerBindError, BrokerPlanDefect};
+pub use cgroup::{CgroupBoundary, CgroupError, RunnerDefect, WorkerCgroup};
+pub use devices::{DeviceDirectory, DeviceError, DeviceSources, ParentDefect};
 pub use launch::{LaunchError, LaunchOptions, LoadedPolicy, launch};
 pub use lifecycle::{LaunchFailure, WorkerLifecycle, WorkerStatus};
 pub use nosuid::SetIdError;
-pub use quota::{KernelQuotaInspector, QuotaError, QuotaInspector};
+pub use quota::{KernelQuotaInspector, QuotaError, QuotaInspector, QuotaUnit};
 pub use recovery::{Reaped, ReconcileError, Reconciled};
 pub use session::{CallError, Event, Indeterminate, Session};
-pub use spawn::{LaunchSpec, SpawnError, SpawnedWorker};
+pub use spawn::{LaunchSpec, SpawnError, SpawnedWorker, Stopped};
 pub use splash_protocol::SessionState;
 pub use watchdog::{Deadlines, StopHandle, StopReason, Watchdog};

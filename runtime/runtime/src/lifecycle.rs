@@ -93,7 +93,7 @@ pub enum WorkerStatus {
 }
 
 impl WorkerStatus {
-    fn from_exit(status: ExitStatus) -> Self {
+    pub(crate) fn from_exit(status: ExitStatus) -> Self {
         match (status.code(), status.signal()) {
             (Some(code), _) => Self::Exited(code),
             (None, Some(signal)) => Self::Killed(signal),
@@ -112,10 +112,6 @@ impl std::fmt::Display for WorkerStatus {
             Self::Killed(signal) => write!(f, "signal {signal}"),
         }
     }
-}
-
-pub(crate) fn describe_status(status: ExitStatus) -> String {
-    WorkerStatus::from_exit(status).to_string()
 }
 
 /// Owns the Bubblewrap child process and, with a cgroup-v2 boundary, its
@@ -263,7 +259,7 @@ impl WorkerLifecycle {
         let pid = self.child.id();
         let child = &mut self.child;
         let joined = cg.await_join(pid, timeout, || {
-            child.try_wait().map(|s| s.map(describe_status))
+            child.try_wait().map(|s| s.map(WorkerStatus::from_exit))
         });
         joined.map_err(|e| {
             let (_, contained) = self.stop();

@@ -37,27 +37,27 @@ const MOUNTINFO: &str = "/proc/self/mountinfo";
 #[non_exhaustive]
 pub enum SetIdError {
     /// A read-write root of a root launch is on a mount without `nosuid`.
-    #[error("read-write root `{root}` (`{}`) is on the host mount `{mount}`, which is not mounted `nosuid`, and the worker runs as host uid 0: a set-user-ID-root program it creates there would give root to any host user who can reach it. Mount the filesystem holding it `nosuid` (for example `mount -o remount,nosuid {mount}`, or a dedicated mount with `-o nosuid`), or launch as an unprivileged user; the launch is refused", .path.display())]
+    #[error("read-write root `{root}` (`{}`) is on the host mount `{mount}`, which is not mounted `nosuid`, and the worker runs as host uid 0: a set-user-ID-root program it creates there would give root to any host user who can reach it. Mount the filesystem holding it `nosuid` (for example `mount -o remount,nosuid {mount}`, or a dedicated mount with `-o nosuid`), or launch as an unprivileged user; the launch is refused", .path.display(), mount = .mount.display())]
     HonoursSetId {
         /// The policy's root name.
         root: String,
         /// The path involved.
         path: PathBuf,
         /// The mount holding the path.
-        mount: String,
+        mount: PathBuf,
     },
     /// A read-write root's filesystem is also mounted elsewhere without
     /// `nosuid`.
-    #[error("read-write root `{root}` (`{}`) is on a `nosuid` mount, but its filesystem is also mounted at `{mount}` without `nosuid`, where the directory appears as `{appears}`, and the worker runs as host uid 0: a set-user-ID-root program it creates would give root to any host user who can reach it there. Mount that one `nosuid` too (`mount -o remount,nosuid {mount}`), or launch as an unprivileged user; the launch is refused", .path.display())]
+    #[error("read-write root `{root}` (`{}`) is on a `nosuid` mount, but its filesystem is also mounted at `{mount}` without `nosuid`, where the directory appears as `{appears}`, and the worker runs as host uid 0: a set-user-ID-root program it creates would give root to any host user who can reach it there. Mount that one `nosuid` too (`mount -o remount,nosuid {mount}`), or launch as an unprivileged user; the launch is refused", .path.display(), mount = .mount.display(), appears = .appears.display())]
     AlsoMounted {
         /// The policy's root name.
         root: String,
         /// The path involved.
         path: PathBuf,
         /// The mount holding the path.
-        mount: String,
+        mount: PathBuf,
         /// Where else the filesystem is mounted.
-        appears: String,
+        appears: PathBuf,
     },
     /// Failed to read the mount flags of read-write root `root` (`path`).
     #[error("failed to read the mount flags of read-write root `{root}` (`{}`); the launch is refused", .path.display())]
@@ -141,7 +141,6 @@ fn holding_mount<'a>(mounts: &'a [MountEntry], path: &Path) -> Option<&'a MountE
 /// Checks one read-write root that the worker (host uid 0) will write
 /// through `fd`, whose canonical host path is `path`.
 pub fn check_root(root: &str, path: &Path, fd: BorrowedFd<'_>) -> Result<(), SetIdError> {
-    let shown = path.display().to_string();
     let inspect = |source: io::Error| SetIdError::Inspect {
         root: root.to_owned(),
         path: path.to_path_buf(),
@@ -154,7 +153,7 @@ pub fn check_root(root: &str, path: &Path, fd: BorrowedFd<'_>) -> Result<(), Set
         return Err(SetIdError::HonoursSetId {
             root: root.to_owned(),
             path: path.to_path_buf(),
-            mount: holding.map_or(shown, |m| m.point.display().to_string()),
+            mount: holding.map_or_else(|| path.to_path_buf(), |m| m.point.clone()),
         });
     }
     // The same directory reached through another mount of its filesystem
@@ -175,8 +174,8 @@ pub fn check_root(root: &str, path: &Path, fd: BorrowedFd<'_>) -> Result<(), Set
                 return Err(SetIdError::AlsoMounted {
                     root: root.to_owned(),
                     path: path.to_path_buf(),
-                    mount: other.point.display().to_string(),
-                    appears: appears.display().to_string(),
+                    mount: other.point.clone(),
+                    appears,
                 });
             }
         }
@@ -188,7 +187,7 @@ pub fn check_root(root: &str, path: &Path, fd: BorrowedFd<'_>) -> Result<(), Set
         return Err(SetIdError::HonoursSetId {
             root: root.to_owned(),
             path: path.to_path_buf(),
-            mount: below.point.display().to_string(),
+            mount: below.point.clone(),
         });
     }
     Ok(())

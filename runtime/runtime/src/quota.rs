@@ -147,6 +147,25 @@ impl fmt::Display for Interface {
     }
 }
 
+/// What a quota limit counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum QuotaUnit {
+    /// Bytes.
+    Byte,
+    /// Inodes.
+    Inode,
+}
+
+impl fmt::Display for QuotaUnit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Byte => "byte",
+            Self::Inode => "inode",
+        })
+    }
+}
+
 /// Why a quota root was rejected. Each unmet requirement is its own variant.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -244,16 +263,16 @@ pub enum QuotaError {
     NoHardLimit {
         /// The project id.
         project: u32,
-        /// What is concerned.
-        what: &'static str,
+        /// Bytes or inodes.
+        what: QuotaUnit,
     },
     /// Project `project` hard `what` limit `limit` exceeds the accepted ceiling `ceiling`.
     #[error("project {project} hard {what} limit {limit} exceeds the accepted ceiling {ceiling}")]
     AboveCeiling {
         /// The project id.
         project: u32,
-        /// What is concerned.
-        what: &'static str,
+        /// Bytes or inodes.
+        what: QuotaUnit,
         /// The hard limit.
         limit: u64,
         /// The policy ceiling.
@@ -264,8 +283,8 @@ pub enum QuotaError {
     OverLimit {
         /// The project id.
         project: u32,
-        /// What is concerned.
-        what: &'static str,
+        /// Bytes or inodes.
+        what: QuotaUnit,
         /// The current usage.
         used: u64,
         /// The hard limit.
@@ -294,8 +313,8 @@ pub enum QuotaError {
         "the hard {what} limits of the distinct (filesystem, project) pairs sum to {total}, above the aggregate maximum {maximum}"
     )]
     AggregateExceeded {
-        /// What is concerned.
-        what: &'static str,
+        /// Bytes or inodes.
+        what: QuotaUnit,
         /// The sum over the roots.
         total: u128,
         /// The aggregate maximum.
@@ -385,9 +404,14 @@ pub fn verify(
                 blocks: usage.hard_blocks,
             })?;
     for (what, limit, ceiling, used) in [
-        ("byte", hard_bytes, quota.max_bytes, usage.used_bytes),
         (
-            "inode",
+            QuotaUnit::Byte,
+            hard_bytes,
+            quota.max_bytes,
+            usage.used_bytes,
+        ),
+        (
+            QuotaUnit::Inode,
             usage.hard_inodes,
             quota.max_inodes,
             usage.used_inodes,
@@ -448,8 +472,8 @@ pub fn check_aggregate(
     let bytes: u128 = pairs.values().map(|(b, _)| u128::from(*b)).sum();
     let inodes: u128 = pairs.values().map(|(_, i)| u128::from(*i)).sum();
     for (what, total, maximum) in [
-        ("byte", bytes, aggregate.max_bytes),
-        ("inode", inodes, aggregate.max_inodes),
+        (QuotaUnit::Byte, bytes, aggregate.max_bytes),
+        (QuotaUnit::Inode, inodes, aggregate.max_inodes),
     ] {
         if total > u128::from(maximum) {
             return Err(QuotaError::AggregateExceeded {
@@ -691,18 +715,30 @@ mod tests {
         // the ceiling, not saturated to it).
         let r = check(with_usage(|u| u.hard_blocks = u64::MAX / 1024));
         assert!(
-            matches!(r, Err(QuotaError::AboveCeiling { what: "byte", limit, .. }) if limit == u64::MAX / 1024 * 1024),
+            matches!(r, Err(QuotaError::AboveCeiling { what: QuotaUnit::Byte, limit, .. }) if limit == u64::MAX / 1024 * 1024),
             "{r:?}"
         );
 
         let r = check(with_usage(|u| u.hard_blocks = 0));
         assert!(
-            matches!(r, Err(QuotaError::NoHardLimit { what: "byte", .. })),
+            matches!(
+                r,
+                Err(QuotaError::NoHardLimit {
+                    what: QuotaUnit::Byte,
+                    ..
+                })
+            ),
             "{r:?}"
         );
         let r = check(with_usage(|u| u.hard_inodes = 0));
         assert!(
-            matches!(r, Err(QuotaError::NoHardLimit { what: "inode", .. })),
+            matches!(
+                r,
+                Err(QuotaError::NoHardLimit {
+                    what: QuotaUnit::Inode,
+                    ..
+                })
+            ),
             "{r:?}"
         );
         let r = check(with_usage(|u| u.hard_blocks = 1025));
@@ -710,7 +746,7 @@ mod tests {
             matches!(
                 r,
                 Err(QuotaError::AboveCeiling {
-                    what: "byte",
+                    what: QuotaUnit::Byte,
                     limit: 1_049_600,
                     ..
                 })
@@ -719,17 +755,35 @@ mod tests {
         );
         let r = check(with_usage(|u| u.hard_inodes = 101));
         assert!(
-            matches!(r, Err(QuotaError::AboveCeiling { what: "inode", .. })),
+            matches!(
+                r,
+                Err(QuotaError::AboveCeiling {
+                    what: QuotaUnit::Inode,
+                    ..
+                })
+            ),
             "{r:?}"
         );
         let r = check(with_usage(|u| u.used_bytes = (1 << 20) + 1));
         assert!(
-            matches!(r, Err(QuotaError::OverLimit { what: "byte", .. })),
+            matches!(
+                r,
+                Err(QuotaError::OverLimit {
+                    what: QuotaUnit::Byte,
+                    ..
+                })
+            ),
             "{r:?}"
         );
         let r = check(with_usage(|u| u.used_inodes = 101));
         assert!(
-            matches!(r, Err(QuotaError::OverLimit { what: "inode", .. })),
+            matches!(
+                r,
+                Err(QuotaError::OverLimit {
+                    what: QuotaUnit::Inode,
+                    ..
+                })
+            ),
             "{r:?}"
         );
     }
@@ -754,7 +808,7 @@ mod tests {
         assert!(matches!(
             check_aggregate(&[V, other_fs], &AGG),
             Err(QuotaError::AggregateExceeded {
-                what: "byte",
+                what: QuotaUnit::Byte,
                 total: 200,
                 maximum: 150
             })
@@ -768,7 +822,7 @@ mod tests {
         assert!(matches!(
             check_aggregate(&[V, other_project, V], &AGG),
             Err(QuotaError::AggregateExceeded {
-                what: "inode",
+                what: QuotaUnit::Inode,
                 total: 20,
                 maximum: 15
             })
@@ -807,7 +861,7 @@ mod tests {
         assert!(check_aggregate(&[big(1)], &agg).is_ok());
         assert!(matches!(
             check_aggregate(&[big(1), big(2)], &agg),
-            Err(QuotaError::AggregateExceeded { what: "byte", total, .. }) if total == 2 * u128::from(u64::MAX)
+            Err(QuotaError::AggregateExceeded { what: QuotaUnit::Byte, total, .. }) if total == 2 * u128::from(u64::MAX)
         ));
     }
 

@@ -62,14 +62,17 @@ pub struct Reconciled {
 pub enum ReconcileError {
     /// The fresh manifest reuses the old session's id.
     #[error("session id `{0}` belongs to the stopped session; reconcile in a fresh session")]
-    SessionReused(String),
+    SessionReused(Token),
     /// The fresh manifest does not grant exactly the operation's tool.
-    #[error("a reconciliation manifest must grant exactly one tool, `{tool}`; it grants {granted}")]
+    #[error(
+        "a reconciliation manifest must grant exactly one tool, `{tool}`; it grants {}",
+        tool_list(.granted)
+    )]
     ManifestScope {
-        /// The tool.
+        /// The tool, as the caller named it.
         tool: String,
-        /// What the manifest grants.
-        granted: String,
+        /// The tools the manifest grants.
+        granted: Vec<Token>,
     },
     /// The fresh session could not be launched.
     #[error("the reconciliation session could not be launched")]
@@ -80,6 +83,18 @@ pub enum ReconcileError {
     /// The fresh worker could not be reaped; its answer is discarded.
     #[error("the reconciliation worker could not be reaped; its answer is discarded")]
     NotReaped(#[source] io::Error),
+}
+
+/// `none`, or the tools quoted and comma-separated.
+fn tool_list(tools: &[Token]) -> String {
+    if tools.is_empty() {
+        return "none".to_owned();
+    }
+    tools
+        .iter()
+        .map(|t| format!("`{t}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl LoadedPolicy {
@@ -95,21 +110,12 @@ impl LoadedPolicy {
         options: LaunchOptions,
     ) -> Result<Reconciled, ReconcileError> {
         if manifest.session_id == old.session_id {
-            return Err(ReconcileError::SessionReused(old.session_id.to_string()));
+            return Err(ReconcileError::SessionReused(old.session_id.clone()));
         }
         if manifest.grants.len() != 1 || manifest.grants[0].tool.as_str() != tool {
             return Err(ReconcileError::ManifestScope {
                 tool: tool.to_owned(),
-                granted: if manifest.grants.is_empty() {
-                    "none".to_owned()
-                } else {
-                    manifest
-                        .grants
-                        .iter()
-                        .map(|g| format!("`{}`", g.tool))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                },
+                granted: manifest.grants.iter().map(|g| g.tool.clone()).collect(),
             });
         }
         let mut session = self

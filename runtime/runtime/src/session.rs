@@ -210,7 +210,7 @@ impl Session {
     pub fn start(&mut self, tool: &str, input: Value) -> Result<Token, CallError> {
         self.usable()?;
         if let Some(id) = self.host.call_in_flight() {
-            return Err(CallError::Refused(SessionError::Busy(id.to_string())));
+            return Err(CallError::Refused(SessionError::Busy(id.clone())));
         }
         if let Err(why) = self.watchdog.arm_call() {
             return Err(self.force_stopped(why));
@@ -374,7 +374,7 @@ impl Session {
     ) -> Result<T, CallError> {
         self.usable()?;
         if let Some(id) = self.host.call_in_flight() {
-            return Err(CallError::Refused(SessionError::Busy(id.to_string())));
+            return Err(CallError::Refused(SessionError::Busy(id.clone())));
         }
         if let Err(why) = self.watchdog.arm_call() {
             return Err(self.force_stopped(why));

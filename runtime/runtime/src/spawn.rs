@@ -44,13 +44,13 @@ use std::path::PathBuf;
 use std::process::{ChildStdin, ChildStdout};
 use std::time::Instant;
 
-use splash_protocol::PrivatePipeWorkerBootstrap;
+use splash_protocol::{PrivatePipeWorkerBootstrap, Token};
 use splashpol::plan::{LaunchPlan, SeccompDelivery, Slot};
 
 use crate::bind::{BoundCommand, BubblewrapLaunch};
 use crate::cgroup::CgroupError;
 use crate::devices::{self, DeviceDirectory};
-use crate::lifecycle::{WorkerLifecycle, WorkerProcess};
+use crate::lifecycle::{WorkerLifecycle, WorkerProcess, WorkerStatus};
 use crate::sys;
 
 /// Why a launch failed.
@@ -77,9 +77,9 @@ pub enum SpawnError {
     )]
     SessionMismatch {
         /// The bootstrap's session id.
-        bootstrap: String,
+        bootstrap: Token,
         /// The manifest's session id.
-        manifest: String,
+        manifest: Token,
     },
     /// Failed to duplicate pinned source `path` for the launch.
     #[error("failed to duplicate pinned source `{}` for the launch", .path.display())]
@@ -128,12 +128,31 @@ pub enum SpawnError {
         "failed to write the bootstrap preamble to the worker; bubblewrap was stopped and reaped, ending with {status}"
     )]
     Bootstrap {
-        /// The process's exit status.
-        status: String,
+        /// How Bubblewrap ended once stopped.
+        status: Stopped,
         /// The operating system's error.
         #[source]
         source: io::Error,
     },
+}
+
+/// How a process the launch had to stop ended.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Stopped {
+    /// It was reaped with this status.
+    Reaped(WorkerStatus),
+    /// Stopping or reaping it failed.
+    NotReaped(io::Error),
+}
+
+impl std::fmt::Display for Stopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Reaped(status) => write!(f, "{status}"),
+            Self::NotReaped(e) => write!(f, "reap failed: {e}"),
+        }
+    }
 }
 
 /// `/proc/self/fd/N` for a descriptor of this process.
@@ -342,8 +361,8 @@ impl BoundCommand {
         let manifest = self.plan.session_id().ok_or(SpawnError::NoSession)?;
         if bootstrap.session_id() != manifest {
             return Err(SpawnError::SessionMismatch {
-                bootstrap: bootstrap.session_id().to_string(),
-                manifest: manifest.to_string(),
+                bootstrap: bootstrap.session_id().clone(),
+                manifest: manifest.clone(),
             });
         }
         if (self.plan.require_cgroup_v2() || self.plan.cgroup().is_some()) && self.cgroup.is_none()
@@ -398,8 +417,7 @@ impl BoundCommand {
         if let Err(source) = bootstrap.write_to(&mut stdin).and_then(|()| stdin.flush()) {
             let status = lifecycle
                 .terminate()
-                .map(|s| s.to_string())
-                .unwrap_or_else(|e| format!("reap failed: {e}"));
+                .map_or_else(Stopped::NotReaped, Stopped::Reaped);
             return Err(SpawnError::Bootstrap { status, source });
         }
         Ok(SpawnedWorker {

@@ -21,7 +21,7 @@
 
 use splashpol::plan::{Arch, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, SeccompPlan};
 
-use crate::bind::{BindError, PlanDefect, Unprovided};
+use crate::bind::{BindError, ForeignPart, PlanDefect, Unprovided};
 
 /// The operations every plan starts with, after an optional `--seccomp`, as
 /// Bubblewrap options. `--unshare-user --disable-userns` may follow
@@ -119,17 +119,17 @@ fn check_arch(plan: &LaunchPlan) -> Result<(), BindError> {
     })?;
     if plan.arch() != host {
         return Err(BindError::ForeignArch {
-            what: "the launch plan",
-            plan: plan.arch().name(),
-            host: host.name(),
+            what: ForeignPart::Plan,
+            plan: plan.arch(),
+            host,
         });
     }
     if let Some(seccomp) = plan.seccomp() {
         if seccomp.arch != host {
             return Err(BindError::ForeignArch {
-                what: "the seccomp program",
-                plan: seccomp.arch.name(),
-                host: host.name(),
+                what: ForeignPart::SeccompProgram,
+                plan: seccomp.arch,
+                host,
             });
         }
         check_program_arch(seccomp, host)?;
@@ -161,9 +161,9 @@ fn check_program_arch(seccomp: &SeccompPlan, host: Arch) -> Result<(), BindError
     });
     if !allows_host {
         return Err(BindError::ForeignArch {
-            what: "the seccomp program (it allows no system call of this host)",
-            plan: seccomp.arch.name(),
-            host: host.name(),
+            what: ForeignPart::SeccompInstructions,
+            plan: seccomp.arch,
+            host,
         });
     }
     Ok(())

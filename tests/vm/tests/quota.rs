@@ -20,7 +20,7 @@ use splash_protocol::{
     CapabilityManifest, Grant, GrantFormat, HostSession, PrivatePipeWorkerBootstrap, Resource,
     ResourceKind, SessionKey, Token,
 };
-use splash_runtime::quota::VerifiedQuota;
+use splash_runtime::quota::{QuotaUnit, VerifiedQuota};
 use splash_runtime::{
     BindError, BindOptions, BoundCommand, LaunchPreparation, LaunchSpec, QuotaError,
     WorkerLifecycle,
@@ -384,7 +384,7 @@ fn roots_in_one_project_share_one_budget() {
         matches!(
             err,
             BindError::AggregateQuota(QuotaError::AggregateExceeded {
-                what: "byte",
+                what: QuotaUnit::Byte,
                 total: 16_777_216,
                 ..
             })
@@ -438,7 +438,7 @@ fn each_misprovisioning_fails_with_its_error() {
             e,
             QuotaError::NoHardLimit {
                 project: 113,
-                what: "byte"
+                what: QuotaUnit::Byte
             }
         ),
         "{e:?}"
@@ -452,7 +452,7 @@ fn each_misprovisioning_fails_with_its_error() {
             e,
             QuotaError::NoHardLimit {
                 project: 114,
-                what: "inode"
+                what: QuotaUnit::Inode
             }
         ),
         "{e:?}"
@@ -466,7 +466,7 @@ fn each_misprovisioning_fails_with_its_error() {
         matches!(
             e,
             QuotaError::AboveCeiling {
-                what: "byte",
+                what: QuotaUnit::Byte,
                 limit: 33_554_432,
                 ceiling: 16_777_216,
                 ..
@@ -482,7 +482,7 @@ fn each_misprovisioning_fails_with_its_error() {
         matches!(
             e,
             QuotaError::AboveCeiling {
-                what: "inode",
+                what: QuotaUnit::Inode,
                 limit: 1000,
                 ceiling: 128,
                 ..
@@ -499,7 +499,7 @@ fn each_misprovisioning_fails_with_its_error() {
         set_limits(117, MIB, 64);
     });
     assert!(
-        matches!(e, QuotaError::OverLimit { project: 117, what: "byte", used, limit: 1_048_576 } if used >= 2 * MIB),
+        matches!(e, QuotaError::OverLimit { project: 117, what: QuotaUnit::Byte, used, limit: 1_048_576 } if used >= 2 * MIB),
         "{e:?}"
     );
     let e = check("over-inode-usage", 118, &|d| {
@@ -514,7 +514,7 @@ fn each_misprovisioning_fails_with_its_error() {
             e,
             QuotaError::OverLimit {
                 project: 118,
-                what: "inode",
+                what: QuotaUnit::Inode,
                 used: 11,
                 limit: 5
             }
@@ -879,7 +879,7 @@ fn one_project_on_two_filesystems_is_two_budgets() {
         matches!(
             err,
             BindError::AggregateQuota(QuotaError::AggregateExceeded {
-                what: "byte",
+                what: QuotaUnit::Byte,
                 total: 16_777_216,
                 maximum: 8_388_608
             })
