@@ -21,6 +21,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 use std::marker::PhantomData;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 pub use splash_manifest::Token as SelectorId;
@@ -82,23 +83,24 @@ mod sealed {
 
 /// Why a string is not an [`AbsPath`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PathError {
     /// The string is empty.
     #[error("path is empty")]
     Empty,
     /// The path (carried here) does not start with `/`.
-    #[error("path `{0}` is not absolute")]
-    Relative(String),
-    /// The path (carried here) is `/` itself: no mount source or
-    /// destination may be the whole filesystem.
-    #[error("path `{0}` is `/`; the whole filesystem cannot be used here")]
-    Root(String),
+    #[error("path `{}` is not absolute", .0.display())]
+    Relative(PathBuf),
+    /// The path is `/` itself: no mount source or destination may be the
+    /// whole filesystem.
+    #[error("path `/` is `/`; the whole filesystem cannot be used here")]
+    Root,
     /// The path (carried here) has an empty (`//`), `.` or `..` component, or
     /// ends with `/`. A path has exactly one spelling, which the overlap and
     /// containment checks rely on (`/a/../proc` would otherwise slip past the
     /// `/proc` check).
-    #[error("path `{0}` is not normalized (empty, `.` or `..` component, or trailing `/`)")]
-    NotNormalized(String),
+    #[error("path `{}` is not normalized (empty, `.` or `..` component, or trailing `/`)", .0.display())]
+    NotNormalized(PathBuf),
     /// The path contains a NUL byte, which no Linux path can contain.
     #[error("path contains a NUL byte")]
     Nul,
@@ -123,16 +125,16 @@ impl<S: Side> AbsPath<S> {
             return Err(PathError::Nul);
         }
         if !s.starts_with('/') {
-            return Err(PathError::Relative(s));
+            return Err(PathError::Relative(PathBuf::from(s)));
         }
         if s == "/" {
-            return Err(PathError::Root(s));
+            return Err(PathError::Root);
         }
         if s[1..]
             .split('/')
             .any(|c| c.is_empty() || c == "." || c == "..")
         {
-            return Err(PathError::NotNormalized(s));
+            return Err(PathError::NotNormalized(PathBuf::from(s)));
         }
         Ok(Self {
             path: s,
@@ -939,13 +941,16 @@ mod tests {
         }
         let cases: [(&str, PathError); 9] = [
             ("", PathError::Empty),
-            ("a/b", PathError::Relative("a/b".into())),
-            ("./a", PathError::Relative("./a".into())),
-            ("/", PathError::Root("/".into())),
-            ("/a/../b", PathError::NotNormalized("/a/../b".into())),
-            ("/a/..", PathError::NotNormalized("/a/..".into())),
-            ("/a/./b", PathError::NotNormalized("/a/./b".into())),
-            ("/a//b", PathError::NotNormalized("/a//b".into())),
+            ("a/b", PathError::Relative(PathBuf::from("a/b"))),
+            ("./a", PathError::Relative(PathBuf::from("./a"))),
+            ("/", PathError::Root),
+            (
+                "/a/../b",
+                PathError::NotNormalized(PathBuf::from("/a/../b")),
+            ),
+            ("/a/..", PathError::NotNormalized(PathBuf::from("/a/.."))),
+            ("/a/./b", PathError::NotNormalized(PathBuf::from("/a/./b"))),
+            ("/a//b", PathError::NotNormalized(PathBuf::from("/a//b"))),
             ("/a/\0b", PathError::Nul),
         ];
         for (s, want) in cases {
@@ -954,7 +959,7 @@ mod tests {
         }
         assert_eq!(
             SandboxPath::new("/a/"),
-            Err(PathError::NotNormalized("/a/".into()))
+            Err(PathError::NotNormalized(PathBuf::from("/a/")))
         );
     }
 

@@ -59,7 +59,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use splashpol::model::{HostPath, PathError, SandboxPath};
+use splashpol::model::{HostPath, PathError, SandboxPath, SelectorId};
 use splashpol::plan::{Arch, BwrapOp, LaunchPlan, MountSource, Pin, PinKind, PinRole};
 
 use crate::cgroup::{CgroupBoundary, CgroupError};
@@ -74,15 +74,16 @@ use crate::sys;
 pub enum BindError {
     /// The plan does not start with the fixed hardening prefix: operation `position` should be `expected`, found `found`.
     #[error(
-        "the plan does not start with the fixed hardening prefix: operation {position} should be `{expected}`, found {found}; the launch is refused"
+        "the plan does not start with the fixed hardening prefix: operation {position} should be `{expected}`, found {}; the launch is refused",
+        found.as_deref().map_or_else(|| "nothing".to_owned(), |op| format!("{op:?}"))
     )]
     HardeningPrefix {
         /// The argument position.
         position: usize,
         /// What was expected.
         expected: &'static str,
-        /// What was found.
-        found: String,
+        /// The operation found there; `None` when the plan ends before it.
+        found: Option<Box<BwrapOp>>,
     },
     /// `what` is for `plan`, but this host is `host`.
     #[error(
@@ -192,8 +193,8 @@ pub enum BindError {
     /// Failed to verify the project quota of root `root` (`path`).
     #[error("failed to verify the project quota of root `{root}` (`{}`)", .path.display())]
     Quota {
-        /// The policy's root name.
-        root: String,
+        /// The policy's root id.
+        root: SelectorId,
         /// The path involved.
         path: PathBuf,
         /// The operating system's error.
@@ -309,6 +310,13 @@ pub enum PlanDefect {
     /// The plan has no command.
     #[error("the plan has no command")]
     NoCommand,
+    /// A quota check names pin `slot`, which is not a file root's directory
+    /// (a validated plan never does).
+    #[error("a quota check names pin {slot}, which is not a file root's directory")]
+    QuotaOnOtherPin {
+        /// The pin slot.
+        slot: u16,
+    },
     /// A runner's `--` without a program after it.
     #[error("a runner's `--` is not followed by a program")]
     RunnerWithoutProgram,
@@ -923,9 +931,10 @@ impl BoundCommand {
             // The plan guarantees a quota check names a file-root pin that
             // is mounted read-write.
             let pinned = &self.pins[usize::from(check.slot.0)];
-            let root = match &pinned.pin.role {
-                PinRole::FileRoot(root) => root.to_string(),
-                _ => format!("pin {}", check.slot.0),
+            let PinRole::FileRoot(root) = &pinned.pin.role else {
+                return Err(BindError::Plan(PlanDefect::QuotaOnOtherPin {
+                    slot: check.slot.0,
+                }));
             };
             let v =
                 quota::verify(inspector, pinned.fd.as_fd(), &check.quota).map_err(|source| {

@@ -96,9 +96,7 @@ fn check_prefix(plan: &LaunchPlan) -> Result<(), BindError> {
             return Err(BindError::HardeningPrefix {
                 position: i,
                 expected: option,
-                found: ops
-                    .get(i)
-                    .map_or_else(|| "nothing".to_owned(), |op| format!("{op:?}")),
+                found: ops.get(i).cloned().map(Box::new),
             });
         }
     }
