@@ -72,6 +72,12 @@ impl WorkerProcess {
             .ok_or_else(|| io::Error::other("waitid returned without a status"))
     }
 
+    /// A duplicate of the pidfd the process was made with: readable once
+    /// it exits.
+    pub(crate) fn exit_notifier(&self) -> io::Result<OwnedFd> {
+        self.pidfd.try_clone()
+    }
+
     /// SIGKILL, unless it has already been reaped.
     pub(crate) fn kill(&mut self) -> io::Result<()> {
         if self.reaped.is_some() {
@@ -169,6 +175,12 @@ impl WorkerLifecycle {
         error
             .get_ref()
             .and_then(|e| e.downcast_ref::<CgroupError>())
+    }
+
+    /// A descriptor that becomes readable when the process exits (a
+    /// duplicate of the pidfd it was made with).
+    pub(crate) fn exit_notifier(&self) -> io::Result<OwnedFd> {
+        self.child.exit_notifier()
     }
 
     /// The host pid of the Bubblewrap process.

@@ -5,7 +5,8 @@
 //! tracked by the type system from the moment the kernel returns them. Callers
 //! outside this module never write `unsafe`. Where `rustix` has a safe
 //! binding (the `*at` calls, `openat2`, `memfd_create` and its seals,
-//! `fstatfs`/`fstatvfs`, `poll`, `pidfd_open`, `getuid`) this module uses it;
+//! `fstatfs`/`fstatvfs`, `poll`, `pipe2`, `waitid`, `pidfd_send_signal`,
+//! `getuid`) this module uses it;
 //! `unsafe` remains only for what it does not cover: the project-quota
 //! `ioctl` and `quotactl_fd(2)`, the launch itself ([`spawn_child`]) and
 //! the forked child's descriptor hook of the `--help` fallback.
@@ -44,7 +45,6 @@ use rustix::fs::{
     self, AtFlags, FileType, Gid, MemfdFlags, Mode, OFlags, ResolveFlags, SealFlags,
     StatVfsMountFlags, Uid,
 };
-use rustix::process::{Pid, PidfdFlags};
 
 /// Opens `path` with `O_PATH | O_NOFOLLOW | O_CLOEXEC` through `openat2(2)`
 /// with `RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`: no directory component
@@ -464,17 +464,6 @@ pub fn wait_readable(fd: BorrowedFd<'_>, timeout: std::time::Duration) -> io::Re
         Err(rustix::io::Errno::INTR) => Ok(false),
         Err(e) => Err(e.into()),
     }
-}
-
-/// A descriptor that becomes readable when process `pid` exits
-/// (`pidfd_open(2)`). `pid` must be an unreaped child of this process, so
-/// the number cannot have been reused.
-pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
-    let pid = i32::try_from(pid)
-        .ok()
-        .and_then(Pid::from_raw)
-        .ok_or_else(|| io::Error::from_raw_os_error(libc::ESRCH))?;
-    Ok(rustix::process::pidfd_open(pid, PidfdFlags::empty())?)
 }
 
 /// A process started by [`spawn_child`]: its pid, a pidfd made with the

@@ -193,7 +193,7 @@ pub struct Watchdog {
     call: Option<Duration>,
     pid: u32,
     /// Readable once Bubblewrap exits, so [`Watchdog::wait_exit`] wakes on
-    /// the exit instead of polling; `None` where `pidfd_open` is missing.
+    /// the exit instead of polling; `None` if duplicating it failed.
     exited: Option<std::os::fd::OwnedFd>,
 }
 
@@ -231,9 +231,9 @@ impl Watchdog {
             started,
         } = worker;
         let pid = lifecycle.pid();
-        // Opened before the watchdog thread exists: the child is unreaped,
-        // so its pid cannot have been reused.
-        let exited = crate::sys::pidfd_open(pid).ok();
+        // The pidfd the launch made with the process, so it names that
+        // process and no other.
+        let exited = lifecycle.exit_notifier().ok();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 session_deadline: deadlines.session.map(|d| started + d),
