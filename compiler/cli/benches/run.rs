@@ -219,9 +219,17 @@ fn main() {
     let policy_path = dir.join("bench.splashpol");
     std::fs::write(&policy_path, policy(&dir)).expect("policy");
 
-    let mut variants = vec![("`splashc run`, the whole process", splashc)];
+    let mut variants = vec![("`splashc run`, the whole process".to_owned(), splashc)];
     if let Some(s) = built_static() {
-        variants.push(("`splashc run`, statically linked build", s));
+        variants.push(("`splashc run`, statically linked build".to_owned(), s));
+    }
+    // Other builds to compare in the same run (say, the previous commit's):
+    // `SPLASH_BENCH_OTHER=/path/one:/path/two`.
+    for other in std::env::var_os("SPLASH_BENCH_OTHER")
+        .map(|v| std::env::split_paths(&v).collect::<Vec<_>>())
+        .unwrap_or_default()
+    {
+        variants.push((format!("`splashc run`, {}", other.display()), other));
     }
     let (warmup, rounds) = if measuring { (5, 60) } else { (0, 1) };
     let mut raw_samples = Vec::new();
@@ -257,8 +265,12 @@ fn main() {
     }
     println!("| variant | median ms | p90 ms | ratio to raw (median) |");
     println!("|---|---:|---:|---:|");
-    let rows = std::iter::once(("raw bwrap, same mounts, same worker", &raw_samples))
-        .chain(variants.iter().map(|(name, _)| *name).zip(&run_samples));
+    let rows = std::iter::once(("raw bwrap, same mounts, same worker", &raw_samples)).chain(
+        variants
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .zip(&run_samples),
+    );
     for (name, samples) in rows {
         println!(
             "| {name} | {:.2} | {:.2} | {:.2}x |",

@@ -53,7 +53,7 @@
 
 use std::collections::BTreeSet;
 use std::fs::{self, File, Metadata};
-use std::io;
+use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -521,6 +521,28 @@ fn reject_symlink(path: &str) -> Result<(), BindError> {
     Ok(())
 }
 
+/// Opens `path` when it is already canonical: `openat2` with
+/// `RESOLVE_NO_SYMLINKS` succeeds only if no component is a symbolic link,
+/// and a normalized absolute path without links is its own canonical form.
+/// The descriptor is `O_PATH | O_NOFOLLOW`; its metadata is returned too
+/// (a symbolic link as the last component is reported as one, not
+/// followed). `None` sends the caller to the full resolution, which also
+/// gives every error its usual form.
+fn open_canonical(path: &str) -> Option<(OwnedFd, Metadata)> {
+    let normalized = path.starts_with('/')
+        && path != "/"
+        && !path.ends_with('/')
+        && path[1..]
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..");
+    if !normalized {
+        return None;
+    }
+    let file = File::from(sys::open_path_no_symlinks(Path::new(path)).ok()?);
+    let meta = file.metadata().ok()?;
+    Some((OwnedFd::from(file), meta))
+}
+
 fn pin_source(pin: &Pin) -> Result<PinnedSource, BindError> {
     let path = pin.host_path.as_str();
     if pin.kind == PinKind::BrokerDirectory {
@@ -530,19 +552,27 @@ fn pin_source(pin: &Pin) -> Result<PinnedSource, BindError> {
             },
         });
     }
-    if pin.kind == PinKind::Executable || is_executable_role(&pin.role) {
-        reject_symlink(path)?;
-    }
-    let canonical = canonical(path)?;
-    let fd = sys::open_path_no_symlinks(&canonical).map_err(|source| BindError::Pin {
-        path: PathBuf::from(path),
-        source,
-    })?;
-    let file = File::from(fd);
-    let meta = file.metadata().map_err(|source| BindError::Inspect {
-        path: PathBuf::from(path),
-        source,
-    })?;
+    let executable = pin.kind == PinKind::Executable || is_executable_role(&pin.role);
+    let (canonical, fd, meta) = match open_canonical(path) {
+        // The common case: the path is canonical, opened once.
+        Some((fd, meta)) if !meta.file_type().is_symlink() => (PathBuf::from(path), fd, meta),
+        _ => {
+            if executable {
+                reject_symlink(path)?;
+            }
+            let canonical = canonical(path)?;
+            let fd = sys::open_path_no_symlinks(&canonical).map_err(|source| BindError::Pin {
+                path: PathBuf::from(path),
+                source,
+            })?;
+            let file = File::from(fd);
+            let meta = file.metadata().map_err(|source| BindError::Inspect {
+                path: PathBuf::from(path),
+                source,
+            })?;
+            (canonical, OwnedFd::from(file), meta)
+        }
+    };
     if !kind_matches(pin.kind, &meta) {
         return Err(BindError::WrongType {
             path: PathBuf::from(path),
@@ -554,7 +584,7 @@ fn pin_source(pin: &Pin) -> Result<PinnedSource, BindError> {
     Ok(PinnedSource {
         pin: pin.clone(),
         canonical,
-        fd: OwnedFd::from(file),
+        fd,
     })
 }
 
@@ -680,15 +710,66 @@ pub(crate) fn plan_options(plan: &LaunchPlan) -> BTreeSet<String> {
 /// `--help`. A false positive cannot weaken a launch: Bubblewrap refuses an
 /// option it does not parse, and the launch fails.
 fn supported_options(program: &Path, shown: &str) -> Result<BTreeSet<String>, BindError> {
-    let image = fs::read(program).map_err(|source| BindError::BubblewrapQuery {
+    let query = |source| BindError::BubblewrapQuery {
         path: PathBuf::from(shown),
         source,
-    })?;
-    if image.starts_with(b"\x7fELF") {
-        Ok(option_literals(&image))
+    };
+    let mut file = File::open(program).map_err(query)?;
+    let mut magic = [0u8; 4];
+    let elf = match file.read_exact(&mut magic) {
+        Ok(()) => &magic == b"\x7fELF",
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => false,
+        Err(e) => return Err(query(e)),
+    };
+    if elf {
+        option_literals_read(magic.as_slice().chain(file)).map_err(query)
     } else {
         options_from_help(program, shown)
     }
+}
+
+/// How much of a program image [`option_literals_read`] reads at a time.
+const SCAN_CHUNK: usize = 16 * 1024;
+
+/// [`option_literals`] of everything `image` yields, read a chunk at a
+/// time: only the string still open at the end of a chunk is carried over,
+/// so the memory touched stays about two chunks whatever the image's size
+/// (a fresh buffer for the whole image costs a page fault per 4 KiB).
+pub fn option_literals_read(mut image: impl Read) -> io::Result<BTreeSet<String>> {
+    let mut found = BTreeSet::new();
+    // `window` = the open string carried over, then the bytes just read.
+    let mut window: Vec<u8> = Vec::with_capacity(2 * SCAN_CHUNK);
+    loop {
+        let kept = window.len();
+        window.resize(kept + SCAN_CHUNK, 0);
+        let n = loop {
+            match image.read(&mut window[kept..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        };
+        window.truncate(kept + n);
+        if n == 0 {
+            // The end of the image ends the last string.
+            scan_strings(&window, &mut found);
+            return Ok(found);
+        }
+        // Every string up to the last NUL read is complete; without a NUL
+        // in these bytes the open string just grows.
+        if let Some(last_nul) = finder(0).rfind(&window[kept..]) {
+            let complete = kept + last_nul + 1;
+            scan_strings(&window[..complete], &mut found);
+            window.drain(..complete);
+        }
+    }
+}
+
+/// A word-at-a-time search for `byte` that needs no run-time CPU feature
+/// detection (which costs a trip to the hypervisor per `cpuid` instruction
+/// on a virtual machine, more than this whole scan).
+fn finder(byte: u8) -> memchr::arch::all::memchr::One {
+    memchr::arch::all::memchr::One::new(byte)
 }
 
 /// Every NUL-terminated string of `image` that ends in `--` followed by an
@@ -696,27 +777,40 @@ fn supported_options(program: &Path, shown: &str) -> Result<BTreeSet<String>, Bi
 /// name starts after the last `--` of its string.
 ///
 /// Bubblewrap's image is mostly binary (NULs are dense, `--` is rare), so
-/// the scan jumps to each string that holds a `--` (`memchr`'s vectorized
-/// search), takes the last `--` before the string's NUL and goes on after
+/// the scan jumps to each string that holds a `--` (a word-at-a-time search
+/// for `-`), takes the last `--` before the string's NUL and goes on after
 /// that NUL: every byte is looked at a bounded number of times.
 pub fn option_literals(image: &[u8]) -> BTreeSet<String> {
     let mut found = BTreeSet::new();
+    scan_strings(image, &mut found);
+    found
+}
+
+/// [`option_literals`] into `found`. The end of `image` ends a string, so
+/// `image` split after any NUL gives the same union.
+fn scan_strings(image: &[u8], found: &mut BTreeSet<String>) {
+    let (dash_finder, nul_finder) = (finder(b'-'), finder(0));
     let mut from = 0;
-    while let Some(at) = memchr::memmem::find(&image[from..], b"--").map(|i| from + i) {
-        let end = memchr::memchr(0, &image[at..]).map_or(image.len(), |n| at + n);
-        let string = &image[at..end];
+    while from < image.len() {
+        let Some(dash) = dash_finder.find(&image[from..]).map(|i| from + i) else {
+            return;
+        };
+        if image.get(dash + 1) != Some(&b'-') {
+            from = dash + 1;
+            continue;
+        }
+        let end = nul_finder
+            .find(&image[dash..])
+            .map_or(image.len(), |n| dash + n);
+        let string = &image[dash..end];
         // `string` starts with `--`, so there is a last one.
-        let last = memchr::memmem::rfind(string, b"--").unwrap_or(0);
+        let last = string.windows(2).rposition(|w| w == b"--").unwrap_or(0);
         let name = &string[last + 2..];
         if !name.is_empty() && name.iter().copied().all(option_name_byte) {
             found.insert(String::from_utf8_lossy(&string[last..]).into_owned());
         }
         from = end + 1;
-        if from >= image.len() {
-            break;
-        }
     }
-    found
 }
 
 /// A byte an option name may hold.
@@ -773,12 +867,20 @@ impl BoundCommand {
 
         // 1. Bubblewrap.
         let bwrap_str = plan.bwrap().as_str().to_owned();
-        reject_symlink(&bwrap_str)?;
-        let bwrap_canonical = canonical(&bwrap_str)?;
-        let meta = fs::metadata(&bwrap_canonical).map_err(|source| BindError::Resolve {
-            path: PathBuf::from(bwrap_str.clone()),
-            source,
-        })?;
+        let (bwrap_canonical, meta) = match open_canonical(&bwrap_str) {
+            Some((_, meta)) if !meta.file_type().is_symlink() => {
+                (PathBuf::from(bwrap_str.clone()), meta)
+            }
+            _ => {
+                reject_symlink(&bwrap_str)?;
+                let bwrap_canonical = canonical(&bwrap_str)?;
+                let meta = fs::metadata(&bwrap_canonical).map_err(|source| BindError::Resolve {
+                    path: PathBuf::from(bwrap_str.clone()),
+                    source,
+                })?;
+                (bwrap_canonical, meta)
+            }
+        };
         if !kind_matches(PinKind::Executable, &meta) {
             return Err(BindError::WrongType {
                 path: PathBuf::from(bwrap_str),
@@ -1068,6 +1170,58 @@ mod tests {
             .collect()
     }
 
+    /// A reader that hands out at most `.1` bytes per `read`, so strings
+    /// cross read boundaries everywhere.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.1).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    /// Reading an image in pieces finds what scanning it whole finds: no
+    /// string is lost or split at a read boundary, and a string the end of
+    /// the image ends still counts.
+    #[test]
+    fn the_chunked_option_scan_agrees_with_the_whole_image_scan() {
+        let mut images: Vec<Vec<u8>> = vec![
+            Vec::new(),
+            b"--a".to_vec(),
+            b"\0--a\0--b".to_vec(),
+            b"usage --bind\0--ro-bind\0\0--Bad\0--dev-bind-try\0--".to_vec(),
+            b"--a".repeat(20_000),
+            vec![b'-'; 40_000],
+        ];
+        // A long image whose strings straddle every chunk boundary.
+        let mut long = Vec::new();
+        for i in 0..9000 {
+            long.extend_from_slice(format!("x--opt{}\0\x01--\0", i % 97).as_bytes());
+        }
+        images.push(long);
+        for image in &images {
+            let whole = option_literals(image);
+            assert_eq!(whole, reference(image));
+            for step in [
+                1,
+                2,
+                3,
+                5,
+                64,
+                SCAN_CHUNK - 1,
+                SCAN_CHUNK,
+                SCAN_CHUNK + 3,
+                usize::MAX,
+            ] {
+                let read = option_literals_read(Trickle(image, step)).unwrap();
+                assert_eq!(read, whole, "{step}-byte reads of {} bytes", image.len());
+            }
+        }
+    }
+
     #[test]
     fn the_option_scan_agrees_with_the_plain_definition() {
         let crafted: &[&[u8]] = &[
@@ -1113,6 +1267,11 @@ mod tests {
                 let found = option_literals(&image);
                 assert_eq!(found, reference(&image));
                 assert!(found.contains("--unshare-all"), "{found:?}");
+                assert_eq!(option_literals_read(image.as_slice()).unwrap(), found);
+                for step in [1, 7, 4096, SCAN_CHUNK - 1, SCAN_CHUNK + 1] {
+                    let read = option_literals_read(Trickle(image.as_slice(), step)).unwrap();
+                    assert_eq!(read, found, "{step}-byte reads");
+                }
             }
             Err(e) => eprintln!(
                 "NOTE: /usr/bin/bwrap not readable ({e}); compared the crafted images only"
