@@ -13,18 +13,22 @@
 //! The policy is the demo policy's controls with the probe copied to a
 //! temporary directory. Every mount of the plan is in the raw argument list
 //! (the six device re-binds, the worker bound over itself, the `/dev`
-//! remount); the raw side has no seccomp filter (passing one needs an
-//! inherited descriptor), so it does slightly less than the plan. Each
-//! round runs every variant once, in an order that rotates from round to
-//! round, so load drift and cache warmth affect all of them alike.
+//! remount). Raw Bubblewrap is measured twice: without a seccomp filter,
+//! and with the plan's filter (`splashc emit --bpf`, read from a file
+//! Bubblewrap inherits), which is the same sandbox `splashc run` launches.
+//! Each round runs every variant once, in an order that rotates from round
+//! to round, so load drift and cache warmth affect all of them alike.
 //!
 //! When a statically linked `splashc` exists at
-//! `target/<arch>-unknown-linux-gnu/release/splashc` (the build
-//! `docs/runtime.md` describes), it is measured as a third variant.
+//! `target/<arch>-unknown-linux-gnu/release/splashc` (a build made with
+//! `--target`), it is measured as another variant; so is every path in
+//! `SPLASH_BENCH_OTHER` (colon-separated; say, the previous commit's
+//! build). `SPLASH_BENCH_ROUNDS` replaces the 60 measured rounds.
 //!
 //! Run: `cargo build --release -p splashc -p splash-probe && cargo bench -p splashc --bench run`.
 //! Without `--bench` (as under `cargo test`) one round runs as a smoke test.
 
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -109,7 +113,10 @@ fn splashc_run(splashc: &Path, policy: &Path) -> Duration {
     elapsed
 }
 
-fn raw(dir: &Path) -> Duration {
+/// Raw Bubblewrap; with `filter`, the plan's seccomp program goes to it as
+/// `--seccomp FD` (a file opened for this launch and inherited by it), as
+/// `splashc` passes it.
+fn raw(dir: &Path, filter: Option<&Path>) -> Duration {
     let mut grant = Grant::new(Token::new("probe.echo").expect("token"), GrantFormat::Json);
     grant.max_calls = 1;
     let manifest = CapabilityManifest {
@@ -121,6 +128,15 @@ fn raw(dir: &Path) -> Duration {
     let key = SessionKey::generate().expect("key");
     let boot = PrivatePipeWorkerBootstrap::new(manifest.session_id.clone(), key.clone());
     let mut command = Command::new(BWRAP);
+    let seccomp = filter.map(|path| {
+        let file = std::fs::File::open(path).expect("open the filter");
+        // Inherited by the one Bubblewrap spawned next; closed after it.
+        rustix::io::fcntl_setfd(&file, rustix::io::FdFlags::empty()).expect("inheritable filter");
+        file
+    });
+    if let Some(file) = &seccomp {
+        command.arg("--seccomp").arg(file.as_raw_fd().to_string());
+    }
     command.args([
         "--unshare-all",
         "--unshare-user",
@@ -172,6 +188,7 @@ fn raw(dir: &Path) -> Duration {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn raw bwrap");
+    drop(seccomp);
     let mut stdin = child.stdin.take().expect("stdin");
     let stdout = child.stdout.take().expect("stdout");
     boot.write_to(&mut stdin).expect("bootstrap");
@@ -223,69 +240,105 @@ fn main() {
     if let Some(s) = built_static() {
         variants.push(("`splashc run`, statically linked build".to_owned(), s));
     }
-    // Other builds to compare in the same run (say, the previous commit's):
-    // `SPLASH_BENCH_OTHER=/path/one:/path/two`.
     for other in std::env::var_os("SPLASH_BENCH_OTHER")
         .map(|v| std::env::split_paths(&v).collect::<Vec<_>>())
         .unwrap_or_default()
     {
         variants.push((format!("`splashc run`, {}", other.display()), other));
     }
-    let (warmup, rounds) = if measuring { (5, 60) } else { (0, 1) };
-    let mut raw_samples = Vec::new();
+    let rounds = std::env::var("SPLASH_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(60);
+    let (warmup, rounds) = if measuring { (5, rounds) } else { (0, 1) };
+
+    // The plan's seccomp program, for the raw launch with the same filter.
+    let filter = dir.join("filter.bpf");
+    let emitted = Command::new(&variants[0].1)
+        .args(["emit", "--bpf"])
+        .arg(&policy_path)
+        .stderr(Stdio::null())
+        .output()
+        .expect("splashc emit --bpf");
+    assert!(emitted.status.success() && !emitted.stdout.is_empty());
+    std::fs::write(&filter, &emitted.stdout).expect("write the filter");
+
+    // The baselines: raw Bubblewrap without and with the plan's filter.
+    let baselines = [
+        ("raw bwrap, same mounts, same worker", None),
+        (
+            "raw bwrap, same mounts, same worker, same seccomp filter",
+            Some(filter.as_path()),
+        ),
+    ];
+    let mut base_samples = vec![Vec::new(); baselines.len()];
     let mut run_samples = vec![Vec::new(); variants.len()];
-    let mut ratios = vec![Vec::new(); variants.len()];
+    // ratios[b][v]: variant v over baseline b, per round.
+    let mut ratios = vec![vec![Vec::new(); variants.len()]; baselines.len()];
     for round in 0..warmup + rounds {
-        // Slot 0 is raw bwrap, slot i the i-th `splashc` build; the order
-        // rotates every round, so no variant always runs first or after
-        // another.
-        let slots = variants.len() + 1;
+        // The baselines first, then each `splashc` build; the order rotates
+        // every round, so no variant always runs first or after another.
+        let slots = baselines.len() + variants.len();
         let mut times = vec![Duration::ZERO; slots];
         for k in 0..slots {
             let slot = (k + round) % slots;
-            times[slot] = match slot {
-                0 => raw(&dir),
-                i => splashc_run(&variants[i - 1].1, &policy_path),
+            times[slot] = match slot.checked_sub(baselines.len()) {
+                None => raw(&dir, baselines[slot].1),
+                Some(v) => splashc_run(&variants[v].1, &policy_path),
             };
         }
         if round >= warmup {
-            let r = times[0];
-            raw_samples.push(r);
-            for (i, s) in times.into_iter().skip(1).enumerate() {
-                run_samples[i].push(s);
-                ratios[i].push(s.as_secs_f64() / r.as_secs_f64());
+            let (base, run) = times.split_at(baselines.len());
+            for (b, &t) in base.iter().enumerate() {
+                base_samples[b].push(t);
+                for (v, s) in run.iter().enumerate() {
+                    ratios[b][v].push(s.as_secs_f64() / t.as_secs_f64());
+                }
+            }
+            for (v, &s) in run.iter().enumerate() {
+                run_samples[v].push(s);
             }
         }
     }
 
-    let base = quantile(&raw_samples, 0.5);
     println!("whole process: `splashc run` vs raw bwrap ({rounds} rounds, interleaved)");
     for (name, exe) in &variants {
         println!("{name}: {}", exe.display());
     }
-    println!("| variant | median ms | p90 ms | ratio to raw (median) |");
-    println!("|---|---:|---:|---:|");
-    let rows = std::iter::once(("raw bwrap, same mounts, same worker", &raw_samples)).chain(
-        variants
-            .iter()
-            .map(|(name, _)| name.as_str())
-            .zip(&run_samples),
+    let medians: Vec<Duration> = base_samples.iter().map(|s| quantile(s, 0.5)).collect();
+    println!(
+        "| variant | median ms | p90 ms | ratio to raw (median) | ratio to raw with the filter (median) |"
     );
+    println!("|---|---:|---:|---:|---:|");
+    let rows = baselines
+        .iter()
+        .map(|(name, _)| *name)
+        .zip(&base_samples)
+        .chain(
+            variants
+                .iter()
+                .map(|(name, _)| name.as_str())
+                .zip(&run_samples),
+        );
     for (name, samples) in rows {
+        let median = quantile(samples, 0.5);
         println!(
-            "| {name} | {:.2} | {:.2} | {:.2}x |",
-            ms(quantile(samples, 0.5)),
+            "| {name} | {:.2} | {:.2} | {:.2}x | {:.2}x |",
+            ms(median),
             ms(quantile(samples, 0.9)),
-            quantile(samples, 0.5).as_secs_f64() / base.as_secs_f64()
+            median.as_secs_f64() / medians[0].as_secs_f64(),
+            median.as_secs_f64() / medians[1].as_secs_f64()
         );
     }
-    for ((name, _), ratios) in variants.iter().zip(&mut ratios) {
-        ratios.sort_by(f64::total_cmp);
-        println!(
-            "{name}: paired per-round ratio: median {:.2}x, p10 {:.2}x, p90 {:.2}x",
-            ratios[ratios.len() / 2],
-            ratios[ratios.len() / 10],
-            ratios[ratios.len() * 9 / 10]
-        );
+    for ((base, _), per_variant) in baselines.iter().zip(&mut ratios) {
+        for ((name, _), ratios) in variants.iter().zip(per_variant) {
+            ratios.sort_by(f64::total_cmp);
+            println!(
+                "{name} / {base}: paired per-round ratio: median {:.2}x, p10 {:.2}x, p90 {:.2}x",
+                ratios[ratios.len() / 2],
+                ratios[ratios.len() / 10],
+                ratios[ratios.len() * 9 / 10]
+            );
+        }
     }
 }
