@@ -68,10 +68,25 @@ struct AttemptInfo {
     control: String,
 }
 
+/// True when the tests run from a `--target` build for this host (the
+/// workspace default, `.cargo/config.toml`), whose binaries are the static
+/// ones.
+fn built_for_host_target() -> bool {
+    bin_dir()
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|n| n.to_string_lossy() == host_triple())
+}
+
 /// The static binaries, built for the host's target triple with the C
-/// runtime linked in.
+/// runtime linked in: the binaries beside the tests when the workspace
+/// builds for the host's target (the default), otherwise a separate
+/// `--target` build.
 fn static_dir() -> PathBuf {
     let profile_dir = bin_dir();
+    if built_for_host_target() {
+        return profile_dir;
+    }
     let profile = profile_dir
         .file_name()
         .map(|p| p.to_string_lossy().into_owned())
@@ -87,9 +102,14 @@ fn host_triple() -> String {
     format!("{}-unknown-linux-gnu", std::env::consts::ARCH)
 }
 
-/// Builds (or brings up to date) the static probe and runners with the same
-/// command `.ci/run` uses; a no-op when they are current.
+/// Builds (or brings up to date) the static probe and runners with an
+/// explicit `--target` and `+crt-static`; a no-op when they are current, and
+/// not run when the workspace's own build is already that build (the probe
+/// is then built by `cargo build --workspace --bins` like every binary).
 fn build_static() -> Result<(), String> {
+    if built_for_host_target() {
+        return Ok(());
+    }
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let release = bin_dir().ends_with("release");
     let mut cmd = Command::new(cargo);

@@ -68,7 +68,7 @@ const STRICT_LIST: &str = "
     fcntl ioctl dup3 pipe2 getdents64 getcwd readlinkat unlinkat mkdirat ftruncate fsync
     rt_sigaction rt_sigprocmask rt_sigreturn sigaltstack clock_gettime clock_nanosleep
     nanosleep futex sched_yield sched_getaffinity getpid gettid tgkill getrandom
-    poll access faccessat faccessat2 wait4 clone statfs fstatfs uname
+    poll access faccessat faccessat2 wait4 clone statfs fstatfs uname readlink
     getuid geteuid getgid getegid getppid prctl
     ppoll epoll_create1 epoll_ctl epoll_pwait eventfd2
 ";

@@ -19,11 +19,9 @@
 //! Each round runs every variant once, in an order that rotates from round
 //! to round, so load drift and cache warmth affect all of them alike.
 //!
-//! When a statically linked `splashc` exists at
-//! `target/<arch>-unknown-linux-gnu/release/splashc` (a build made with
-//! `--target`), it is measured as another variant; so is every path in
-//! `SPLASH_BENCH_OTHER` (colon-separated; say, the previous commit's
-//! build). `SPLASH_BENCH_ROUNDS` replaces the 60 measured rounds.
+//! Every path in `SPLASH_BENCH_OTHER` (colon-separated; say, the previous
+//! commit's build, or a dynamically linked one) is measured as another
+//! variant. `SPLASH_BENCH_ROUNDS` replaces the 60 measured rounds.
 //!
 //! Run: `cargo build --release -p splashc -p splash-probe && cargo bench -p splashc --bench run`.
 //! Without `--bench` (as under `cargo test`) one round runs as a smoke test.
@@ -54,13 +52,6 @@ fn built(name: &str) -> Option<PathBuf> {
         .iter()
         .map(|profile| target.join(profile).join(name))
         .find(|p| p.is_file())
-}
-
-/// The statically linked release build of `splashc`, if one was made
-/// (`target/<arch>-unknown-linux-gnu/release/splashc`, see `docs/runtime.md`).
-fn built_static() -> Option<PathBuf> {
-    let triple = format!("{}-unknown-linux-gnu", std::env::consts::ARCH);
-    Some(target_dir()?.join(triple).join("release").join("splashc")).filter(|p| p.is_file())
 }
 
 fn system_dirs() -> Vec<&'static str> {
@@ -237,9 +228,6 @@ fn main() {
     std::fs::write(&policy_path, policy(&dir)).expect("policy");
 
     let mut variants = vec![("`splashc run`, the whole process".to_owned(), splashc)];
-    if let Some(s) = built_static() {
-        variants.push(("`splashc run`, statically linked build".to_owned(), s));
-    }
     for other in std::env::var_os("SPLASH_BENCH_OTHER")
         .map(|v| std::env::split_paths(&v).collect::<Vec<_>>())
         .unwrap_or_default()
