@@ -2,9 +2,15 @@
 //!
 //! Exit status: 0 success, 1 the policy (or manifest) has errors, 2 usage or
 //! I/O problems. Each subcommand lives in its own module.
+//!
+//! The process starts at `sys::main`, not through std's runtime setup for a
+//! `main` function: see there.
+
+#![cfg_attr(not(test), no_main)]
 
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
+#[cfg(test)]
 use std::process::ExitCode;
 
 use clap::{Args, FromArgMatches, Parser, Subcommand, ValueEnum};
@@ -293,8 +299,9 @@ fn parse_command_line() -> Command {
     Cli::parse().command
 }
 
-fn main() -> ExitCode {
-    let code = match parse_command_line() {
+/// Runs the command line: the process's exit status.
+fn run_command_line() -> u8 {
+    match parse_command_line() {
         Command::Check(a) => check::run(&a),
         Command::Emit(a) => emit::run(&a),
         Command::Compile(a) => compile::run(&a),
@@ -306,8 +313,14 @@ fn main() -> ExitCode {
         Command::Lsp => lsp::run(),
         Command::Completions(a) => help::completions(&a),
         Command::Man(a) => help::man(&a),
-    };
-    ExitCode::from(code)
+    }
+}
+
+/// Test builds run the harness's `main`; this keeps the command line's code
+/// reachable there, as `sys::main` does in the binary.
+#[cfg(test)]
+fn main() -> ExitCode {
+    ExitCode::from(run_command_line())
 }
 
 #[cfg(test)]
