@@ -17,7 +17,7 @@
 //! session or tool failure.
 
 use std::collections::BTreeSet;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -42,14 +42,13 @@ pub fn run(args: &RunArgs) -> u8 {
     }
 }
 
+/// `bytes` bytes of the operating system's CSPRNG (`getrandom(2)`), as hex.
 fn random_hex(bytes: usize) -> Result<String, u8> {
     let mut buf = vec![0u8; bytes];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut buf))
-        .map_err(|e| {
-            eprintln!("splashc run: cannot read the random source: {e}");
-            2
-        })?;
+    getrandom::fill(&mut buf).map_err(|e| {
+        eprintln!("splashc run: cannot read the random source: {e}");
+        2
+    })?;
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 

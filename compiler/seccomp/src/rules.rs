@@ -212,7 +212,12 @@ impl RuleSet {
     ) -> Result<RuleSet, CompileError> {
         let mut closed = BTreeSet::new();
         for g in &guards {
-            if crate::syscall_name(arch, g.nr).is_none() {
+            // The number must be one the architecture has. A guard made from
+            // the tables names its syscall, which confirms that with a binary
+            // search by name; only otherwise are the numbers scanned.
+            let known = crate::syscall_number(arch, g.name) == Some(g.nr)
+                || crate::syscall_name(arch, g.nr).is_some();
+            if !known {
                 return Err(CompileError::InvalidRule(RuleError::UnknownGuardNumber {
                     name: g.name,
                     nr: g.nr,
