@@ -733,8 +733,10 @@ const SCAN_CHUNK: usize = 16 * 1024;
 
 /// [`option_literals`] of everything `image` yields, read a chunk at a
 /// time: only the string still open at the end of a chunk is carried over,
-/// so the memory touched stays about two chunks whatever the image's size
-/// (a fresh buffer for the whole image costs a page fault per 4 KiB).
+/// so for a program image (short strings between NULs) the memory touched
+/// stays about two chunks whatever its size; a fresh buffer for the whole
+/// image costs a page fault per 4 KiB. (Input without NULs is held whole
+/// until its end, as reading it at once would.)
 pub fn option_literals_read(mut image: impl Read) -> io::Result<BTreeSet<String>> {
     let mut found = BTreeSet::new();
     // `window` = the open string carried over, then the bytes just read.
