@@ -1,7 +1,6 @@
 //! The process entry point (`sys::main`): what std's setup for `main` did
 //! and `splashc` still relies on, checked on the built binary.
 
-use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -66,24 +65,23 @@ fn closed_standard_streams_are_reopened_on_dev_null() {
 /// not death by `SIGPIPE`.
 #[test]
 fn a_closed_pipe_is_an_error_not_a_signal() {
-    let mut child = Command::new(splashc())
+    // The reader is closed before the command starts, so its first write
+    // to stdout finds no reader.
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let out = Command::new(splashc())
         .args(["emit", "--argv"])
         .arg(demo())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn splashc");
-    // The reader goes before the child has started to write.
-    drop(child.stdout.take());
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut stderr)
-        .expect("read stderr");
-    let status = child.wait().expect("wait");
-    assert_eq!(status.signal(), None, "killed by a signal: {status:?}");
-    assert_ne!(status.code(), Some(0), "{stderr}");
+        .stdout(writer)
+        .output()
+        .expect("run splashc");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.signal(),
+        None,
+        "killed by a signal: {:?}",
+        out.status
+    );
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("Broken pipe"), "{stderr}");
 }

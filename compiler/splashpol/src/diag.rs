@@ -221,7 +221,12 @@ impl SourceCode for PolicySource<'_> {
         context_lines_after: usize,
     ) -> Result<Box<dyn SpanContents<'b> + 'b>, MietteError> {
         let (line, _) = self.index.line_start(span.offset());
-        let first_line = line.saturating_sub(context_lines_before);
+        // One line more than the context: miette measures the end of a
+        // span as `offset + len - 1`, saturating, so an empty span at the
+        // very start of its input ends differently from the same span
+        // further in. Starting a line earlier (when there is one) keeps the
+        // window's reading the file's.
+        let first_line = line.saturating_sub(context_lines_before + 1);
         let window_start = self.index.start_of_line(first_line);
         let window = &self.shown.as_bytes()[window_start..];
         let shifted = SourceSpan::new((span.offset() - window_start).into(), span.len());
