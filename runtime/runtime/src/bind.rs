@@ -521,24 +521,16 @@ fn reject_symlink(path: &str) -> Result<(), BindError> {
     Ok(())
 }
 
-/// Opens `path` when it is already canonical: `openat2` with
-/// `RESOLVE_NO_SYMLINKS` succeeds only if no component is a symbolic link,
-/// and a normalized absolute path without links is its own canonical form.
-/// The descriptor is `O_PATH | O_NOFOLLOW`; its metadata is returned too
-/// (a symbolic link as the last component is reported as one, not
-/// followed). `None` sends the caller to the full resolution, which also
-/// gives every error its usual form.
-fn open_canonical(path: &str) -> Option<(OwnedFd, Metadata)> {
-    let normalized = path.starts_with('/')
-        && path != "/"
-        && !path.ends_with('/')
-        && path[1..]
-            .split('/')
-            .all(|part| !part.is_empty() && part != "." && part != "..");
-    if !normalized {
-        return None;
-    }
-    let file = File::from(sys::open_path_no_symlinks(Path::new(path)).ok()?);
+/// Opens `path` when it is already canonical: a [`HostPath`] is absolute,
+/// not `/` and normalized (no `.`, `..` or empty component), so when
+/// `openat2` with `RESOLVE_NO_SYMLINKS` succeeds (no component is a
+/// symbolic link) the path is its own canonical form. The descriptor is
+/// `O_PATH | O_NOFOLLOW`; its metadata is returned too (a symbolic link as
+/// the last component is reported as one, not followed). `None` sends the
+/// caller to the full resolution, which also gives every error its usual
+/// form.
+fn open_canonical(path: &HostPath) -> Option<(OwnedFd, Metadata)> {
+    let file = File::from(sys::open_path_no_symlinks(Path::new(path.as_str())).ok()?);
     let meta = file.metadata().ok()?;
     Some((OwnedFd::from(file), meta))
 }
@@ -553,7 +545,7 @@ fn pin_source(pin: &Pin) -> Result<PinnedSource, BindError> {
         });
     }
     let executable = pin.kind == PinKind::Executable || is_executable_role(&pin.role);
-    let (canonical, fd, meta) = match open_canonical(path) {
+    let (canonical, fd, meta) = match open_canonical(&pin.host_path) {
         // The common case: the path is canonical, opened once.
         Some((fd, meta)) if !meta.file_type().is_symlink() => (PathBuf::from(path), fd, meta),
         _ => {
@@ -869,7 +861,7 @@ impl BoundCommand {
 
         // 1. Bubblewrap.
         let bwrap_str = plan.bwrap().as_str().to_owned();
-        let (bwrap_canonical, meta) = match open_canonical(&bwrap_str) {
+        let (bwrap_canonical, meta) = match open_canonical(plan.bwrap()) {
             Some((_, meta)) if !meta.file_type().is_symlink() => {
                 (PathBuf::from(bwrap_str.clone()), meta)
             }
