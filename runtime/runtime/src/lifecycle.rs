@@ -127,7 +127,8 @@ pub struct WorkerLifecycle {
     child: WorkerProcess,
     reaped: Option<WorkerStatus>,
     cgroup: Option<WorkerCgroup>,
-    /// The launch's private device nodes: removed once the worker is reaped.
+    /// The launch's private device nodes: removed once the worker is
+    /// reaped, or sooner by [`Self::release_devices`].
     devices: Option<DeviceDirectory>,
 }
 
@@ -161,6 +162,14 @@ impl WorkerLifecycle {
         // Nothing in the sandbox uses the nodes any more.
         self.devices = None;
         status
+    }
+
+    /// Removes the launch's private device nodes before the worker is
+    /// reaped. Only for a caller that has proof the worker started (an
+    /// authenticated answer from it): Bubblewrap binds the nodes before it
+    /// starts the worker, and the binds stay when the host's nodes go.
+    pub(crate) fn release_devices(&mut self) {
+        self.devices = None;
     }
 
     /// The worker's child cgroup, when the plan has a cgroup-v2 boundary

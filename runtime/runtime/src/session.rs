@@ -103,6 +103,9 @@ pub struct Session {
     readable: OwnedFd,
     /// Whether an answer about the call in flight has been read.
     answered: bool,
+    /// Whether the worker has answered at all: it runs, so Bubblewrap has
+    /// made every mount, the private device nodes' binds included.
+    worker_answered: bool,
     /// The tool of the last call started.
     tool: String,
     /// Whether an error poisoned the session.
@@ -145,6 +148,7 @@ impl Session {
             host,
             readable,
             answered: false,
+            worker_answered: false,
             tool: String::new(),
             state: SessionState::Usable,
             watchdog,
@@ -257,6 +261,7 @@ impl Session {
             Err(e) => return Err(self.transport_failed(e)),
         };
         self.answered = true;
+        self.worker_answered = true;
         let finished = self.host.call_in_flight().is_none();
         if let Err(why) = self.watchdog.settle_call(finished) {
             return Err(self.force_stopped(why));
@@ -296,10 +301,11 @@ impl Session {
             state,
             watchdog,
             bound,
+            worker_answered,
             ..
         } = self;
         drop(readable);
-        let result = Self::finish(host, state, &watchdog, grace);
+        let result = Self::finish(host, state, &watchdog, grace, worker_answered);
         drop(watchdog);
         drop(bound);
         result
@@ -310,6 +316,7 @@ impl Session {
         state: SessionState,
         watchdog: &Watchdog,
         grace: Duration,
+        worker_answered: bool,
     ) -> Result<WorkerStatus, CallError> {
         if state == SessionState::Poisoned {
             drop(host);
@@ -325,6 +332,11 @@ impl Session {
                 _ => Indeterminate::Transport(e),
             };
             return Err(CallError::Indeterminate { reason, status });
+        }
+        if worker_answered {
+            // The nodes served only Bubblewrap's binds, made before the
+            // worker started; removing them now overlaps with its exit.
+            watchdog.release_devices();
         }
         let status = match watchdog.wait_exit(grace) {
             Ok(WorkerStatus::Running) | Err(_) => watchdog.stop().unwrap_or(WorkerStatus::Running),

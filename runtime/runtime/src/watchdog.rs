@@ -300,6 +300,12 @@ impl Watchdog {
         lock(&self.shared.lifecycle).terminate()
     }
 
+    /// Removes the launch's private device nodes now; see
+    /// [`WorkerLifecycle::release_devices`].
+    pub(crate) fn release_devices(&self) {
+        lock(&self.shared.lifecycle).release_devices();
+    }
+
     /// Why the worker was force-stopped, if it was.
     pub fn fired(&self) -> Option<StopReason> {
         lock(&self.shared.state).fired
