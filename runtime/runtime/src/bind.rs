@@ -692,20 +692,29 @@ pub(crate) fn plan_options(plan: &LaunchPlan) -> BTreeSet<String> {
         .collect()
 }
 
-/// The options a Bubblewrap build understands, read from `program` (a path,
-/// or `/proc/self/fd/N` of the pinned descriptor, which reopens that file).
+/// Whether the Bubblewrap build at `program` (a path, or `/proc/self/fd/N`
+/// of the pinned descriptor, which reopens that file) understands every
+/// option in `needed`; the first one it lacks is the error.
 ///
 /// An ELF build is read, not run: Bubblewrap's parser compares each argument
 /// with a NUL-terminated `--option` literal, so those literals are the
 /// options it parses (on bubblewrap 0.8.0 exactly the set `--help` lists, a
-/// test checks it). Any other program (a wrapper script) is asked with
-/// `--help`. A false positive cannot weaken a launch: Bubblewrap refuses an
-/// option it does not parse, and the launch fails.
-fn supported_options(program: &Path, shown: &str) -> Result<BTreeSet<String>, BindError> {
+/// test checks it). Its read-only data sections are read first (about a
+/// fifth of the file); only when an option is not found there is the whole
+/// image read, so the answer is the whole image's. Any other program (a
+/// wrapper script) is asked with `--help`. A false positive cannot weaken a
+/// launch: Bubblewrap refuses an option it does not parse, and the launch
+/// fails.
+fn check_supported_options(
+    program: &Path,
+    shown: &str,
+    needed: &BTreeSet<String>,
+) -> Result<(), BindError> {
     let query = |source| BindError::BubblewrapQuery {
         path: PathBuf::from(shown),
         source,
     };
+    let lacking = |supported: &BTreeSet<String>| needed.difference(supported).next().cloned();
     let mut file = File::open(program).map_err(query)?;
     let mut magic = [0u8; 4];
     let elf = match file.read_exact(&mut magic) {
@@ -713,11 +722,135 @@ fn supported_options(program: &Path, shown: &str) -> Result<BTreeSet<String>, Bi
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => false,
         Err(e) => return Err(query(e)),
     };
-    if elf {
-        option_literals_read(magic.as_slice().chain(file)).map_err(query)
+    let missing = if !elf {
+        lacking(&options_from_help(program, shown)?)
+    } else if elf_rodata_literals(&file)
+        .map_err(query)?
+        .is_some_and(|found| lacking(&found).is_none())
+    {
+        None
     } else {
-        options_from_help(program, shown)
+        lacking(&option_literals_read(ReadAt::new(&file)).map_err(query)?)
+    };
+    match missing {
+        Some(option) => Err(BindError::UnsupportedOption {
+            path: PathBuf::from(shown),
+            option,
+        }),
+        None => Ok(()),
     }
+}
+
+/// A reader over a whole file from offset 0 by positioned reads, whatever
+/// the descriptor's own offset.
+struct ReadAt<'a> {
+    file: &'a File,
+    at: u64,
+}
+
+impl<'a> ReadAt<'a> {
+    fn new(file: &'a File) -> Self {
+        Self { file, at: 0 }
+    }
+}
+
+impl Read for ReadAt<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = std::os::unix::fs::FileExt::read_at(self.file, buf, self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
+}
+
+/// The option literals of the read-only data sections (`.rodata` and
+/// `.rodata.*`) of a 64-bit little-endian ELF file, found through its
+/// section headers. `None` when the file has no such section or its headers
+/// are not what this reader expects (then the caller reads the whole image).
+fn elf_rodata_literals(file: &File) -> io::Result<Option<BTreeSet<String>>> {
+    let size = file.metadata()?.len();
+    let Some(sections) = elf_rodata_sections(file, size)? else {
+        return Ok(None);
+    };
+    let mut found = BTreeSet::new();
+    let mut bytes = Vec::new();
+    for (offset, len) in sections {
+        bytes.resize(len, 0);
+        std::os::unix::fs::FileExt::read_exact_at(file, &mut bytes, offset)?;
+        scan_strings(&bytes, &mut found);
+    }
+    Ok(Some(found))
+}
+
+/// The file ranges `(offset, length)` of the `SHT_PROGBITS` sections named
+/// `.rodata` or `.rodata.*`; `None` for anything but a consistent 64-bit
+/// little-endian ELF file of `size` bytes that has at least one.
+fn elf_rodata_sections(file: &File, size: u64) -> io::Result<Option<Vec<(u64, usize)>>> {
+    use std::os::unix::fs::FileExt;
+    const SHT_PROGBITS: u32 = 1;
+    const ENTRY: usize = 64;
+    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
+    let u32_at =
+        |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap_or([0; 4]));
+    let u64_at =
+        |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]));
+    // A range inside the file, as (offset, length).
+    let within = |offset: u64, len: u64| {
+        (offset.checked_add(len)? <= size)
+            .then(|| usize::try_from(len).ok())
+            .flatten()
+            .map(|len| (offset, len))
+    };
+
+    let mut header = [0u8; 64];
+    if size < 64 {
+        return Ok(None);
+    }
+    file.read_exact_at(&mut header, 0)?;
+    // ELFCLASS64, ELFDATA2LSB, 64-byte section header entries.
+    if &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+        return Ok(None);
+    }
+    let (shoff, shentsize) = (u64_at(&header, 0x28), usize::from(u16_at(&header, 0x3a)));
+    let (shnum, shstrndx) = (
+        usize::from(u16_at(&header, 0x3c)),
+        usize::from(u16_at(&header, 0x3e)),
+    );
+    if shentsize != ENTRY || shnum == 0 || shstrndx >= shnum {
+        return Ok(None);
+    }
+    let Some((table_at, table_len)) = within(shoff, (shnum * ENTRY) as u64) else {
+        return Ok(None);
+    };
+    let mut table = vec![0u8; table_len];
+    file.read_exact_at(&mut table, table_at)?;
+    let entry = |i: usize| &table[i * ENTRY..(i + 1) * ENTRY];
+
+    let names = entry(shstrndx);
+    let Some((names_at, names_len)) = within(u64_at(names, 0x18), u64_at(names, 0x20)) else {
+        return Ok(None);
+    };
+    let mut strtab = vec![0u8; names_len];
+    file.read_exact_at(&mut strtab, names_at)?;
+
+    let mut ranges = Vec::new();
+    for i in 0..shnum {
+        let section = entry(i);
+        let name_at = u32_at(section, 0) as usize;
+        let name = strtab
+            .get(name_at..)
+            .and_then(|rest| rest.split(|b| *b == 0).next())
+            .unwrap_or_default();
+        if u32_at(section, 4) != SHT_PROGBITS
+            || !(name == b".rodata" || name.starts_with(b".rodata."))
+        {
+            continue;
+        }
+        match within(u64_at(section, 0x18), u64_at(section, 0x20)) {
+            Some(range) => ranges.push(range),
+            None => return Ok(None),
+        }
+    }
+    Ok((!ranges.is_empty()).then_some(ranges))
 }
 
 /// How much of a program image [`option_literals_read`] reads at a time.
@@ -1092,8 +1225,10 @@ impl BoundCommand {
     fn check_bubblewrap_options(&self) -> Result<(), BindError> {
         let shown = self.plan.bwrap().to_string();
         let needed = plan_options(&self.plan);
-        let supported = match self.bwrap_launch {
-            BubblewrapLaunch::Path => supported_options(&self.bwrap_canonical, &shown)?,
+        match self.bwrap_launch {
+            BubblewrapLaunch::Path => {
+                check_supported_options(&self.bwrap_canonical, &shown, &needed)
+            }
             BubblewrapLaunch::Pinned(slot) => {
                 let fd = self.pins[usize::from(slot.0)]
                     .duplicate()
@@ -1102,16 +1237,9 @@ impl BoundCommand {
                         source,
                     })?;
                 let program = crate::spawn::proc_fd_path(&fd);
-                supported_options(&program, &shown)?
+                check_supported_options(&program, &shown, &needed)
             }
-        };
-        if let Some(option) = needed.difference(&supported).next() {
-            return Err(BindError::UnsupportedOption {
-                path: PathBuf::from(shown),
-                option: option.clone(),
-            });
         }
-        Ok(())
     }
 
     /// Whether each launch gets private device nodes (the worker's uid owns
@@ -1175,6 +1303,172 @@ mod tests {
             self.0 = &self.0[n..];
             Ok(n)
         }
+    }
+
+    /// A 64-bit little-endian ELF image with the named sections (type,
+    /// bytes) after a 64-byte header, then `.shstrtab`, then the section
+    /// header table.
+    fn elf_image(sections: &[(&str, u32, &[u8])]) -> Vec<u8> {
+        let mut image = vec![0u8; 64];
+        image[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        let mut names = b"\0".to_vec();
+        let mut headers = vec![[0u8; 64]]; // SHN_UNDEF
+        let all = sections
+            .iter()
+            .copied()
+            .chain([(".shstrtab", 3, &[][..])])
+            .collect::<Vec<_>>();
+        let mut shstrtab_name = 0;
+        for (name, kind, bytes) in &all {
+            let name_at = names.len() as u32;
+            names.extend_from_slice(name.as_bytes());
+            names.push(0);
+            if *name == ".shstrtab" {
+                shstrtab_name = name_at;
+                continue;
+            }
+            let mut h = [0u8; 64];
+            h[0..4].copy_from_slice(&name_at.to_le_bytes());
+            h[4..8].copy_from_slice(&kind.to_le_bytes());
+            h[0x18..0x20].copy_from_slice(&(image.len() as u64).to_le_bytes());
+            h[0x20..0x28].copy_from_slice(&(bytes.len() as u64).to_le_bytes());
+            image.extend_from_slice(bytes);
+            headers.push(h);
+        }
+        let mut h = [0u8; 64];
+        h[0..4].copy_from_slice(&shstrtab_name.to_le_bytes());
+        h[4..8].copy_from_slice(&3u32.to_le_bytes());
+        h[0x18..0x20].copy_from_slice(&(image.len() as u64).to_le_bytes());
+        h[0x20..0x28].copy_from_slice(&(names.len() as u64).to_le_bytes());
+        image.extend_from_slice(&names);
+        headers.push(h);
+        let shoff = image.len() as u64;
+        for h in &headers {
+            image.extend_from_slice(h);
+        }
+        image[0x28..0x30].copy_from_slice(&shoff.to_le_bytes());
+        image[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes());
+        image[0x3c..0x3e].copy_from_slice(&(headers.len() as u16).to_le_bytes());
+        image[0x3e..0x40].copy_from_slice(&((headers.len() - 1) as u16).to_le_bytes());
+        image
+    }
+
+    fn write_image(dir: &Path, name: &str, image: &[u8]) -> PathBuf {
+        let path = dir.join(name);
+        fs::write(&path, image).unwrap();
+        path
+    }
+
+    fn needs(options: &[&str]) -> BTreeSet<String> {
+        options.iter().map(|o| (*o).to_owned()).collect()
+    }
+
+    /// The read-only data sections are read first; an option found only
+    /// elsewhere in the image still counts (the whole image is read then),
+    /// and one found nowhere is refused by name.
+    #[test]
+    fn the_option_check_reads_the_read_only_data_first_and_the_whole_image_before_refusing() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = elf_image(&[
+            (".text", 1, b"\x90--in-text\0"),
+            (".rodata", 1, b"usage\0--bind\0--ro-bind\0"),
+            (".rodata.str1.1", 1, b"--tmpfs\0"),
+            (".rodata.notes", 7, b"--in-a-note\0"),
+            (".rodatax", 1, b"--in-rodatax\0"),
+        ]);
+        let path = write_image(dir.path(), "elf", &image);
+        let file = File::open(&path).unwrap();
+        assert_eq!(
+            elf_rodata_literals(&file).unwrap(),
+            Some(needs(&["--bind", "--ro-bind", "--tmpfs"])),
+            "only PROGBITS sections named .rodata or .rodata.*"
+        );
+        assert_eq!(
+            option_literals(&image),
+            needs(&[
+                "--bind",
+                "--ro-bind",
+                "--tmpfs",
+                "--in-text",
+                "--in-a-note",
+                "--in-rodatax"
+            ])
+        );
+        check_supported_options(&path, "elf", &needs(&["--bind", "--tmpfs"])).unwrap();
+        // Outside the read-only data: found by the whole-image read.
+        check_supported_options(&path, "elf", &needs(&["--bind", "--in-text"])).unwrap();
+        match check_supported_options(&path, "elf", &needs(&["--bind", "--nowhere"])) {
+            Err(BindError::UnsupportedOption { option, .. }) => assert_eq!(option, "--nowhere"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Section headers that are not what the reader expects are not an
+    /// error: the whole image is read, with the same answers.
+    #[test]
+    fn inconsistent_section_headers_fall_back_to_the_whole_image() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = elf_image(&[(".rodata", 1, b"--bind\0"), (".data", 1, b"--data\0")]);
+        let shoff = u64::from_le_bytes(good[0x28..0x30].try_into().unwrap()) as usize;
+        let mut broken: Vec<(&str, Vec<u8>)> = Vec::new();
+        let mut edit = |what: &'static str, f: &dyn Fn(&mut Vec<u8>)| {
+            let mut image = good.clone();
+            f(&mut image);
+            broken.push((what, image));
+        };
+        edit("32-bit class", &|i| i[4] = 1);
+        edit("big-endian", &|i| i[5] = 2);
+        edit("table past the end", &|i| {
+            i[0x28..0x30].copy_from_slice(&(u64::MAX - 8).to_le_bytes())
+        });
+        edit("entry size", &|i| i[0x3a] = 40);
+        edit("no sections", &|i| i[0x3c..0x3e].fill(0));
+        edit("names index", &|i| i[0x3e] = 200);
+        edit("section past the end", &|i| {
+            // The `.rodata` header is entry 1; its size field.
+            let at = shoff + 64 + 0x20;
+            i[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        });
+        edit("names past the end", &|i| {
+            let at = shoff + 3 * 64 + 0x18;
+            i[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        });
+        edit("truncated table", &|i| i.truncate(shoff + 70));
+        edit("short file", &|i| i.truncate(40));
+        let path = write_image(dir.path(), "good", &good);
+        let file = File::open(&path).unwrap();
+        assert_eq!(
+            elf_rodata_literals(&file).unwrap(),
+            Some(needs(&["--bind"]))
+        );
+        for (what, image) in &broken {
+            let path = write_image(dir.path(), "broken", image);
+            let file = File::open(&path).unwrap();
+            assert_eq!(elf_rodata_literals(&file).unwrap(), None, "{what}");
+            let whole = option_literals(image);
+            for option in ["--bind", "--data", "--nowhere"] {
+                let answer = check_supported_options(&path, what, &needs(&[option]));
+                assert_eq!(answer.is_ok(), whole.contains(option), "{what}: {option}");
+            }
+        }
+    }
+
+    /// On the installed Bubblewrap the read-only data hold every option
+    /// literal of the image, so the whole image is never read for it.
+    #[test]
+    fn the_installed_bwrap_has_every_option_literal_in_its_read_only_data() {
+        let Ok(file) = File::open("/usr/bin/bwrap") else {
+            eprintln!(
+                "NOTE: /usr/bin/bwrap not readable; the crafted images above cover the reader"
+            );
+            return;
+        };
+        let image = fs::read("/usr/bin/bwrap").unwrap();
+        let rodata = elf_rodata_literals(&file)
+            .unwrap()
+            .expect("read-only data sections");
+        assert!(rodata.contains("--unshare-all"), "{rodata:?}");
+        assert_eq!(rodata, option_literals(&image));
     }
 
     /// Reading an image in pieces finds what scanning it whole finds: no
