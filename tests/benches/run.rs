@@ -23,7 +23,9 @@
 //! commit's build, or a dynamically linked one) is measured as another
 //! variant. `SPLASH_BENCH_ROUNDS` replaces the 60 measured rounds.
 //!
-//! Run: `cargo build --release -p splashc -p splash-probe && cargo bench -p splashc --bench run`.
+//! Run: `cargo build --release -p splashc -p splash-probe && cargo bench -p splash-tests --bench run`.
+//! It measures the release build that first command made (this package does
+//! not build `splashc`, so the bench leaves that binary as it is).
 //! Without `--bench` (as under `cargo test`) one round runs as a smoke test.
 
 use std::os::fd::AsRawFd;
