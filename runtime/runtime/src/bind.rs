@@ -31,9 +31,10 @@
 //! 5. Bubblewrap's options: every option the plan's argument list uses must
 //!    be one the build parses, read from the same file (the same pinned
 //!    descriptor) that will be launched: the NUL-terminated `--option`
-//!    literals its parser compares against, or, for a program that is not an
-//!    ELF executable, the options its `--help` lists; an old build fails
-//!    here with a named option;
+//!    literals its parser compares against (its read-only data sections
+//!    first, the whole image before an option is refused), or, for a
+//!    program that is not an ELF executable, the options its `--help`
+//!    lists; an old build fails here with a named option;
 //! 6. project quotas (see [`crate::quota`]) and their aggregate maximum;
 //!    while an aggregate is set, a read-write mount that is not a verified
 //!    quota root is refused;
