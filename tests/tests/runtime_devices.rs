@@ -8,7 +8,7 @@ mod runtime_support;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use runtime_support::{TempDir, TestPolicy, edited};
+use runtime_support::{TempDir, TestPolicy, device_directories, edited, host_root};
 use splash_protocol::{PrivatePipeWorkerBootstrap, SessionKey, Token};
 use splash_runtime::{
     BindError, BindOptions, BoundCommand, LaunchPreparation, LaunchSpec, PlanDefect, SpawnError,
@@ -25,19 +25,6 @@ const NODES: [(&str, u32, u32); 6] = [
     ("tty", 5, 0),
 ];
 
-/// The per-launch device directories that exist under `/dev` now.
-fn device_directories() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir("/dev")
-        .expect("read /dev")
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(".splash-dev-"))
-        .map(|e| e.path())
-        .collect();
-    out.sort();
-    out
-}
-
-/// A root host with bwrap and a copy of `cat` as the worker.
 /// The device directories that are not in `before`.
 fn new_directories(before: &[PathBuf]) -> Vec<PathBuf> {
     device_directories()
@@ -46,21 +33,17 @@ fn new_directories(before: &[PathBuf]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// A root host with bwrap and a copy of `cat` as the worker.
 fn root_host() -> Option<(TempDir, PathBuf)> {
     let bwrap = splash_tests::bwrap_path();
     if !splash_tests::require_host(bwrap.is_some(), "bubblewrap") {
         return None;
     }
     // The worker gets this process's real uid.
-    let root = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .map(str::to_owned)
-        })
-        .is_some_and(|v| v.split_whitespace().all(|f| f == "0"));
-    if !splash_tests::require_host(root, "host root (private device nodes are made by root)") {
+    if !splash_tests::require_host(
+        host_root(),
+        "host root (private device nodes are made by root)",
+    ) {
         return None;
     }
     let dir = TempDir::new("devices");

@@ -12,7 +12,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use runtime_support::{
-    TestPolicy, edited, host_with_probe, live_children, open_fds, probe_policy, serial,
+    TestPolicy, device_directories, edited, host_root, host_with_probe, live_children, open_fds,
+    probe_policy, serial,
 };
 use serde_json::{Value, json};
 use splash_protocol::{CapabilityManifest, Grant, GrantFormat, SessionState, Token};
@@ -109,6 +110,145 @@ fn one_call_launch_calls_a_tool_and_closes_cleanly() {
     let status = session.close(Duration::from_secs(5)).expect("close");
     assert_eq!(status, splash_runtime::WorkerStatus::Exited(0));
     assert_gone(pid, &probe_dir.path().join("splash-probe"));
+}
+
+/// The state letter of process `pid` (`Z` for a zombie), if it exists.
+fn process_state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')')?.1.trim_start().chars().next()
+}
+
+/// `close` in two steps: after `send_close` the worker exits by itself
+/// while the host still holds the session (Bubblewrap becomes a zombie no
+/// one has reaped yet), and `wait` reaps it with its status. Control: a
+/// session that was not sent `close_session` keeps its worker running.
+#[test]
+fn send_close_lets_the_worker_exit_while_the_host_works_and_wait_reaps_it() {
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let policy = probe_policy(&bwrap, &probe_dir);
+    let probe = probe_dir.path().join("splash-probe");
+
+    let mut open = launch(&policy, Deadlines::none());
+    open.call("probe.echo", json!({"input": 1})).expect("echo");
+    let open_pid = open.pid();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_ne!(
+        process_state(open_pid),
+        Some('Z'),
+        "control: a worker not sent close_session keeps running"
+    );
+
+    let mut session = launch(&policy, Deadlines::none());
+    session
+        .call("probe.echo", json!({"input": 2}))
+        .expect("echo");
+    let pid = session.pid();
+    let closing = session.send_close().expect("send close");
+    let until = Instant::now() + Duration::from_secs(10);
+    while process_state(pid) != Some('Z') {
+        assert!(
+            Instant::now() < until,
+            "bubblewrap {pid} did not exit after close_session: {:?}",
+            process_state(pid)
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let status = closing.wait(Duration::from_secs(5)).expect("wait");
+    assert_eq!(status, splash_runtime::WorkerStatus::Exited(0));
+    assert!(process_state(pid).is_none(), "reaped by wait");
+
+    open.close(Duration::from_secs(5))
+        .expect("close the control");
+    assert_gone(pid, &probe);
+    assert_gone(open_pid, &probe);
+}
+
+/// A `ClosingSession` dropped without `wait` leaves nothing behind; and
+/// `send_close` with a call in flight stops the worker and reports the
+/// call's outcome as indeterminate, as `close` does.
+#[test]
+fn a_dropped_closing_session_and_a_refused_send_close_leave_nothing_behind() {
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let policy = probe_policy(&bwrap, &probe_dir);
+    let probe = probe_dir.path().join("splash-probe");
+
+    let mut session = launch(&policy, Deadlines::none());
+    session
+        .call("probe.echo", json!({"input": 1}))
+        .expect("echo");
+    let pid = session.pid();
+    drop(session.send_close().expect("send close"));
+    assert_gone(pid, &probe);
+
+    let mut session = launch(&policy, Deadlines::none());
+    session
+        .start("probe.sleep", json!({"ms": 30_000}))
+        .expect("start");
+    let pid = session.pid();
+    match session.send_close() {
+        Err(CallError::Indeterminate {
+            reason: Indeterminate::Transport(splash_protocol::SessionError::Abandoned(_)),
+            ..
+        }) => {}
+        other => panic!("a call in flight is abandoned: {other:?}"),
+    }
+    assert_gone(pid, &probe);
+}
+
+/// A root launch's private device nodes go at `send_close` once the worker
+/// has answered (a running worker proves Bubblewrap made the nodes' binds),
+/// before the exit is waited for. Control: a session whose worker never
+/// answered keeps them until the worker is reaped.
+#[test]
+fn private_device_nodes_go_at_send_close_once_the_worker_has_answered() {
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    // Private nodes are made for a worker that runs as host root.
+    if !splash_tests::require_host(
+        host_root(),
+        "host root (private device nodes are made by root)",
+    ) {
+        return;
+    }
+    let policy = probe_policy(&bwrap, &probe_dir);
+    let before = device_directories();
+    let new = || {
+        device_directories()
+            .into_iter()
+            .filter(|d| !before.contains(d))
+            .collect::<Vec<_>>()
+    };
+
+    let mut session = launch(&policy, Deadlines::none());
+    session
+        .call("probe.echo", json!({"input": 1}))
+        .expect("echo");
+    assert_eq!(new().len(), 1, "the launch's directory: {:?}", new());
+    let closing = session.send_close().expect("send close");
+    assert_eq!(
+        new(),
+        Vec::<std::path::PathBuf>::new(),
+        "removed at send_close"
+    );
+    let status = closing.wait(Duration::from_secs(5)).expect("wait");
+    assert_eq!(status, splash_runtime::WorkerStatus::Exited(0));
+
+    let session = launch(&policy, Deadlines::none());
+    let made = new();
+    assert_eq!(made.len(), 1, "the launch's directory: {made:?}");
+    let closing = session.send_close().expect("send close");
+    assert_eq!(new(), made, "kept: the worker never answered");
+    let status = closing.wait(Duration::from_secs(5)).expect("wait");
+    assert_eq!(status, splash_runtime::WorkerStatus::Exited(0));
+    assert_eq!(device_directories(), before, "removed once reaped");
 }
 
 #[test]

@@ -183,6 +183,9 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
         }
     };
 
+    // `close_session` goes first: the worker exits while the result is
+    // written out (which happens whether or not the close went through).
+    let closing = session.send_close();
     let text = serde_json::to_string_pretty(&response).map_err(|e| {
         eprintln!("splashc run: cannot render the response: {e}");
         2
@@ -195,10 +198,12 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
             2
         })?;
 
-    let status = session.close(Duration::from_secs(5)).map_err(|e| {
-        eprintln!("splashc run: closing the session: {}", chain(&e));
-        LAUNCH_FAILED
-    })?;
+    let status = closing
+        .and_then(|closing| closing.wait(Duration::from_secs(5)))
+        .map_err(|e| {
+            eprintln!("splashc run: closing the session: {}", chain(&e));
+            LAUNCH_FAILED
+        })?;
     say(format_args!(
         "worker closed; bubblewrap ended with {status}"
     ));

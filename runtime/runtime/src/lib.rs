@@ -59,7 +59,7 @@ pub use lifecycle::{LaunchFailure, WorkerLifecycle, WorkerStatus};
 pub use nosuid::SetIdError;
 pub use quota::{KernelQuotaInspector, QuotaError, QuotaInspector, QuotaUnit};
 pub use recovery::{Reaped, ReconcileError, Reconciled};
-pub use session::{CallError, Event, Indeterminate, Session};
+pub use session::{CallError, ClosingSession, Event, Indeterminate, Session};
 pub use spawn::{LaunchSpec, SpawnError, SpawnedWorker, Stopped};
 pub use splash_protocol::SessionState;
 pub use watchdog::{Deadlines, StopHandle, StopReason, Watchdog};

@@ -293,8 +293,18 @@ impl Session {
     /// `grace` for the worker to exit; a worker still running then is
     /// force-stopped. Returns the final status. With a call in flight the
     /// call is abandoned: the worker is stopped and the outcome is
-    /// [`CallError::Indeterminate`].
+    /// [`CallError::Indeterminate`]. The same as [`Session::send_close`]
+    /// followed by [`ClosingSession::wait`].
     pub fn close(self, grace: Duration) -> Result<WorkerStatus, CallError> {
+        self.send_close()?.wait(grace)
+    }
+
+    /// The first half of [`Session::close`]: sends `close_session` and
+    /// closes the worker's stdin, then returns without waiting, so the host
+    /// can do its own work (say, write out the last result) while the
+    /// worker exits. A poisoned session, or a call still in flight, is
+    /// stopped here and the error returned, as `close` would.
+    pub fn send_close(self) -> Result<ClosingSession, CallError> {
         let Self {
             host,
             readable,
@@ -305,19 +315,25 @@ impl Session {
             ..
         } = self;
         drop(readable);
-        let result = Self::finish(host, state, &watchdog, grace, worker_answered);
-        drop(watchdog);
-        drop(bound);
-        result
+        if let Err(e) = Self::send_close_message(host, state, &watchdog) {
+            // The worker is stopped; the bound command goes after it.
+            drop(watchdog);
+            drop(bound);
+            return Err(e);
+        }
+        if worker_answered {
+            // The nodes served only Bubblewrap's binds, made before the
+            // worker started; removing them now overlaps with its exit.
+            watchdog.release_devices();
+        }
+        Ok(ClosingSession { watchdog, bound })
     }
 
-    fn finish(
+    fn send_close_message(
         host: HostSession<ChildStdout, ChildStdin>,
         state: SessionState,
         watchdog: &Watchdog,
-        grace: Duration,
-        worker_answered: bool,
-    ) -> Result<WorkerStatus, CallError> {
+    ) -> Result<(), CallError> {
         if state == SessionState::Poisoned {
             drop(host);
             let _ = watchdog.stop();
@@ -333,24 +349,7 @@ impl Session {
             };
             return Err(CallError::Indeterminate { reason, status });
         }
-        if worker_answered {
-            // The nodes served only Bubblewrap's binds, made before the
-            // worker started; removing them now overlaps with its exit.
-            watchdog.release_devices();
-        }
-        let status = match watchdog.wait_exit(grace) {
-            Ok(WorkerStatus::Running) | Err(_) => watchdog.stop().unwrap_or(WorkerStatus::Running),
-            Ok(status) => status,
-        };
-        if let Some(why) = watchdog.fired() {
-            return Err(CallError::Indeterminate {
-                reason: Indeterminate::ForceStopped(why),
-                status,
-            });
-        }
-        // Kills whatever the worker left in its cgroup and removes it.
-        watchdog.release().map_err(CallError::Containment)?;
-        Ok(status)
+        Ok(())
     }
 
     /// Dispatches one durable operation of a granted tool (counted against
@@ -494,5 +493,46 @@ impl Session {
             _ => Indeterminate::Transport(e),
         };
         CallError::Indeterminate { reason, status }
+    }
+}
+
+/// A session whose `close_session` was sent ([`Session::send_close`]): the
+/// worker is exiting. [`ClosingSession::wait`] collects its status;
+/// dropping this instead stops and reaps the worker.
+#[derive(Debug)]
+#[must_use = "wait for the worker to exit, or drop this to stop it"]
+pub struct ClosingSession {
+    watchdog: Watchdog,
+    /// Kept until the worker is gone, as in [`Session`].
+    bound: Option<BoundCommand>,
+}
+
+impl ClosingSession {
+    /// The second half of [`Session::close`]: waits up to `grace` for the
+    /// worker to exit (a worker still running then is force-stopped) and
+    /// returns its final status; with a cgroup, whatever the worker left
+    /// in it is killed and the cgroup removed.
+    pub fn wait(self, grace: Duration) -> Result<WorkerStatus, CallError> {
+        let Self { watchdog, bound } = self;
+        let result = Self::finish(&watchdog, grace);
+        drop(watchdog);
+        drop(bound);
+        result
+    }
+
+    fn finish(watchdog: &Watchdog, grace: Duration) -> Result<WorkerStatus, CallError> {
+        let status = match watchdog.wait_exit(grace) {
+            Ok(WorkerStatus::Running) | Err(_) => watchdog.stop().unwrap_or(WorkerStatus::Running),
+            Ok(status) => status,
+        };
+        if let Some(why) = watchdog.fired() {
+            return Err(CallError::Indeterminate {
+                reason: Indeterminate::ForceStopped(why),
+                status,
+            });
+        }
+        // Kills whatever the worker left in its cgroup and removes it.
+        watchdog.release().map_err(CallError::Containment)?;
+        Ok(status)
     }
 }
