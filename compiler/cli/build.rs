@@ -22,9 +22,11 @@ fn main() {
     println!("cargo:rerun-if-env-changed=SPLASHC_PLAIN_LINK");
     let env = |name: &str| std::env::var(name).unwrap_or_default();
     let default_linker = std::env::var_os("RUSTC_LINKER").is_none()
-        && !env("CARGO_ENCODED_RUSTFLAGS")
-            .split('\x1f')
-            .any(|flag| flag.contains("linker") || flag.contains("link-self-contained"));
+        && !env("CARGO_ENCODED_RUSTFLAGS").split('\x1f').any(|flag| {
+            ["linker", "link-self-contained", "fuse-ld"]
+                .iter()
+                .any(|word| flag.contains(word))
+        });
     if env("TARGET") != "x86_64-unknown-linux-gnu"
         || !default_linker
         || std::env::var_os("SPLASHC_PLAIN_LINK").is_some()

@@ -782,9 +782,15 @@ fn elf_rodata_literals(file: &File) -> io::Result<Option<BTreeSet<String>>> {
     Ok(Some(found))
 }
 
+/// The most read-only data [`elf_rodata_literals`] reads into memory at once
+/// (bubblewrap 0.8.0 has 14 KB); an image with more is scanned whole, a
+/// chunk at a time.
+const RODATA_READ_MAX: usize = 1 << 20;
+
 /// The file ranges `(offset, length)` of the `SHT_PROGBITS` sections named
 /// `.rodata` or `.rodata.*`; `None` for anything but a consistent 64-bit
-/// little-endian ELF file of `size` bytes that has at least one.
+/// little-endian ELF file of `size` bytes that has at least one, or when
+/// they hold more than [`RODATA_READ_MAX`] bytes together.
 fn elf_rodata_sections(file: &File, size: u64) -> io::Result<Option<Vec<(u64, usize)>>> {
     use std::os::unix::fs::FileExt;
     const SHT_PROGBITS: u32 = 1;
@@ -851,7 +857,8 @@ fn elf_rodata_sections(file: &File, size: u64) -> io::Result<Option<Vec<(u64, us
             None => return Ok(None),
         }
     }
-    Ok((!ranges.is_empty()).then_some(ranges))
+    let total = ranges.iter().map(|&(_, len)| len).sum::<usize>();
+    Ok((!ranges.is_empty() && total <= RODATA_READ_MAX).then_some(ranges))
 }
 
 /// How much of a program image [`option_literals_read`] reads at a time.
@@ -1435,6 +1442,15 @@ mod tests {
             i[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
         });
         edit("truncated table", &|i| i.truncate(shoff + 70));
+        edit("more read-only data than is read at once", &|i| {
+            // `.rodata` claims the whole file from offset 0, which is more
+            // than the limit once the file is padded past it.
+            let at = shoff + 64;
+            i[at + 0x18..at + 0x20].copy_from_slice(&0u64.to_le_bytes());
+            let len = RODATA_READ_MAX as u64 + 1;
+            i[at + 0x20..at + 0x28].copy_from_slice(&len.to_le_bytes());
+            i.resize(RODATA_READ_MAX + 1, 0);
+        });
         edit("short file", &|i| i.truncate(40));
         let path = write_image(dir.path(), "good", &good);
         let file = File::open(&path).unwrap();

@@ -498,7 +498,9 @@ impl Session {
 
 /// A session whose `close_session` was sent ([`Session::send_close`]): the
 /// worker is exiting. [`ClosingSession::wait`] collects its status;
-/// dropping this instead stops and reaps the worker.
+/// dropping this instead stops and reaps the worker. The session deadline
+/// still holds until `wait` returns: a host that lets it pass first gets
+/// [`CallError::Indeterminate`] from `wait`, as from a slow `close`.
 #[derive(Debug)]
 #[must_use = "wait for the worker to exit, or drop this to stop it"]
 pub struct ClosingSession {
