@@ -833,7 +833,9 @@ fn elf_rodata_sections(file: &File, size: u64) -> io::Result<Option<Vec<(u64, us
     let entry = |i: usize| &table[i * ENTRY..(i + 1) * ENTRY];
 
     let names = entry(shstrndx);
-    let Some((names_at, names_len)) = within(u64_at(names, 0x18), u64_at(names, 0x20)) else {
+    let Some((names_at, names_len)) =
+        within(u64_at(names, 0x18), u64_at(names, 0x20)).filter(|&(_, len)| len <= RODATA_READ_MAX)
+    else {
         return Ok(None);
     };
     let mut strtab = vec![0u8; names_len];
