@@ -19,7 +19,16 @@ use std::process::Command;
 
 fn main() {
     println!("cargo:rerun-if-changed=link-order.txt");
-    println!("cargo:rerun-if-env-changed=SPLASHC_PLAIN_LINK");
+    // A linker chosen through the environment must be seen again.
+    for var in [
+        "SPLASHC_PLAIN_LINK",
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER",
+        "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS",
+    ] {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
     let env = |name: &str| std::env::var(name).unwrap_or_default();
     let default_linker = std::env::var_os("RUSTC_LINKER").is_none()
         && !env("CARGO_ENCODED_RUSTFLAGS").split('\x1f').any(|flag| {
