@@ -54,7 +54,7 @@
 
 use std::collections::BTreeSet;
 use std::fs::{self, File, Metadata};
-use std::io::{self, Read};
+use std::io::{self, Read, Seek};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -731,7 +731,8 @@ fn check_supported_options(
     {
         None
     } else {
-        lacking(&option_literals_read(ReadAt::new(&file)).map_err(query)?)
+        file.rewind().map_err(query)?;
+        lacking(&option_literals_read(&file).map_err(query)?)
     };
     match missing {
         Some(option) => Err(BindError::UnsupportedOption {
@@ -739,27 +740,6 @@ fn check_supported_options(
             option,
         }),
         None => Ok(()),
-    }
-}
-
-/// A reader over a whole file from offset 0 by positioned reads, whatever
-/// the descriptor's own offset.
-struct ReadAt<'a> {
-    file: &'a File,
-    at: u64,
-}
-
-impl<'a> ReadAt<'a> {
-    fn new(file: &'a File) -> Self {
-        Self { file, at: 0 }
-    }
-}
-
-impl Read for ReadAt<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = std::os::unix::fs::FileExt::read_at(self.file, buf, self.at)?;
-        self.at += n as u64;
-        Ok(n)
     }
 }
 
