@@ -503,27 +503,3 @@ pub fn edited(plan: LaunchPlan, edit: impl FnOnce(&mut splashpol::plan::RawPlan)
     edit(&mut raw);
     LaunchPlan::try_from(raw).expect("the edited plan is structurally valid")
 }
-
-/// Whether this process runs as host root (every uid field 0).
-pub fn host_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .map(str::to_owned)
-        })
-        .is_some_and(|v| v.split_whitespace().all(|f| f == "0"))
-}
-
-/// The per-launch private device directories under `/dev` now, sorted.
-pub fn device_directories() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir("/dev")
-        .expect("read /dev")
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(".splash-dev-"))
-        .map(|e| e.path())
-        .collect();
-    out.sort();
-    out
-}
