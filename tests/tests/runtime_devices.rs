@@ -8,7 +8,7 @@ mod runtime_support;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use runtime_support::{TempDir, TestPolicy, edited, running_as_root};
+use runtime_support::{TempDir, TestPolicy, device_directories, edited, running_as_root};
 use splash_protocol::{PrivatePipeWorkerBootstrap, SessionKey, Token};
 use splash_runtime::{
     BindError, BindOptions, BoundCommand, LaunchPreparation, LaunchSpec, PlanDefect, SpawnError,
@@ -24,18 +24,6 @@ const NODES: [(&str, u32, u32); 6] = [
     ("urandom", 1, 9),
     ("tty", 5, 0),
 ];
-
-/// The per-launch private device directories under `/dev` now, sorted.
-pub fn device_directories() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir("/dev")
-        .expect("read /dev")
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(".splash-dev-"))
-        .map(|e| e.path())
-        .collect();
-    out.sort();
-    out
-}
 
 /// The device directories that are not in `before`.
 fn new_directories(before: &[PathBuf]) -> Vec<PathBuf> {

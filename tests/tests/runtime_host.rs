@@ -12,8 +12,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use runtime_support::{
-    TestPolicy, edited, host_with_probe, live_children, open_fds, probe_policy, running_as_root,
-    serial,
+    TestPolicy, device_directories, edited, host_with_probe, live_children, open_fds, probe_policy,
+    running_as_root, serial,
 };
 use serde_json::{Value, json};
 use splash_protocol::{CapabilityManifest, Grant, GrantFormat, SessionState, Token};
@@ -219,48 +219,36 @@ fn private_device_nodes_go_at_send_close_once_the_worker_has_answered() {
         return;
     }
     let policy = probe_policy(&bwrap, &probe_dir);
+    let before = device_directories();
+    let new = || {
+        device_directories()
+            .into_iter()
+            .filter(|d| !before.contains(d))
+            .collect::<Vec<_>>()
+    };
 
     let mut session = launch(&policy, Deadlines::none());
     session
         .call("probe.echo", json!({"input": 1}))
         .expect("echo");
-    let nodes = launch_device_directory(session.pid());
-    assert!(nodes.is_dir(), "{nodes:?} while the session is open");
+    assert_eq!(new().len(), 1, "the launch's directory: {:?}", new());
     let closing = session.send_close().expect("send close");
-    assert!(!nodes.exists(), "{nodes:?} removed at send_close");
+    assert_eq!(
+        new(),
+        Vec::<std::path::PathBuf>::new(),
+        "removed at send_close"
+    );
     let status = closing.wait(Duration::from_secs(5)).expect("wait");
     assert_eq!(status, splash_runtime::WorkerStatus::Exited(0));
 
     let session = launch(&policy, Deadlines::none());
-    let nodes = launch_device_directory(session.pid());
+    let made = new();
+    assert_eq!(made.len(), 1, "the launch's directory: {made:?}");
     let closing = session.send_close().expect("send close");
-    assert!(nodes.is_dir(), "{nodes:?} kept: the worker never answered");
+    assert_eq!(new(), made, "kept: the worker never answered");
     let status = closing.wait(Duration::from_secs(5)).expect("wait");
     assert_eq!(status, splash_runtime::WorkerStatus::Exited(0));
-    assert!(!nodes.exists(), "{nodes:?} removed once reaped");
-}
-
-/// The private device directory a running Bubblewrap was given, read from
-/// its arguments (`--dev-bind DIR/null /dev/null`), so other launches on
-/// the host cannot be mistaken for it.
-fn launch_device_directory(bwrap_pid: u32) -> std::path::PathBuf {
-    let cmdline = std::fs::read(format!("/proc/{bwrap_pid}/cmdline")).expect("bwrap's arguments");
-    let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
-    let source = args
-        .windows(3)
-        .find(|w| w[0] == b"--dev-bind" && w[2] == b"/dev/null")
-        .map(|w| String::from_utf8_lossy(w[1]).into_owned())
-        .expect("a --dev-bind of /dev/null");
-    let dir = std::path::Path::new(&source)
-        .parent()
-        .expect("a node in a directory")
-        .to_path_buf();
-    assert!(
-        dir.file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with(".splash-dev-")),
-        "private nodes for a root launch: {source}"
-    );
-    dir
+    assert_eq!(device_directories(), before, "removed once reaped");
 }
 
 #[test]
