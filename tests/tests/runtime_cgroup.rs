@@ -731,3 +731,92 @@ fn a_host_api_session_removes_the_cgroup_on_close_and_on_a_deadline() {
     assert_eq!(open_fds(), fds_before, "a descriptor was left open");
     assert!(live_children().is_empty(), "{:?}", live_children());
 }
+
+/// With a cgroup as well: a worker that cleared its parent-death signal
+/// (`--orphan`) and ignores `close_session` (`--linger`) is gone, with its
+/// cgroup, when a session deadline's stop and a `close` return. (Without
+/// the cgroup, and the control that such a worker outlives a kill of
+/// Bubblewrap alone: `runtime_host`.)
+#[test]
+fn an_orphaned_lingering_worker_in_a_cgroup_is_gone_when_the_stop_returns() {
+    let _serial = serial();
+    let Some(parent) = TestParent::new() else {
+        return;
+    };
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let probe = probe_dir.path().join("splash-probe");
+    let mut policy = probe_policy(&bwrap, &probe_dir);
+    policy.worker_args = vec!["--orphan".into(), "--linger".into()];
+    with_cgroup(&mut policy, parent.path(), &runner(), "pids 64");
+    let bound = BoundCommand::bind(boundary_only(&policy)).expect("bind");
+    let probes = || runtime_support::processes_running(&probe);
+
+    let mut session = Session::open(
+        &bound,
+        policy.manifest(),
+        Deadlines::session(Duration::from_millis(500)),
+    )
+    .expect("open session");
+    let err = session
+        .call("probe.exec", json!({"argv": ["/bin/sleep", "60"]}))
+        .expect_err("the deadline ends the call");
+    assert_eq!(err.leaves_session(), SessionState::Poisoned, "{err}");
+    assert!(probes().is_empty(), "{:?}", probes());
+    assert!(parent.children().is_empty(), "{:?}", parent.children());
+    drop(session);
+
+    let mut session =
+        Session::open(&bound, policy.manifest(), Deadlines::none()).expect("open session");
+    session
+        .call("probe.path", json!({"path": "/"}))
+        .expect("a call");
+    let closed = session.close(Duration::from_millis(300));
+    assert!(
+        matches!(
+            &closed,
+            Err(CallError::Indeterminate {
+                reason: splash_runtime::Indeterminate::ForceStopped(
+                    splash_runtime::StopReason::CloseGrace
+                ),
+                status: WorkerStatus::Killed(9),
+            })
+        ),
+        "a worker that ignored close was force-stopped: {closed:?}"
+    );
+    assert!(probes().is_empty(), "{:?}", probes());
+    assert!(parent.children().is_empty(), "{:?}", parent.children());
+
+    // The same close when the cgroup cannot be removed (a nested cgroup the
+    // runtime did not make): the force-stop's failure is a containment
+    // error naming the cgroup, never a status of `Running`.
+    let mut session =
+        Session::open(&bound, policy.manifest(), Deadlines::none()).expect("open session");
+    session
+        .call("probe.path", json!({"path": "/"}))
+        .expect("a call");
+    let cgroup = parent.path().join(&parent.children()[0]);
+    std::fs::create_dir(cgroup.join("nested")).expect("nested");
+    let err = session
+        .close(Duration::from_millis(300))
+        .expect_err("cannot remove");
+    let CallError::Containment(e) = &err else {
+        panic!("expected a containment error: {err:?}");
+    };
+    let failure = WorkerLifecycle::containment_failure(e).expect("a cgroup failure");
+    assert!(matches!(failure, CgroupError::Remove { .. }), "{failure}");
+    assert!(
+        failure.to_string().contains(&*cgroup.to_string_lossy()),
+        "names what is left: {failure}"
+    );
+    assert!(
+        probes().is_empty(),
+        "the tree itself is dead: {:?}",
+        probes()
+    );
+    std::fs::remove_dir(cgroup.join("nested")).expect("remove nested");
+    std::fs::remove_dir(&cgroup).expect("remove the child");
+    drop(bound);
+    assert!(live_children().is_empty(), "{:?}", live_children());
+}

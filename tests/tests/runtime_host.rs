@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use runtime_support::{
     TestPolicy, device_directories, edited, host_with_probe, live_children, open_fds, probe_policy,
-    running_as_root, serial,
+    processes_running, running_as_root, serial,
 };
 use serde_json::{Value, json};
 use splash_protocol::{CapabilityManifest, Grant, GrantFormat, SessionState, Token};
@@ -55,20 +55,6 @@ fn launch(policy: &TestPolicy, deadlines: Deadlines) -> Session {
             LaunchOptions::default().with_deadlines(deadlines),
         )
         .expect("launch")
-}
-
-/// Processes on the host running `program` (the probe copy of this test).
-fn processes_running(program: &Path) -> Vec<u32> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        if std::fs::read_link(entry.path().join("exe")).is_ok_and(|exe| exe == program) {
-            out.push(pid);
-        }
-    }
-    out
 }
 
 fn assert_gone(pid: u32, probe: &Path) {
@@ -970,4 +956,186 @@ fn durable_operations_are_reconciled_from_the_journal_as_uid_65534() {
         return;
     }
     reconcile_from_the_journal(NOBODY);
+}
+
+/// The probe as a hostile worker: `--orphan` clears the parent-death signal
+/// Bubblewrap gave it; with `linger` it also ignores `close_session`.
+fn orphan_policy(bwrap: &Path, probe_dir: &runtime_support::TempDir, linger: bool) -> TestPolicy {
+    let mut policy = probe_policy(bwrap, probe_dir);
+    policy.worker_args.push("--orphan".into());
+    if linger {
+        policy.worker_args.push("--linger".into());
+    }
+    policy
+}
+
+/// Control: a worker that cleared its parent-death signal outlives a
+/// SIGKILL of Bubblewrap alone (what a stop did before it held the
+/// sandbox's pid 1), while the same worker without `--orphan` dies with it.
+/// Returns whether the orphan survived; the survivor is killed afterwards.
+fn orphan_survives_a_bubblewrap_only_kill(bwrap: &Path, probe: &Path, orphan: bool) -> bool {
+    let mut command = std::process::Command::new(bwrap);
+    command.args([
+        "--unshare-all",
+        "--die-with-parent",
+        "--as-pid-1",
+        "--ro-bind",
+        "/",
+        "/",
+    ]);
+    command.arg(probe);
+    if orphan {
+        command.arg("--orphan");
+    }
+    // The probe waits for its bootstrap on this pipe, which stays open.
+    let mut child = command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("raw bwrap");
+    // `wait` would close it: keep it open until the end.
+    let stdin = child.stdin.take();
+    let until = Instant::now() + Duration::from_secs(5);
+    while processes_running(probe).is_empty() {
+        assert!(Instant::now() < until, "the control's probe never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Give it time to clear the signal before Bubblewrap dies.
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().expect("kill bwrap");
+    child.wait().expect("reap bwrap");
+    std::thread::sleep(Duration::from_millis(500));
+    let survivors = processes_running(probe);
+    for pid in &survivors {
+        let _ = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    let until = Instant::now() + Duration::from_secs(5);
+    while !processes_running(probe).is_empty() {
+        assert!(Instant::now() < until, "the control's survivor did not die");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(stdin);
+    !survivors.is_empty()
+}
+
+/// A worker that clears its parent-death signal and then stays silent, or
+/// ignores `close_session`, is gone when each kind of stop returns: the
+/// session deadline, the call deadline, a `StopHandle` from another thread,
+/// `close` past its grace period, and dropping the session. Run as root and,
+/// through `setpriv`, as uid 65534 (Bubblewrap then makes a user namespace).
+fn a_worker_without_a_parent_death_signal_dies_with_every_stop(uid: u32) {
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let probe = probe_dir.path().join("splash-probe");
+    assert!(
+        orphan_survives_a_bubblewrap_only_kill(&bwrap, &probe, true),
+        "control: the orphan should outlive a kill of Bubblewrap alone"
+    );
+    assert!(
+        !orphan_survives_a_bubblewrap_only_kill(&bwrap, &probe, false),
+        "control: without --orphan the probe dies with Bubblewrap"
+    );
+    let silent = loaded(&orphan_policy(&bwrap, &probe_dir, false));
+    let lingering = loaded(&orphan_policy(&bwrap, &probe_dir, true));
+    let launch_as = |policy: &LoadedPolicy, deadlines: Deadlines| {
+        policy
+            .launch(manifest("h-1"), options_as(uid, deadlines))
+            .expect("launch")
+    };
+    let sleep = || json!({"ms": 60_000});
+    let bound = Duration::from_secs(5);
+
+    // The session deadline.
+    let started = Instant::now();
+    let mut session = launch_as(&silent, Deadlines::session(Duration::from_secs(1)));
+    let pid = session.pid();
+    let err = session.call("probe.sleep", sleep()).expect_err("deadline");
+    assert_eq!(
+        indeterminate(&err),
+        Some(StopReason::SessionDeadline),
+        "{err}"
+    );
+    let elapsed = started.elapsed();
+    eprintln!("uid {uid}: session deadline 1 s, orphan gone after {elapsed:?}");
+    assert!(elapsed < Duration::from_secs(1) + bound, "{elapsed:?}");
+    assert_gone(pid, &probe);
+    drop(session);
+
+    // The call deadline.
+    let mut session = launch_as(
+        &silent,
+        Deadlines::none().with_call(Duration::from_millis(500)),
+    );
+    let pid = session.pid();
+    let started = Instant::now();
+    let err = session.call("probe.sleep", sleep()).expect_err("deadline");
+    assert_eq!(indeterminate(&err), Some(StopReason::CallDeadline), "{err}");
+    let elapsed = started.elapsed();
+    eprintln!("uid {uid}: call deadline 500 ms, orphan gone after {elapsed:?}");
+    assert!(elapsed < Duration::from_millis(500) + bound, "{elapsed:?}");
+    assert_gone(pid, &probe);
+    drop(session);
+
+    // A trusted stop from another thread.
+    let mut session = launch_as(&silent, Deadlines::none());
+    let pid = session.pid();
+    let stop = session.stop_handle();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        stop.stop().expect("session alive").expect("stopped")
+    });
+    let err = session.call("probe.sleep", sleep()).expect_err("stopped");
+    let status = stopper.join().expect("stopper");
+    assert_eq!(indeterminate(&err), Some(StopReason::Stopped), "{err}");
+    assert_eq!(status, splash_runtime::WorkerStatus::Killed(libc::SIGKILL));
+    assert_gone(pid, &probe);
+    drop(session);
+
+    // `close` of a worker that ignores `close_session`.
+    let mut session = launch_as(&lingering, Deadlines::none());
+    let pid = session.pid();
+    session
+        .call("probe.echo", json!({"input": 1}))
+        .expect("echo");
+    let started = Instant::now();
+    let closed = session.close(Duration::from_millis(300));
+    eprintln!(
+        "uid {uid}: close of a lingering orphan returned after {:?}: {closed:?}",
+        started.elapsed()
+    );
+    assert_gone(pid, &probe);
+
+    // Dropping a session whose worker runs.
+    let mut session = launch_as(&lingering, Deadlines::none());
+    let pid = session.pid();
+    session
+        .call("probe.echo", json!({"input": 2}))
+        .expect("echo");
+    drop(session);
+    assert_gone(pid, &probe);
+}
+
+#[test]
+fn a_worker_without_a_parent_death_signal_dies_with_every_stop_as_root() {
+    let _serial = serial();
+    if !splash_tests::require_host(running_as_root(), "host root") {
+        return;
+    }
+    a_worker_without_a_parent_death_signal_dies_with_every_stop(0);
+}
+
+#[test]
+fn a_worker_without_a_parent_death_signal_dies_with_every_stop_as_uid_65534() {
+    let _serial = serial();
+    if !splash_tests::require_host(
+        Path::new(SETPRIV).is_file() && running_as_root(),
+        "setpriv and host root (the worker runs as uid 65534)",
+    ) {
+        return;
+    }
+    a_worker_without_a_parent_death_signal_dies_with_every_stop(NOBODY);
 }

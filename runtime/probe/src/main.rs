@@ -19,6 +19,11 @@
 //! | `probe.sleep` | `{"ms"}` | a sleep (cancellable) |
 //! | `probe.echo` | `{"input"}` | `{"input"}`, unchanged |
 //!
+//! Two flags make it a hostile worker for the host's stop tests:
+//! `--orphan` clears the parent-death signal Bubblewrap gave it (so killing
+//! Bubblewrap alone no longer ends it), and `--linger` keeps it running
+//! after the session ends (it ignores `close_session` and end of input).
+//!
 //! With `--journal DIR` the probe keeps an operation journal in `DIR` (a
 //! read-write root of its policy) and serves `dispatch_operation` for the
 //! tools in [`DURABLE`] and `reconcile_operation` from that journal; without
@@ -93,21 +98,32 @@ fn main() -> ExitCode {
         eprintln!("splash-probe {}", env!("CARGO_PKG_VERSION"));
         return ExitCode::SUCCESS;
     }
-    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    let journal = match args.as_slice() {
-        [] => None,
-        [flag, dir] if flag == "--journal" => match Journal::open(dir.as_ref()) {
-            Ok(j) => Some(j),
-            Err(e) => {
-                eprintln!("splash-probe: {e}");
+    let mut args = std::env::args_os().skip(1);
+    let mut journal = None;
+    let mut linger = false;
+    while let Some(arg) = args.next() {
+        if arg == "--journal" && journal.is_none() {
+            let Some(dir) = args.next() else {
+                return usage();
+            };
+            match Journal::open(dir.as_ref()) {
+                Ok(j) => journal = Some(j),
+                Err(e) => {
+                    eprintln!("splash-probe: {e}");
+                    return ExitCode::from(2);
+                }
+            }
+        } else if arg == "--orphan" {
+            if let Err(e) = sys::clear_parent_death_signal() {
+                eprintln!("splash-probe: PR_SET_PDEATHSIG: {e}");
                 return ExitCode::from(2);
             }
-        },
-        _ => {
-            eprintln!("splash-probe: usage: splash-probe [--journal DIR]");
-            return ExitCode::from(2);
+        } else if arg == "--linger" {
+            linger = true;
+        } else {
+            return usage();
         }
-    };
+    }
     let worker = match Worker::from_stdio(&TOOLS) {
         Ok(w) => w,
         Err(e) => {
@@ -119,13 +135,25 @@ fn main() -> ExitCode {
         Some(journal) => worker.with_journal(journal, &DURABLE),
         None => worker,
     };
-    match worker.serve_cancellable(&CANCELLABLE, dispatch) {
+    let served = worker.serve_cancellable(&CANCELLABLE, dispatch);
+    if linger {
+        // Outlives its session for as long as nothing kills it.
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
+    match served {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("splash-probe: session failed: {e}");
             ExitCode::from(1)
         }
     }
+}
+
+fn usage() -> ExitCode {
+    eprintln!("splash-probe: usage: splash-probe [--journal DIR] [--orphan] [--linger]");
+    ExitCode::from(2)
 }
 
 #[cfg(test)]

@@ -42,6 +42,19 @@ pub fn parent_pid() -> i32 {
     unsafe { libc::getppid() }
 }
 
+/// Clears this process's parent-death signal (`prctl(PR_SET_PDEATHSIG, 0)`),
+/// the signal Bubblewrap's `--die-with-parent` set.
+pub fn clear_parent_death_signal() -> io::Result<()> {
+    // SAFETY: PR_SET_PDEATHSIG with 0 only changes this process's
+    // parent-death signal; the trailing arguments are unused.
+    let rc = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, 0, 0, 0, 0) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// The UTS node name (the hostname in this UTS namespace).
 pub fn nodename() -> io::Result<String> {
     let mut uts = MaybeUninit::<libc::utsname>::zeroed();

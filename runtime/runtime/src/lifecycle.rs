@@ -1,8 +1,13 @@
 //! The lifecycle of one launched Bubblewrap process.
 //!
-//! Bubblewrap runs with `--die-with-parent` and `--unshare-pid`, so killing
-//! the direct child (SIGKILL) takes the whole sandbox pid namespace with it.
-//! A [`WorkerLifecycle`] always reaps what it started: [`Drop`] kills and
+//! Bubblewrap runs with `--unshare-pid --as-pid-1`: the worker is the pid 1
+//! of the sandbox's pid namespace, and a worker can clear the parent-death
+//! signal `--die-with-parent` gives it, so killing Bubblewrap alone would not
+//! end the sandbox. The lifecycle therefore holds that pid 1 by a pidfd
+//! ([`crate::sandbox_init`]) and [`WorkerLifecycle::terminate`] kills it,
+//! which ends every process of the namespace, then kills and reaps
+//! Bubblewrap, and returns only once pid 1 has exited. A
+//! [`WorkerLifecycle`] always reaps what it started: [`Drop`] kills and
 //! waits if the host did not.
 //!
 //! With a cgroup-v2 boundary the lifecycle also owns the worker's child
@@ -26,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use crate::cgroup::{CgroupError, REMOVE_TIMEOUT, WorkerCgroup};
 use crate::devices::DeviceDirectory;
+use crate::sandbox_init::{self, SandboxInit, SandboxInitError};
 use crate::sys;
 
 /// The process a launch started (Bubblewrap, or the runner in front of
@@ -130,31 +136,43 @@ pub struct WorkerLifecycle {
     /// The launch's private device nodes: removed once the worker is
     /// reaped, or sooner by [`Self::release_devices`].
     devices: Option<DeviceDirectory>,
+    /// The sandbox's pid 1.
+    init: SandboxInit,
 }
 
 impl WorkerLifecycle {
-    /// A lifecycle without a cgroup.
-    pub(crate) fn new(child: WorkerProcess, devices: Option<DeviceDirectory>) -> Self {
-        Self {
-            child,
-            reaped: None,
-            cgroup: None,
-            devices,
-        }
-    }
-
-    /// A lifecycle that owns `cgroup`, which `child` is joining.
-    pub(crate) fn in_cgroup(
+    /// A lifecycle for `child`, whose sandbox's pid 1 Bubblewrap reports on
+    /// `init`, owning `cgroup` (which `child` is joining) if there is one.
+    pub(crate) fn new(
         child: WorkerProcess,
-        cgroup: WorkerCgroup,
+        cgroup: Option<WorkerCgroup>,
         devices: Option<DeviceDirectory>,
+        init: SandboxInit,
     ) -> Self {
         Self {
             child,
             reaped: None,
-            cgroup: Some(cgroup),
+            cgroup,
             devices,
+            init,
         }
+    }
+
+    /// Reads Bubblewrap's report of the sandbox's pid 1 and holds it (step
+    /// 6 of spawn); on failure the sandbox is stopped and the error says why
+    /// the launch cannot go on.
+    pub(crate) fn hold_sandbox_init(&mut self) -> Result<(), SandboxInitError> {
+        let held = self.init.read_report(sandbox_init::REPORT_TIMEOUT);
+        if held.is_err() {
+            let _ = self.terminate();
+        }
+        held
+    }
+
+    /// The host pid of the sandbox's pid 1 (the worker), once Bubblewrap
+    /// has reported it and while it runs.
+    pub fn sandbox_pid(&self) -> Option<u32> {
+        self.init.pid()
     }
 
     fn reaped(&mut self, status: WorkerStatus) -> WorkerStatus {
@@ -179,11 +197,21 @@ impl WorkerLifecycle {
     }
 
     /// The [`CgroupError`] inside an error returned by
-    /// [`terminate`](Self::terminate), if it is a containment failure.
+    /// [`terminate`](Self::terminate), if it is a cgroup containment
+    /// failure.
     pub fn containment_failure(error: &io::Error) -> Option<&CgroupError> {
         error
             .get_ref()
             .and_then(|e| e.downcast_ref::<CgroupError>())
+    }
+
+    /// The [`SandboxInitError`] inside an error returned by
+    /// [`terminate`](Self::terminate): the sandbox's pid 1 could not be
+    /// confirmed or did not exit.
+    pub fn sandbox_init_failure(error: &io::Error) -> Option<&SandboxInitError> {
+        error
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<SandboxInitError>())
     }
 
     /// A descriptor that becomes readable when the process exits (a
@@ -230,29 +258,59 @@ impl WorkerLifecycle {
     }
 
     /// Force-stops the sandbox and reaps it: with a cgroup, `cgroup.kill`
-    /// first; then SIGKILL to Bubblewrap if it still runs (its pid namespace
-    /// dies with it); reap; then remove the cgroup. Returns the final status;
-    /// a worker that had already exited keeps its own status.
+    /// first; SIGKILL to the sandbox's pid 1 (its whole pid namespace dies
+    /// with it) and to Bubblewrap if it still runs; reap Bubblewrap; wait
+    /// until pid 1 has exited; then remove the cgroup. Returns the final
+    /// status; a worker that had already exited keeps its own status.
     ///
     /// A failed `cgroup.kill` or removal is an error wrapping a
-    /// [`CgroupError`] ([`containment_failure`](Self::containment_failure)),
-    /// returned after every other step has still been tried. Calling it
-    /// again after success does nothing more.
+    /// [`CgroupError`] ([`containment_failure`](Self::containment_failure));
+    /// a pid 1 that could not be confirmed or did not exit, one wrapping a
+    /// [`SandboxInitError`] ([`sandbox_init_failure`](Self::sandbox_init_failure)).
+    /// Both are returned after every other step has still been tried.
+    /// Calling it again after success does nothing more.
     pub fn terminate(&mut self) -> io::Result<WorkerStatus> {
         let (status, contained) = self.stop();
-        contained.map_err(io::Error::other)?;
+        contained?;
         status
     }
 
     /// The steps of [`terminate`](Self::terminate): the final status, and
-    /// the failure of `cgroup.kill` or the removal, if any.
-    fn stop(&mut self) -> (io::Result<WorkerStatus>, Result<(), CgroupError>) {
+    /// the containment failure, if any (a cgroup's first).
+    fn stop(&mut self) -> (io::Result<WorkerStatus>, io::Result<()>) {
+        let (status, cgroup, init) = self.stop_steps();
+        let contained = match (cgroup, init) {
+            (Err(e), _) => Err(io::Error::other(e)),
+            (Ok(()), Err(e)) => Err(io::Error::other(e)),
+            (Ok(()), Ok(())) => Ok(()),
+        };
+        (status, contained)
+    }
+
+    fn stop_steps(
+        &mut self,
+    ) -> (
+        io::Result<WorkerStatus>,
+        Result<(), CgroupError>,
+        Result<(), SandboxInitError>,
+    ) {
         let live = |c: &&mut WorkerCgroup| !c.is_removed();
         let killed = match self.cgroup.as_mut().filter(live) {
             Some(cg) => cg.kill(),
             None => Ok(()),
         };
+        // Pid 1 first, from what Bubblewrap has reported so far: a report
+        // still on its way is read once Bubblewrap is dead (below).
+        let early = match self.init.kill(Duration::ZERO) {
+            Err(SandboxInitError::NoReport(_)) => Ok(()),
+            other => other,
+        };
         let status = self.stop_and_reap();
+        // Bubblewrap is gone, so its end of the report pipe is closed: the
+        // report is complete, or there never was a sandbox.
+        let init = early
+            .and_then(|()| self.init.kill(Duration::from_secs(1)))
+            .and_then(|()| self.init.await_exit(sandbox_init::EXIT_TIMEOUT));
         let contained = match self.cgroup.as_mut().filter(live) {
             Some(cg) => {
                 let removed = cg.remove(REMOVE_TIMEOUT);
@@ -263,7 +321,7 @@ impl WorkerLifecycle {
             }
             None => killed,
         };
-        (status, contained)
+        (status, contained, init)
     }
 
     /// Waits at most `timeout` for the direct child (the cgroup runner) to
@@ -283,7 +341,7 @@ impl WorkerLifecycle {
             child.try_wait().map(|s| s.map(WorkerStatus::from_exit))
         });
         joined.map_err(|e| {
-            let (_, contained) = self.stop();
+            let (_, contained, _) = self.stop_steps();
             e.then_cleanup(contained)
         })
     }

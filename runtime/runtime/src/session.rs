@@ -24,7 +24,7 @@
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::process::{ChildStdin, ChildStdout};
+use std::process::ChildStdin;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -37,7 +37,7 @@ use crate::bind::BoundCommand;
 use crate::launch::LaunchError;
 use crate::lifecycle::WorkerStatus;
 use crate::sys;
-use crate::watchdog::{Deadlines, StopHandle, StopReason, Watchdog};
+use crate::watchdog::{Deadlines, StopAwareStdout, StopHandle, StopReason, Watchdog};
 
 /// Why the outcome of a call (or of the session) is unknown.
 #[derive(Debug, thiserror::Error)]
@@ -98,7 +98,7 @@ pub use splash_protocol::CallEvent as Event;
 /// An open authenticated session with a watched worker.
 #[derive(Debug)]
 pub struct Session {
-    host: HostSession<ChildStdout, ChildStdin>,
+    host: HostSession<StopAwareStdout, ChildStdin>,
     /// A duplicate of the worker's stdout, only polled for readability.
     readable: OwnedFd,
     /// Whether an answer about the call in flight has been read.
@@ -278,9 +278,13 @@ impl Session {
     pub fn wait_event(&mut self, timeout: Duration) -> Result<Option<Event>, CallError> {
         self.usable()?;
         if !self.answered && self.host.call_in_flight().is_some() {
-            match sys::wait_readable(self.readable.as_fd(), timeout) {
-                Ok(true) => {}
-                Ok(false) => return Ok(None),
+            match sys::wait_either(
+                self.readable.as_fd(),
+                self.watchdog.stopped_fd(),
+                Some(timeout),
+            ) {
+                Ok(Some(_)) => {}
+                Ok(None) => return Ok(None),
                 Err(e) => {
                     return Err(self.transport_failed(SessionError::Stdio(e)));
                 }
@@ -330,17 +334,19 @@ impl Session {
     }
 
     fn send_close_message(
-        host: HostSession<ChildStdout, ChildStdin>,
+        host: HostSession<StopAwareStdout, ChildStdin>,
         state: SessionState,
         watchdog: &Watchdog,
     ) -> Result<(), CallError> {
         if state == SessionState::Poisoned {
             drop(host);
-            let _ = watchdog.stop();
+            // The sandbox is already stopped (poisoning stops it); a stop
+            // that fails now is what the host must hear about.
+            watchdog.stop().map_err(CallError::Containment)?;
             return Err(CallError::Poisoned);
         }
         if let Err(e) = host.close() {
-            let status = watchdog.stop().unwrap_or(WorkerStatus::Running);
+            let status = watchdog.stop().map_err(CallError::Containment)?;
             let reason = match watchdog.fired() {
                 Some(why) if !matches!(e, SessionError::Abandoned(_)) => {
                     Indeterminate::ForceStopped(why)
@@ -381,7 +387,7 @@ impl Session {
     /// accepted only if termination did not win.
     fn exchange<T>(
         &mut self,
-        request: impl FnOnce(&mut HostSession<ChildStdout, ChildStdin>) -> Result<T, SessionError>,
+        request: impl FnOnce(&mut HostSession<StopAwareStdout, ChildStdin>) -> Result<T, SessionError>,
     ) -> Result<T, CallError> {
         self.usable()?;
         if let Some(id) = self.host.call_in_flight() {
@@ -422,7 +428,7 @@ impl Session {
             && host.close().is_ok()
         {
             match watchdog.wait_exit(grace)? {
-                WorkerStatus::Running => watchdog.stop()?,
+                WorkerStatus::Running => watchdog.stop_for(StopReason::CloseGrace)?,
                 status => watchdog.release().map(|_| status)?,
             }
         } else {
@@ -524,7 +530,12 @@ impl ClosingSession {
 
     fn finish(watchdog: &Watchdog, grace: Duration) -> Result<WorkerStatus, CallError> {
         let status = match watchdog.wait_exit(grace) {
-            Ok(WorkerStatus::Running) | Err(_) => watchdog.stop().unwrap_or(WorkerStatus::Running),
+            // Still running after the grace period (or its exit could not
+            // be observed): force-stopped, and a stop that fails is a
+            // containment failure, never a status of `Running`.
+            Ok(WorkerStatus::Running) | Err(_) => watchdog
+                .stop_for(StopReason::CloseGrace)
+                .map_err(CallError::Containment)?,
             Ok(status) => status,
         };
         if let Some(why) = watchdog.fired() {

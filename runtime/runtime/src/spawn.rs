@@ -30,7 +30,12 @@
 //!    that exits first or does not join in time is killed with the cgroup,
 //!    reaped, the cgroup removed, and the launch fails;
 //! 6. the bootstrap preamble is written and flushed to the worker's stdin
-//!    before any JSON; a failure kills and reaps Bubblewrap.
+//!    before any JSON; a failure kills and reaps Bubblewrap;
+//! 7. Bubblewrap's `--info-fd` report (a private pipe the launch adds ahead
+//!    of the plan's options) is read and the sandbox's pid 1 is held by a
+//!    pidfd ([`crate::sandbox_init`]), so a stop ends the whole sandbox even
+//!    when the worker cleared its parent-death signal; a missing or
+//!    unconfirmable report stops the launch.
 //!
 //! The private device directory lives as long as the launch: it is removed
 //! when the launch fails or when the [`WorkerLifecycle`] reaps the worker.
@@ -51,6 +56,7 @@ use crate::bind::{BoundCommand, BubblewrapLaunch};
 use crate::cgroup::CgroupError;
 use crate::devices::{self, DeviceDirectory};
 use crate::lifecycle::{WorkerLifecycle, WorkerProcess, WorkerStatus};
+use crate::sandbox_init::{SandboxInit, SandboxInitError};
 use crate::sys;
 
 /// Why a launch failed.
@@ -65,6 +71,9 @@ pub enum SpawnError {
         /// The session deadline in milliseconds.
         session_ms: u64,
     },
+    /// A deadline the watchdog cannot enforce; nothing was started.
+    #[error("refused the deadlines before anything started")]
+    Deadline(#[source] crate::watchdog::DeadlineError),
     /// Failed to start the watchdog.
     #[error("failed to start the watchdog; the worker was stopped and reaped")]
     Watchdog(#[source] io::Error),
@@ -90,6 +99,9 @@ pub enum SpawnError {
         #[source]
         source: io::Error,
     },
+    /// Failed to make the pipe Bubblewrap reports the sandbox's pid 1 on.
+    #[error("failed to make the pipe bubblewrap reports the sandbox's pid 1 on")]
+    Supervision(#[source] io::Error),
     /// Failed to write the seccomp program to an anonymous descriptor.
     #[error("failed to write the seccomp program to an anonymous descriptor")]
     Seccomp(#[source] io::Error),
@@ -123,6 +135,10 @@ pub enum SpawnError {
         #[source]
         source: io::Error,
     },
+    /// The sandbox's pid 1 could not be held: without it a stop could not
+    /// end the sandbox, so the launch was stopped.
+    #[error("the sandbox's pid 1 could not be held; bubblewrap was stopped and reaped")]
+    SandboxInit(#[source] SandboxInitError),
     /// Failed to write the bootstrap preamble to the worker.
     #[error(
         "failed to write the bootstrap preamble to the worker; bubblewrap was stopped and reaped, ending with {status}"
@@ -174,6 +190,9 @@ pub struct LaunchSpec {
     keep_open: Vec<OwnedFd>,
     /// The private device nodes the arguments name, if any.
     devices: Option<DeviceDirectory>,
+    /// The read end of the pipe Bubblewrap reports the sandbox's pid 1 on
+    /// (`--info-fd`, [`crate::sandbox_init`]).
+    init_report: Option<OwnedFd>,
 }
 
 impl LaunchSpec {
@@ -302,7 +321,11 @@ impl BoundCommand {
                 }
             }
         };
-        let args = self.plan.bwrap_arguments(&mut render);
+        // The launcher's own supervision channel, ahead of the plan's
+        // options: Bubblewrap reports the sandbox's pid 1 on it.
+        let (init_report, init_write) = sys::pipe().map_err(SpawnError::Supervision)?;
+        let mut args = vec!["--info-fd".to_owned(), init_write.as_raw_fd().to_string()];
+        args.extend(self.plan.bwrap_arguments(&mut render));
         if let Some(slot) = missing {
             return Err(SpawnError::UnpreparedSlot(slot));
         }
@@ -326,6 +349,7 @@ impl BoundCommand {
         if let Some((_, fd)) = seccomp {
             inherit.push(fd);
         }
+        inherit.push(init_write);
         Ok(LaunchSpec {
             program,
             shown: self.plan.bwrap().to_string(),
@@ -333,6 +357,7 @@ impl BoundCommand {
             inherit,
             keep_open,
             devices: device_directory,
+            init_report: Some(init_report),
         })
     }
 
@@ -383,6 +408,13 @@ impl BoundCommand {
             None => None,
         };
         let devices = spec.devices.take();
+        let init = spec
+            .init_report
+            .take()
+            .map(SandboxInit::new)
+            .ok_or_else(|| {
+                SpawnError::Supervision(io::Error::other("the report pipe was already taken"))
+            })?;
         let inherited = spec.inherited();
         let started = Instant::now();
         let spawned = sys::spawn_child(&spec.program, &spec.args, &inherited);
@@ -405,10 +437,7 @@ impl BoundCommand {
         let mut stdin = ChildStdin::from(child.stdin);
         let stdout = ChildStdout::from(child.stdout);
         // From here every stop goes through `WorkerLifecycle::terminate`.
-        let mut lifecycle = match cgroup {
-            Some(cg) => WorkerLifecycle::in_cgroup(process, cg, devices),
-            None => WorkerLifecycle::new(process, devices),
-        };
+        let mut lifecycle = WorkerLifecycle::new(process, cgroup, devices, init);
         if let Some(boundary) = self.cgroup.as_ref() {
             lifecycle
                 .await_cgroup_join(boundary.join_timeout())
@@ -420,6 +449,11 @@ impl BoundCommand {
                 .map_or_else(Stopped::NotReaped, Stopped::Reaped);
             return Err(SpawnError::Bootstrap { status, source });
         }
+        // The worker cannot answer before Bubblewrap made the sandbox, so
+        // waiting for its report here costs the launch nothing.
+        lifecycle
+            .hold_sandbox_init()
+            .map_err(SpawnError::SandboxInit)?;
         Ok(SpawnedWorker {
             lifecycle,
             stdin,

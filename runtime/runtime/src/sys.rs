@@ -24,7 +24,9 @@
 //! CLONE_VFORK | CLONE_PIDFD`, `pipe2(2)`, and in that child `sigaction(2)`,
 //! `dup2(2)`, `chdir(2)`, `close_range(2)`, `fcntl(F_SETFD)`,
 //! `pthread_sigmask(3)` and `execve(2)` (the launch), `waitid(P_PIDFD)` and
-//! `pidfd_send_signal(2)` (reaping and killing it), and — only in the
+//! `pidfd_send_signal(2)` (reaping and killing it), `pidfd_open(2)` (the
+//! sandbox's pid 1, [`crate::sandbox_init`]), `eventfd(2)` and `poll(2)`
+//! (a reader released by a stop), and — only in the
 //! forked child of [`install_child_descriptor_hook`] — `close_range(2)` and
 //! `fcntl(F_SETFD)`.
 #![expect(
@@ -724,6 +726,100 @@ pub fn kill_child(pidfd: BorrowedFd<'_>) -> io::Result<()> {
         pidfd,
         rustix::process::Signal::KILL,
     )?)
+}
+
+/// A pidfd for `pid` (`pidfd_open(2)`), close-on-exec. Unlike the pidfd
+/// [`spawn_child`] makes, this one is opened by number: the caller must
+/// confirm it names the process it means ([`pidfd_info`]).
+pub fn pidfd_open(pid: u32) -> io::Result<OwnedFd> {
+    let raw = i32::try_from(pid).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let pid = rustix::process::Pid::from_raw(raw)
+        .ok_or_else(|| io::Error::from(io::ErrorKind::InvalidInput))?;
+    Ok(rustix::process::pidfd_open(
+        pid,
+        rustix::process::PidfdFlags::empty(),
+    )?)
+}
+
+/// What `/proc/self/fdinfo/N` says of a pidfd.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PidfdInfo {
+    /// `Pid:` in this process's pid namespace; `None` once reaped (`-1`).
+    pub pid: Option<u32>,
+    /// The last `NSpid:` field: its pid in its own innermost namespace.
+    pub innermost: Option<u32>,
+    /// How many `NSpid:` fields there are (namespace levels from ours).
+    pub levels: usize,
+}
+
+/// Reads the `Pid:` and `NSpid:` lines of a pidfd's fdinfo.
+pub fn pidfd_info(pidfd: BorrowedFd<'_>) -> io::Result<PidfdInfo> {
+    let text = std::fs::read_to_string(format!("/proc/self/fdinfo/{}", pidfd.as_raw_fd()))?;
+    let mut info = PidfdInfo {
+        pid: None,
+        innermost: None,
+        levels: 0,
+    };
+    for line in text.lines() {
+        if let Some(v) = line.strip_prefix("Pid:") {
+            info.pid = v.trim().parse::<u32>().ok();
+        } else if let Some(v) = line.strip_prefix("NSpid:") {
+            let fields: Vec<&str> = v.split_whitespace().collect();
+            info.levels = fields.len();
+            info.innermost = fields.last().and_then(|f| f.parse::<u32>().ok());
+        }
+    }
+    Ok(info)
+}
+
+/// A close-on-exec pipe: (read end, write end).
+pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    Ok(rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?)
+}
+
+/// A close-on-exec `eventfd(2)` that starts at 0.
+pub fn eventfd() -> io::Result<OwnedFd> {
+    Ok(rustix::event::eventfd(
+        0,
+        rustix::event::EventfdFlags::CLOEXEC,
+    )?)
+}
+
+/// Adds 1 to an eventfd, making it readable for good (nothing reads it).
+pub fn eventfd_signal(fd: BorrowedFd<'_>) -> io::Result<()> {
+    let one = 1u64.to_ne_bytes();
+    loop {
+        match rustix::io::write(fd, &one) {
+            Ok(_) => return Ok(()),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// Waits (at most `timeout`, or without bound for `None`) until `first` or
+/// `second` is readable; `Some(0)` or `Some(1)` names which (`second` wins
+/// when both are), `None` when the time ran out or the wait was
+/// interrupted.
+pub fn wait_either(
+    first: BorrowedFd<'_>,
+    second: BorrowedFd<'_>,
+    timeout: Option<std::time::Duration>,
+) -> io::Result<Option<usize>> {
+    let timeout = timeout.map(|t| Timespec {
+        tv_sec: i64::try_from(t.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: t.subsec_nanos().into(),
+    });
+    let mut fds = [
+        PollFd::from_borrowed_fd(first, PollFlags::IN),
+        PollFd::from_borrowed_fd(second, PollFlags::IN),
+    ];
+    match rustix::event::poll(&mut fds, timeout.as_ref()) {
+        Ok(0) | Err(rustix::io::Errno::INTR) => Ok(None),
+        Ok(_) if !fds[1].revents().is_empty() => Ok(Some(1)),
+        Ok(_) => Ok(Some(0)),
+        Err(e) => Err(e.into()),
+    }
 }
 
 #[cfg(test)]

@@ -17,13 +17,16 @@
 //! reason is recorded first (under the state lock: "termination won") and the
 //! worker is force-stopped and reaped through [`WorkerLifecycle::terminate`],
 //! the one function that stops the sandbox. The caller may still be blocked
-//! reading the worker's stdout: the pipe reaches end of input when the
-//! sandbox dies, and the session reports the outcome as indeterminate.
+//! reading the worker's stdout: the session reads it through a
+//! [`StopAwareStdout`], which returns an error as soon as the stop is
+//! recorded, whoever still holds the pipe's other end, and the session
+//! reports the outcome as indeterminate.
 //!
 //! A force-stop is not cancellation: nothing is written to the worker and
 //! nothing establishes whether an effect began or completed.
 
-use std::io;
+use std::io::{self, Read};
+use std::os::fd::{AsFd, OwnedFd};
 use std::process::{ChildStdin, ChildStdout};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::thread::JoinHandle;
@@ -68,6 +71,31 @@ impl Deadlines {
         self
     }
 
+    /// The longest deadline accepted: ten years. Anything longer is refused
+    /// rather than risk `Instant` arithmetic overflowing after the worker
+    /// started.
+    pub const MAX: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
+
+    /// Refuses a zero deadline (it would stop every worker at once) and one
+    /// above [`Deadlines::MAX`]. [`BoundCommand::spawn_watched`] checks the
+    /// effective deadlines this way before anything is started.
+    pub fn validate(&self) -> Result<(), DeadlineError> {
+        for (kind, limit) in [("session", self.session), ("call", self.call)] {
+            match limit {
+                Some(d) if d.is_zero() => return Err(DeadlineError::Zero { kind }),
+                Some(d) if d > Self::MAX => {
+                    return Err(DeadlineError::TooLong {
+                        kind,
+                        requested: d,
+                        max: Self::MAX,
+                    });
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
     /// The tighter of `host` and the plan's `watchdog` block, per kind.
     pub fn for_plan(plan: &LaunchPlan, host: Deadlines) -> Self {
         let tighter = |a: Option<Duration>, b: Option<Duration>| match (a, b) {
@@ -88,6 +116,28 @@ impl Deadlines {
     }
 }
 
+/// A deadline the watchdog refuses to enforce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeadlineError {
+    /// A zero deadline.
+    #[error("the {kind} deadline is zero")]
+    Zero {
+        /// `session` or `call`.
+        kind: &'static str,
+    },
+    /// A deadline above [`Deadlines::MAX`].
+    #[error("the {kind} deadline of {requested:?} is longer than the longest accepted, {max:?}")]
+    TooLong {
+        /// `session` or `call`.
+        kind: &'static str,
+        /// What was asked for.
+        requested: Duration,
+        /// [`Deadlines::MAX`].
+        max: Duration,
+    },
+}
+
 /// Why the watchdog force-stopped the worker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -98,6 +148,12 @@ pub enum StopReason {
     CallDeadline,
     /// A trusted host asked for the stop ([`StopHandle::stop`]).
     Stopped,
+    /// The worker was sent `close_session` and did not exit within the
+    /// close's grace period.
+    CloseGrace,
+    /// The watchdog's own thread failed (a panic): without it no deadline
+    /// holds, so the worker was stopped.
+    WatchdogFailed,
 }
 
 impl std::fmt::Display for StopReason {
@@ -106,6 +162,8 @@ impl std::fmt::Display for StopReason {
             Self::SessionDeadline => "the session deadline passed",
             Self::CallDeadline => "the call deadline passed",
             Self::Stopped => "the host stopped the worker",
+            Self::CloseGrace => "the worker did not exit within the close grace period",
+            Self::WatchdogFailed => "the watchdog failed",
         })
     }
 }
@@ -117,6 +175,39 @@ struct State {
     /// Set before the kill: termination won.
     fired: Option<StopReason>,
     shutdown: bool,
+    /// Makes the watchdog's thread panic when it next wakes.
+    #[cfg(test)]
+    panic_next: bool,
+}
+
+impl State {
+    /// The deadline that has passed by `now`, the earlier one first.
+    fn passed(&self, now: Instant) -> Option<StopReason> {
+        [
+            (self.session_deadline, StopReason::SessionDeadline),
+            (self.call_deadline, StopReason::CallDeadline),
+        ]
+        .into_iter()
+        .filter_map(|(at, why)| at.filter(|at| *at <= now).map(|at| (at, why)))
+        .min_by_key(|(at, _)| *at)
+        .map(|(_, why)| why)
+    }
+
+    /// Whether termination has won by `now`: a stop already recorded, or a
+    /// deadline that has passed, which is recorded here whether or not the
+    /// watchdog's thread has woken for it yet. The clock decides, never
+    /// the thread's scheduling. The error says why, and whether this call
+    /// recorded it.
+    fn check(&mut self, now: Instant) -> Result<(), (StopReason, bool)> {
+        if let Some(why) = self.fired {
+            return Err((why, false));
+        }
+        if let Some(why) = self.passed(now) {
+            self.fired = Some(why);
+            return Err((why, true));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug)]
@@ -124,6 +215,9 @@ struct Shared {
     state: Mutex<State>,
     wake: Condvar,
     lifecycle: Mutex<WorkerLifecycle>,
+    /// An eventfd made readable once a stop is recorded: it releases a
+    /// reader blocked on the worker's stdout ([`StopAwareStdout`]).
+    stopped: Arc<OwnedFd>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -139,12 +233,25 @@ impl Shared {
             state.fired.get_or_insert(reason);
             self.wake.notify_all();
         }
+        self.release_reader();
         lock(&self.lifecycle).terminate()
     }
 
-    fn run(self: Arc<Self>) {
+    /// Wakes a reader blocked on the worker's stdout. The read that wakes
+    /// then waits for the stop itself (the lifecycle lock) before it reports.
+    fn release_reader(&self) {
+        // An eventfd write fails only when the counter would overflow,
+        // which one write per stop cannot reach.
+        let _ = crate::sys::eventfd_signal(self.stopped.as_fd());
+    }
+
+    fn run(self: &Arc<Self>) {
         let mut state = lock(&self.state);
         loop {
+            #[cfg(test)]
+            if state.panic_next {
+                panic!("injected watchdog failure");
+            }
             if state.shutdown || state.fired.is_some() {
                 return;
             }
@@ -167,6 +274,7 @@ impl Shared {
                     if now >= at {
                         state.fired = Some(why);
                         drop(state);
+                        self.release_reader();
                         // The status is kept by the lifecycle; a failure to
                         // reap is seen by the next status query.
                         let _ = lock(&self.lifecycle).terminate();
@@ -197,6 +305,51 @@ pub struct Watchdog {
     exited: Option<std::os::fd::OwnedFd>,
 }
 
+/// The worker's stdout as a session reads it: each read waits for data or
+/// for a stop of the worker, and after a stop fails with
+/// [`io::ErrorKind::ConnectionAborted`], so a caller blocked on the pipe is
+/// released when the watchdog fires, not when the last holder of the
+/// pipe's write end closes it.
+#[derive(Debug)]
+pub struct StopAwareStdout {
+    stdout: ChildStdout,
+    stopped: Arc<OwnedFd>,
+}
+
+impl StopAwareStdout {
+    /// Waits at most `timeout` for data (or end of input) on the pipe, or a
+    /// stop; `true` when a read would not block.
+    pub fn wait_readable(&self, timeout: Duration) -> io::Result<bool> {
+        Ok(
+            crate::sys::wait_either(self.stdout.as_fd(), self.stopped.as_fd(), Some(timeout))?
+                .is_some(),
+        )
+    }
+}
+
+impl AsFd for StopAwareStdout {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.stdout.as_fd()
+    }
+}
+
+impl Read for StopAwareStdout {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            match crate::sys::wait_either(self.stdout.as_fd(), self.stopped.as_fd(), None)? {
+                Some(0) => return self.stdout.read(buf),
+                Some(_) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::ConnectionAborted,
+                        "the worker was force-stopped",
+                    ));
+                }
+                None => {}
+            }
+        }
+    }
+}
+
 /// A trusted host's handle to force-stop a watched worker from any thread.
 ///
 /// It does not keep the worker alive: after the session is dropped,
@@ -223,7 +376,7 @@ impl Watchdog {
     pub fn watch(
         worker: SpawnedWorker,
         deadlines: Deadlines,
-    ) -> io::Result<(Self, ChildStdin, ChildStdout)> {
+    ) -> io::Result<(Self, ChildStdin, StopAwareStdout)> {
         let SpawnedWorker {
             lifecycle,
             stdin,
@@ -234,13 +387,19 @@ impl Watchdog {
         // The pidfd the launch made with the process, so it names that
         // process and no other.
         let exited = lifecycle.exit_notifier().ok();
+        let stopped = Arc::new(crate::sys::eventfd()?);
+        let stdout = StopAwareStdout {
+            stdout,
+            stopped: Arc::clone(&stopped),
+        };
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
-                session_deadline: deadlines.session.map(|d| started + d),
+                session_deadline: deadlines.session.and_then(|d| started.checked_add(d)),
                 ..State::default()
             }),
             wake: Condvar::new(),
             lifecycle: Mutex::new(lifecycle),
+            stopped,
         });
         // The thread only enforces deadlines: without any, a stop is the
         // caller's own `force_stop` (through `StopHandle` or `stop`), so no
@@ -251,7 +410,15 @@ impl Watchdog {
             let runner = Arc::clone(&shared);
             let thread = std::thread::Builder::new()
                 .name("splash-watchdog".into())
-                .spawn(move || runner.run());
+                .spawn(move || {
+                    let ran =
+                        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runner.run()));
+                    if ran.is_err() {
+                        // No deadline holds without this thread: the worker
+                        // must not outlive it.
+                        let _ = runner.force_stop(StopReason::WatchdogFailed);
+                    }
+                });
             match thread {
                 Ok(t) => Some(t),
                 Err(e) => {
@@ -291,6 +458,12 @@ impl Watchdog {
         self.shared.force_stop(StopReason::Stopped)
     }
 
+    /// Force-stops and reaps the worker now, recording `reason` unless an
+    /// earlier stop already recorded its own.
+    pub fn stop_for(&self, reason: StopReason) -> io::Result<WorkerStatus> {
+        self.shared.force_stop(reason)
+    }
+
     /// Tears the sandbox down without recording a stop, once the worker has
     /// exited or the caller is done with it: [`WorkerLifecycle::terminate`]
     /// (with a cgroup, `cgroup.kill` for anything the worker left running,
@@ -306,6 +479,11 @@ impl Watchdog {
         lock(&self.shared.lifecycle).release_devices();
     }
 
+    /// Readable once a stop was recorded.
+    pub(crate) fn stopped_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.shared.stopped.as_fd()
+    }
+
     /// Why the worker was force-stopped, if it was.
     pub fn fired(&self) -> Option<StopReason> {
         lock(&self.shared.state).fired
@@ -315,22 +493,34 @@ impl Watchdog {
     /// Fails when termination already won.
     pub fn arm_call(&self) -> Result<(), StopReason> {
         let mut state = lock(&self.shared.state);
-        if let Some(why) = state.fired {
-            return Err(why);
-        }
-        state.call_deadline = self.call.map(|d| Instant::now() + d);
+        let now = Instant::now();
+        self.checked(&mut state, now)?;
+        // Validated deadlines (at most `Deadlines::MAX`) cannot overflow.
+        state.call_deadline = self.call.and_then(|d| now.checked_add(d));
         self.shared.wake.notify_all();
         Ok(())
+    }
+
+    /// [`State::check`] at `now`; a deadline it finds passed also releases
+    /// a blocked reader (the caller then stops the worker).
+    fn checked(&self, state: &mut State, now: Instant) -> Result<(), StopReason> {
+        state.check(now).map_err(|(why, recorded)| {
+            if recorded {
+                self.shared.wake.notify_all();
+                self.shared.release_reader();
+            }
+            why
+        })
     }
 
     /// Checks, atomically with the watchdog, that termination did not win;
     /// when `finished`, also disarms the call deadline. An answer read from
     /// the worker may be accepted only after this returns `Ok`.
+    /// A deadline that has passed by the clock counts even when the
+    /// watchdog's thread has not woken for it yet.
     pub fn settle_call(&self, finished: bool) -> Result<(), StopReason> {
         let mut state = lock(&self.shared.state);
-        if let Some(why) = state.fired {
-            return Err(why);
-        }
+        self.checked(&mut state, Instant::now())?;
         if finished {
             state.call_deadline = None;
         }
@@ -402,8 +592,9 @@ impl BoundCommand {
         &self,
         bootstrap: &PrivatePipeWorkerBootstrap,
         host: Deadlines,
-    ) -> Result<(Watchdog, ChildStdin, ChildStdout), SpawnError> {
+    ) -> Result<(Watchdog, ChildStdin, StopAwareStdout), SpawnError> {
         let deadlines = Deadlines::for_plan(&self.plan, host);
+        deadlines.validate().map_err(SpawnError::Deadline)?;
         let worker = self.spawn_unwatched(bootstrap)?;
         Watchdog::watch(worker, deadlines).map_err(SpawnError::Watchdog)
     }
@@ -412,6 +603,124 @@ impl BoundCommand {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The race of a result read just after its deadline, decided by the
+    /// clock alone: with a deadline at `t + 100 ms` and the watchdog's
+    /// thread never having run, an answer settled at `t + 100 ms` is refused
+    /// and the deadline recorded; one settled a millisecond earlier is
+    /// accepted (the control). No sleep, no thread.
+    #[test]
+    fn a_deadline_that_passed_by_the_clock_wins_without_the_watchdog_thread() {
+        let t = Instant::now();
+        let armed = || State {
+            call_deadline: Some(t + Duration::from_millis(100)),
+            ..State::default()
+        };
+        let mut early = armed();
+        assert_eq!(early.check(t + Duration::from_millis(99)), Ok(()));
+        assert_eq!(early.fired, None);
+        let mut late = armed();
+        assert_eq!(
+            late.check(t + Duration::from_millis(100)),
+            Err((StopReason::CallDeadline, true))
+        );
+        assert_eq!(late.fired, Some(StopReason::CallDeadline));
+        // Recorded once: the next check reports it without recording again.
+        assert_eq!(
+            late.check(t + Duration::from_millis(200)),
+            Err((StopReason::CallDeadline, false))
+        );
+        // Both passed: the earlier deadline is the reason.
+        let mut both = State {
+            session_deadline: Some(t + Duration::from_millis(50)),
+            ..armed()
+        };
+        assert_eq!(
+            both.check(t + Duration::from_secs(1)),
+            Err((StopReason::SessionDeadline, true))
+        );
+    }
+
+    #[test]
+    fn zero_and_overflowing_deadlines_are_refused() {
+        assert_eq!(
+            Deadlines::session(Duration::ZERO).validate(),
+            Err(DeadlineError::Zero { kind: "session" })
+        );
+        assert_eq!(
+            Deadlines::none().with_call(Duration::ZERO).validate(),
+            Err(DeadlineError::Zero { kind: "call" })
+        );
+        assert!(matches!(
+            Deadlines::session(Duration::MAX).validate(),
+            Err(DeadlineError::TooLong {
+                kind: "session",
+                ..
+            })
+        ));
+        assert!(matches!(
+            Deadlines::none()
+                .with_call(Duration::from_secs(u64::MAX))
+                .validate(),
+            Err(DeadlineError::TooLong { kind: "call", .. })
+        ));
+        // Controls: no deadline, and the longest one, are fine.
+        assert_eq!(Deadlines::none().validate(), Ok(()));
+        assert_eq!(
+            Deadlines::session(Deadlines::MAX)
+                .with_call(Duration::from_millis(1))
+                .validate(),
+            Ok(())
+        );
+        assert!(Instant::now().checked_add(Deadlines::MAX).is_some());
+    }
+
+    /// A real child (`sleep 60`) under a watchdog whose thread panics: the
+    /// child is killed and reaped, with the reason recorded. Control: the
+    /// same watchdog without the injected panic leaves it running.
+    #[test]
+    fn a_panic_in_the_watchdog_thread_stops_the_worker() {
+        let sleeping = || {
+            let child = crate::sys::spawn_child(
+                std::path::Path::new("/bin/sleep"),
+                &["60".to_owned()],
+                &[],
+            )
+            .expect("sleep");
+            let (report, write) = crate::sys::pipe().expect("pipe");
+            drop(write);
+            let lifecycle = WorkerLifecycle::new(
+                crate::lifecycle::WorkerProcess::new(child.pid, child.pidfd),
+                None,
+                None,
+                crate::sandbox_init::SandboxInit::new(report),
+            );
+            SpawnedWorker {
+                lifecycle,
+                stdin: ChildStdin::from(child.stdin),
+                stdout: ChildStdout::from(child.stdout),
+                started: Instant::now(),
+            }
+        };
+        let deadlines = Deadlines::session(Duration::from_secs(600));
+        for inject in [false, true] {
+            let (watchdog, _stdin, _stdout) =
+                Watchdog::watch(sleeping(), deadlines).expect("watch");
+            {
+                let mut state = lock(&watchdog.shared.state);
+                state.panic_next = inject;
+                watchdog.shared.wake.notify_all();
+            }
+            let status = watchdog.wait_exit(Duration::from_secs(2)).expect("status");
+            if inject {
+                assert_eq!(status, WorkerStatus::Killed(libc::SIGKILL));
+                assert_eq!(watchdog.fired(), Some(StopReason::WatchdogFailed));
+            } else {
+                assert_eq!(status, WorkerStatus::Running, "control");
+                assert_eq!(watchdog.fired(), None);
+            }
+        }
+    }
 
     #[test]
     fn the_tighter_deadline_of_host_and_policy_wins() {

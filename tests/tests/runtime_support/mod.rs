@@ -515,3 +515,18 @@ pub fn device_directories() -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// Processes on the host that run `program` (a test's own probe copy); a
+/// zombie runs nothing and has no `exe`, so it is not counted.
+pub fn processes_running(program: &Path) -> Vec<u32> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        if std::fs::read_link(entry.path().join("exe")).is_ok_and(|exe| exe == program) {
+            out.push(pid);
+        }
+    }
+    out
+}
