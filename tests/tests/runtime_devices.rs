@@ -303,3 +303,121 @@ fn bind_refuses_a_plan_without_every_device_bind_after_dev() {
     // Control: the plan as lowered binds.
     BoundCommand::bind(plan).expect("the lowered plan binds");
 }
+
+/// The step a killed host stops at ([`killed_host_role`]).
+const KILLED_HOST_STEP: &str = "SPLASH_TEST_KILLED_HOST_STEP";
+/// The probe directory the killed host launches from.
+const KILLED_HOST_PROBE: &str = "SPLASH_TEST_KILLED_HOST_PROBE";
+
+/// Not a test of its own: the host that [`a_host_killed_at_any_step_leaves_nothing_after_the_next_bind`]
+/// starts as a child process and kills with SIGKILL. It goes as far as the
+/// step it is given, says `READY` on stdout, and waits to be killed.
+#[test]
+#[ignore = "the child role of a_host_killed_at_any_step_leaves_nothing_after_the_next_bind"]
+fn killed_host_role() {
+    let (Ok(step), Ok(probe_dir)) = (
+        std::env::var(KILLED_HOST_STEP),
+        std::env::var(KILLED_HOST_PROBE),
+    ) else {
+        panic!("run only by a_host_killed_at_any_step_leaves_nothing_after_the_next_bind");
+    };
+    let bwrap = splash_tests::bwrap_path().expect("bwrap");
+    let policy = runtime_support::probe_policy_in(&bwrap, Path::new(&probe_dir));
+    let bound = BoundCommand::bind(policy.plan()).expect("bind");
+    let _held = match step.as_str() {
+        "bind" => None,
+        "session" => {
+            let mut session = splash_runtime::Session::open(
+                &bound,
+                policy.manifest(),
+                splash_runtime::Deadlines::none(),
+            )
+            .expect("open");
+            // Hold the session open with a call in flight.
+            session
+                .start("probe.path", serde_json::json!({"path": "/"}))
+                .expect("start");
+            Some(session)
+        }
+        other => panic!("unknown step {other}"),
+    };
+    println!("READY");
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
+}
+
+/// A root host killed by SIGKILL after bind (its device directory made) and
+/// with a session open (the directory in use by a running sandbox) leaves
+/// its directory behind (the control: the kill really did), its sandbox
+/// dies with it, and the next bind on the host sweeps the directory, whose
+/// lock no living process holds. A directory whose owner lives is never
+/// swept (the next bind's own one, checked while it is held).
+#[test]
+fn a_host_killed_at_any_step_leaves_nothing_after_the_next_bind() {
+    use std::io::BufRead;
+
+    let _serial = runtime_support::serial();
+    let Some((_cat, _)) = root_host() else {
+        return;
+    };
+    let Some((bwrap, probe_dir)) = runtime_support::host_with_probe() else {
+        return;
+    };
+    let probe = probe_dir.path().join("splash-probe");
+    let before = device_directories();
+    for step in ["bind", "session"] {
+        let mut host = std::process::Command::new(std::env::current_exe().expect("test binary"))
+            .args([
+                "--exact",
+                "killed_host_role",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .env(KILLED_HOST_STEP, step)
+            .env(KILLED_HOST_PROBE, probe_dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("host");
+        let stdout = host.stdout.take().expect("stdout");
+        let ready = std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+            .any(|line| line.ends_with("READY"));
+        assert!(ready, "the host did not reach step {step}");
+        host.kill().expect("SIGKILL");
+        host.wait().expect("reap");
+
+        let left = new_directories(&before);
+        assert_eq!(
+            left.len(),
+            1,
+            "{step}: the killed host's directory: {left:?}"
+        );
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !runtime_support::processes_running(&probe).is_empty() {
+            assert!(
+                std::time::Instant::now() < until,
+                "{step}: the sandbox outlived its host"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+
+        let next =
+            BoundCommand::bind(runtime_support::probe_policy_in(&bwrap, probe_dir.path()).plan())
+                .expect("the next bind");
+        assert!(!left[0].exists(), "{step}: swept by the next bind");
+        let own = new_directories(&before);
+        assert_eq!(own.len(), 1, "{step}: only the next bind's own: {own:?}");
+        // A live owner's directory survives a sweep.
+        let again =
+            BoundCommand::bind(runtime_support::probe_policy_in(&bwrap, probe_dir.path()).plan())
+                .expect("a third bind");
+        assert!(own[0].exists(), "{step}: a held directory is never swept");
+        drop(again);
+        drop(next);
+        assert_eq!(device_directories(), before, "{step}");
+    }
+}

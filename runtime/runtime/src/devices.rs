@@ -18,6 +18,16 @@
 //!   is not their owner and holds no `CAP_FOWNER` or `CAP_CHOWN`, so every
 //!   change of their metadata is refused. The directory is removed when the
 //!   launch fails or the worker is reaped ([`DeviceDirectory`]'s `Drop`).
+//!
+//! A host killed by SIGKILL cannot remove its directory, so ownership is
+//! proved by a lock instead of a pid: the owner holds an exclusive
+//! `flock(2)` on the directory for its whole life (taken right after
+//! `mkdir`, before any node is made; a directory that a sweep removed in
+//! that instant has a link count of 0 and is made again under a new name).
+//! Every bind with private nodes first sweeps the parent: a
+//! `.splash-dev-<hex>` directory whose lock it can take has no living
+//! owner, and its nodes and the directory are removed (anything else in it
+//! is left alone, and so is the directory then).
 
 use std::ffi::CString;
 use std::fs::{self, File};
@@ -44,6 +54,9 @@ pub const DEVICE_DIRECTORY_PREFIX: &str = ".splash-dev-";
 const RANDOM_BYTES: usize = 10;
 /// The mode of a private node.
 const NODE_MODE: u32 = 0o666;
+/// How often a launch makes a directory again when a sweep removed the
+/// one it had just made.
+const CREATE_ATTEMPTS: usize = 3;
 
 /// Why the device nodes of a launch cannot be provided.
 #[derive(Debug, thiserror::Error)]
@@ -267,14 +280,80 @@ impl PrivateDevices {
         if longest > DEVICE_SOURCE_MAX_BYTES {
             return Err(refuse(ParentDefect::TooLong { bytes: longest }));
         }
-        Ok(Self {
+        let devices = Self {
             parent: canonical,
             parent_fd,
             proof: Mutex::new(None),
-        })
+        };
+        devices.sweep();
+        Ok(devices)
+    }
+
+    /// Removes the directories under the parent whose owner is dead (their
+    /// lock is free); returns how many went. Best effort: a directory that
+    /// holds anything but the six nodes is left as it is.
+    pub fn sweep(&self) -> usize {
+        let Ok(entries) = fs::read_dir(&self.parent) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(hex) = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(DEVICE_DIRECTORY_PREFIX))
+            else {
+                continue;
+            };
+            if hex.len() != 2 * RANDOM_BYTES || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                continue;
+            }
+            let Ok(c_name) = CString::new(name.as_encoded_bytes()) else {
+                continue;
+            };
+            if self.sweep_one(&c_name).unwrap_or(false) {
+                removed += 1;
+            }
+        }
+        removed
+    }
+
+    fn sweep_one(&self, name: &CString) -> io::Result<bool> {
+        let dir = sys::open_directory_read_at(self.parent_fd.as_fd(), name)?;
+        if !sys::lock_exclusive(dir.as_fd(), false)? {
+            // Its owner lives.
+            return Ok(false);
+        }
+        let (_, uid, _, _) = sys::stat_at(self.parent_fd.as_fd(), name)?;
+        if uid != 0 {
+            return Ok(false);
+        }
+        for node in DeviceNode::ALL {
+            match sys::unlink_at(dir.as_fd(), &node_name(node), false) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        // Removed while still locked, so a creator that loses this race
+        // sees a link count of 0.
+        sys::unlink_at(self.parent_fd.as_fd(), name, true)?;
+        Ok(true)
     }
 
     fn create(&self) -> Result<DeviceDirectory, DeviceError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.create_once() {
+                Err(DeviceError::Create { source, .. })
+                    if source.kind() == io::ErrorKind::NotFound && attempt < CREATE_ATTEMPTS => {}
+                other => return other,
+            }
+        }
+    }
+
+    fn create_once(&self) -> Result<DeviceDirectory, DeviceError> {
         let fail = |source| DeviceError::Create {
             path: self.parent.to_path_buf(),
             source,
@@ -321,7 +400,14 @@ impl DeviceDirectory {
     }
 
     fn fill(&mut self) -> io::Result<()> {
-        let dir = sys::open_directory_path_at(self.parent_fd.as_fd(), &self.name)?;
+        let dir = sys::open_directory_read_at(self.parent_fd.as_fd(), &self.name)?;
+        // The owner's lock, held as long as this descriptor: taken before
+        // any node exists. A sweep that removed the directory first holds
+        // it only briefly, and leaves a link count of 0.
+        sys::lock_exclusive(dir.as_fd(), true)?;
+        if sys::link_count(dir.as_fd())? == 0 {
+            return Err(io::Error::from(io::ErrorKind::NotFound));
+        }
         sys::chmod_at(self.parent_fd.as_fd(), &self.name, 0o700)?;
         let dir = self.dir.insert(dir);
         for node in DeviceNode::ALL {

@@ -26,7 +26,8 @@
 //! `pthread_sigmask(3)` and `execve(2)` (the launch), `waitid(P_PIDFD)` and
 //! `pidfd_send_signal(2)` (reaping and killing it), `pidfd_open(2)` (the
 //! sandbox's pid 1, [`crate::sandbox_init`]), `eventfd(2)` and `poll(2)`
-//! (a reader released by a stop), and — only in the
+//! (a reader released by a stop), `flock(2)` and `fstat(2)` (the lock a
+//! device directory's owner holds, [`crate::devices`]), and — only in the
 //! forked child of [`install_child_descriptor_hook`] — `close_range(2)` and
 //! `fcntl(F_SETFD)`.
 #![expect(
@@ -300,16 +301,6 @@ pub fn real_uid() -> u32 {
 /// `mkdirat(dir, name, mode)`.
 pub fn mkdir_at(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> io::Result<()> {
     Ok(fs::mkdirat(dir, name, Mode::from_raw_mode(mode))?)
-}
-
-/// `openat(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)`.
-pub fn open_directory_path_at(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<OwnedFd> {
-    Ok(fs::openat(
-        dir,
-        name,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?)
 }
 
 /// `mknodat(dir, name, S_IFCHR | mode, makedev(major, minor))`.
@@ -820,6 +811,43 @@ pub fn wait_either(
         Ok(_) => Ok(Some(0)),
         Err(e) => Err(e.into()),
     }
+}
+
+/// `openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)`: a
+/// directory descriptor that can also hold a `flock(2)` lock (an `O_PATH`
+/// one cannot).
+pub fn open_directory_read_at(dir: BorrowedFd<'_>, name: &CStr) -> io::Result<OwnedFd> {
+    Ok(fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
+/// `flock(fd, LOCK_EX)`, waiting for it when `wait`; `false` when another
+/// open file description holds it and `wait` is false. The lock lasts as
+/// long as this open file description: a process that dies releases it.
+pub fn lock_exclusive(fd: BorrowedFd<'_>, wait: bool) -> io::Result<bool> {
+    let operation = if wait {
+        fs::FlockOperation::LockExclusive
+    } else {
+        fs::FlockOperation::NonBlockingLockExclusive
+    };
+    loop {
+        match fs::flock(fd, operation) {
+            Ok(()) => return Ok(true),
+            Err(rustix::io::Errno::WOULDBLOCK) => return Ok(false),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// The link count of the file behind `fd` (`fstat(2)`): 0 once a directory
+/// was removed.
+pub fn link_count(fd: BorrowedFd<'_>) -> io::Result<u64> {
+    Ok(fs::fstat(fd)?.st_nlink.into())
 }
 
 #[cfg(test)]

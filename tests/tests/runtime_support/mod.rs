@@ -322,7 +322,12 @@ impl TestPolicy {
 
 /// A probe policy: the probe in `probe_dir` as the worker.
 pub fn probe_policy(bwrap: &Path, probe_dir: &TempDir) -> TestPolicy {
-    TestPolicy::new(bwrap, probe_dir.path(), "splash-probe")
+    probe_policy_in(bwrap, probe_dir.path())
+}
+
+/// [`probe_policy`] for a probe directory given by path.
+pub fn probe_policy_in(bwrap: &Path, probe_dir: &Path) -> TestPolicy {
+    TestPolicy::new(bwrap, probe_dir, "splash-probe")
 }
 
 /// [`probe_manifest`] of session `s-1` whose first grant selects the file
