@@ -847,7 +847,7 @@ pub fn lock_exclusive(fd: BorrowedFd<'_>, wait: bool) -> io::Result<bool> {
 /// The link count of the file behind `fd` (`fstat(2)`): 0 once a directory
 /// was removed.
 pub fn link_count(fd: BorrowedFd<'_>) -> io::Result<u64> {
-    Ok(fs::fstat(fd)?.st_nlink.into())
+    Ok(fs::fstat(fd)?.st_nlink)
 }
 
 #[cfg(test)]
