@@ -820,3 +820,113 @@ fn an_orphaned_lingering_worker_in_a_cgroup_is_gone_when_the_stop_returns() {
     drop(bound);
     assert!(live_children().is_empty(), "{:?}", live_children());
 }
+
+/// The parent cgroup the killed host launches under.
+const KILLED_HOST_PARENT: &str = "SPLASH_TEST_KILLED_HOST_CGROUP";
+/// The probe directory the killed host launches from.
+const KILLED_HOST_PROBE: &str = "SPLASH_TEST_KILLED_HOST_PROBE";
+
+/// The policy both the killed host and the next bind use: a probe that
+/// clears its parent-death signal and outlives the end of its session, so
+/// it outlives its host's death.
+fn orphan_cgroup_policy(bwrap: &Path, probe_dir: &Path, parent: &Path) -> TestPolicy {
+    let mut policy = runtime_support::probe_policy_in(bwrap, probe_dir);
+    policy.worker_args = vec!["--orphan".into(), "--linger".into()];
+    with_cgroup(&mut policy, parent, &runner(), "pids 64");
+    policy
+}
+
+/// Not a test of its own: the host that
+/// [`a_host_killed_with_a_session_open_leaves_nothing_after_the_next_bind`]
+/// starts as a child process and kills with SIGKILL once a session is open.
+#[test]
+#[ignore = "the child role of a_host_killed_with_a_session_open_leaves_nothing_after_the_next_bind"]
+fn killed_cgroup_host_role() {
+    let (Ok(parent), Ok(probe_dir)) = (
+        std::env::var(KILLED_HOST_PARENT),
+        std::env::var(KILLED_HOST_PROBE),
+    ) else {
+        panic!("run only by a_host_killed_with_a_session_open_leaves_nothing_after_the_next_bind");
+    };
+    let bwrap = splash_tests::bwrap_path().expect("bwrap");
+    let policy = orphan_cgroup_policy(&bwrap, Path::new(&probe_dir), Path::new(&parent));
+    let bound = BoundCommand::bind(boundary_only(&policy)).expect("bind");
+    // Open and idle: a call in flight would answer into a closed pipe
+    // once the host is dead, and SIGPIPE would end the worker.
+    let _session =
+        Session::open(&bound, policy.manifest(), Deadlines::none()).expect("open session");
+    println!("READY");
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+/// A host killed by SIGKILL with a session open leaves its child cgroup
+/// with the sandbox running in it (the control: a worker that cleared its
+/// parent-death signal outlives its host), and the next bind under that
+/// parent kills and removes it, since no living process holds its lock. A
+/// child whose owner lives (a session of the next bind) is left alone.
+#[test]
+fn a_host_killed_with_a_session_open_leaves_nothing_after_the_next_bind() {
+    use std::io::BufRead;
+
+    let _serial = serial();
+    let Some(parent) = TestParent::new() else {
+        return;
+    };
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let mut host = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "killed_cgroup_host_role",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(KILLED_HOST_PARENT, parent.path())
+        .env(KILLED_HOST_PROBE, probe_dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("host");
+    let stdout = host.stdout.take().expect("stdout");
+    let ready = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .any(|line| line.ends_with("READY"));
+    assert!(ready, "the host did not open its session");
+    host.kill().expect("SIGKILL");
+    host.wait().expect("reap");
+    // Bubblewrap dies with its host; the orphaned worker does not.
+    std::thread::sleep(Duration::from_millis(300));
+    let left = parent.children();
+    assert_eq!(left.len(), 1, "the killed host's child cgroup: {left:?}");
+    let survivors: Vec<u32> = pids_of(&parent.path().join(&left[0]))
+        .into_iter()
+        .filter(|p| running(*p))
+        .collect();
+    assert!(
+        !survivors.is_empty(),
+        "control: the orphaned worker outlived its killed host"
+    );
+
+    let policy = orphan_cgroup_policy(&bwrap, probe_dir.path(), parent.path());
+    let bound = BoundCommand::bind(boundary_only(&policy)).expect("the next bind");
+    assert!(parent.children().is_empty(), "{:?}", parent.children());
+    let left_running: Vec<u32> = survivors.into_iter().filter(|p| running(*p)).collect();
+    assert!(
+        left_running.is_empty(),
+        "swept with its cgroup: {left_running:?}"
+    );
+    // A live owner's child survives a sweep.
+    let session =
+        Session::open(&bound, policy.manifest(), Deadlines::none()).expect("open session");
+    let _again = BoundCommand::bind(boundary_only(&policy)).expect("a third bind");
+    assert_eq!(parent.children().len(), 1, "a held child is never swept");
+    // It lingers after `close_session`: the close force-stops it.
+    let closed = session.close(Duration::from_millis(300));
+    assert!(closed.is_err(), "{closed:?}");
+    assert!(parent.children().is_empty());
+}

@@ -47,6 +47,13 @@
 //! failure.
 //!
 //! Every file operation goes through [`CgroupDir`], one directory handle.
+//! The owner of a child cgroup holds an exclusive `flock(2)` on its
+//! directory for the child's whole life (taken right after `mkdirat`), so a
+//! host killed by SIGKILL is proved gone by a free lock, never guessed from
+//! a pid: [`CgroupBoundary::prepare`] first sweeps the parent, killing and
+//! removing every `splash-<16 hex>` child whose lock it can take
+//! ([`CgroupParent::sweep`]).
+//!
 //! [`KernelCgroupDir`] is the real one (descriptors, `openat`, `mkdirat`,
 //! `unlinkat`); unit tests hand in a recording fake to check the exact write
 //! sequence. Enforcement is only ever shown against the real kernel.
@@ -269,6 +276,22 @@ pub trait CgroupDir: fmt::Debug + Send + Sync {
     fn remove_child(&self, name: &str) -> io::Result<()>;
     /// A fresh close-on-exec descriptor of this directory, for the runner.
     fn descriptor(&self) -> io::Result<OwnedFd>;
+    /// Takes an exclusive lock on this directory, held as long as this
+    /// value lives (waiting for it when `wait`); `false` when another
+    /// holder has it and `wait` is false. The default holds nothing.
+    fn lock(&self, wait: bool) -> io::Result<bool> {
+        let _ = wait;
+        Ok(true)
+    }
+    /// The names of the child directories. The default lists none.
+    fn children(&self) -> io::Result<Vec<String>> {
+        Ok(Vec::new())
+    }
+    /// Opens the existing child directory `name`.
+    fn open_child(&self, name: &str) -> io::Result<Box<dyn CgroupDir>> {
+        let _ = name;
+        Err(io::ErrorKind::Unsupported.into())
+    }
 }
 
 /// The real [`CgroupDir`]: a directory descriptor; files are opened with
@@ -328,6 +351,33 @@ impl CgroupDir for KernelCgroupDir {
     fn descriptor(&self) -> io::Result<OwnedFd> {
         self.fd.try_clone()
     }
+
+    fn lock(&self, wait: bool) -> io::Result<bool> {
+        sys::lock_exclusive(self.fd.as_fd(), wait)
+    }
+
+    fn children(&self) -> io::Result<Vec<String>> {
+        let listing = std::fs::read_dir(format!("/proc/self/fd/{}", self.fd.as_raw_fd()))?;
+        Ok(listing
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect())
+    }
+
+    fn open_child(&self, name: &str) -> io::Result<Box<dyn CgroupDir>> {
+        let fd = sys::open_at(self.fd.as_fd(), name, OFlags::RDONLY | OFlags::DIRECTORY)?;
+        Ok(Box::new(KernelCgroupDir { fd }))
+    }
+}
+
+/// The name prefix of a worker's child cgroup (`splash-<16 hex digits>`).
+pub const CHILD_PREFIX: &str = "splash-";
+
+/// Whether `name` is a worker child cgroup's name.
+fn is_child_name(name: &str) -> bool {
+    name.strip_prefix(CHILD_PREFIX)
+        .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// The controllers `limits` need, in a fixed order.
@@ -472,12 +522,64 @@ impl CgroupParent {
     /// documentation, launch steps 1–4). On any failure the child is removed
     /// again.
     pub fn create_child(&self, limits: &CgroupLimits) -> Result<WorkerCgroup, CgroupError> {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match self.create_random_child(limits) {
+                // A sweep removed it between `mkdir` and the lock.
+                Err(CgroupError::Create { source, .. })
+                    if source.kind() == io::ErrorKind::NotFound && attempt < 3 => {}
+                other => return other,
+            }
+        }
+    }
+
+    /// Removes the worker child cgroups under this parent whose owner is
+    /// dead: the lock every owner holds on its child for the child's whole
+    /// life is free. Each is killed (`cgroup.kill`) and removed, waiting at
+    /// most a second for its processes to exit; returns how many went. A
+    /// child whose owner lives is never touched, and one that cannot be
+    /// removed is left for the next sweep.
+    pub fn sweep(&self) -> usize {
+        let Ok(names) = self.dir.children() else {
+            return 0;
+        };
+        let mut removed = 0;
+        for name in names.into_iter().filter(|n| is_child_name(n)) {
+            let Ok(child) = self.dir.open_child(&name) else {
+                continue;
+            };
+            if !child.lock(false).unwrap_or(false) {
+                continue;
+            }
+            let _ = child.write("cgroup.kill", "1");
+            let until = std::time::Instant::now() + Duration::from_secs(1);
+            loop {
+                match self.dir.remove_child(&name) {
+                    Ok(()) => {
+                        removed += 1;
+                        break;
+                    }
+                    Err(e)
+                        if e.raw_os_error() == Some(libc::EBUSY)
+                            && std::time::Instant::now() < until =>
+                    {
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                    Err(_) => break,
+                }
+            }
+        }
+        removed
+    }
+
+    fn create_random_child(&self, limits: &CgroupLimits) -> Result<WorkerCgroup, CgroupError> {
         let mut suffix = [0u8; 8];
         getrandom::fill(&mut suffix).map_err(|e| CgroupError::Create {
             path: self.path.to_path_buf(),
             source: io::Error::other(format!("the random source failed: {e}")),
         })?;
-        let name = format!("splash-{:016x}", u64::from_ne_bytes(suffix));
+        let name = format!("{CHILD_PREFIX}{:016x}", u64::from_ne_bytes(suffix));
         self.create_named_child(name, limits)
     }
 
@@ -494,6 +596,20 @@ impl CgroupParent {
                 path: path.to_path_buf(),
                 source,
             })?;
+        // The owner's lock, held by `dir` for the child's life, taken before
+        // anything runs in it; a sweep that removed the child first leaves
+        // no `cgroup.procs`.
+        let locked = dir.lock(true).and_then(|_| {
+            if dir.has("cgroup.procs")? {
+                Ok(())
+            } else {
+                Err(io::Error::from(io::ErrorKind::NotFound))
+            }
+        });
+        if let Err(source) = locked {
+            let _ = self.dir.remove_child(&name);
+            return Err(CgroupError::Create { path, source });
+        }
         let mut child = WorkerCgroup {
             parent: Arc::clone(&self.dir),
             name,
@@ -714,6 +830,8 @@ impl CgroupBoundary {
     pub fn prepare(policy: &CgroupPolicy, pin_runner: bool) -> Result<Self, CgroupError> {
         let parent = CgroupParent::open(Path::new(policy.parent.as_str()))?;
         parent.check_delegated(&policy.limits)?;
+        // What a host killed by SIGKILL left under this parent goes first.
+        parent.sweep();
         let (runner, runner_shown) = check_runner(policy.runner.as_str(), pin_runner)?;
         Ok(Self {
             parent,

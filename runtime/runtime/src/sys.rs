@@ -22,7 +22,7 @@
 //! `fstatat(2)`, `mkdirat(2)` and `unlinkat(2)` relative to directory
 //! descriptors (the cgroup-v2 boundary), `clone(2)` with `CLONE_VM |
 //! CLONE_VFORK | CLONE_PIDFD`, `pipe2(2)`, and in that child `sigaction(2)`,
-//! `dup2(2)`, `chdir(2)`, `close_range(2)`, `fcntl(F_SETFD)`,
+//! `prctl(PR_SET_PDEATHSIG)`, `getppid(2)`, `dup2(2)`, `chdir(2)`, `close_range(2)`, `fcntl(F_SETFD)`,
 //! `pthread_sigmask(3)` and `execve(2)` (the launch), `waitid(P_PIDFD)` and
 //! `pidfd_send_signal(2)` (reaping and killing it), `pidfd_open(2)` (the
 //! sandbox's pid 1, [`crate::sandbox_init`]), `eventfd(2)` and `poll(2)`
@@ -486,6 +486,9 @@ struct ChildSetup {
     stdio: [libc::c_int; 3],
     inherit: *const RawFd,
     inherit_len: usize,
+    /// The parent's pid: the child checks it still has that parent after
+    /// it asked for its parent-death signal.
+    parent: libc::pid_t,
     /// The `errno` of the step that failed, or 0 (written by the child).
     error: libc::c_int,
 }
@@ -553,6 +556,24 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             if libc::fcntl(fd, libc::F_SETFD, 0) < 0 {
                 fail(setup);
             }
+        }
+        // SIGKILL when the thread that spawned it exits, and so when the
+        // host dies by SIGKILL: the signal is kept across the exec (the
+        // programs are not set-user-ID). A parent already gone before the
+        // request took effect is caught by the `getppid` check.
+        if libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        ) != 0
+        {
+            fail(setup);
+        }
+        if libc::getppid() != (*setup).parent {
+            *libc::__errno_location() = libc::ESRCH;
+            fail(setup);
         }
         let mut none: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&mut none);
@@ -624,6 +645,7 @@ pub fn spawn_child(program: &Path, args: &[String], inherit: &[RawFd]) -> io::Re
         ],
         inherit: inherit.as_ptr(),
         inherit_len: inherit.len(),
+        parent: rustix::process::getpid().as_raw_nonzero().get(),
         error: 0,
     };
     // Left uninitialized: only the child writes it, and only its top pages

@@ -521,15 +521,25 @@ pub fn device_directories() -> Vec<PathBuf> {
     out
 }
 
-/// Processes on the host that run `program` (a test's own probe copy); a
-/// zombie runs nothing and has no `exe`, so it is not counted.
+/// Processes on the host that run `program` (a test's own probe copy),
+/// wherever it is mounted inside their sandbox: the file behind
+/// `/proc/PID/exe` is compared by device and inode, not by the path, which
+/// is the sandbox's. A zombie runs nothing and has no `exe`, so it is not
+/// counted.
 pub fn processes_running(program: &Path) -> Vec<u32> {
+    use std::os::unix::fs::MetadataExt;
+
+    let Ok(target) = std::fs::metadata(program) else {
+        return Vec::new();
+    };
     let mut out = Vec::new();
     for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
         let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
             continue;
         };
-        if std::fs::read_link(entry.path().join("exe")).is_ok_and(|exe| exe == program) {
+        if std::fs::metadata(entry.path().join("exe"))
+            .is_ok_and(|exe| (exe.dev(), exe.ino()) == (target.dev(), target.ino()))
+        {
             out.push(pid);
         }
     }
