@@ -47,10 +47,13 @@ use crate::wire::{
 
 /// How long the broker waits for a connection's whole request line.
 pub const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(5);
-/// How long the broker waits to hand a reply to a slow reader.
+/// How long the broker spends handing one whole reply to a slow reader:
+/// one deadline for the reply, rechecked before each write.
 pub const REPLY_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
 const NAME_PREFIX: &str = ".splash-broker-";
+/// The most one write hands the socket ([`DeadlineWriter`]).
+pub(crate) const WRITE_CHUNK: usize = 16 * 1024;
 const CREATE_ATTEMPTS: usize = 8;
 
 /// Why a broker could not start or stop cleanly (host-side errors).
@@ -572,8 +575,10 @@ fn serve(
                     Some(Failure::Failed) => &counters.failed,
                 };
                 counter.fetch_add(1, Ordering::Relaxed);
-                let mut writer = &stream;
-                let _ = stream.set_write_timeout(Some(REPLY_WRITE_TIMEOUT));
+                let mut writer = DeadlineWriter {
+                    stream: &stream,
+                    deadline: Instant::now() + REPLY_WRITE_TIMEOUT,
+                };
                 let _ = write_line(&mut writer, &reply);
                 let _ = stream.shutdown(std::net::Shutdown::Both);
             }
@@ -608,6 +613,32 @@ impl io::Read for DeadlineReader<'_> {
         self.stream.set_read_timeout(Some(left))?;
         let mut stream = self.stream;
         io::Read::read(&mut stream, buf)
+    }
+}
+
+/// Writes to a connection until one deadline for the whole reply, so a
+/// worker that reads a byte at a time cannot hold the broker longer.
+struct DeadlineWriter<'a> {
+    stream: &'a UnixStream,
+    deadline: Instant,
+}
+
+impl io::Write for DeadlineWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::from(io::ErrorKind::TimedOut));
+        }
+        self.stream.set_write_timeout(Some(left))?;
+        let mut stream = self.stream;
+        // A socket timeout restarts with every bit of progress, so one
+        // large write could outlast it many times over: small writes bring
+        // the deadline check back often.
+        io::Write::write(&mut stream, &buf[..buf.len().min(WRITE_CHUNK)])
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -741,4 +772,62 @@ fn to_response(answer: Incoming) -> Result<Response, Failure> {
         headers,
         body,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// A reader that takes 4 KiB every 20 ms: each write makes progress, so
+    /// only a deadline for the whole reply ends it.
+    fn slow_reader(mut stream: UnixStream) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stream.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    }
+
+    #[test]
+    fn one_deadline_bounds_a_whole_reply_to_a_slow_reader() {
+        let reply = vec![b'x'; 8 << 20];
+        let (ours, theirs) = UnixStream::pair().expect("pair");
+        let reader = slow_reader(theirs);
+        let started = Instant::now();
+        let mut writer = DeadlineWriter {
+            stream: &ours,
+            deadline: started + Duration::from_millis(300),
+        };
+        let written = writer.write_all(&reply);
+        let took = started.elapsed();
+        assert!(written.is_err(), "an 8 MiB reply at 200 KiB/s cannot fit");
+        assert!(took < Duration::from_secs(2), "{took:?}");
+        drop(ours);
+        reader.join().expect("reader");
+
+        // Control: a per-write timeout of the same length is still writing
+        // well after the whole-reply deadline would have ended it.
+        let (ours, theirs) = UnixStream::pair().expect("pair");
+        let reader = slow_reader(theirs);
+        ours.set_write_timeout(Some(Duration::from_millis(300)))
+            .expect("timeout");
+        let started = Instant::now();
+        let mut sent = 0;
+        let mut plain = &ours;
+        while started.elapsed() < Duration::from_secs(2) {
+            match plain.write(&reply[sent..sent + 65536]) {
+                Ok(n) => sent += n,
+                Err(e) => panic!("control: a per-write timeout failed early: {e}"),
+            }
+        }
+        drop(ours);
+        reader.join().expect("reader");
+    }
 }

@@ -73,7 +73,8 @@ pub enum Malformation {
     /// A header name that is not a token.
     #[error("an invalid header name")]
     HeaderName,
-    /// A transfer encoding other than `chunked`.
+    /// A transfer encoding other than one `chunked` (another coding, or
+    /// more than one `transfer-encoding` header).
     #[error("an unsupported transfer encoding")]
     TransferEncoding,
     /// A first line that is not an HTTP/1.x status line.
@@ -148,10 +149,29 @@ fn io_error(e: io::Error) -> HttpError {
     }
 }
 
-/// A stream whose every read is bounded by the deadline.
+/// A stream whose every read and write is bounded by one deadline: a slow
+/// peer cannot stretch the exchange by taking a byte at a time.
 struct DeadlineStream {
     stream: TcpStream,
     deadline: Instant,
+}
+
+impl Write for DeadlineStream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::Error::from(io::ErrorKind::TimedOut));
+        }
+        self.stream.set_write_timeout(Some(left))?;
+        // Small writes, so the deadline is checked again often (a socket
+        // timeout restarts with every bit of progress).
+        self.stream
+            .write(&buf[..buf.len().min(crate::host::WRITE_CHUNK)])
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.stream.flush()
+    }
 }
 
 impl Read for DeadlineStream {
@@ -190,7 +210,7 @@ pub fn exchange(
     max_body: usize,
     deadline: Instant,
 ) -> Result<Incoming, HttpError> {
-    let mut stream = connect(request.origin, deadline)?;
+    let stream = connect(request.origin, deadline)?;
     let mut head = Vec::with_capacity(256);
     head.extend_from_slice(request.method.as_str().as_bytes());
     head.push(b' ');
@@ -210,9 +230,8 @@ pub fn exchange(
         head.extend_from_slice(b"\r\n");
     }
     head.extend_from_slice(b"\r\n");
-    stream
-        .set_write_timeout(Some(remaining(deadline)?))
-        .map_err(HttpError::Io)?;
+    remaining(deadline)?;
+    let mut stream = DeadlineStream { stream, deadline };
     let written = stream
         .write_all(&head)
         .and_then(|()| stream.write_all(request.body))
@@ -220,7 +239,7 @@ pub fn exchange(
     // The credential, if any, is in `head`: wipe it before anything else.
     head.zeroize();
     written.map_err(io_error)?;
-    let mut reader = BufReader::new(DeadlineStream { stream, deadline });
+    let mut reader = BufReader::new(stream);
     read_answer(&mut reader, request.method, max_body)
 }
 
@@ -297,10 +316,18 @@ pub fn read_answer(
         body: Vec::new(),
     };
     let no_body = method == Method::Head || status == 204 || status == 304;
-    let chunked = match answer.header("transfer-encoding") {
-        None => false,
-        Some(v) if v.eq_ignore_ascii_case("chunked") => true,
-        Some(_) => return Err(HttpError::Malformed(Malformation::TransferEncoding)),
+    let encodings: Vec<&str> = answer
+        .headers
+        .iter()
+        .filter(|(k, _)| k == "transfer-encoding")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    // Exactly one `chunked`, nothing else: a second header could be read
+    // differently by another parser of the same bytes.
+    let chunked = match encodings.as_slice() {
+        [] => false,
+        [v] if v.eq_ignore_ascii_case("chunked") => true,
+        _ => return Err(HttpError::Malformed(Malformation::TransferEncoding)),
     };
     let lengths: Vec<&str> = answer
         .headers
@@ -425,6 +452,28 @@ mod tests {
         assert_eq!((a.status, a.body.as_slice()), (404, &b"gone"[..]));
         let a = parse(b"HTTP/1.1 204 No Content\r\n\r\n", 10).expect("204");
         assert!(a.body.is_empty());
+    }
+
+    #[test]
+    fn two_transfer_encoding_headers_are_refused() {
+        let two = parse(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+            10,
+        );
+        assert!(
+            matches!(
+                two,
+                Err(HttpError::Malformed(Malformation::TransferEncoding))
+            ),
+            "{two:?}"
+        );
+        // Control: the same answer with one header is read.
+        let one = parse(
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+            10,
+        )
+        .expect("one header");
+        assert_eq!(one.body, b"hello");
     }
 
     #[test]
