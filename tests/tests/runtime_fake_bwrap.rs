@@ -85,8 +85,8 @@ fn a_bwrap_that_rejects_an_option_at_launch_is_a_launch_failure_with_its_status(
         ProbeSession::start(&bound, None).and_then(|mut p| p.call("probe.report", json!({})));
     let err = outcome.expect_err("launch must fail");
     // Depending on timing the failure shows while the preamble is written
-    // (a closed pipe) or when the first reply is awaited; both report
-    // Bubblewrap's own exit status.
+    // (a closed pipe) or when Bubblewrap's report pipe closes empty; both
+    // report Bubblewrap's own exit status.
     assert!(
         err.contains("bubblewrap ended with exit status 1 before the session started")
             || err.contains("failed to write the bootstrap preamble to the worker; bubblewrap was stopped and reaped, ending with exit status 1"),

@@ -169,6 +169,12 @@ impl WorkerLifecycle {
         held
     }
 
+    /// True when Bubblewrap ended before it made the sandbox (it closed its
+    /// report without a word), so no worker ever ran.
+    pub(crate) fn sandbox_unmade(&self) -> bool {
+        self.init.unmade()
+    }
+
     /// The host pid of the sandbox's pid 1 (the worker), once Bubblewrap
     /// has reported it and while it runs.
     pub fn sandbox_pid(&self) -> Option<u32> {

@@ -80,8 +80,10 @@ enum State {
     Pending { pipe: File, bytes: Vec<u8> },
     /// Pid 1 is held by this pidfd.
     Held { pid: u32, pidfd: OwnedFd },
-    /// There is no live pid 1: Bubblewrap exited before making one, or it
-    /// is gone (its namespace with it).
+    /// Bubblewrap closed the pipe without a report: it ended before it
+    /// made the sandbox (option parsing, a refused argument).
+    Unmade,
+    /// Pid 1 is gone, its namespace with it.
     Gone,
 }
 
@@ -100,6 +102,12 @@ impl SandboxInit {
                 bytes: Vec::new(),
             },
         }
+    }
+
+    /// True when Bubblewrap closed the report pipe without a word: it ended
+    /// before it made the sandbox, so no worker ever ran.
+    pub(crate) fn unmade(&self) -> bool {
+        matches!(self.state, State::Unmade)
     }
 
     /// The host pid of pid 1, once held.
@@ -144,9 +152,7 @@ impl SandboxInit {
         }
         let report = std::mem::take(bytes);
         self.state = if report.is_empty() {
-            // Closed without a word: Bubblewrap ended before it made the
-            // sandbox (the caller sees its exit status).
-            State::Gone
+            State::Unmade
         } else {
             let (pid, namespace) = parse_report(&report)?;
             match confirm(pid, namespace)? {

@@ -35,7 +35,9 @@
 //!    of the plan's options) is read and the sandbox's pid 1 is held by a
 //!    pidfd ([`crate::sandbox_init`]), so a stop ends the whole sandbox even
 //!    when the worker cleared its parent-death signal; a missing or
-//!    unconfirmable report stops the launch.
+//!    unconfirmable report stops the launch, and a pipe closed without a
+//!    report (Bubblewrap ended before it made the sandbox) is
+//!    [`SpawnError::Unmade`] with Bubblewrap's exit status.
 //!
 //! The private device directory lives as long as the launch: it is removed
 //! when the launch fails or when the [`WorkerLifecycle`] reaps the worker.
@@ -139,6 +141,10 @@ pub enum SpawnError {
     /// end the sandbox, so the launch was stopped.
     #[error("the sandbox's pid 1 could not be held; bubblewrap was stopped and reaped")]
     SandboxInit(#[source] SandboxInitError),
+    /// Bubblewrap (or the cgroup runner in front of it) ended before it
+    /// made the sandbox, so no worker ran; how it ended.
+    #[error(transparent)]
+    Unmade(crate::LaunchFailure),
     /// Failed to write the bootstrap preamble to the worker.
     #[error(
         "failed to write the bootstrap preamble to the worker; bubblewrap was stopped and reaped, ending with {status}"
@@ -454,6 +460,9 @@ impl BoundCommand {
         lifecycle
             .hold_sandbox_init()
             .map_err(SpawnError::SandboxInit)?;
+        if lifecycle.sandbox_unmade() {
+            return Err(SpawnError::Unmade(lifecycle.startup_failure()));
+        }
         Ok(SpawnedWorker {
             lifecycle,
             stdin,
