@@ -4,8 +4,7 @@
 use std::fmt::Write as _;
 
 use crate::guards::{
-    ALLOWED_REVIEWED, CLONE_NAMESPACE_FLAGS, DENIED, MFD_NOEXEC_SEAL, TIOCLINUX, TIOCSTI,
-    strict_listable,
+    ALLOWED_REVIEWED, CLONE_NAMESPACE_FLAGS, DENIED, MFD_NOEXEC_SEAL, Origin, TIOCLINUX, TIOCSTI,
 };
 use crate::{Arch, syscall_number};
 
@@ -22,38 +21,40 @@ pub fn reviewed_tables_markdown() -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "| syscall | returns | strict list | class | x86_64 | aarch64 | riscv64 | reason |"
+        "| syscall | returns | origin | strict list | class | x86_64 | aarch64 | riscv64 | reason |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|---|");
     let _ = writeln!(
         s,
-        "| `clone` | EPERM if `flags & {CLONE_NAMESPACE_FLAGS:#x}` (low 32 bits), else the profile's answer | may list; guard stays | namespace | {} | creates namespaces |",
+        "| `clone` | EPERM if `flags & {CLONE_NAMESPACE_FLAGS:#x}` (low 32 bits), else the profile's answer | specification | may list; guard stays | namespace | {} | creates namespaces |",
         numbers("clone")
     );
     let _ = writeln!(
         s,
-        "| `clone3` | ENOSYS | never | namespace | {} | flags live in memory the filter cannot read; libc falls back to `clone` |",
+        "| `clone3` | ENOSYS | specification | never | namespace | {} | flags live in memory the filter cannot read; libc falls back to `clone` |",
         numbers("clone3")
     );
     let _ = writeln!(
         s,
-        "| `ioctl` | EPERM if the request (low 32 bits) is `TIOCSTI` ({TIOCSTI:#x}) or `TIOCLINUX` ({TIOCLINUX:#x}), else the profile's answer | may list; guard stays | terminal | {} | terminal input injection |",
+        "| `ioctl` | EPERM if the request (low 32 bits) is `TIOCSTI` ({TIOCSTI:#x}) or `TIOCLINUX` ({TIOCLINUX:#x}), else the profile's answer | specification (`TIOCSTI`), addition (`TIOCLINUX`) | may list; guard stays | terminal | {} | terminal input injection |",
         numbers("ioctl")
     );
     let _ = writeln!(
         s,
-        "| `memfd_create` | with a `landlock` block only: EACCES unless `flags & {MFD_NOEXEC_SEAL:#x}` (`MFD_NOEXEC_SEAL`, low 32 bits), else the profile's answer | may list; guard stays | execution | {} | an executable memfd is outside every Landlock path rule |",
+        "| `memfd_create` | with a `landlock` block only: EACCES unless `flags & {MFD_NOEXEC_SEAL:#x}` (`MFD_NOEXEC_SEAL`, low 32 bits), else the profile's answer | addition | may list; guard stays on a listed one, unlisted kills | execution | {} | an executable memfd is outside every Landlock path rule |",
         numbers("memfd_create")
     );
     for d in DENIED {
-        let strict = if strict_listable(d) {
-            "may list (warning); unlisted kills"
-        } else {
-            "never"
+        let (origin, strict) = match d.origin {
+            Origin::Specification => ("specification", "never".to_owned()),
+            Origin::Addition { listing } => (
+                "addition",
+                format!("may list (warning), which lifts it: {listing}"),
+            ),
         };
         let _ = writeln!(
             s,
-            "| `{}` | EPERM | {strict} | {} | {} | {} |",
+            "| `{}` | EPERM | {origin} | {strict} | {} | {} | {} |",
             d.name,
             d.class.name(),
             numbers(d.name),

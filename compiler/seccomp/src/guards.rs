@@ -1,11 +1,15 @@
 //! The reviewed escape-surface table shared by both profiles.
 //!
-//! [`DENIED`] lists the syscalls that always return `EPERM`; `clone3` always
-//! returns `ENOSYS`; legacy `clone` and `ioctl` are guarded on an argument
-//! (see [`CLONE_NAMESPACE_FLAGS`] and [`DENIED_IOCTLS`]). [`ALLOWED_REVIEWED`]
-//! records the members of the same classes that were reviewed and left
-//! allowed, with the reason. `docs/seccomp.md` publishes both tables; a test
-//! keeps the document in step with them.
+//! [`DENIED`] lists the syscalls that always return `EPERM`, each marked as a
+//! member of the specification's fixed deny set or as one of our reviewed
+//! additions ([`Origin`]); `clone3` always returns `ENOSYS`; legacy `clone`
+//! and `ioctl` are guarded on an argument (see [`CLONE_NAMESPACE_FLAGS`] and
+//! [`DENIED_IOCTLS`]). Both profiles test all of these before anything else
+//! but the architecture and x32 checks; a strict allowlist can lift only a
+//! reviewed addition, by naming it. [`ALLOWED_REVIEWED`] records the members
+//! of the same classes that were reviewed and left allowed, with the reason.
+//! `docs/seccomp.md` publishes both tables; a test keeps the document in step
+//! with them.
 
 /// A class of escape surface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -66,7 +70,7 @@ pub struct Reviewed {
     pub name: &'static str,
     /// The escape surface it belongs to.
     pub class: Class,
-    /// Why it is denied.
+    /// Why it is denied (or, in [`ALLOWED_REVIEWED`], why it is not).
     pub reason: &'static str,
 }
 
@@ -78,151 +82,268 @@ const fn r(name: &'static str, class: Class, reason: &'static str) -> Reviewed {
     }
 }
 
+/// Where the denial of a [`DENIED`] syscall comes from, which decides what a
+/// strict allowlist may do with it. Both kinds are tested before the
+/// allowlist, so an unlisted one answers `EPERM` under both profiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// In the specification's fixed deny set (legacy and modern mount APIs,
+    /// filesystem handles, `unshare`/`setns`, `bpf`, `perf_event_open`,
+    /// `userfaultfd`, io_uring, module loading, kexec, reboot, tracing,
+    /// cross-process memory access, keyrings, `personality`). The strict
+    /// filter applies it before the allowlist, so listing it could never
+    /// allow it: a strict list that names it is refused
+    /// ([`crate::StrictRejection::FixedGuard`]).
+    Specification,
+    /// A reviewed addition of this project beyond the specification's set.
+    /// A strict list may name it: listing it lifts the guard (the checker
+    /// warns), unlisted it answers `EPERM` like the specification's set.
+    Addition {
+        /// When a worker may legitimately need it, or why listing it gives
+        /// up little.
+        listing: &'static str,
+    },
+}
+
+/// One syscall the fixed guards deny with `EPERM`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Denied {
+    /// The syscall's name.
+    pub name: &'static str,
+    /// The escape surface it belongs to.
+    pub class: Class,
+    /// Why it is denied.
+    pub reason: &'static str,
+    /// The specification's fixed set, or a reviewed addition.
+    pub origin: Origin,
+}
+
+impl Denied {
+    /// Whether a strict allowlist may name it (only a reviewed addition).
+    pub fn strict_listable(&self) -> bool {
+        matches!(self.origin, Origin::Addition { .. })
+    }
+
+    /// For a reviewed addition, when a worker may need it.
+    pub fn listing(&self) -> Option<&'static str> {
+        match self.origin {
+            Origin::Specification => None,
+            Origin::Addition { listing } => Some(listing),
+        }
+    }
+}
+
+/// A member of the specification's fixed deny set.
+const fn spec(name: &'static str, class: Class, reason: &'static str) -> Denied {
+    Denied {
+        name,
+        class,
+        reason,
+        origin: Origin::Specification,
+    }
+}
+
+/// A reviewed addition, with when a strict list may name it.
+const fn add(
+    name: &'static str,
+    class: Class,
+    reason: &'static str,
+    listing: &'static str,
+) -> Denied {
+    Denied {
+        name,
+        class,
+        reason,
+        origin: Origin::Addition { listing },
+    }
+}
+
+const MOUNT_QUERY: &str = "can address other mount namespaces by id; `/proc/self/mountinfo` covers the sandbox's own mounts";
+const MOUNT_QUERY_LISTING: &str =
+    "a read-only query; mount-listing tools may use it instead of `/proc/self/mountinfo`";
+const QUOTA_LISTING: &str = "reading the caller's own quota needs no privilege (`quota`); every change needs `CAP_SYS_ADMIN`";
+const SWAP_LISTING: &str = "needs `CAP_SYS_ADMIN`, which the worker does not hold";
+const RAW_IO_LISTING: &str = "needs `CAP_SYS_RAWIO`, which the worker does not hold";
+
 /// Syscalls that return `EPERM` unconditionally under both profiles, in table
-/// order. A name absent on an architecture is skipped for that architecture.
-pub static DENIED: &[Reviewed] = &[
-    r("mount", Class::Mount, "legacy mount API"),
-    r("umount2", Class::Mount, "legacy mount API"),
-    r("pivot_root", Class::Mount, "changes the root mount"),
-    r("open_tree", Class::Mount, "new mount API"),
-    r("open_tree_attr", Class::Mount, "new mount API"),
-    r("move_mount", Class::Mount, "new mount API"),
-    r("fsopen", Class::Mount, "new mount API"),
-    r("fsconfig", Class::Mount, "new mount API"),
-    r("fsmount", Class::Mount, "new mount API"),
-    r("fspick", Class::Mount, "new mount API"),
-    r("mount_setattr", Class::Mount, "new mount API"),
-    r(
-        "listmount",
+/// order: under the strict profile too they are tested before the allowlist.
+/// [`Denied::origin`] separates the specification's fixed set from our
+/// reviewed additions. A name absent on an architecture is skipped for that
+/// architecture.
+pub static DENIED: &[Denied] = &[
+    spec("mount", Class::Mount, "legacy mount API"),
+    spec("umount2", Class::Mount, "legacy mount API"),
+    spec("pivot_root", Class::Mount, "changes the root mount"),
+    spec("open_tree", Class::Mount, "new mount API"),
+    spec(
+        "open_tree_attr",
         Class::Mount,
-        "can address other mount namespaces by id; `/proc/self/mountinfo` covers the sandbox's own mounts",
+        "new mount API (`open_tree` with `mount_setattr`'s attributes, Linux 6.15)",
     ),
-    r(
-        "statmount",
-        Class::Mount,
-        "can address other mount namespaces by id; `/proc/self/mountinfo` covers the sandbox's own mounts",
-    ),
-    r(
+    spec("move_mount", Class::Mount, "new mount API"),
+    spec("fsopen", Class::Mount, "new mount API"),
+    spec("fsconfig", Class::Mount, "new mount API"),
+    spec("fsmount", Class::Mount, "new mount API"),
+    spec("fspick", Class::Mount, "new mount API"),
+    spec("mount_setattr", Class::Mount, "new mount API"),
+    add("listmount", Class::Mount, MOUNT_QUERY, MOUNT_QUERY_LISTING),
+    add("statmount", Class::Mount, MOUNT_QUERY, MOUNT_QUERY_LISTING),
+    spec(
         "name_to_handle_at",
         Class::FilesystemHandle,
         "filesystem-handle API",
     ),
-    r(
+    spec(
         "open_by_handle_at",
         Class::FilesystemHandle,
         "opens files by handle, bypassing path-based confinement",
     ),
-    r("unshare", Class::Namespace, "creates namespaces"),
-    r("setns", Class::Namespace, "enters namespaces"),
-    r("bpf", Class::KernelInterface, "eBPF programs and maps"),
-    r(
+    spec("unshare", Class::Namespace, "creates namespaces"),
+    spec("setns", Class::Namespace, "enters namespaces"),
+    spec("bpf", Class::KernelInterface, "eBPF programs and maps"),
+    spec(
         "perf_event_open",
         Class::KernelInterface,
         "performance events",
     ),
-    r(
+    spec(
         "userfaultfd",
         Class::KernelInterface,
         "page-fault handling used to widen kernel races",
     ),
-    r(
+    spec(
         "io_uring_setup",
         Class::IoUring,
         "io_uring bypasses per-syscall filtering",
     ),
-    r(
+    spec(
         "io_uring_enter",
         Class::IoUring,
         "io_uring bypasses per-syscall filtering",
     ),
-    r(
+    spec(
         "io_uring_register",
         Class::IoUring,
         "io_uring bypasses per-syscall filtering",
     ),
-    r("init_module", Class::Module, "module loading"),
-    r("finit_module", Class::Module, "module loading"),
-    r("delete_module", Class::Module, "module unloading"),
-    r("kexec_load", Class::KernelControl, "loads a new kernel"),
-    r(
+    spec("init_module", Class::Module, "module loading"),
+    spec("finit_module", Class::Module, "module loading"),
+    spec("delete_module", Class::Module, "module unloading"),
+    spec("kexec_load", Class::KernelControl, "loads a new kernel"),
+    spec(
         "kexec_file_load",
         Class::KernelControl,
         "loads a new kernel",
     ),
-    r("reboot", Class::KernelControl, "reboots the machine"),
-    r("ptrace", Class::Tracing, "tracing other processes"),
-    r(
+    spec("reboot", Class::KernelControl, "reboots the machine"),
+    spec("ptrace", Class::Tracing, "tracing other processes"),
+    spec(
         "process_vm_readv",
         Class::CrossProcessMemory,
         "reads another process's memory",
     ),
-    r(
+    spec(
         "process_vm_writev",
         Class::CrossProcessMemory,
         "writes another process's memory",
     ),
-    r(
+    add(
         "pidfd_getfd",
         Class::CrossProcessMemory,
         "copies a descriptor out of another process",
+        "needs ptrace access to the target, which the sandbox's pid namespace limits to the worker's own processes; supervisors use it to take over a child's descriptors",
     ),
-    r(
+    add(
         "process_madvise",
         Class::CrossProcessMemory,
         "advises on another process's memory",
+        "on another process it needs `CAP_SYS_NICE`, which the worker does not hold; on itself it is only memory advice",
     ),
-    r(
+    add(
         "kcmp",
         Class::CrossProcessMemory,
         "compares kernel objects of other processes and orders kernel pointers",
+        "needs ptrace access to both processes; checkpoint/restore tools compare descriptors with it",
     ),
-    r("add_key", Class::Keyring, "kernel keyring"),
-    r("request_key", Class::Keyring, "kernel keyring"),
-    r("keyctl", Class::Keyring, "kernel keyring"),
-    r(
+    spec("add_key", Class::Keyring, "kernel keyring"),
+    spec("request_key", Class::Keyring, "kernel keyring"),
+    spec("keyctl", Class::Keyring, "kernel keyring"),
+    spec(
         "personality",
         Class::Personality,
         "can disable address-space randomisation for later execs",
     ),
-    r(
+    add(
         "quotactl",
         Class::HostAdmin,
         "filesystem quota administration",
+        QUOTA_LISTING,
     ),
-    r(
+    add(
         "quotactl_fd",
         Class::HostAdmin,
         "filesystem quota administration",
+        QUOTA_LISTING,
     ),
-    r("swapon", Class::HostAdmin, "swap administration"),
-    r("swapoff", Class::HostAdmin, "swap administration"),
-    r(
+    add(
+        "swapon",
+        Class::HostAdmin,
+        "swap administration",
+        SWAP_LISTING,
+    ),
+    add(
+        "swapoff",
+        Class::HostAdmin,
+        "swap administration",
+        SWAP_LISTING,
+    ),
+    add(
         "acct",
         Class::HostAdmin,
         "process accounting administration",
+        "needs `CAP_SYS_PACCT`, which the worker does not hold",
     ),
-    r(
+    add(
         "syslog",
         Class::HostAdmin,
         "kernel log, which can leak kernel addresses",
+        "`dmesg` reads the kernel log with it; the kernel requires `CAP_SYSLOG` unless `kernel.dmesg_restrict` is 0",
     ),
-    r(
+    add(
         "vhangup",
         Class::HostAdmin,
         "hangs up the controlling terminal",
+        "needs `CAP_SYS_TTY_CONFIG`, which the worker does not hold",
     ),
-    r(
+    add(
         "lookup_dcookie",
         Class::HostAdmin,
         "profiling interface (removed in Linux 6.8)",
+        "needs `CAP_SYS_ADMIN`; kernels since 6.8 answer ENOSYS",
     ),
-    r("uselib", Class::HostAdmin, "legacy library loader"),
-    r("iopl", Class::Hardware, "raw I/O port access"),
-    r("ioperm", Class::Hardware, "raw I/O port access"),
-    r(
+    add(
+        "uselib",
+        Class::HostAdmin,
+        "legacy library loader",
+        "only libc5-era loaders use it; most kernels are built without it (`CONFIG_USELIB`)",
+    ),
+    add(
+        "iopl",
+        Class::Hardware,
+        "raw I/O port access",
+        RAW_IO_LISTING,
+    ),
+    add(
+        "ioperm",
+        Class::Hardware,
+        "raw I/O port access",
+        RAW_IO_LISTING,
+    ),
+    add(
         "modify_ldt",
         Class::Hardware,
         "segment descriptors, a history of kernel bugs and only needed for 16-bit code",
+        "16-bit and segmented code (Wine, DOSEMU) needs it",
     ),
 ];
 
@@ -313,33 +434,6 @@ pub const TIOCSTI: u32 = 0x5412;
 /// injects input like `TIOCSTI`.
 pub const TIOCLINUX: u32 = 0x541c;
 
-/// Whether a strict allowlist may name the guarded syscall `d`.
-///
-/// A strict list never names a call that changes mounts, controls the
-/// kernel (module loading, kexec, reboot), traces, reads or writes another
-/// process's memory or descriptors, uses a keyring, or changes the
-/// personality. The other guarded calls (read-only mount queries, `kcmp`,
-/// filesystem handles, namespaces, kernel interfaces, io_uring, host
-/// administration, hardware access) may be listed by a host that needs them:
-/// listing one allows it, and the checker warns.
-pub fn strict_listable(d: &Reviewed) -> bool {
-    match d.class {
-        Class::Mount => matches!(d.name, "listmount" | "statmount"),
-        Class::CrossProcessMemory => d.name == "kcmp",
-        Class::KernelControl
-        | Class::Module
-        | Class::Tracing
-        | Class::Keyring
-        | Class::Personality => false,
-        Class::FilesystemHandle
-        | Class::Namespace
-        | Class::KernelInterface
-        | Class::IoUring
-        | Class::HostAdmin
-        | Class::Hardware => true,
-    }
-}
-
 /// `MFD_NOEXEC_SEAL` (Linux 6.3): the memfd is created without execute
 /// permission and sealed so it can never gain it.
 pub const MFD_NOEXEC_SEAL: u32 = 0x0008;
@@ -347,5 +441,7 @@ pub const MFD_NOEXEC_SEAL: u32 = 0x0008;
 /// `ioctl` requests that return `EPERM`. Compared against the low 32 bits of
 /// argument 1: the kernel declares the request `unsigned int`, so the high
 /// half is ignored by the kernel and must be ignored by the filter too (a
-/// request with junk high bits is still `TIOCSTI`).
+/// request with junk high bits is still `TIOCSTI`). `TIOCSTI` is the
+/// specification's guard; `TIOCLINUX` is our addition to the same guard.
+/// Listing `ioctl` in a strict list never lifts either.
 pub static DENIED_IOCTLS: &[(&str, u32)] = &[("TIOCSTI", TIOCSTI), ("TIOCLINUX", TIOCLINUX)];

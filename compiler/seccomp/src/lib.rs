@@ -108,8 +108,11 @@ pub const X32_SYSCALL_BIT: u32 = 0x4000_0000;
 pub enum StrictRejection {
     /// `clone3` carries its flags in memory the filter cannot inspect.
     Clone3,
-    /// Denied by a fixed escape-surface guard (mount, kernel control,
-    /// tracing, cross-process memory, keyring, personality, ...).
+    /// In the specification's fixed deny set ([`guards::Origin::Specification`]):
+    /// the strict filter denies it before the allowlist, so listing it could
+    /// never allow it (mount, filesystem handles, namespaces, kernel
+    /// interfaces, io_uring, module loading, kernel control, tracing,
+    /// cross-process memory, keyrings, personality).
     FixedGuard,
 }
 
@@ -155,32 +158,31 @@ pub fn suggest_syscall(name: &str) -> Option<&'static str> {
     spelling::suggest(name, names.iter().copied())
 }
 
+/// The [`guards::DENIED`] row of `name`, if the fixed guards deny it.
+pub fn denied_syscall(name: &str) -> Option<&'static guards::Denied> {
+    guards::DENIED.iter().find(|d| d.name == name)
+}
+
 /// Why `name` may not be listed in a strict allowlist, if it may not.
 ///
 /// `clone`, `ioctl` and `memfd_create` are accepted: their argument guards
-/// still apply in front of the allowlist. A guarded syscall outside the
-/// classes the strict profile forbids (see [`guards::strict_listable`]) is
-/// accepted too; [`strict_listing_warning`] says why listing it widens the
-/// filter.
+/// still apply in front of the allowlist. A reviewed addition to the fixed
+/// deny set is accepted too; [`strict_listing_warning`] says why listing it
+/// widens the filter.
 pub fn strict_rejection(name: &str) -> Option<StrictRejection> {
     if name == "clone3" {
         return Some(StrictRejection::Clone3);
     }
-    if guards::DENIED
-        .iter()
-        .any(|d| d.name == name && !guards::strict_listable(d))
-    {
-        return Some(StrictRejection::FixedGuard);
+    match denied_syscall(name) {
+        Some(d) if !d.strict_listable() => Some(StrictRejection::FixedGuard),
+        _ => None,
     }
-    None
 }
 
-/// The reviewed guard entry of `name` when a strict allowlist may list it
-/// but listing it allows what both profiles otherwise deny (for a warning).
-pub fn strict_listing_warning(name: &str) -> Option<&'static guards::Reviewed> {
-    guards::DENIED
-        .iter()
-        .find(|d| d.name == name && guards::strict_listable(d))
+/// The reviewed addition `name`, when a strict allowlist may list it but
+/// listing it lifts a guard that otherwise answers `EPERM` (for a warning).
+pub fn strict_listing_warning(name: &str) -> Option<&'static guards::Denied> {
+    denied_syscall(name).filter(|d| d.strict_listable())
 }
 
 pub mod guards;
@@ -257,8 +259,79 @@ mod tests {
             strict_rejection("personality"),
             Some(StrictRejection::FixedGuard)
         );
+        for name in [
+            "unshare",
+            "setns",
+            "bpf",
+            "io_uring_setup",
+            "open_tree_attr",
+        ] {
+            assert_eq!(strict_rejection(name), Some(StrictRejection::FixedGuard));
+            assert_eq!(strict_listing_warning(name), None);
+        }
         assert_eq!(strict_rejection("clone"), None);
         assert_eq!(strict_rejection("ioctl"), None);
         assert_eq!(strict_rejection("read"), None);
+        for name in ["kcmp", "statmount", "listmount", "syslog", "pidfd_getfd"] {
+            assert_eq!(strict_rejection(name), None, "{name}");
+            assert!(strict_listing_warning(name).is_some(), "{name}");
+        }
+        assert_eq!(strict_listing_warning("read"), None);
+    }
+
+    /// The specification's fixed deny set, exactly: the members of the
+    /// classes its compatibility profile names (see `docs/seccomp.md`).
+    #[test]
+    fn the_specification_set_is_exactly_these() {
+        let spec: Vec<&str> = guards::DENIED
+            .iter()
+            .filter(|d| d.origin == guards::Origin::Specification)
+            .map(|d| d.name)
+            .collect();
+        assert_eq!(
+            spec,
+            [
+                "mount",
+                "umount2",
+                "pivot_root",
+                "open_tree",
+                "open_tree_attr",
+                "move_mount",
+                "fsopen",
+                "fsconfig",
+                "fsmount",
+                "fspick",
+                "mount_setattr",
+                "name_to_handle_at",
+                "open_by_handle_at",
+                "unshare",
+                "setns",
+                "bpf",
+                "perf_event_open",
+                "userfaultfd",
+                "io_uring_setup",
+                "io_uring_enter",
+                "io_uring_register",
+                "init_module",
+                "finit_module",
+                "delete_module",
+                "kexec_load",
+                "kexec_file_load",
+                "reboot",
+                "ptrace",
+                "process_vm_readv",
+                "process_vm_writev",
+                "add_key",
+                "request_key",
+                "keyctl",
+                "personality",
+            ]
+        );
+        // Every row is named once, and every row exists somewhere.
+        let mut names: Vec<&str> = guards::DENIED.iter().map(|d| d.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), guards::DENIED.len());
+        assert!(names.iter().all(|n| is_known_syscall(n)));
     }
 }

@@ -10,7 +10,8 @@ use crate::bpf::{
 use crate::error::{CompileError, RuleError};
 use crate::guards::{CLONE_NAMESPACE_FLAGS, DENIED, DENIED_IOCTLS, MFD_NOEXEC_SEAL};
 use crate::{
-    Arch, StrictRejection, SyscallName, X32_SYSCALL_BIT, strict_rejection, syscall_number,
+    Arch, StrictRejection, SyscallName, X32_SYSCALL_BIT, strict_listing_warning, strict_rejection,
+    syscall_number,
 };
 
 /// Maximum number of syscalls a strict allowlist may name (per architecture).
@@ -21,9 +22,11 @@ pub const MAX_STRICT_SYSCALLS: usize = 512;
 pub enum Profile {
     /// Default allow; the reviewed escape surface is denied.
     DenyKnownEscapeSurface,
-    /// The argument guards of listed syscalls, then only the listed
-    /// syscalls; everything else kills the process (`clone3` answers
-    /// `ENOSYS` so libc falls back to the guarded `clone`).
+    /// The fixed escape-surface guards first (the specification's deny set,
+    /// the `clone` namespace-flag and `ioctl` terminal guards, and every
+    /// reviewed addition the list does not name: `EPERM`; `clone3`:
+    /// `ENOSYS`), then only the listed syscalls; everything else kills the
+    /// process.
     StrictAllowlist(BTreeSet<SyscallName>),
     /// Default allow with only the architecture and x32 checks: the base of
     /// a filter whose only purpose is the launch's extra guards (an
@@ -340,12 +343,20 @@ impl RuleSet {
     /// For a strict list, a name that exists on another supported
     /// architecture but not on `arch` is skipped for `arch` and reported by
     /// [`RuleSet::skipped`] (every [`SyscallName`] exists on some supported
-    /// architecture); `clone3` or a forbidden fixed-guard syscall
-    /// ([`crate::strict_rejection`]) is an error, as is a list that resolves
-    /// to no `execve` or to more than
-    /// [`MAX_STRICT_SYSCALLS`] numbers on `arch`. A listable guarded syscall
-    /// the list names is allowed; an unlisted one kills the process like
-    /// every other unlisted syscall.
+    /// architecture); `clone3` or a syscall of the specification's fixed
+    /// deny set ([`crate::strict_rejection`]) is an error, as is a list that
+    /// resolves to no `execve` or to more than [`MAX_STRICT_SYSCALLS`]
+    /// numbers on `arch`.
+    ///
+    /// The strict rule set keeps the fixed guards in front of the list: the
+    /// specification's deny set answers `EPERM`, `clone` with a namespace
+    /// flag and `ioctl(TIOCSTI/TIOCLINUX)` answer `EPERM` whether or not
+    /// `clone` or `ioctl` is listed, and `clone3` answers `ENOSYS`. A
+    /// reviewed addition ([`crate::guards::Origin::Addition`]) answers
+    /// `EPERM` unless the list names it, which lifts its guard. The
+    /// executable-allowlist guard applies only to a listed `memfd_create`.
+    /// Every other syscall is allowed when listed and kills the process
+    /// otherwise.
     pub fn for_launch(
         profile: &Profile,
         arch: Arch,
@@ -390,16 +401,16 @@ impl RuleSet {
                 if !syscall_number(arch, "execve").is_some_and(|nr| allow.contains(&nr)) {
                     return Err(CompileError::MissingExecve { arch });
                 }
-                // Only argument guards of listed syscalls remain, and
-                // `clone3`'s ENOSYS; an unlisted syscall is killed, guarded
-                // or not.
+                // The fixed guards stay in front of the list; a listed
+                // reviewed addition lifts its own guard. The launch's
+                // memfd guard narrows a listed `memfd_create` only (an
+                // unlisted one is killed like any unlisted syscall).
                 let guards: Vec<Guard> = RuleSet::fixed_guards(arch)
                     .into_iter()
-                    .chain(extra)
-                    .filter(|g| match g.cond {
-                        Some(_) => allow.contains(&g.nr),
-                        None => g.name == "clone3",
+                    .filter(|g| {
+                        !(names.contains(g.name) && strict_listing_warning(g.name).is_some())
                     })
+                    .chain(extra.into_iter().filter(|g| allow.contains(&g.nr)))
                     .collect();
                 let mut rules = RuleSet::new(arch, guards, Fallback::AllowOnly(allow))?;
                 rules.skipped = skipped;
@@ -504,7 +515,9 @@ impl StrictRejection {
             StrictRejection::Clone3 => {
                 "`clone3` carries its flags in memory the filter cannot inspect; it always returns ENOSYS so libc falls back to `clone`"
             }
-            StrictRejection::FixedGuard => "it is denied by a fixed escape-surface guard",
+            StrictRejection::FixedGuard => {
+                "it is in the specification's fixed deny set, which the strict filter answers with EPERM before the allowlist"
+            }
         }
     }
 }

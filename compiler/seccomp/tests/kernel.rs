@@ -1,6 +1,6 @@
 //! Real-kernel tests: the compiled program for this host is installed in a
 //! forked child, and each guarded syscall is shown to fail the way the rule
-//! set says (EPERM, ENOSYS, or SIGSYS process kill). Every denial is paired
+//! set says (EPERM, ENOSYS, or SIGSYS process kill), under both profiles. Every denial is paired
 //! with a control run of the same call in a child without the filter,
 //! showing that the call does not fail that way on its own.
 
@@ -77,6 +77,8 @@ const IO_URING_SETUP: Probe = Probe::IoUringSetupNull;
 const PERSONALITY: Probe = Probe::PersonalityQuery;
 const KEYCTL: Probe = Probe::KeyctlInvalid;
 const PTRACE: Probe = Probe::PtraceInvalid;
+const IO_URING_CARRY_ON: Probe = Probe::IoUringSetupThenGetppid;
+const KCMP: Probe = Probe::KcmpSelf;
 
 /// Assert the filtered call returns `-errno` and the unfiltered control does
 /// not.
@@ -185,41 +187,99 @@ fn strict_list_kills_unlisted_syscalls() {
         ChildOutcome::Signaled(SIGSYS)
     );
     assert!(matches!(under(&with_getppid, GETPPID), ChildOutcome::Returned(r) if r > 0));
-    // `clone3` still answers ENOSYS so libc falls back to `clone`; every
-    // other unlisted syscall is killed, guarded or not.
+    assert!(matches!(without(GETPPID), ChildOutcome::Returned(r) if r > 0));
+    // `clone3` still answers ENOSYS so libc falls back to `clone`.
+    denied_with(&without_getppid, "strict: clone3", CLONE3, ENOSYS);
+    // Unlisted, `clone` and `ioctl` are killed like any other unlisted
+    // syscall; only their guarded forms answer EPERM (below).
     assert_eq!(
-        under(&without_getppid, CLONE3),
-        ChildOutcome::Returned(-ENOSYS)
+        under(&without_getppid, CLONE_PLAIN),
+        ChildOutcome::Signaled(SIGSYS)
     );
-    for (what, probe) in [
-        ("mount", MOUNT),
-        ("bpf", BPF),
-        ("io_uring_setup", IO_URING_SETUP),
-        ("keyctl", KEYCTL),
-        ("ptrace", PTRACE),
-        ("personality", PERSONALITY),
-        ("unshare", UNSHARE_USER),
-    ] {
+    assert_eq!(without(CLONE_PLAIN), ChildOutcome::Returned(0));
+    assert_eq!(
+        under(&without_getppid, IOCTL_TIOCGWINSZ),
+        ChildOutcome::Signaled(SIGSYS)
+    );
+    assert_eq!(
+        without(IOCTL_TIOCGWINSZ),
+        ChildOutcome::Returned(-(libc::EBADF as i64))
+    );
+}
+
+/// Under a strict list the specification's fixed deny set and the argument
+/// guards come first: the worker gets EPERM and carries on, while an
+/// unlisted ordinary syscall kills it.
+#[test]
+fn strict_list_answers_the_fixed_deny_set_with_eperm_first() {
+    let Some(_) = deny_program() else { return };
+    let list = ["execve", "exit_group", "write", "getppid"];
+    let p = program(&Profile::StrictAllowlist(support::names(&list))).expect("compiles");
+
+    // io_uring_setup answers EPERM and the worker's next syscall runs; the
+    // control shows that the same call creates a ring without the filter.
+    let control = without(IO_URING_CARRY_ON);
+    if splash_require_host::require_host(
+        matches!(control, ChildOutcome::Returned(fd) if fd >= 0),
+        &format!("io_uring (`kernel.io_uring_disabled` = 0; the control got {control:?})"),
+    ) {
+        let filtered = under(&p, IO_URING_CARRY_ON);
         assert_eq!(
-            under(&without_getppid, probe),
-            ChildOutcome::Signaled(SIGSYS),
-            "unlisted guarded {what}"
+            filtered,
+            ChildOutcome::Returned(-EPERM),
+            "io_uring_setup under the strict list, then getppid"
         );
-        assert!(
-            matches!(without(probe), ChildOutcome::Returned(_)),
-            "control: {what} without the filter returns"
-        );
+        eprintln!("io_uring_setup then getppid: filtered {filtered:?}, control {control:?}");
     }
+
+    // An unlisted ordinary syscall kills the worker; without the filter, or
+    // with it listed, it returns.
+    assert_eq!(under(&p, GETPID), ChildOutcome::Signaled(SIGSYS));
+    assert!(matches!(without(GETPID), ChildOutcome::Returned(r) if r > 0));
+    let mut with_getpid = list.to_vec();
+    with_getpid.push("getpid");
+    let listed =
+        program(&Profile::StrictAllowlist(support::names(&with_getpid))).expect("compiles");
+    assert!(matches!(under(&listed, GETPID), ChildOutcome::Returned(r) if r > 0));
+
+    // The rest of the probed fixed set, and the argument guards of `clone`
+    // and `ioctl`, neither of which is listed here: EPERM, each with its
+    // control.
+    denied_with(&p, "strict: mount", MOUNT, EPERM);
+    denied_with(&p, "strict: unshare(CLONE_NEWUSER)", UNSHARE_USER, EPERM);
+    denied_with(&p, "strict: bpf", BPF, EPERM);
+    denied_with(&p, "strict: io_uring_setup(0, NULL)", IO_URING_SETUP, EPERM);
+    denied_with(&p, "strict: personality", PERSONALITY, EPERM);
+    denied_with(&p, "strict: keyctl", KEYCTL, EPERM);
+    denied_with(&p, "strict: ptrace", PTRACE, EPERM);
+    denied_with(
+        &p,
+        "strict: unlisted clone(CLONE_NEWUSER)",
+        CLONE_NEWUSER_PROBE,
+        EPERM,
+    );
+    denied_with(&p, "strict: unlisted ioctl(TIOCSTI)", IOCTL_TIOCSTI, EPERM);
 }
 
 #[test]
-fn a_listable_guarded_syscall_listed_in_a_strict_list_is_allowed() {
-    let Some(_) = deny_program() else { return };
-    let list = ["execve", "exit_group", "write", "bpf"];
-    let p = program(&Profile::StrictAllowlist(support::names(&list))).expect("compiles");
-    // The kernel's own answer to an invalid command, not the filter's.
-    assert_eq!(under(&p, BPF), without(BPF));
-    assert!(matches!(under(&p, BPF), ChildOutcome::Returned(r) if r != -EPERM));
+fn a_reviewed_addition_answers_eperm_unless_a_strict_list_names_it() {
+    let Some(deny) = deny_program() else { return };
+    let control = without(KCMP);
+    if !splash_require_host::require_host(
+        control == ChildOutcome::Returned(0),
+        &format!("kcmp (`CONFIG_KCMP`; the control got {control:?})"),
+    ) {
+        return;
+    }
+    denied_with(&deny, "kcmp", KCMP, EPERM);
+    let list = ["execve", "exit_group", "write", "getpid"];
+    let unlisted = program(&Profile::StrictAllowlist(support::names(&list))).expect("compiles");
+    denied_with(&unlisted, "strict: unlisted kcmp", KCMP, EPERM);
+    let mut named = list.to_vec();
+    named.push("kcmp");
+    let listed = program(&Profile::StrictAllowlist(support::names(&named))).expect("compiles");
+    // Listing it lifts the guard: the kernel's own answer.
+    assert_eq!(under(&listed, KCMP), ChildOutcome::Returned(0));
 }
 
 const MFD_CLOEXEC: u32 = libc::MFD_CLOEXEC;

@@ -311,15 +311,82 @@ fn guards_win_over_the_strict_list() {
             Action::from_ret(run("clone3", [0; 6])),
             Some(Action::Errno(38))
         );
-        // Unlisted, guarded or not: killed.
+        // The fixed deny set comes first even though the list does not name
+        // it; an unlisted ordinary syscall is killed.
         assert_eq!(
             Action::from_ret(run("mount", [0; 6])),
-            Some(Action::KillProcess)
+            Some(Action::Errno(1))
         );
         assert_eq!(
             Action::from_ret(run("getppid", [0; 6])),
             Some(Action::KillProcess)
         );
+    }
+}
+
+/// Every class of syscall under a strict list, on every architecture: the
+/// specification's fixed deny set and the unlisted reviewed additions answer
+/// EPERM, a listed addition is allowed, the guarded forms of unlisted `clone`
+/// and `ioctl` answer EPERM and their other forms are killed, `clone3`
+/// answers ENOSYS and every other unlisted syscall is killed.
+#[test]
+fn strict_lists_apply_the_fixed_guards_first() {
+    use splash_seccomp::guards::{DENIED, Origin};
+    let eperm = Action::Errno(1);
+    let lifted = ["kcmp", "statmount", "syslog", "modify_ldt"];
+    let mut list = vec!["execve", "exit_group", "getppid"];
+    list.extend(lifted);
+    let profile = Profile::StrictAllowlist(support::names(&list));
+    for arch in Arch::ALL {
+        let rules = RuleSet::for_profile(&profile, arch).expect("rules");
+        let program = compile(&profile, arch).expect("compiles");
+        let run = |name: &str, args: [u64; 6]| -> Option<Action> {
+            let nr = syscall_number(arch, name)?;
+            let data = SeccompData {
+                args,
+                ..SeccompData::new(arch, nr)
+            };
+            let got = Action::from_ret(execute(&program.insns, &data).expect("runs").ret);
+            assert_eq!(got, Some(rules.decide(&data)), "{name} on {}", arch.name());
+            got
+        };
+        for d in DENIED {
+            let want = match d.origin {
+                Origin::Specification => eperm,
+                Origin::Addition { .. } if lifted.contains(&d.name) => Action::Allow,
+                Origin::Addition { .. } => eperm,
+            };
+            if let Some(got) = run(d.name, [0; 6]) {
+                assert_eq!(got, want, "{} on {}", d.name, arch.name());
+            }
+        }
+        let flags = u64::from(CLONE_NAMESPACE_FLAGS);
+        assert_eq!(run("clone", [flags, 0, 0, 0, 0, 0]), Some(eperm));
+        assert_eq!(
+            run("clone", [0x11, 0, 0, 0, 0, 0]),
+            Some(Action::KillProcess)
+        );
+        assert_eq!(
+            run("ioctl", [0, u64::from(TIOCSTI), 0, 0, 0, 0]),
+            Some(eperm)
+        );
+        assert_eq!(
+            run("ioctl", [0, u64::from(TIOCLINUX), 0, 0, 0, 0]),
+            Some(eperm)
+        );
+        assert_eq!(
+            run("ioctl", [0, 0x5413, 0, 0, 0, 0]),
+            Some(Action::KillProcess)
+        );
+        assert_eq!(run("clone3", [0; 6]), Some(Action::Errno(38)));
+        assert_eq!(run("getppid", [0; 6]), Some(Action::Allow));
+        for unlisted in ["read", "openat", "chroot", "seccomp", "memfd_create"] {
+            assert_eq!(
+                run(unlisted, [0; 6]),
+                Some(Action::KillProcess),
+                "{unlisted}"
+            );
+        }
     }
 }
 

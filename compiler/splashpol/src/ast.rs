@@ -411,7 +411,7 @@ pub enum Seccomp {
     /// compatibility profile.
     DenyKnownEscapeSurface,
     /// `seccomp strict-allowlist { NAME... }`: default-kill, allowing only the
-    /// listed syscalls.
+    /// listed syscalls once the fixed escape-surface guards have answered.
     StrictAllowlist {
         /// The names that have the shape of a syscall name (ASCII letters,
         /// digits and `_`), in source order; whether each exists, and

@@ -568,7 +568,11 @@ fn seccomp(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
                 loc,
             ),
             (Some(la), Some(lb)) => {
-                let (added, removed) = set_changes(la, lb);
+                // A reviewed addition that a strict list names or stops
+                // naming was already reported as no longer or now refused.
+                let (mut added, mut removed) = set_changes(la, lb);
+                added.retain(|n| !no_longer.contains(n));
+                removed.retain(|n| !now_denied.contains(n));
                 if !added.is_empty() {
                     let what = format!("{arch}: newly allowed: {}", added.join(" "));
                     d.push("seccomp", Change::Widened, what, loc);

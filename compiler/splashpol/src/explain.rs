@@ -73,7 +73,7 @@ pub struct ArchFilter {
     /// The architecture.
     pub arch: String,
     /// Unconditionally refused syscalls grouped by escape-surface class
-    /// (`EPERM`), for the default-allow profile.
+    /// (`EPERM`); under a strict list these are tested before it.
     pub denied_classes: Vec<(String, Vec<String>)>,
     /// Guards on arguments or with another answer (`clone` with namespace
     /// flags, `ioctl` terminal injection, `clone3` `ENOSYS`, ...).
@@ -928,19 +928,21 @@ pub fn render_human(e: &Explanation) -> String {
             }
             for (names, a) in groups {
                 let _ = writeln!(t, "  on {}:", names.join(", "));
-                if let Some(list) = &a.allowed {
-                    let _ = writeln!(
-                        t,
-                        "    allowed: the {} listed syscalls; every other syscall: {}",
-                        list.len(),
-                        a.otherwise
-                    );
-                }
+                // In the order the filter tests them: the guards, then a
+                // strict list.
                 for (class, names) in &a.denied_classes {
                     let _ = writeln!(t, "    EPERM {class}: {}", names.join(" "));
                 }
                 for g in &a.guarded {
                     let _ = writeln!(t, "    {g}");
+                }
+                if let Some(list) = &a.allowed {
+                    let _ = writeln!(
+                        t,
+                        "    then allowed: the {} listed syscalls; every other syscall: {}",
+                        list.len(),
+                        a.otherwise
+                    );
                 }
                 if !a.skipped.is_empty() {
                     let _ = writeln!(t, "    not on this architecture: {}", a.skipped.join(" "));

@@ -257,6 +257,13 @@ pub enum Probe {
     BpfInvalid,
     /// `io_uring_setup(0, NULL)`.
     IoUringSetupNull,
+    /// A valid `io_uring_setup(1, &params)` (zeroed parameters in a local
+    /// buffer), then `getppid`: returns the setup's result (a descriptor or
+    /// a negative errno) when the process carried on and `getppid` returned
+    /// a pid, otherwise [`CARRY_ON_FAILED`].
+    IoUringSetupThenGetppid,
+    /// `kcmp(self, self, KCMP_VM, 0, 0)` after `getpid`: 0 when allowed.
+    KcmpSelf,
     /// `personality(0xffffffff)` (a query).
     PersonalityQuery,
     /// `keyctl(0x7fff, 0, ...)`.
@@ -275,6 +282,13 @@ pub enum Probe {
         calls: u32,
     },
 }
+
+/// What [`Probe::IoUringSetupThenGetppid`] returns when the call after
+/// `io_uring_setup` did not return a pid.
+pub const CARRY_ON_FAILED: i64 = i64::MIN;
+
+/// `KCMP_VM`: whether two processes share an address space.
+const KCMP_VM: u64 = 1;
 
 const CLONE_REFUSED: u64 = (libc::CLONE_VM
     | libc::CLONE_SETTLS
@@ -329,6 +343,24 @@ impl Probe {
             }
             Probe::BpfInvalid => raw_syscall(libc::SYS_bpf, [0x7fff_ffff, 0, 0, 0, 0, 0]),
             Probe::IoUringSetupNull => raw_syscall(libc::SYS_io_uring_setup, [0; 6]),
+            Probe::IoUringSetupThenGetppid => {
+                // `struct io_uring_params` is 120 bytes; the kernel reads and
+                // writes exactly that much.
+                let mut params = [0u64; 16];
+                let setup = raw_syscall(
+                    libc::SYS_io_uring_setup,
+                    [1, params.as_mut_ptr() as u64, 0, 0, 0, 0],
+                );
+                if raw_syscall(libc::SYS_getppid, [0; 6]) > 0 {
+                    setup
+                } else {
+                    CARRY_ON_FAILED
+                }
+            }
+            Probe::KcmpSelf => {
+                let pid = raw_syscall(libc::SYS_getpid, [0; 6]) as u64;
+                raw_syscall(libc::SYS_kcmp, [pid, pid, KCMP_VM, 0, 0, 0])
+            }
             Probe::PersonalityQuery => {
                 raw_syscall(libc::SYS_personality, [0xffff_ffff, 0, 0, 0, 0, 0])
             }

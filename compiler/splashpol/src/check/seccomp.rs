@@ -1,5 +1,10 @@
 //! `seccomp strict-allowlist { ... }`: names, duplicates, guarded and
 //! architecture-specific syscalls, and the required `execve`.
+//!
+//! Which guarded syscalls a list may name comes from the seccomp crate's
+//! reviewed table (`splash_seccomp::guards::DENIED`), the same table the
+//! compiler builds the filter from: a member of the specification's fixed
+//! deny set is an error, a reviewed addition a warning.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -100,16 +105,19 @@ impl Checker {
                     continue;
                 }
                 Some(StrictRejection::FixedGuard) => {
+                    let class = splash_seccomp::denied_syscall(name)
+                        .map_or("escape surface", |d| d.class.name());
                     self.push(
                         Diagnostic::error(
                             Code::AllowlistDeniedSyscall,
                             s.span,
-                            format!("`{name}` is denied by a fixed escape-surface guard"),
+                            format!(
+                                "`{name}` is in the specification's fixed deny set ({class}) and cannot be allowed"
+                            ),
                         )
-                        .with_label("the strict filter always denies it")
+                        .with_label("the strict filter answers it with EPERM before the allowlist")
                         .with_help(format!(
-                            "remove `{name}`; mount, kernel-control, module, tracing, cross-process-memory, \
-                             keyring and personality calls are never allowed"
+                            "remove `{name}`: the worker gets EPERM for it whether or not it is listed"
                         )),
                     );
                     ok = false;
@@ -117,19 +125,19 @@ impl Checker {
                 }
                 None => {}
             }
-            if let Some(reviewed) = splash_seccomp::strict_listing_warning(name) {
+            if let Some(denied) = splash_seccomp::strict_listing_warning(name) {
                 self.push(
                     Diagnostic::warning(
                         Code::AllowlistGuardedSyscall,
                         s.span,
                         format!(
-                            "`{name}` is on the escape-surface guard list ({}); listing it allows it",
-                            reviewed.class.name()
+                            "listing `{name}` lifts its escape-surface guard ({}) and allows it",
+                            denied.class.name()
                         ),
                     )
-                    .with_label(format!("guarded: {}", reviewed.reason))
+                    .with_label(format!("guarded: {}", denied.reason))
                     .with_help(format!(
-                        "keep `{name}` only if the worker needs it; unlisted, it kills the process"
+                        "keep `{name}` only if the worker needs it; unlisted, the strict filter answers it with EPERM"
                     )),
                 );
             }
