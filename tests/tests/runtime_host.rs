@@ -569,6 +569,122 @@ fn bind_checks_every_program_of_the_exec_chain() {
     BoundCommand::bind(p).expect("every program exists");
 }
 
+/// A Landlock `allow-exec` target is checked at bind like every program of
+/// the exec chain, in path mode as in executable-pinned mode: a missing
+/// target, a directory, a file without an execute bit and a symbolic link
+/// are each refused before anything runs, by an error naming the target
+/// (not the worker, and not the runner's setup failure at launch). Control:
+/// the same policy with an executable file there binds and launches.
+#[test]
+fn bind_checks_every_landlock_allow_exec_target() {
+    use splash_runtime::{ExecDefect, ExecRole};
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let runner = runtime_support::bin_dir().join("splash-landlock-runner");
+    if !splash_tests::require_host(
+        runner.is_file(),
+        "the splash-landlock-runner binary (run `cargo build --workspace --bins` first)",
+    ) {
+        return;
+    }
+    let dir = probe_dir.path();
+    std::fs::copy(&runner, dir.join("splash-landlock-runner")).expect("copy runner");
+    let target = dir.join("tool");
+    let sandbox_target = format!("{}/tool", runtime_support::WORKER_DIR);
+    let remove = || {
+        let _ = std::fs::remove_file(&target);
+        let _ = std::fs::remove_dir(&target);
+    };
+    let executable = |mode: u32| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::copy(dir.join("splash-probe"), &target).expect("copy tool");
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    };
+    type Setup<'a> = Box<dyn Fn() + 'a>;
+    let cases: [(&str, Setup, ExecDefect); 4] = [
+        ("missing", Box::new(|| {}), ExecDefect::Unresolved),
+        (
+            "directory",
+            Box::new(|| std::fs::create_dir(&target).expect("mkdir")),
+            ExecDefect::WrongType {
+                found: "a directory",
+            },
+        ),
+        (
+            "not executable",
+            Box::new(|| executable(0o644)),
+            ExecDefect::WrongType {
+                found: "a regular file",
+            },
+        ),
+        (
+            "symbolic link",
+            Box::new(|| {
+                std::os::unix::fs::symlink("splash-probe", &target).expect("symlink");
+            }),
+            ExecDefect::SymbolicLink,
+        ),
+    ];
+    for binding in [
+        runtime_support::Binding::Paths,
+        runtime_support::Binding::PinnedMountsAndExecutables,
+    ] {
+        let mut policy = probe_policy(&bwrap, &probe_dir);
+        policy.binding = binding;
+        policy.extra.push(format!(
+            "landlock runner \"{}/splash-landlock-runner\" {{\n    allow-exec \"{sandbox_target}\"\n  }}",
+            runtime_support::WORKER_DIR
+        ));
+        let loaded = loaded(&policy);
+        for (name, setup, defect) in &cases {
+            remove();
+            setup();
+            let err = loaded
+                .launch(manifest("h-1"), LaunchOptions::default())
+                .expect_err(name);
+            assert!(err.is_refusal(), "{binding:?} {name}: {err}");
+            let LaunchError::Bind(bind) = &err else {
+                panic!("{binding:?} {name}: not a bind error: {err}");
+            };
+            match bind {
+                BindError::Executable {
+                    role: ExecRole::AllowedTarget,
+                    program,
+                    host,
+                    defect: found,
+                    ..
+                } => {
+                    assert_eq!(program.as_str(), sandbox_target, "{binding:?} {name}");
+                    assert_eq!(host, &target, "{binding:?} {name}");
+                    assert_eq!(found, defect, "{binding:?} {name}: {bind}");
+                }
+                other => panic!("{binding:?} {name}: {other}"),
+            }
+            let text = bind.to_string();
+            assert!(
+                text.starts_with(&format!("Landlock `allow-exec` target `{sandbox_target}`")),
+                "{binding:?} {name}: {text}"
+            );
+            assert!(live_children().is_empty(), "{:?}", live_children());
+        }
+        // Control: the same policy with an executable file at the target.
+        remove();
+        executable(0o755);
+        let mut session = loaded
+            .launch(manifest("h-1"), LaunchOptions::default())
+            .unwrap_or_else(|e| panic!("{binding:?}: control launch: {e}"));
+        let out = session
+            .call("probe.echo", json!({"input": "allowed"}))
+            .expect("echo");
+        assert_eq!(out, json!({"input": "allowed"}));
+        let status = session.close(Duration::from_secs(5)).expect("close");
+        assert_eq!(status, splash_runtime::WorkerStatus::Exited(0));
+    }
+    remove();
+}
+
 #[test]
 fn invalid_manifests_are_refused_before_launch() {
     let _serial = serial();

@@ -219,15 +219,22 @@ pub enum ActivationError {
     )]
     UnboundedTmpWithEphemeralBound,
     /// Step 5: the active tmpfs roots plus the bounded private `/tmp` exceed
-    /// `tmpfs aggregate`.
-    #[error(
-        "active ephemeral roots and the private `/tmp` may hold {total} bytes; the aggregate bound is {max} bytes"
-    )]
+    /// `tmpfs aggregate`. The checker lets a policy register tmpfs roots
+    /// that do not all fit at once (a warning), so this is where a manifest
+    /// selecting too many of them is refused.
+    #[error("{}", describe_ephemeral(.roots, *.tmp_bytes, *.total, *.max, *.all_registered))]
     EphemeralBoundExceeded {
-        /// The sum of the sizes, in bytes (computed without overflow).
+        /// The active tmpfs roots, in policy order.
+        roots: Vec<SelectorId>,
+        /// The bounded private `/tmp`, in bytes (0 when it is off).
+        tmp_bytes: u64,
+        /// The sum of the sizes of `roots` and `tmp_bytes`, in bytes
+        /// (computed without overflow).
         total: u128,
         /// The policy's `tmpfs aggregate`, in bytes.
         max: u64,
+        /// No manifest was given, so every registered root is active.
+        all_registered: bool,
     },
     /// Step 6: an active root carries a project quota and the policy sets no
     /// `quota aggregate`. The checker already refuses such a policy; one
@@ -259,6 +266,37 @@ pub enum ActivationError {
     /// serializer's error); a bug, not a property of the manifest.
     #[error("internal error: cannot compute the policy's identity: {0}")]
     Identity(#[source] serde_json::Error),
+}
+
+fn describe_ephemeral(
+    roots: &[SelectorId],
+    tmp_bytes: u64,
+    total: u128,
+    max: u64,
+    all_registered: bool,
+) -> String {
+    let ids = roots
+        .iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let what = match (roots.len(), tmp_bytes) {
+        (0, _) => "the private `/tmp`".to_owned(),
+        (1, 0) => format!("the active tmpfs root {ids}"),
+        (_, 0) => format!("the active tmpfs roots {ids}"),
+        (1, _) => format!("the active tmpfs root {ids} and the private `/tmp`"),
+        (_, _) => format!("the active tmpfs roots {ids} and the private `/tmp`"),
+    };
+    let why = if all_registered {
+        " (no manifest was given, so every registered root is active; give a manifest that selects fewer tmpfs roots)"
+    } else if roots.is_empty() {
+        ""
+    } else {
+        "; select fewer or smaller tmpfs roots"
+    };
+    format!(
+        "{what} may hold {total} bytes together, above the `tmpfs aggregate` bound of {max} bytes{why}"
+    )
 }
 
 fn describe_mismatch(not_in_broker: &[SelectorId], not_in_manifest: &[SelectorId]) -> String {
@@ -328,7 +366,7 @@ pub fn activate(
         .map(|r| r.id.clone())
         .collect();
 
-    let ephemeral_bytes = ephemeral_total(policy, &roots)?;
+    let ephemeral_bytes = ephemeral_total(policy, &roots, session_id.is_none())?;
     let quota_totals = quota_totals(policy, &roots)?;
 
     Ok(Activation {
@@ -406,14 +444,23 @@ fn select_all(policy: &Policy) -> Result<Selection, ActivationError> {
     Ok((None, ids, network))
 }
 
-fn ephemeral_total(policy: &Policy, roots: &[SelectorId]) -> Result<u64, ActivationError> {
-    let mut total: u128 = match policy.tmp() {
-        PrivateTmp::Bounded { size_bytes } => u128::from(size_bytes),
+/// Step 5: the active tmpfs roots and a bounded private `/tmp`, summed and
+/// held to `tmpfs aggregate` when the policy sets one.
+fn ephemeral_total(
+    policy: &Policy,
+    roots: &[SelectorId],
+    all_registered: bool,
+) -> Result<u64, ActivationError> {
+    let tmp_bytes = match policy.tmp() {
+        PrivateTmp::Bounded { size_bytes } => size_bytes,
         PrivateTmp::Off | PrivateTmp::Unbounded => 0,
     };
+    let mut total = u128::from(tmp_bytes);
+    let mut active = Vec::new();
     for root in policy.file_roots().iter().filter(|r| roots.contains(&r.id)) {
         if let FileRootKind::Ephemeral { size_bytes } = root.kind {
             total += u128::from(size_bytes);
+            active.push(root.id.clone());
         }
     }
     if let Some(max) = policy.aggregate_ephemeral_max_bytes() {
@@ -421,7 +468,13 @@ fn ephemeral_total(policy: &Policy, roots: &[SelectorId]) -> Result<u64, Activat
             return Err(ActivationError::UnboundedTmpWithEphemeralBound);
         }
         if total > u128::from(max) {
-            return Err(ActivationError::EphemeralBoundExceeded { total, max });
+            return Err(ActivationError::EphemeralBoundExceeded {
+                roots: active,
+                tmp_bytes,
+                total,
+                max,
+                all_registered,
+            });
         }
     }
     // Without a bound the total is informational; saturate rather than wrap.
@@ -606,6 +659,117 @@ mod tests {
         )
         .expect("exact");
         assert!(a.broker_active);
+    }
+
+    /// A checked policy from `body` (statements inside the policy block),
+    /// with the warnings it got.
+    fn from_source(body: &str) -> (Policy, Vec<crate::Code>) {
+        let src = format!(
+            "splashpol 1\npolicy \"t\" {{\n  bubblewrap \"/usr/bin/bwrap\"\n  \
+             worker \"/opt/splash/bin/worker\"\n  runtime \"/opt/splash/runtime\" at \"/opt/splash\"\n\
+             {body}\n}}\n"
+        );
+        let outcome = crate::check_source("t.splashpol", &src);
+        assert!(
+            !outcome.has_errors(),
+            "{}",
+            outcome.render_human("t.splashpol", &src)
+        );
+        let codes = outcome.diagnostics.iter().map(|d| d.code).collect();
+        (outcome.policy.expect("policy"), codes)
+    }
+
+    /// Two alternative 1 GiB tmpfs roots under `tmpfs aggregate 1 GiB`: the
+    /// policy checks (with a warning), a manifest selecting either root
+    /// activates, and one selecting both is refused, naming the roots, their
+    /// sum and the bound; so is the activation of every registered root
+    /// when no manifest is given.
+    #[test]
+    fn alternative_tmpfs_roots_activate_one_at_a_time() {
+        let (policy, codes) = from_source(
+            "  root \"a\" tmpfs at \"/workspace/a\" size 1 GiB\n  \
+             root \"b\" tmpfs at \"/workspace/b\" size 1 GiB\n  tmpfs aggregate 1 GiB",
+        );
+        assert_eq!(codes, [crate::Code::AggregateTmpfsOvercommitted]);
+        for one in ["a", "b"] {
+            let a = activate(&policy, Some(&manifest(&[(K::FileRoot, one)])))
+                .unwrap_or_else(|e| panic!("`{one}` alone fits: {e}"));
+            assert_eq!(a.roots(), [id(one)]);
+            assert_eq!(a.ephemeral_bytes(), 1 << 30);
+        }
+        let both = manifest(&[(K::FileRoot, "a"), (K::FileRoot, "b")]);
+        let err = activate(&policy, Some(&both)).expect_err("both exceed the bound");
+        match &err {
+            ActivationError::EphemeralBoundExceeded {
+                roots,
+                tmp_bytes: 0,
+                total,
+                max,
+                all_registered: false,
+            } => {
+                assert_eq!(roots, &[id("a"), id("b")]);
+                assert_eq!(*total, 2 << 30);
+                assert_eq!(*max, 1 << 30);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            err.to_string(),
+            "the active tmpfs roots `a`, `b` may hold 2147483648 bytes together, above the \
+             `tmpfs aggregate` bound of 1073741824 bytes; select fewer or smaller tmpfs roots"
+        );
+        let err = activate(&policy, None).expect_err("every registered root");
+        assert!(
+            matches!(
+                err,
+                ActivationError::EphemeralBoundExceeded {
+                    all_registered: true,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("no manifest was given"), "{err}");
+    }
+
+    /// With a bounded `/tmp`, each root fits with it and the pair does not:
+    /// the sum counts `/tmp` once, and the error names it.
+    #[test]
+    fn the_ephemeral_sum_counts_the_private_tmp_with_the_selected_roots() {
+        let (policy, codes) = from_source(
+            "  root \"a\" tmpfs at \"/workspace/a\" size 512 MiB\n  \
+             root \"b\" tmpfs at \"/workspace/b\" size 512 MiB\n  \
+             root \"ro\" host \"/srv/ro\" at \"/workspace/ro\" read-only\n  \
+             tmp private size 64 MiB\n  tmpfs aggregate 1 GiB",
+        );
+        assert_eq!(codes, [crate::Code::AggregateTmpfsOvercommitted]);
+        // Control: one tmpfs root, `/tmp` and a host root (not counted).
+        let a = activate(
+            &policy,
+            Some(&manifest(&[(K::FileRoot, "a"), (K::FileRoot, "ro")])),
+        )
+        .expect("one tmpfs root and /tmp fit");
+        assert_eq!(a.ephemeral_bytes(), (512 << 20) + (64 << 20));
+        let err = activate(
+            &policy,
+            Some(&manifest(&[(K::FileRoot, "a"), (K::FileRoot, "b")])),
+        )
+        .expect_err("both with /tmp exceed");
+        assert!(
+            matches!(
+                &err,
+                ActivationError::EphemeralBoundExceeded { roots, tmp_bytes, total, .. }
+                    if roots == &[id("a"), id("b")]
+                        && *tmp_bytes == 64 << 20
+                        && *total == (1 << 30) + (64 << 20)
+            ),
+            "{err:?}"
+        );
+        let text = err.to_string();
+        assert!(
+            text.contains("`a`, `b` and the private `/tmp` may hold 1140850688 bytes"),
+            "{text}"
+        );
     }
 
     #[test]

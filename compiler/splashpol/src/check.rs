@@ -180,6 +180,8 @@ struct RootInfo {
     dest_span: Span,
     quota_span: Option<Span>,
     access_span: Option<Span>,
+    /// The `size` of a tmpfs root.
+    size_span: Option<Span>,
 }
 
 /// Marks what was written with an error that is already reported. Rules

@@ -25,9 +25,12 @@
 //! 3. every path-based mount source (unpinned mode): canonicalized, not `/`,
 //!    the right type (a read-write source must be a directory);
 //! 4. every program of the exec chain (the first program Bubblewrap
-//!    executes and the program after each runner's `--`): reached through a
-//!    read-only bind mount, a regular executable and not a symbolic link on
-//!    the host;
+//!    executes and the program after each runner's `--`) and every Landlock
+//!    target of its runners (`--allow`): reached through a read-only bind
+//!    mount, and the host file behind it passes the same check as a pinned
+//!    executable (not a symbolic link itself, a regular file with an execute
+//!    bit), in path mode too; an error names the program or target by its
+//!    worker-visible path ([`BindError::Executable`]);
 //! 5. Bubblewrap's options: every option the plan's argument list uses must
 //!    be one the build parses, read from the same file (the same pinned
 //!    descriptor) that will be launched: the NUL-terminated `--option`
@@ -160,11 +163,34 @@ pub enum BindError {
     /// The plan contradicts itself or breaks a rule of plans.
     #[error("launch plan is inconsistent: {0}")]
     Plan(#[source] PlanDefect),
-    /// Worker program `program` is not reached through a read-only runtime mount.
-    #[error("worker program `{program}` is not reached through a read-only runtime mount")]
-    WorkerNotInRuntimeMount {
-        /// The program.
+    /// The `role` `program` is not reached through a read-only runtime mount.
+    #[error(
+        "{role} `{program}` is not reached through a read-only runtime mount; the launch is refused"
+    )]
+    NotInRuntimeMount {
+        /// What the program is to the launch.
+        role: ExecRole,
+        /// The program's worker-visible path.
         program: SandboxPath,
+    },
+    /// The `role` `program`, the host file `host`, is not an executable the
+    /// launch can run (`defect` says why).
+    #[error(
+        "{role} `{program}` (the host file `{}`) {defect}; the launch is refused",
+        .host.display()
+    )]
+    Executable {
+        /// What the program is to the launch.
+        role: ExecRole,
+        /// The program's worker-visible path.
+        program: SandboxPath,
+        /// The host path behind it, through the plan's mounts.
+        host: PathBuf,
+        /// What is wrong with it.
+        defect: ExecDefect,
+        /// The operating system's error, when there is one.
+        #[source]
+        source: Option<io::Error>,
     },
     /// Failed to query bubblewrap `path` for its options.
     #[error("failed to query bubblewrap `{}` for its options", .path.display())]
@@ -261,6 +287,75 @@ impl std::fmt::Display for ForeignPart {
     }
 }
 
+/// What a program is to the launch, in [`BindError::Executable`] and
+/// [`BindError::NotInRuntimeMount`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ExecRole {
+    /// A runner of the exec chain: a program followed by its own `--` and
+    /// the next program.
+    Runner,
+    /// The worker: the last program of the exec chain.
+    Worker,
+    /// A target of the Landlock allowlist (`--allow`, from `allow-exec`)
+    /// that is not a program of the exec chain itself.
+    AllowedTarget,
+}
+
+impl std::fmt::Display for ExecRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Runner => "runner",
+            Self::Worker => "worker",
+            Self::AllowedTarget => "Landlock `allow-exec` target",
+        })
+    }
+}
+
+/// Why a host file is not an executable the launch can run
+/// ([`BindError::Executable`]). The check is the same in executable-pinned
+/// and path mode: the file itself is not a symbolic link, and it is a
+/// regular file with an execute bit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ExecDefect {
+    /// It does not exist, or its path cannot be resolved (the source says
+    /// why).
+    Unresolved,
+    /// The file itself is a symbolic link.
+    SymbolicLink,
+    /// It resolves to `/`.
+    ResolvesToRoot,
+    /// Its canonical path could not be opened without following a symbolic
+    /// link (the source says why).
+    Open,
+    /// Its type could not be read through the opened descriptor.
+    Inspect,
+    /// It is `found` (a directory, a file without an execute bit, a special
+    /// file), not an executable regular file.
+    WrongType {
+        /// What was found.
+        found: &'static str,
+    },
+}
+
+impl std::fmt::Display for ExecDefect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unresolved => f.write_str("cannot be resolved"),
+            Self::SymbolicLink => {
+                f.write_str("is a symbolic link; name the file itself (the one it resolves to)")
+            }
+            Self::ResolvesToRoot => f.write_str("resolves to `/`"),
+            Self::Open => f.write_str("cannot be opened without following a symbolic link"),
+            Self::Inspect => f.write_str("cannot be inspected"),
+            Self::WrongType { found } => {
+                write!(f, "is {found}; expected an executable regular file")
+            }
+        }
+    }
+}
+
 /// A control [`BindError::Unsupported`] names.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -321,6 +416,9 @@ pub enum PlanDefect {
     /// A runner's `--` without a program after it.
     #[error("a runner's `--` is not followed by a program")]
     RunnerWithoutProgram,
+    /// A runner's `--allow` names a descriptor slot instead of a path.
+    #[error("a runner's `--allow` target is a descriptor slot, not a path")]
+    AllowedTargetIsSlot,
 }
 
 /// A descriptor retained at bind, duplicated fresh for every launch.
@@ -509,71 +607,168 @@ fn canonical(path: &str) -> Result<PathBuf, BindError> {
     Ok(canonical)
 }
 
-fn reject_symlink(path: &str) -> Result<(), BindError> {
-    let meta = fs::symlink_metadata(path).map_err(|source| BindError::Resolve {
-        path: PathBuf::from(path),
-        source,
-    })?;
-    if meta.file_type().is_symlink() {
-        return Err(BindError::SymlinkExecutable {
-            path: PathBuf::from(path),
-        });
-    }
-    Ok(())
-}
-
 /// Opens `path` when it is already canonical: a [`HostPath`] is absolute,
-/// not `/` and normalized (no `.`, `..` or empty component), so when
-/// `openat2` with `RESOLVE_NO_SYMLINKS` succeeds (no component is a
-/// symbolic link) the path is its own canonical form. The descriptor is
-/// `O_PATH | O_NOFOLLOW`; its metadata is returned too (a symbolic link as
-/// the last component is reported as one, not followed). `None` sends the
-/// caller to the full resolution, which also gives every error its usual
-/// form.
-fn open_canonical(path: &HostPath) -> Option<(OwnedFd, Metadata)> {
-    let file = File::from(sys::open_path_no_symlinks(Path::new(path.as_str())).ok()?);
+/// not `/` and normalized (no `.`, `..` or empty component), and so is a
+/// normalized sandbox path joined below one, so when `openat2` with
+/// `RESOLVE_NO_SYMLINKS` succeeds (no component is a symbolic link) the path
+/// is its own canonical form. The descriptor is `O_PATH | O_NOFOLLOW`; its
+/// metadata is returned too (a symbolic link as the last component is
+/// reported as one, not followed). `None` sends the caller to the full
+/// resolution, which also gives every error its usual form.
+fn open_canonical(path: &Path) -> Option<(OwnedFd, Metadata)> {
+    let file = File::from(sys::open_path_no_symlinks(path).ok()?);
     let meta = file.metadata().ok()?;
     Some((OwnedFd::from(file), meta))
 }
 
-fn pin_source(pin: &Pin) -> Result<PinnedSource, BindError> {
-    let path = pin.host_path.as_str();
+/// Why [`open_object`] refused a host path; the caller names the object.
+#[derive(Debug)]
+enum ObjectDefect {
+    /// `lstat` or `realpath` failed.
+    Unresolved(io::Error),
+    /// The canonical path is `/`.
+    ResolvesToRoot,
+    /// The path itself is a symbolic link (refused for executables).
+    SymbolicLink,
+    /// `openat2` of the canonical path failed.
+    Open(io::Error),
+    /// `fstat` through the descriptor failed.
+    Inspect(io::Error),
+    /// The object is not of the required type.
+    WrongType {
+        /// Where the path resolves.
+        canonical: PathBuf,
+        /// What was found there.
+        found: &'static str,
+    },
+}
+
+impl ObjectDefect {
+    /// The error for a pin or Bubblewrap, named by its configured `path`.
+    fn for_source(self, path: &Path, kind: PinKind) -> BindError {
+        let path = path.to_path_buf();
+        match self {
+            Self::Unresolved(source) => BindError::Resolve { path, source },
+            Self::ResolvesToRoot => BindError::ResolvesToRoot { path },
+            Self::SymbolicLink => BindError::SymlinkExecutable { path },
+            Self::Open(source) => BindError::Pin { path, source },
+            Self::Inspect(source) => BindError::Inspect { path, source },
+            Self::WrongType { canonical, found } => BindError::WrongType {
+                path,
+                canonical,
+                expected: kind_name(kind),
+                found,
+            },
+        }
+    }
+
+    /// The error for a program the sandbox executes, named by its
+    /// worker-visible path and the host file behind it.
+    fn for_program(self, role: ExecRole, program: &SandboxPath, host: &Path) -> BindError {
+        let (defect, source) = match self {
+            Self::Unresolved(e) => (ExecDefect::Unresolved, Some(e)),
+            Self::ResolvesToRoot => (ExecDefect::ResolvesToRoot, None),
+            Self::SymbolicLink => (ExecDefect::SymbolicLink, None),
+            Self::Open(e) => (ExecDefect::Open, Some(e)),
+            Self::Inspect(e) => (ExecDefect::Inspect, Some(e)),
+            Self::WrongType { found, .. } => (ExecDefect::WrongType { found }, None),
+        };
+        BindError::Executable {
+            role,
+            program: program.clone(),
+            host: host.to_path_buf(),
+            defect,
+            source,
+        }
+    }
+}
+
+/// The one check of a host object bind relies on: every pin, Bubblewrap,
+/// and (whatever the plan pins) each program of the exec chain and each
+/// Landlock target. `path` is absolute and normalized.
+///
+/// With `executable`, the path itself must not be a symbolic link. The path
+/// is canonicalized (a link in a directory component is resolved here,
+/// once), must not be `/`, and is opened `O_PATH | O_NOFOLLOW | O_CLOEXEC`
+/// with `RESOLVE_NO_SYMLINKS`, so a link swapped in after canonicalization
+/// fails instead of being followed; the type is checked through the
+/// descriptor (`fstat`). Returns the canonical path and the descriptor.
+fn open_object(
+    path: &Path,
+    kind: PinKind,
+    executable: bool,
+) -> Result<(PathBuf, OwnedFd), ObjectDefect> {
+    let (canonical, fd, meta) = match open_canonical(path) {
+        // The common case: the path is canonical, opened once.
+        Some((fd, meta)) if !meta.file_type().is_symlink() => (path.to_path_buf(), fd, meta),
+        _ => {
+            if executable {
+                let meta = fs::symlink_metadata(path).map_err(ObjectDefect::Unresolved)?;
+                if meta.file_type().is_symlink() {
+                    return Err(ObjectDefect::SymbolicLink);
+                }
+            }
+            let canonical = fs::canonicalize(path).map_err(ObjectDefect::Unresolved)?;
+            if canonical == Path::new("/") {
+                return Err(ObjectDefect::ResolvesToRoot);
+            }
+            let file =
+                File::from(sys::open_path_no_symlinks(&canonical).map_err(ObjectDefect::Open)?);
+            let meta = file.metadata().map_err(ObjectDefect::Inspect)?;
+            (canonical, OwnedFd::from(file), meta)
+        }
+    };
+    if !kind_matches(kind, &meta) {
+        return Err(ObjectDefect::WrongType {
+            canonical,
+            found: type_name(&meta),
+        });
+    }
+    Ok((canonical, fd))
+}
+
+/// What an executable pin is overlaid as, when the sandbox runs it: the
+/// role and the worker-visible path of its overlay (`None` for Bubblewrap,
+/// which runs on the host, and for every other pin).
+fn overlay_of<'p>(
+    plan: &'p LaunchPlan,
+    slot: usize,
+    pin: &Pin,
+) -> Option<(ExecRole, &'p SandboxPath)> {
+    let role = match pin.role {
+        PinRole::Worker => ExecRole::Worker,
+        PinRole::LimitRunner | PinRole::LandlockRunner | PinRole::CombinedRunner => {
+            ExecRole::Runner
+        }
+        PinRole::AllowedExecutable => ExecRole::AllowedTarget,
+        _ => return None,
+    };
+    plan.ops().iter().find_map(|op| match op {
+        BwrapOp::RoBind {
+            source: MountSource::Pinned(s),
+            destination,
+        } if usize::from(s.0) == slot => Some((role, destination)),
+        _ => None,
+    })
+}
+
+fn pin_source(plan: &LaunchPlan, slot: usize, pin: &Pin) -> Result<PinnedSource, BindError> {
+    let path = Path::new(pin.host_path.as_str());
     if pin.kind == PinKind::BrokerDirectory {
         return Err(BindError::Unsupported {
             what: Unprovided::BrokerDirectoryPin {
-                path: PathBuf::from(path),
+                path: path.to_path_buf(),
             },
         });
     }
     let executable = pin.kind == PinKind::Executable || is_executable_role(&pin.role);
-    let (canonical, fd, meta) = match open_canonical(&pin.host_path) {
-        // The common case: the path is canonical, opened once.
-        Some((fd, meta)) if !meta.file_type().is_symlink() => (PathBuf::from(path), fd, meta),
-        _ => {
-            if executable {
-                reject_symlink(path)?;
+    let (canonical, fd) =
+        open_object(path, pin.kind, executable).map_err(|defect| {
+            match overlay_of(plan, slot, pin) {
+                Some((role, program)) => defect.for_program(role, program, path),
+                None => defect.for_source(path, pin.kind),
             }
-            let canonical = canonical(path)?;
-            let fd = sys::open_path_no_symlinks(&canonical).map_err(|source| BindError::Pin {
-                path: PathBuf::from(path),
-                source,
-            })?;
-            let file = File::from(fd);
-            let meta = file.metadata().map_err(|source| BindError::Inspect {
-                path: PathBuf::from(path),
-                source,
-            })?;
-            (canonical, OwnedFd::from(file), meta)
-        }
-    };
-    if !kind_matches(pin.kind, &meta) {
-        return Err(BindError::WrongType {
-            path: PathBuf::from(path),
-            canonical: canonical.to_path_buf(),
-            expected: kind_name(pin.kind),
-            found: type_name(&meta),
-        });
-    }
+        })?;
     Ok(PinnedSource {
         pin: pin.clone(),
         canonical,
@@ -607,31 +802,51 @@ fn check_path_source(path: &HostPath, directory: bool) -> Result<PathBuf, BindEr
     Ok(canonical)
 }
 
+/// The host file behind a worker-visible path.
+#[derive(Debug)]
+enum Behind {
+    /// A path on the host, below the source of the read-only mount that
+    /// covers it last.
+    Host(PathBuf),
+    /// Exactly the overlay of an executable pin, checked through its
+    /// descriptor when it was pinned (step 2).
+    PinnedExecutable,
+}
+
 /// Where a worker-visible path comes from, following the mount operations in
-/// order (a later mount over a covering destination wins).
+/// order (a later mount over a covering destination wins); `None` when the
+/// last mount covering it is writable (a read-write root or a tmpfs) or no
+/// mount covers it.
 fn host_file_behind(
     plan: &LaunchPlan,
     pins: &[PinnedSource],
     path: &SandboxPath,
-) -> Result<Option<PathBuf>, BindError> {
-    let mut found: Option<Option<PathBuf>> = None;
+) -> Option<Behind> {
+    let mut found: Option<Option<Behind>> = None;
     for op in plan.ops() {
         match op {
             BwrapOp::RoBind {
                 source,
                 destination,
             } if path.is_within(destination) => {
-                let base = match source {
-                    MountSource::Path(p) => PathBuf::from(p.as_str()),
-                    MountSource::Pinned(slot) => pins[usize::from(slot.0)].canonical.clone(),
-                };
                 let rest = &path.as_str()[destination.as_str().len()..];
+                let base = match source {
+                    MountSource::Pinned(slot) => {
+                        let pinned = &pins[usize::from(slot.0)];
+                        if rest.is_empty() && pinned.pin.kind == PinKind::Executable {
+                            found = Some(Some(Behind::PinnedExecutable));
+                            continue;
+                        }
+                        pinned.canonical.clone()
+                    }
+                    MountSource::Path(p) => PathBuf::from(p.as_str()),
+                };
                 let host = if rest.is_empty() {
                     base
                 } else {
                     base.join(rest.trim_start_matches('/'))
                 };
-                found = Some(Some(host));
+                found = Some(Some(Behind::Host(host)));
             }
             BwrapOp::Bind { destination, .. } | BwrapOp::Tmpfs { destination, .. }
                 if path.is_within(destination) =>
@@ -641,47 +856,53 @@ fn host_file_behind(
             _ => {}
         }
     }
-    Ok(found.flatten())
+    found.flatten()
 }
 
+/// Step 4: every program of the exec chain, then every Landlock target that
+/// is not one of them.
 fn check_exec_chain(plan: &LaunchPlan, pins: &[PinnedSource]) -> Result<(), BindError> {
-    for program in crate::verify::exec_chain(plan)? {
-        check_exec_target(plan, pins, program)?;
+    let chain = crate::verify::exec_chain(plan)?;
+    let last = chain.programs.len() - 1;
+    for (i, program) in chain.programs.iter().enumerate() {
+        let role = if i == last {
+            ExecRole::Worker
+        } else {
+            ExecRole::Runner
+        };
+        check_exec_target(plan, pins, role, program)?;
+    }
+    for target in chain.allowed.iter().filter(|t| !chain.programs.contains(t)) {
+        check_exec_target(plan, pins, ExecRole::AllowedTarget, target)?;
     }
     Ok(())
 }
 
+/// `program` must be reached through a read-only mount, and the host file
+/// behind it must pass [`open_object`] as an executable: the check a pinned
+/// executable gets, in path mode too.
 fn check_exec_target(
     plan: &LaunchPlan,
     pins: &[PinnedSource],
-    program: String,
+    role: ExecRole,
+    program: &str,
 ) -> Result<(), BindError> {
-    let sandbox = SandboxPath::new(program.clone()).map_err(|e| {
+    let sandbox = SandboxPath::new(program.to_owned()).map_err(|e| {
         BindError::Plan(PlanDefect::ProgramPath {
-            program: program.clone(),
+            program: program.to_owned(),
             reason: e,
         })
     })?;
-    let host = host_file_behind(plan, pins, &sandbox)?.ok_or_else(|| {
-        BindError::WorkerNotInRuntimeMount {
-            program: sandbox.clone(),
-        }
-    })?;
-    let host_str = host.display().to_string();
-    reject_symlink(&host_str)?;
-    let meta = fs::metadata(&host).map_err(|source| BindError::Resolve {
-        path: PathBuf::from(host_str.clone()),
-        source,
-    })?;
-    if !kind_matches(PinKind::Executable, &meta) {
-        return Err(BindError::WrongType {
-            path: PathBuf::from(host_str),
-            canonical: PathBuf::from(program),
-            expected: kind_name(PinKind::Executable),
-            found: type_name(&meta),
-        });
+    match host_file_behind(plan, pins, &sandbox) {
+        None => Err(BindError::NotInRuntimeMount {
+            role,
+            program: sandbox,
+        }),
+        Some(Behind::PinnedExecutable) => Ok(()),
+        Some(Behind::Host(host)) => open_object(&host, PinKind::Executable, true)
+            .map(drop)
+            .map_err(|defect| defect.for_program(role, &sandbox, &host)),
     }
-    Ok(())
 }
 
 /// The options (`--name`) the plan's argument list passes to Bubblewrap,
@@ -982,36 +1203,18 @@ impl BoundCommand {
         crate::verify::verify_plan(&plan)?;
         crate::broker::check_plan(&plan, options.network_broker.as_ref())?;
 
-        // 1. Bubblewrap.
-        let bwrap_str = plan.bwrap().as_str().to_owned();
-        let (bwrap_canonical, meta) = match open_canonical(plan.bwrap()) {
-            Some((_, meta)) if !meta.file_type().is_symlink() => {
-                (PathBuf::from(bwrap_str.clone()), meta)
-            }
-            _ => {
-                reject_symlink(&bwrap_str)?;
-                let bwrap_canonical = canonical(&bwrap_str)?;
-                let meta = fs::metadata(&bwrap_canonical).map_err(|source| BindError::Resolve {
-                    path: PathBuf::from(bwrap_str.clone()),
-                    source,
-                })?;
-                (bwrap_canonical, meta)
-            }
-        };
-        if !kind_matches(PinKind::Executable, &meta) {
-            return Err(BindError::WrongType {
-                path: PathBuf::from(bwrap_str),
-                canonical: bwrap_canonical.to_path_buf(),
-                expected: kind_name(PinKind::Executable),
-                found: type_name(&meta),
-            });
-        }
+        // 1. Bubblewrap: the check every executable gets. In
+        //    executable-pinned mode its descriptor is one of the pins (step 2).
+        let bwrap_path = Path::new(plan.bwrap().as_str());
+        let (bwrap_canonical, _) = open_object(bwrap_path, PinKind::Executable, true)
+            .map_err(|defect| defect.for_source(bwrap_path, PinKind::Executable))?;
 
         // 2. Pins.
         let pins = plan
             .pins()
             .iter()
-            .map(|pin| match pin.kind {
+            .enumerate()
+            .map(|(slot, pin)| match pin.kind {
                 PinKind::BrokerDirectory => {
                     let (canonical, fd) = crate::broker::pin(pin, options.network_broker.as_ref())?;
                     Ok(PinnedSource {
@@ -1020,7 +1223,7 @@ impl BoundCommand {
                         fd,
                     })
                 }
-                _ => pin_source(pin),
+                _ => pin_source(&plan, slot, pin),
             })
             .collect::<Result<Vec<_>, BindError>>()?;
         let bwrap_launch = match plan.bwrap_pin() {

@@ -49,8 +49,8 @@ pub mod verify;
 pub mod watchdog;
 
 pub use bind::{
-    BindError, BindOptions, BoundCommand, BubblewrapLaunch, ForeignPart, LaunchPreparation,
-    PinnedSource, PlanDefect, Unprovided,
+    BindError, BindOptions, BoundCommand, BubblewrapLaunch, ExecDefect, ExecRole, ForeignPart,
+    LaunchPreparation, PinnedSource, PlanDefect, Unprovided,
 };
 pub use broker::{BrokerBindError, BrokerPlanDefect};
 pub use cgroup::{CgroupBoundary, CgroupError, RunnerDefect, WorkerCgroup};

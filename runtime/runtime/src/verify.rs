@@ -16,8 +16,9 @@
 //!    host's, and the program itself, run in the interpreter, must allow at
 //!    least one system call of this host's architecture (a program compiled
 //!    for another architecture kills every one of them);
-//! 3. the exec chain is split into its programs (`exec_chain`) so bind can
-//!    check every one of them, not only the first.
+//! 3. the exec chain is split into its programs and the Landlock allowlist
+//!    of its runners (`exec_chain`), so bind can check every program and
+//!    every allowed target, not only the first program.
 
 use splashpol::plan::{Arch, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, SeccompPlan};
 
@@ -178,46 +179,79 @@ const RUNNER_OPTIONS_WITH_VALUE: &[&str] = &[
     "--seccomp-fd",
 ];
 
-/// The programs of the exec chain, in order: the first program Bubblewrap
-/// executes, then the program after each runner's `--`.
+/// The programs a launch may execute, as the plan's command names them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ExecChain {
+    /// The programs of the exec chain, in order: the first program
+    /// Bubblewrap executes, then the program after each runner's `--`; the
+    /// last one is the worker.
+    pub programs: Vec<String>,
+    /// The Landlock allowlist (every `--allow PATH` of the runner segments),
+    /// in order, without repetitions.
+    pub allowed: Vec<String>,
+}
+
+/// The exec chain of `plan` ([`ExecChain`]).
 ///
 /// A runner segment is `PROGRAM [runner options] --`; the first segment that
 /// is not one is the worker, and the rest of the command is its arguments.
 /// (A worker whose own arguments happen to look like a runner segment makes
 /// the next argument count as a program too, which can only add a check.)
-pub(crate) fn exec_chain(plan: &LaunchPlan) -> Result<Vec<String>, BindError> {
-    let mut programs = Vec::new();
+pub(crate) fn exec_chain(plan: &LaunchPlan) -> Result<ExecChain, BindError> {
+    let command = plan.command();
+    let mut chain = ExecChain {
+        programs: Vec::new(),
+        allowed: Vec::new(),
+    };
     let mut i = 0;
     loop {
-        let program = match plan.command().get(i) {
+        let program = match command.get(i) {
             Some(ExecArg::Literal(p)) => p.clone(),
             Some(ExecArg::Slot(_)) => {
                 return Err(BindError::Plan(PlanDefect::ChainProgramIsSlot));
             }
-            None if programs.is_empty() => {
+            None if chain.programs.is_empty() => {
                 return Err(BindError::Plan(PlanDefect::NoCommand));
             }
             None => {
                 return Err(BindError::Plan(PlanDefect::RunnerWithoutProgram));
             }
         };
-        programs.push(program);
+        chain.programs.push(program);
         // Walk the runner options; stop at `--` (next program) or at
-        // anything else (this program is the worker).
+        // anything else (this program is the worker). The allowlist is
+        // collected only once the segment proves to be a runner's.
+        let mut allowed = Vec::new();
         let mut j = i + 1;
         let next = loop {
-            match plan.command().get(j) {
+            match command.get(j) {
                 Some(ExecArg::Literal(a)) if a == "--" => break Some(j + 1),
                 Some(ExecArg::Literal(a)) if RUNNER_OPTIONS_WITH_VALUE.contains(&a.as_str()) => {
+                    if a == "--allow" {
+                        allowed.push(command.get(j + 1));
+                    }
                     j += 2;
                 }
                 _ => break None,
             }
         };
-        match next {
-            Some(n) => i = n,
-            None => return Ok(programs),
+        let Some(next) = next else {
+            return Ok(chain);
+        };
+        for target in allowed {
+            match target {
+                Some(ExecArg::Literal(t)) => {
+                    if !chain.allowed.contains(t) {
+                        chain.allowed.push(t.clone());
+                    }
+                }
+                // `--allow` before the segment's `--` always has a value.
+                Some(ExecArg::Slot(_)) | None => {
+                    return Err(BindError::Plan(PlanDefect::AllowedTargetIsSlot));
+                }
+            }
         }
+        i = next;
     }
 }
 
@@ -237,19 +271,33 @@ mod tests {
     #[test]
     fn exec_chain_names_every_runner_and_the_worker() {
         let plan = lowered("agent-worker.splashpol", Arch::X86_64);
+        let chain = exec_chain(&plan).expect("chain");
         assert_eq!(
-            exec_chain(&plan).expect("chain"),
+            chain.programs,
             [
                 "/opt/splash/bin/splash-landlock-runner",
                 "/opt/splash/bin/splash-limit-runner",
                 "/opt/splash/bin/worker",
             ]
         );
+        // The worker and the limit runner, then the explicit targets.
+        assert_eq!(
+            chain.allowed,
+            [
+                "/opt/splash/bin/worker",
+                "/opt/splash/bin/splash-limit-runner",
+                "/opt/splash/lib/ld-linux-aarch64.so.1",
+                "/opt/splash/bin/reviewed-interpreter",
+            ]
+        );
         let plan = lowered("one-hop.splashpol", Arch::X86_64);
         let chain = exec_chain(&plan).expect("chain");
-        assert_eq!(chain.len(), 2, "{chain:?}");
+        assert_eq!(chain.programs.len(), 2, "{chain:?}");
+        assert_eq!(chain.allowed[0], chain.programs[1], "{chain:?}");
         let plan = lowered("minimal.splashpol", Arch::X86_64);
-        assert_eq!(exec_chain(&plan).expect("chain").len(), 1);
+        let chain = exec_chain(&plan).expect("chain");
+        assert_eq!(chain.programs.len(), 1);
+        assert!(chain.allowed.is_empty(), "{chain:?}");
     }
 
     #[test]

@@ -41,6 +41,7 @@ impl Checker {
         let dest = self.path(destination, "root destination");
         let mut quota_span = None;
         let mut access_span = None;
+        let mut size_span = None;
         let kind = match kind {
             ast::RootKind::Host {
                 source,
@@ -81,9 +82,11 @@ impl Checker {
                     _ => None,
                 }
             }
-            ast::RootKind::Tmpfs { size } => self
-                .tmpfs_size(size, "tmpfs root `size`")
-                .map(|size_bytes| FileRootKind::Ephemeral { size_bytes }),
+            ast::RootKind::Tmpfs { size } => {
+                size_span = Some(size.span);
+                self.tmpfs_size(size, "tmpfs root `size`")
+                    .map(|size_bytes| FileRootKind::Ephemeral { size_bytes })
+            }
         };
         // Duplicate ids: one namespace for host and ephemeral roots.
         if let Some(&first) = c.root_ids.get(id.node.as_str()) {
@@ -110,6 +113,7 @@ impl Checker {
                 dest_span: destination.span,
                 quota_span,
                 access_span,
+                size_span,
             });
         }
     }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use super::{Checker, Collected, RootInfo};
 use crate::diag::{Code, Diagnostic};
-use crate::model::{Access, FileRootKind, PrivateTmp};
+use crate::model::{self, Access, FileRootKind, PrivateTmp};
 use crate::span::Span;
 
 impl Checker {
@@ -190,43 +190,7 @@ impl Checker {
     /// The aggregate tmpfs bound and the active-root bound.
     pub(super) fn ephemeral(&mut self, c: &Collected) {
         if let Some((Ok(max), span)) = &c.tmpfs_aggregate {
-            let mut sum: Option<u64> = Some(0);
-            for r in &c.roots {
-                if let FileRootKind::Ephemeral { size_bytes } = r.root.kind {
-                    sum = sum.and_then(|s| s.checked_add(size_bytes));
-                }
-            }
-            match c.tmp {
-                Some((PrivateTmp::Unbounded, tmp_span)) => self.push(
-                    Diagnostic::error(
-                        Code::AggregateTmpfsUnboundedTmp,
-                        tmp_span,
-                        "`tmpfs aggregate` requires a bounded private `/tmp`",
-                    )
-                    .with_label("unbounded private `/tmp`")
-                    .with_related(*span, "aggregate bound here")
-                    .with_help("write `tmp private size SIZE`, or `tmp off`"),
-                ),
-                Some((PrivateTmp::Bounded { size_bytes }, _)) => {
-                    sum = sum.and_then(|s| s.checked_add(size_bytes))
-                }
-                _ => {}
-            }
-            if sum.is_none_or(|s| s > *max) {
-                let total = sum.map_or_else(|| "more than 2^64".to_string(), |s| s.to_string());
-                self.push(
-                    Diagnostic::error(
-                        Code::AggregateTmpfsExceeded,
-                        *span,
-                        format!("tmpfs roots and `/tmp` total {total} bytes, above the aggregate {max}"),
-                    )
-                    .with_label("aggregate too small")
-                    .with_help(
-                        "the sum over every registered tmpfs root plus a bounded `/tmp` must fit; raise the \
-                         aggregate or shrink the sizes",
-                    ),
-                );
-            }
+            self.tmpfs_aggregate(c, *max, *span);
         }
         if let Some((0, span)) = c.active_roots
             && !c.roots.is_empty()
@@ -241,5 +205,144 @@ impl Checker {
                 .with_help("raise the bound, or remove the unused roots"),
             );
         }
+    }
+
+    /// `tmpfs aggregate` bounds what a session *activates*: a bounded private
+    /// `/tmp` plus the tmpfs roots its manifest selects (activation sums
+    /// them). Statically, an error only when no selection can hold: `/tmp`
+    /// alone, or one root with `/tmp`, above the bound (such a root can
+    /// never be activated). Registering more than fits at once is a
+    /// warning: the largest selection `active-roots max` allows exceeds the
+    /// bound, so some manifests will be refused.
+    fn tmpfs_aggregate(&mut self, c: &Collected, max: u64, span: Span) {
+        let tmp = match c.tmp {
+            Some((PrivateTmp::Unbounded, tmp_span)) => {
+                self.push(
+                    Diagnostic::error(
+                        Code::AggregateTmpfsUnboundedTmp,
+                        tmp_span,
+                        "`tmpfs aggregate` requires a bounded private `/tmp`",
+                    )
+                    .with_label("unbounded private `/tmp`")
+                    .with_related(span, "aggregate bound here")
+                    .with_help("write `tmp private size SIZE`, or `tmp off`"),
+                );
+                return;
+            }
+            Some((PrivateTmp::Bounded { size_bytes }, tmp_span)) => Some((size_bytes, tmp_span)),
+            Some((PrivateTmp::Off, _)) | None => None,
+        };
+        let tmp_bytes = tmp.map_or(0, |(b, _)| u128::from(b));
+        let max_bytes = u128::from(max);
+        if let Some((size, tmp_span)) = tmp
+            && tmp_bytes > max_bytes
+        {
+            // Every session has this `/tmp`, so nothing can activate; each
+            // root would only repeat it.
+            self.push(
+                Diagnostic::error(
+                    Code::AggregateTmpfsExceeded,
+                    tmp_span,
+                    format!(
+                        "the private `/tmp` alone may hold {size} bytes, above the `tmpfs aggregate` of {max} bytes"
+                    ),
+                )
+                .with_label("larger than the aggregate")
+                .with_related(span, "aggregate bound here")
+                .with_help(
+                    "every session has this `/tmp`, so no manifest could be activated; shrink \
+                     `tmp private size` or raise the aggregate",
+                ),
+            );
+            return;
+        }
+        let roots: Vec<(&RootInfo, u64)> = c
+            .roots
+            .iter()
+            .filter_map(|r| match r.root.kind {
+                FileRootKind::Ephemeral { size_bytes } => Some((r, size_bytes)),
+                FileRootKind::Host { .. } => None,
+            })
+            .collect();
+        let selectable = c
+            .active_roots
+            .map_or(model::DEFAULT_MAX_ACTIVE_FILE_ROOTS, |(n, _)| n);
+        if selectable == 0 {
+            // No root can be active (`no-active-roots` says so): `/tmp` is
+            // the only selection.
+            return;
+        }
+        let mut never = false;
+        for (r, size) in &roots {
+            let total = tmp_bytes + u128::from(*size);
+            if total <= max_bytes {
+                continue;
+            }
+            never = true;
+            let id = &r.root.id;
+            let message = match tmp {
+                Some((tmp_size, _)) => format!(
+                    "tmpfs root `{id}` ({size} bytes) and the private `/tmp` ({tmp_size} bytes) \
+                     may hold {total} bytes, above the `tmpfs aggregate` of {max} bytes"
+                ),
+                None => format!(
+                    "tmpfs root `{id}` may hold {size} bytes, above the `tmpfs aggregate` of {max} bytes"
+                ),
+            };
+            self.push(
+                Diagnostic::error(
+                    Code::AggregateTmpfsExceeded,
+                    r.size_span.unwrap_or(r.dest_span),
+                    message,
+                )
+                .with_label("this root can never be activated")
+                .with_related(span, "aggregate bound here")
+                .with_help(
+                    "a manifest selecting this root is always refused; shrink the root, raise the \
+                     aggregate, or remove the root",
+                ),
+            );
+        }
+        if never {
+            return;
+        }
+        // The largest selection: the `selectable` largest tmpfs roots.
+        let mut sizes: Vec<u64> = roots.iter().map(|(_, size)| *size).collect();
+        sizes.sort_unstable_by(|a, b| b.cmp(a));
+        sizes.truncate(usize::from(selectable));
+        let worst = tmp_bytes + sizes.iter().map(|&s| u128::from(s)).sum::<u128>();
+        if worst <= max_bytes {
+            return;
+        }
+        let which = if sizes.len() < roots.len() {
+            format!(
+                "the {} largest of the {} tmpfs roots (`active-roots max {selectable}`)",
+                sizes.len(),
+                roots.len()
+            )
+        } else {
+            format!("the {} tmpfs roots", roots.len())
+        };
+        let with_tmp = if tmp.is_some() {
+            " and the private `/tmp`"
+        } else {
+            ""
+        };
+        self.push(
+            Diagnostic::warning(
+                Code::AggregateTmpfsOvercommitted,
+                span,
+                format!(
+                    "{which}{with_tmp} may hold {worst} bytes when activated together, above the \
+                     `tmpfs aggregate` of {max} bytes"
+                ),
+            )
+            .with_label("the registered roots do not all fit at once")
+            .with_help(
+                "the bound applies to the active roots: a manifest whose selected tmpfs roots and \
+                 `/tmp` exceed it is refused at activation; raise the aggregate if the roots must be \
+                 usable together",
+            ),
+        );
     }
 }
