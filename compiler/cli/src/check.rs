@@ -4,10 +4,15 @@
 //! file has an error (warnings allowed), 1 when any file has an error, 2 when
 //! a file cannot be read. Human output goes to stderr through miette (colour
 //! only on a terminal); JSON goes to stdout as one document.
+//!
+//! Each file is read with the runtime loader's reader: a regular file of at
+//! most [`MAX_POLICY_BYTES`]; a FIFO, a device or a directory is refused
+//! (status 2) without blocking or reading it.
 
 use std::io::{IsTerminal, Write};
 
 use serde_json::json;
+use splash_runtime::launch::{MAX_POLICY_BYTES, read_regular_file};
 use splashpol::RenderOptions;
 
 use crate::Format;
@@ -19,7 +24,7 @@ pub fn run(args: &crate::CheckArgs) -> u8 {
     let color = std::io::stderr().is_terminal();
     for path in &args.policies {
         let name = path.display().to_string();
-        let bytes = match std::fs::read(path) {
+        let bytes = match read_regular_file(path, MAX_POLICY_BYTES) {
             Ok(bytes) => bytes,
             Err(e) => {
                 io_failure = true;

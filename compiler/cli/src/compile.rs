@@ -3,10 +3,12 @@
 //! host loads without the front end and activates with a manifest.
 
 use crate::CompileArgs;
-use crate::emit::{policy_from_bytes, read};
+use splash_runtime::launch::MAX_POLICY_BYTES;
+
+use crate::emit::{policy_from_bytes, read_policy};
 
 pub fn run(args: &CompileArgs) -> u8 {
-    let source = match read(&args.policy, "policy") {
+    let source = match read_policy(&args.policy) {
         Ok(s) => s,
         Err(code) => return code,
     };
@@ -28,6 +30,15 @@ pub fn run(args: &CompileArgs) -> u8 {
             return 1;
         }
     };
+    // Every artifact written can be read back by the loaders.
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > MAX_POLICY_BYTES {
+        eprintln!(
+            "splashc compile: the artifact of `{}` would be {} bytes; a policy file may hold at most {MAX_POLICY_BYTES}",
+            args.policy.display(),
+            bytes.len()
+        );
+        return 1;
+    }
     if let Err(e) = std::fs::write(&args.output, bytes) {
         eprintln!(
             "splashc compile: cannot write `{}`: {e}",

@@ -33,7 +33,7 @@ fn side(l: &Loaded) -> diff::Side<'_> {
 }
 
 fn load(path: &Path, arch: Arch) -> Result<Loaded, u8> {
-    let bytes = crate::emit::read(path, "policy")?;
+    let bytes = crate::emit::read_policy(path)?;
     let Ok(source) = String::from_utf8(bytes.clone()) else {
         eprintln!(
             "splashc diff: `{}` is not a UTF-8 policy source",

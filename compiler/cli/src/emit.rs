@@ -28,19 +28,33 @@ pub struct Loaded {
     pub source_digest: String,
 }
 
-/// Read a file; an I/O error is reported and becomes exit status 2.
-pub fn read(path: &Path, what: &str) -> Result<Vec<u8>, u8> {
-    std::fs::read(path).map_err(|e| {
+/// The most bytes a capability manifest file may hold: 4 MiB. The largest
+/// manifest the decoder accepts (128 grants of 64 resources, every id 128
+/// bytes) is under 2 MiB even pretty-printed.
+pub const MAX_MANIFEST_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Read the regular file at `path`, at most `bound` bytes
+/// ([`splash_runtime::launch::read_regular_file`]: a FIFO, a device or a
+/// directory is refused without blocking). A failure is reported and
+/// becomes exit status 2.
+pub fn read_bounded(path: &Path, what: &str, bound: u64) -> Result<Vec<u8>, u8> {
+    splash_runtime::launch::read_regular_file(path, bound).map_err(|e| {
         eprintln!("splashc: cannot read {what} `{}`: {e}", path.display());
         2
     })
+}
+
+/// Read a policy file (source or artifact), at most
+/// [`splash_runtime::launch::MAX_POLICY_BYTES`]; see [`read_bounded`].
+pub fn read_policy(path: &Path) -> Result<Vec<u8>, u8> {
+    read_bounded(path, "policy", splash_runtime::launch::MAX_POLICY_BYTES)
 }
 
 /// Load a policy from `.splashpol` source (checked, diagnostics on stderr) or
 /// from a compiled artifact (re-validated). Errors are reported; the `Err`
 /// value is the exit status.
 pub fn load_policy(path: &Path) -> Result<Loaded, u8> {
-    let bytes = read(path, "policy")?;
+    let bytes = read_policy(path)?;
     policy_from_bytes(path, bytes)
 }
 
@@ -74,7 +88,7 @@ pub fn policy_from_bytes(path: &Path, bytes: Vec<u8>) -> Result<Loaded, u8> {
 
 /// Load and validate a manifest; errors are reported, `Err` is the status.
 pub fn load_manifest(path: &Path) -> Result<CapabilityManifest, u8> {
-    let bytes = read(path, "manifest")?;
+    let bytes = read_bounded(path, "manifest", MAX_MANIFEST_BYTES)?;
     CapabilityManifest::from_json(&bytes).map_err(|e| {
         eprintln!("splashc: manifest `{}`: {e}", path.display());
         1
@@ -101,7 +115,7 @@ pub fn policy_and_plan(
     manifest: Option<&Path>,
     arch: Arch,
 ) -> Result<(Policy, LaunchPlan), u8> {
-    let bytes = read(policy_path, "policy")?;
+    let bytes = read_policy(policy_path)?;
     policy_and_plan_from_bytes(policy_path, bytes, manifest, arch)
 }
 

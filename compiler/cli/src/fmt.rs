@@ -12,10 +12,11 @@
 //! would change (`--check`) or does not parse (its syntax diagnostics on
 //! stderr, the file untouched), 2 a file cannot be read or written.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use splash_runtime::launch::{MAX_POLICY_BYTES, read_bounded, read_regular_file};
 use splashpol::format::{FormatError, format_source};
 use splashpol::{CheckOutcome, RenderOptions};
 
@@ -97,15 +98,16 @@ fn one(path: &Path, check: bool) -> u8 {
     }
 }
 
-fn read(path: &Path, stdin: bool) -> std::io::Result<String> {
+/// The file, or standard input, as text: at most [`MAX_POLICY_BYTES`]; a
+/// path must name a regular file.
+fn read(path: &Path, stdin: bool) -> Result<String, String> {
     let bytes = if stdin {
-        let mut b = Vec::new();
-        std::io::stdin().lock().read_to_end(&mut b)?;
-        b
+        read_bounded(std::io::stdin().lock(), MAX_POLICY_BYTES)
     } else {
-        std::fs::read(path)?
-    };
-    String::from_utf8(bytes).map_err(|e| std::io::Error::other(format!("not valid UTF-8: {e}")))
+        read_regular_file(path, MAX_POLICY_BYTES)
+    }
+    .map_err(|e| e.to_string())?;
+    String::from_utf8(bytes).map_err(|e| format!("not valid UTF-8: {e}"))
 }
 
 /// Replaces the file `path` refers to with `bytes`: write a temporary file in

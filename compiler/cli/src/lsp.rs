@@ -11,7 +11,9 @@
 //! language names a root); a rename edits the policy only, and says so, since
 //! the capability manifests that select the root by id are other files.
 //! Exit status: 0 after `shutdown` and `exit`, 1 when the client exits
-//! without `shutdown` or the connection fails.
+//! without `shutdown` or the connection fails. The framing of standard input
+//! is read by [`transport`], within fixed bounds; a malformed frame is
+//! answered with a JSON-RPC error and the server carries on.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -43,8 +45,10 @@ use splashpol::units::{self, Unit};
 /// The grammar, for its keyword list (every `kw_NAME` rule's literal).
 const GRAMMAR: &str = include_str!("../../../grammar/splashpol.pest");
 
+mod transport;
+
 pub fn run() -> u8 {
-    let (connection, io_threads) = Connection::stdio();
+    let (connection, writer) = transport::stdio();
     let code = match serve(&connection) {
         Ok(()) => 0,
         Err(e) => {
@@ -52,11 +56,17 @@ pub fn run() -> u8 {
             1
         }
     };
+    // The writer ends once the server's end of the connection is gone,
+    // after it wrote every message it was given.
     drop(connection);
-    match io_threads.join() {
-        Ok(()) => code,
-        Err(e) => {
-            eprintln!("splashc lsp: {e}");
+    match writer.join() {
+        Ok(Ok(())) => code,
+        Ok(Err(e)) => {
+            eprintln!("splashc lsp: cannot write standard output: {e}");
+            1
+        }
+        Err(_) => {
+            eprintln!("splashc lsp: the output thread panicked");
             1
         }
     }

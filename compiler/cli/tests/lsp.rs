@@ -33,6 +33,8 @@ struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
     messages: Receiver<Value>,
+    /// The server's standard error, when it is captured.
+    stderr: Option<std::thread::JoinHandle<String>>,
     /// Messages read while waiting for a response, in arrival order.
     pending: VecDeque<Value>,
     next_id: i64,
@@ -70,13 +72,34 @@ fn read_frame(reader: &mut impl BufRead) -> Option<Value> {
 
 impl Server {
     fn start() -> Server {
+        Self::spawn(false)
+    }
+
+    /// [`Server::start`], with its standard error kept for
+    /// [`Server::end`].
+    fn start_capturing() -> Server {
+        Self::spawn(true)
+    }
+
+    fn spawn(capture: bool) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_splashc"))
             .arg("lsp")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(if capture {
+                Stdio::piped()
+            } else {
+                Stdio::inherit()
+            })
             .spawn()
             .expect("spawn splashc lsp");
+        let stderr = child.stderr.take().map(|mut e| {
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = std::io::Read::read_to_string(&mut e, &mut text);
+                text
+            })
+        });
         let stdout = child.stdout.take().expect("stdout");
         let stdin = child.stdin.take();
         let (tx, rx) = channel();
@@ -92,6 +115,7 @@ impl Server {
             child,
             stdin,
             messages: rx,
+            stderr,
             pending: VecDeque::new(),
             next_id: 1,
         }
@@ -521,6 +545,158 @@ fn exit_without_shutdown_is_status_one() {
     server.stdin = None;
     let status = server.child.wait().expect("wait");
     assert_eq!(status.code(), Some(1));
+}
+
+impl Server {
+    /// Writes `bytes` to the server's standard input as they are.
+    fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).expect("raw bytes");
+        stdin.flush().expect("flush");
+    }
+
+    /// The next message, which must be a JSON-RPC error with `id` null and
+    /// `code`; returns its message.
+    fn frame_error(&mut self, code: i64) -> String {
+        let message = self.next();
+        assert_eq!(message["jsonrpc"], "2.0", "{message}");
+        assert_eq!(message["id"], Value::Null, "{message}");
+        assert_eq!(message["error"]["code"], code, "{message}");
+        message["error"]["message"]
+            .as_str()
+            .expect("error message")
+            .to_string()
+    }
+
+    fn initialized(&mut self) {
+        self.request(
+            "initialize",
+            json!({ "processId": null, "rootUri": null, "capabilities": {} }),
+        );
+        self.notify("initialized", json!({}));
+    }
+
+    /// A hover request that must still be answered (with `null`: the
+    /// document is not open).
+    fn still_serving(&mut self) {
+        let hover = json!({
+            "textDocument": { "uri": URI },
+            "position": { "line": 0, "character": 0 },
+        });
+        assert_eq!(self.request("textDocument/hover", hover), Value::Null);
+    }
+
+    /// Closes the server's standard input and waits: its exit status and
+    /// what it wrote to standard error (when captured).
+    fn end(&mut self) -> (Option<i32>, String) {
+        self.stdin = None;
+        let status = self.child.wait().expect("wait for the server");
+        let text = self
+            .stderr
+            .take()
+            .map(|t| t.join().expect("stderr reader"))
+            .unwrap_or_default();
+        (status.code(), text)
+    }
+
+    /// Peak resident memory of the server, in KiB (`VmHWM`).
+    fn peak_kib(&self) -> u64 {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).expect("status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmHWM")
+    }
+}
+
+/// The bound on a frame's body (`docs/cli.md`).
+const MAX_CONTENT_LENGTH: usize = 8 * 1024 * 1024;
+
+#[test]
+fn malformed_frames_are_answered_and_the_server_carries_on() {
+    let mut server = Server::start_capturing();
+    server.initialized();
+
+    // A frame without `Content-Length`: its body cannot be delimited, and
+    // is discarded up to the next frame.
+    server.send_raw(b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n{\"lost\":1}");
+    assert!(server.frame_error(-32700).contains("no `Content-Length`"));
+    server.still_serving();
+
+    // A length that is not a number.
+    server.send_raw(b"Content-Length: twelve\r\n\r\n{\"lost\":2}");
+    assert!(server.frame_error(-32700).contains("not a decimal number"));
+    server.still_serving();
+
+    // A header line without `:`, with a valid length: exactly its body is
+    // skipped.
+    server.send_raw(b"garbage\r\nContent-Length: 3\r\n\r\n[1]");
+    assert!(server.frame_error(-32700).contains("has no `:`"));
+    server.still_serving();
+
+    // A body that is not JSON, and JSON that is not a message.
+    server.send_raw(b"Content-Length: 9\r\n\r\n{not json");
+    assert!(server.frame_error(-32700).contains("not JSON"));
+    server.send_raw(b"Content-Length: 3\r\n\r\n[1]");
+    assert!(server.frame_error(-32600).contains("not a JSON-RPC"));
+    server.still_serving();
+
+    // A body one byte over the bound: refused, skipped without being held.
+    let over = MAX_CONTENT_LENGTH + 1;
+    let mut frame = format!("Content-Length: {over}\r\n\r\n").into_bytes();
+    frame.resize(frame.len() + over, b' ');
+    server.send_raw(&frame);
+    assert!(server.frame_error(-32700).contains("above the bound"));
+    server.still_serving();
+
+    // A header line longer than the bound.
+    let mut long = b"X-Long: ".to_vec();
+    long.resize(64 * 1024, b'a');
+    long.extend_from_slice(b"\r\n\r\n");
+    server.send_raw(&long);
+    assert!(server.frame_error(-32700).contains("longer than"));
+    server.still_serving();
+
+    assert_eq!(server.request("shutdown", Value::Null), Value::Null);
+    server.notify("exit", Value::Null);
+    let (code, stderr) = server.end();
+    assert_eq!(code, Some(0), "{stderr}");
+    // Each refusal is also logged, once.
+    assert_eq!(stderr.matches("refused a frame").count(), 7, "{stderr}");
+}
+
+#[test]
+fn a_huge_content_length_is_answered_at_once_and_never_allocated() {
+    let mut server = Server::start_capturing();
+    server.initialized();
+    server.still_serving();
+    let before = server.peak_kib();
+    server.send_raw(b"Content-Length: 100000000000\r\n\r\n");
+    // Answered before a single body byte arrived.
+    assert!(server.frame_error(-32700).contains("above the bound"));
+    // 32 MiB of the announced body arrive; they are discarded as they come.
+    let chunk = vec![b'x'; 1024 * 1024];
+    for _ in 0..32 {
+        server.send_raw(&chunk);
+    }
+    // The process stays alive and small while it skips.
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        matches!(server.child.try_wait(), Ok(None)),
+        "the server ended"
+    );
+    let grown = server.peak_kib().saturating_sub(before);
+    assert!(grown < 16 * 1024, "peak memory grew by {grown} KiB");
+    // Only the real end of the input ends the server.
+    let (code, stderr) = server.end();
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the input ended 33554432 bytes into a 100000000000-byte body"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("closed the connection"), "{stderr}");
 }
 
 /// The syscall number from the compiler's own tables, by architecture name.

@@ -25,8 +25,8 @@ use crate::activate::Activation;
 use crate::emit::{self, ArgvError};
 use crate::model::{
     Access, FileRoot, FileRootKind, HostPath, MAX_ACTIVE_FILE_ROOTS_CEILING, MAX_LANDLOCK_TARGETS,
-    MAX_STRICT_SYSCALLS, MAX_TMPFS_BYTES, Policy, PrivateTmp, RawPolicy, ResourceLimits, Runners,
-    SandboxPath, SeccompPolicy, SelectorId,
+    MAX_SOCKET_PATH_BYTES, MAX_STRICT_SYSCALLS, MAX_TMPFS_BYTES, Policy, PrivateTmp, RawPolicy,
+    ResourceLimits, Runners, SandboxPath, SeccompPolicy, SelectorId,
 };
 use crate::plan::{
     ActiveRoot, BrokerPlan, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, MountSource,
@@ -48,6 +48,12 @@ pub enum InvariantError {
     /// A network broker must serve at least one network_origin id.
     #[error("a network broker must serve at least one network_origin id")]
     BrokerWithoutIds,
+    /// The worker-visible broker socket path is longer than a Unix socket
+    /// address holds.
+    #[error(
+        "the network broker socket `{0}` is longer than the {MAX_SOCKET_PATH_BYTES} bytes a Unix socket path holds"
+    )]
+    BrokerSocketPathTooLong(String),
     /// Bounded writes require no further user namespaces.
     #[error("bounded writes require no further user namespaces")]
     BoundedWritesWithoutUserns,
@@ -336,6 +342,10 @@ pub(crate) fn check_invariants(policy: &RawPolicy) -> Result<(), InvariantError>
         }
         if broker.ids.is_empty() {
             return Err(InvariantError::BrokerWithoutIds);
+        }
+        let socket = broker.socket_path();
+        if socket.len() > MAX_SOCKET_PATH_BYTES {
+            return Err(InvariantError::BrokerSocketPathTooLong(socket));
         }
     }
     if policy.bounded_writes {
@@ -1497,6 +1507,31 @@ pub(crate) mod tests {
         assert_eq!(
             plan.pins()[usize::from(slot.0)].kind,
             PinKind::BrokerDirectory
+        );
+    }
+
+    #[test]
+    fn a_broker_socket_path_must_fit_a_socket_address() {
+        let with_destination = |destination: &str| {
+            let mut policy = sample_raw();
+            policy.network_broker = Some(NetworkBroker {
+                parent: p("/run/splash"),
+                destination: p(destination),
+                catalog: crate::model::BrokerCatalog::Endpoint,
+                ids: [id("api")].into_iter().collect(),
+            });
+            Policy::try_from(policy)
+        };
+        let longest = format!(
+            "/{}",
+            "d".repeat(crate::model::MAX_BROKER_DESTINATION_BYTES - 1)
+        );
+        with_destination(&longest).expect("a 107-byte socket path fits");
+        let too_long = format!("{longest}x");
+        let err = with_destination(&too_long).expect_err("108 bytes do not fit");
+        assert_eq!(
+            err,
+            InvariantError::BrokerSocketPathTooLong(format!("{too_long}/broker.sock"))
         );
     }
 

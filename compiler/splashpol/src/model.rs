@@ -754,8 +754,9 @@ pub enum SeccompPolicy {
     /// compatibility profile, returning `EPERM` for a reviewed set of escape
     /// operations.
     DenyKnownEscapeSurface,
-    /// `seccomp strict-allowlist { ... }`: every syscall not listed kills
-    /// the process (`clone3` answers `ENOSYS`).
+    /// `seccomp strict-allowlist { ... }`: the fixed escape-surface guards
+    /// first (`EPERM`; `clone3` answers `ENOSYS`), then only the listed
+    /// syscalls; every other syscall kills the process.
     StrictAllowlist {
         /// Syscalls by name, deduplicated and sorted; each a name
         /// `splash-seccomp` knows on at least one architecture, resolved to
@@ -927,6 +928,31 @@ pub struct NetworkBroker {
     pub catalog: BrokerCatalog,
     /// The exact network-origin ids this broker serves.
     pub ids: BTreeSet<SelectorId>,
+}
+
+/// The file name of the broker's socket in its private directory (the
+/// broker's `splash_broker::SOCKET_NAME`).
+pub const BROKER_SOCKET_NAME: &str = "broker.sock";
+
+/// The longest path a Unix socket address holds: `sun_path` is 108 bytes on
+/// Linux, the terminating NUL included.
+pub const MAX_SOCKET_PATH_BYTES: usize = 107;
+
+/// The longest `network-broker` destination whose socket path,
+/// `DESTINATION/broker.sock`, fits [`MAX_SOCKET_PATH_BYTES`]: 95 bytes.
+pub const MAX_BROKER_DESTINATION_BYTES: usize =
+    MAX_SOCKET_PATH_BYTES - 1 - BROKER_SOCKET_NAME.len();
+
+/// The path the worker connects to for a broker mounted at `destination`.
+pub fn broker_socket_path(destination: &SandboxPath) -> String {
+    format!("{destination}/{BROKER_SOCKET_NAME}")
+}
+
+impl NetworkBroker {
+    /// The worker-visible socket path ([`broker_socket_path`]).
+    pub fn socket_path(&self) -> String {
+        broker_socket_path(&self.destination)
+    }
 }
 
 #[cfg(test)]

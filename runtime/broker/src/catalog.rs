@@ -860,4 +860,45 @@ mod tests {
         ));
         assert_eq!(c.ids().len(), 1);
     }
+
+    /// Catalog ids are tokens like every other id: 1 to 128 bytes of
+    /// `a-z`, `0-9`, `.`, `_` and `-`, checked when the entry is built.
+    #[test]
+    fn entry_ids_follow_the_token_rule() {
+        let longest = "i".repeat(splash_protocol::token::MAX_TOKEN_LEN);
+        assert!(Entry::endpoint(&longest, Method::Get, "http://x/").is_ok());
+        assert!(Entry::origin(&longest, "http://x", &[Method::Get]).is_ok());
+        let too_long = format!("{longest}i");
+        for (id, reason) in [
+            (too_long.as_str(), TokenError::TooLong(129)),
+            ("", TokenError::Empty),
+            (
+                "Api",
+                TokenError::InvalidByte {
+                    offset: 0,
+                    byte: b'A',
+                },
+            ),
+            (
+                "a/b",
+                TokenError::InvalidByte {
+                    offset: 1,
+                    byte: b'/',
+                },
+            ),
+        ] {
+            let want = Err(CatalogError::Id {
+                id: id.to_owned(),
+                reason,
+            });
+            assert_eq!(
+                Entry::endpoint(id, Method::Get, "http://x/").map(|_| ()),
+                want
+            );
+            assert_eq!(
+                Entry::origin(id, "http://x", &[Method::Get]).map(|_| ()),
+                want
+            );
+        }
+    }
 }

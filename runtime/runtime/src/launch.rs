@@ -19,8 +19,14 @@
 //! [`LaunchError`]; no process is left running when one is returned. Once
 //! a [`Session`] exists, failures are [`crate::CallError`]s, and the ones
 //! that poison the session say so.
+//!
+//! A policy file is read by [`read_regular_file`]: opened without blocking,
+//! refused unless it is a regular file, and read to at most
+//! [`MAX_POLICY_BYTES`]. `splashc` reads its own inputs (policies,
+//! manifests, standard input) with the same functions.
 
-use std::io;
+use std::fmt;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use splash_protocol::{CapabilityManifest, ManifestError, SessionError, SessionKeyError};
@@ -43,14 +49,15 @@ use crate::watchdog::Deadlines;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LaunchError {
-    /// The policy file could not be read.
+    /// The policy file could not be read: it could not be opened, is not
+    /// a regular file, or is larger than [`MAX_POLICY_BYTES`].
     #[error("cannot read policy `{}`", .path.display())]
     Read {
         /// The path involved.
         path: PathBuf,
-        /// The operating system's error.
+        /// Why.
         #[source]
-        source: io::Error,
+        source: ReadError,
     },
     /// A compiled artifact failed its validation.
     #[error("policy artifact `{name}` is not valid")]
@@ -128,6 +135,132 @@ impl LaunchError {
     }
 }
 
+/// The most bytes a policy file may hold, `.splashpol` source or compiled
+/// artifact: 1 MiB. The bundled policies are under 2 KB and their artifacts
+/// under 3 KB; a policy registering a thousand roots is about 55 KB of
+/// source and 180 KB as an artifact.
+pub const MAX_POLICY_BYTES: u64 = 1024 * 1024;
+
+/// What a path that is not a regular file names (the type [`fstat`] of
+/// the opened descriptor reports).
+///
+/// [`fstat`]: rustix::fs::fstat
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FileKind {
+    /// A directory.
+    Directory,
+    /// A named pipe (FIFO).
+    NamedPipe,
+    /// A character device, such as `/dev/zero` or a terminal.
+    CharacterDevice,
+    /// A block device.
+    BlockDevice,
+    /// A Unix socket.
+    Socket,
+    /// A type the kernel reported that has no name here.
+    Unknown,
+}
+
+impl fmt::Display for FileKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Directory => "a directory",
+            Self::NamedPipe => "a named pipe (FIFO)",
+            Self::CharacterDevice => "a character device",
+            Self::BlockDevice => "a block device",
+            Self::Socket => "a socket",
+            Self::Unknown => "a file of unknown type",
+        })
+    }
+}
+
+/// Why [`read_regular_file`] or [`read_bounded`] returned no bytes.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// Opening, inspecting or reading failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// The path names something other than a regular file.
+    #[error("it is {0}, not a regular file")]
+    NotRegular(FileKind),
+    /// The input holds more than `bound` bytes.
+    #[error("it holds more than {}, the most this input may hold", ShowBytes(*bound))]
+    TooLarge {
+        /// The bound, in bytes.
+        bound: u64,
+    },
+}
+
+/// A byte count as `N bytes`, with the binary unit when it is exact.
+struct ShowBytes(u64);
+
+impl fmt::Display for ShowBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const MIB: u64 = 1024 * 1024;
+        const KIB: u64 = 1024;
+        match self.0 {
+            n if n >= MIB && n % MIB == 0 => write!(f, "{} MiB ({n} bytes)", n / MIB),
+            n if n >= KIB && n % KIB == 0 => write!(f, "{} KiB ({n} bytes)", n / KIB),
+            n => write!(f, "{n} bytes"),
+        }
+    }
+}
+
+/// Reads the regular file at `path`, at most `bound` bytes.
+///
+/// The file is opened `O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC`, so
+/// opening a named pipe without a writer returns at once and a terminal
+/// does not become the controlling one; the opened descriptor is then
+/// inspected with `fstat`, and anything but a regular file (a directory, a
+/// FIFO, `/dev/zero`, a socket) is refused with its type before one byte is
+/// read. At most `bound + 1` bytes are read, so a larger file, or one that
+/// grows while it is read, is refused without being read whole.
+pub fn read_regular_file(path: &Path, bound: u64) -> Result<Vec<u8>, ReadError> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(io::Error::from)?;
+    let stat = rustix::fs::fstat(&fd).map_err(io::Error::from)?;
+    let kind = match FileType::from_raw_mode(stat.st_mode) {
+        FileType::RegularFile => None,
+        FileType::Directory => Some(FileKind::Directory),
+        FileType::Fifo => Some(FileKind::NamedPipe),
+        FileType::CharacterDevice => Some(FileKind::CharacterDevice),
+        FileType::BlockDevice => Some(FileKind::BlockDevice),
+        FileType::Socket => Some(FileKind::Socket),
+        _ => Some(FileKind::Unknown),
+    };
+    if let Some(kind) = kind {
+        return Err(ReadError::NotRegular(kind));
+    }
+    // The size is only a hint: a file can change while it is read.
+    let hint = u64::try_from(stat.st_size).unwrap_or(0).min(bound);
+    let capacity = usize::try_from(hint).unwrap_or(0).saturating_add(1);
+    read_into(std::fs::File::from(fd), bound, Vec::with_capacity(capacity))
+}
+
+/// Reads `reader` (a stream such as standard input) to its end, at most
+/// `bound` bytes; more is refused after `bound + 1` bytes were read. The
+/// buffer grows with what arrives.
+pub fn read_bounded(reader: impl Read, bound: u64) -> Result<Vec<u8>, ReadError> {
+    read_into(reader, bound, Vec::new())
+}
+
+fn read_into(reader: impl Read, bound: u64, mut bytes: Vec<u8>) -> Result<Vec<u8>, ReadError> {
+    reader
+        .take(bound.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    if u64::try_from(bytes.len()).unwrap_or(u64::MAX) > bound {
+        return Err(ReadError::TooLarge { bound });
+    }
+    Ok(bytes)
+}
+
 /// A checked policy, from `.splashpol` source or a compiled `.splashc`
 /// artifact.
 #[derive(Debug, Clone)]
@@ -164,12 +297,14 @@ impl LaunchOptions {
 }
 
 impl LoadedPolicy {
-    /// Reads and checks (or validates) the policy at `path`.
+    /// Reads and checks (or validates) the policy at `path`: a regular
+    /// file of at most [`MAX_POLICY_BYTES`] ([`read_regular_file`]).
     pub fn from_path(path: &Path) -> Result<Self, LaunchError> {
-        let bytes = std::fs::read(path).map_err(|source| LaunchError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let bytes =
+            read_regular_file(path, MAX_POLICY_BYTES).map_err(|source| LaunchError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
         Self::from_bytes(&path.display().to_string(), bytes)
     }
 
@@ -248,4 +383,103 @@ pub fn launch(
     options: LaunchOptions,
 ) -> Result<Session, LaunchError> {
     LoadedPolicy::from_path(path)?.launch(manifest, options)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+
+    const MINIMAL: &str = "splashpol 1\npolicy \"p\" {\n  bubblewrap \"/usr/bin/bwrap\"\n  worker \"/opt/w/worker\"\n  runtime \"/opt/w\" at \"/opt/w\"\n}\n";
+
+    /// `f` on another thread; a read that blocks fails the test instead of
+    /// hanging it.
+    fn promptly<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("the read returned within 10 s")
+    }
+
+    fn temp() -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix("splash-launch-read-")
+            .tempdir()
+            .expect("temporary directory")
+    }
+
+    #[test]
+    fn only_regular_files_are_read_and_never_blocking() {
+        let dir = temp();
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .expect("mkfifo");
+        let cases = [
+            (fifo, FileKind::NamedPipe),
+            (PathBuf::from("/dev/zero"), FileKind::CharacterDevice),
+            (dir.path().to_path_buf(), FileKind::Directory),
+        ];
+        for (path, kind) in cases {
+            let shown = path.display().to_string();
+            let got = promptly(move || read_regular_file(&path, MAX_POLICY_BYTES));
+            match got {
+                Err(ReadError::NotRegular(k)) => assert_eq!(k, kind, "{shown}"),
+                other => panic!("{shown}: {other:?}"),
+            }
+        }
+        let missing = read_regular_file(&dir.path().join("missing"), 10);
+        assert!(
+            matches!(&missing, Err(ReadError::Io(e)) if e.kind() == io::ErrorKind::NotFound),
+            "{missing:?}"
+        );
+    }
+
+    #[test]
+    fn files_and_streams_are_read_to_their_bound_and_no_further() {
+        let dir = temp();
+        let path = dir.path().join("p.splashpol");
+        std::fs::write(&path, b"0123456789").expect("write");
+        assert_eq!(read_regular_file(&path, 10).expect("fits"), b"0123456789");
+        let e = read_regular_file(&path, 9).expect_err("one byte over");
+        assert!(matches!(e, ReadError::TooLarge { bound: 9 }), "{e:?}");
+        assert_eq!(
+            e.to_string(),
+            "it holds more than 9 bytes, the most this input may hold"
+        );
+        assert_eq!(read_bounded(&b"abc"[..], 3).expect("fits"), b"abc");
+        // An endless stream stops at the bound.
+        let e = read_bounded(io::repeat(0), 1024 * 1024).expect_err("endless");
+        assert_eq!(
+            e.to_string(),
+            "it holds more than 1 MiB (1048576 bytes), the most this input may hold"
+        );
+    }
+
+    #[test]
+    fn from_path_refuses_what_it_cannot_read_with_the_path() {
+        let dir = temp();
+        let big = dir.path().join("big.splashpol");
+        let mut text = MINIMAL.to_string();
+        text.push_str(&"#".repeat(usize::try_from(MAX_POLICY_BYTES).expect("usize")));
+        std::fs::write(&big, text).expect("write");
+        for path in [big, dir.path().to_path_buf()] {
+            let e = LoadedPolicy::from_path(&path).expect_err("refused");
+            assert!(matches!(e, LaunchError::Read { .. }), "{e:?}");
+            assert!(e.is_refusal());
+            assert!(e.to_string().contains(&path.display().to_string()), "{e}");
+        }
+        let ok = dir.path().join("ok.splashpol");
+        std::fs::write(&ok, MINIMAL).expect("write");
+        LoadedPolicy::from_path(&ok).expect("a small policy loads");
+    }
 }

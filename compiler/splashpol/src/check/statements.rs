@@ -248,6 +248,26 @@ impl Checker {
             } => {
                 let p = self.path(parent, "network broker parent");
                 let d = self.path(destination, "network broker destination");
+                if let Some(socket) = d.as_ref().map(model::broker_socket_path)
+                    && socket.len() > model::MAX_SOCKET_PATH_BYTES
+                {
+                    self.push(
+                        Diagnostic::error(
+                            Code::BrokerSocketPathTooLong,
+                            destination.span,
+                            format!(
+                                "the broker socket `{socket}` is {} bytes long; a Unix socket path holds at most {}",
+                                socket.len(),
+                                model::MAX_SOCKET_PATH_BYTES
+                            ),
+                        )
+                        .with_label("the worker connects to `broker.sock` in this directory")
+                        .with_help(format!(
+                            "choose a destination of at most {} bytes, such as `/run/splash/network`",
+                            model::MAX_BROKER_DESTINATION_BYTES
+                        )),
+                    );
+                }
                 let mut set = BTreeSet::new();
                 let mut first: BTreeMap<&str, Span> = BTreeMap::new();
                 if ids.node.is_empty() {

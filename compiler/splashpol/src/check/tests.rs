@@ -534,12 +534,59 @@ fn aggregate_tmpfs() {
         "root \"a\" tmpfs at \"/w/a\" size 32 MiB\n  tmp private size 64 MiB\n  tmpfs aggregate 96 MiB",
     ));
     assert_eq!(p.raw().aggregate_ephemeral_max_bytes, Some(96 << 20));
+    // A root that with `/tmp` can never fit is marked at its size.
     let src = policy(
         "root \"a\" tmpfs at \"/w/a\" size 33 MiB\n  tmp private size 64 MiB\n  tmpfs aggregate 96 MiB",
     );
-    expect(&src, Code::AggregateTmpfsExceeded, "tmpfs aggregate 96 MiB");
+    let d = expect(&src, Code::AggregateTmpfsExceeded, "33 MiB");
+    assert!(d.message.contains("`a`"), "{}", d.message);
     let src = policy("tmp private\n  tmpfs aggregate 96 MiB");
     expect(&src, Code::AggregateTmpfsUnboundedTmp, "tmp private");
+    // `/tmp` alone over the bound: one error, at `/tmp`, not one per root.
+    let src = policy(
+        "root \"a\" tmpfs at \"/w/a\" size 1 MiB\n  tmp private size 97 MiB\n  tmpfs aggregate 96 MiB",
+    );
+    expect(
+        &src,
+        Code::AggregateTmpfsExceeded,
+        "tmp private size 97 MiB",
+    );
+    assert_eq!(check_source("t", &src).diagnostics.len(), 1);
+}
+
+#[test]
+fn aggregate_tmpfs_counts_what_can_be_active_together() {
+    // Alternatives that each fit but not together: a warning, and the
+    // policy is built.
+    let two = "root \"a\" tmpfs at \"/w/a\" size 1 GiB\n  root \"b\" tmpfs at \"/w/b\" size 1 GiB\n  \
+               tmpfs aggregate 1 GiB";
+    let src = policy(two);
+    let d = expect(
+        &src,
+        Code::AggregateTmpfsOvercommitted,
+        "tmpfs aggregate 1 GiB",
+    );
+    assert!(!d.is_error());
+    assert!(d.message.contains("2147483648"), "{}", d.message);
+    let out = check_source("t", &src);
+    assert_eq!(out.diagnostics.len(), 1);
+    assert!(out.policy.is_some());
+    // At most one root active: every selection fits.
+    clean(&policy(&format!("{two}\n  active-roots max 1")));
+    // Three roots, two active at most: the two largest with `/tmp`.
+    let three = "root \"a\" tmpfs at \"/w/a\" size 40 MiB\n  root \"b\" tmpfs at \"/w/b\" size 30 MiB\n  \
+                 root \"c\" tmpfs at \"/w/c\" size 20 MiB\n  tmp private size 10 MiB\n  active-roots max 2";
+    clean(&policy(&format!("{three}\n  tmpfs aggregate 80 MiB")));
+    let d = expect(
+        &policy(&format!("{three}\n  tmpfs aggregate 79 MiB")),
+        Code::AggregateTmpfsOvercommitted,
+        "tmpfs aggregate 79 MiB",
+    );
+    assert!(
+        d.message.starts_with("the 2 largest of the 3 tmpfs roots"),
+        "{}",
+        d.message
+    );
 }
 
 #[test]
@@ -740,6 +787,42 @@ fn network_broker() {
         &policy(&format!("pin mounts\n  {b} [\"A\"]")),
         Code::InvalidSelectorId,
         "\"A\"",
+    );
+    // Ids follow the token rule of every other id: at most 128 bytes.
+    let longest = "i".repeat(128);
+    clean(&policy(&format!("pin mounts\n  {b} [\"{longest}\"]")));
+    let d = expect(
+        &policy(&format!("pin mounts\n  {b} [\"{longest}i\"]")),
+        Code::InvalidSelectorId,
+        &format!("\"{longest}i\""),
+    );
+    assert!(d.message.contains("129 bytes long"), "{}", d.message);
+}
+
+#[test]
+fn network_broker_socket_path_fits_a_socket_address() {
+    let with = |destination: &str| {
+        policy(&format!(
+            "pin mounts\n  network-broker endpoint parent \"/run/user/1\" at \"{destination}\" ids [\"a\"]"
+        ))
+    };
+    // `/broker.sock` is 12 bytes: a 95-byte destination makes 107.
+    let longest = format!("/{}", "d".repeat(94));
+    let p = clean(&with(&longest));
+    assert_eq!(p.network_broker().expect("broker").socket_path().len(), 107);
+    let too_long = format!("{longest}x");
+    let d = expect(
+        &with(&too_long),
+        Code::BrokerSocketPathTooLong,
+        &format!("\"{too_long}\""),
+    );
+    assert!(d.message.contains("is 108 bytes long"), "{}", d.message);
+    assert!(
+        d.help
+            .as_deref()
+            .is_some_and(|h| h.contains("at most 95 bytes")),
+        "{:?}",
+        d.help
     );
 }
 

@@ -142,8 +142,12 @@ codes! {
     EscapeHatchOverridden = "splash::check::escape-hatch-overridden",
     /// Warning: `host-writes unbounded` but no `read-write` root lacks a quota.
     UnusedEscapeHatch = "splash::check::unused-escape-hatch",
-    /// The tmpfs roots plus a bounded private `/tmp` exceed `tmpfs aggregate`.
+    /// No active selection fits `tmpfs aggregate`: the bounded private `/tmp` alone, or one
+    /// tmpfs root with it, exceeds the bound (such a root can never be activated).
     AggregateTmpfsExceeded = "splash::check::aggregate-tmpfs-exceeded",
+    /// Warning: the tmpfs roots a manifest may activate together, with a bounded private
+    /// `/tmp`, can exceed `tmpfs aggregate`; activation refuses such a selection.
+    AggregateTmpfsOvercommitted = "splash::check::aggregate-tmpfs-overcommitted",
     /// `tmpfs aggregate` with a private `/tmp` without a size.
     AggregateTmpfsUnboundedTmp = "splash::check::aggregate-tmpfs-unbounded-tmp",
     /// `active-roots max` above 256.
@@ -166,9 +170,11 @@ codes! {
     AllowlistMissingExecve = "splash::check::allowlist-missing-execve",
     /// A strict allowlist names `clone3`, which is never allowed.
     AllowlistClone3 = "splash::check::allowlist-clone3",
-    /// A strict allowlist names a syscall the fixed escape-surface guards always deny.
+    /// A strict allowlist names a syscall of the specification's fixed deny set, which the
+    /// strict filter answers with `EPERM` before the list.
     AllowlistDeniedSyscall = "splash::check::allowlist-denied-syscall",
-    /// Warning: a strict allowlist names a syscall the deny-known-escape-surface set guards.
+    /// Warning: a strict allowlist names one of the reviewed additions to the fixed deny set,
+    /// which lifts its guard (unlisted, it answers `EPERM`).
     AllowlistGuardedSyscall = "splash::check::allowlist-guarded-syscall",
     /// A name that is a syscall on none of the supported architectures.
     UnknownSyscall = "splash::check::unknown-syscall",
@@ -184,6 +190,9 @@ codes! {
     CallDeadlineExceedsSession = "splash::check::call-deadline-exceeds-session",
     /// `network-broker` without `pin mounts`.
     BrokerRequiresPinnedMounts = "splash::check::broker-requires-pinned-mounts",
+    /// The worker-visible broker socket path, the `network-broker` destination and
+    /// `/broker.sock`, is longer than the 107 bytes a Unix socket address holds.
+    BrokerSocketPathTooLong = "splash::check::broker-socket-path-too-long",
 }
 
 impl fmt::Display for Code {
