@@ -22,6 +22,16 @@
 //! Shutdown wakes the thread through a pipe, joins it, and removes the
 //! socket and the directory with `unlinkat` relative to the retained
 //! descriptors. Any failure in steps 2–5 removes what was made.
+//!
+//! A host killed by SIGKILL cannot remove its directory, so ownership is
+//! proved by a lock, never guessed from a pid: the broker holds an
+//! exclusive `flock(2)` on its directory from right after `mkdirat` (step
+//! 3) for its whole life; a directory that a sweep removed in that instant
+//! has a link count of 0 and is made again under a new name. Before step 3
+//! every start sweeps the parent: a `.splash-broker-<32 hex>` directory of
+//! this uid whose lock it can take has no living owner, and its socket and
+//! the directory are removed (a directory holding anything else is left
+//! alone). [`HostBroker::sweep`] does the same on its own.
 
 use std::ffi::{CStr, CString};
 use std::io::{self, BufReader, Write};
@@ -55,6 +65,8 @@ const NAME_PREFIX: &str = ".splash-broker-";
 /// The most one write hands the socket ([`DeadlineWriter`]).
 pub(crate) const WRITE_CHUNK: usize = 16 * 1024;
 const CREATE_ATTEMPTS: usize = 8;
+/// The most entries of the parent a sweep looks at.
+const SWEEP_ENTRIES: usize = 4096;
 
 /// Why a broker could not start or stop cleanly (host-side errors).
 #[derive(Debug, thiserror::Error)]
@@ -231,6 +243,61 @@ impl BrokerMount {
     }
 }
 
+/// Removes every `.splash-broker-<32 hex>` directory under `parent` whose
+/// lock no living process holds; how many went.
+fn sweep_parent(parent: BorrowedFd<'_>, uid: libc::uid_t) -> usize {
+    let Ok(listing) = sys::open_at(parent, c".", libc::O_RDONLY | libc::O_DIRECTORY) else {
+        return 0;
+    };
+    let Ok(names) = sys::list_directory(listing.as_fd(), SWEEP_ENTRIES) else {
+        return 0;
+    };
+    names
+        .iter()
+        .filter(|name| {
+            name.strip_prefix(NAME_PREFIX.as_bytes())
+                .is_some_and(|hex| hex.len() == 32 && hex.iter().all(u8::is_ascii_hexdigit))
+        })
+        .filter_map(|name| CString::new(name.clone()).ok())
+        .filter(|name| sweep_one(parent, name, uid).unwrap_or(false))
+        .count()
+}
+
+/// Removes the directory `name` if its lock is free, it belongs to `uid`
+/// and it holds nothing but the socket.
+fn sweep_one(parent: BorrowedFd<'_>, name: &CStr, uid: libc::uid_t) -> io::Result<bool> {
+    let dir = std::fs::File::from(sys::open_at(
+        parent,
+        name,
+        libc::O_RDONLY | libc::O_DIRECTORY,
+    )?);
+    match dir.try_lock() {
+        Ok(()) => {}
+        // Its owner lives.
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(false),
+        Err(std::fs::TryLockError::Error(e)) => return Err(e),
+    }
+    let st = sys::fstat(dir.as_fd())?;
+    if file_type(&st) != libc::S_IFDIR || st.st_uid != uid {
+        return Ok(false);
+    }
+    let entries = sys::list_directory(dir.as_fd(), 2)?;
+    if entries.iter().any(|e| e != SOCKET_NAME.as_bytes()) {
+        return Ok(false);
+    }
+    if !entries.is_empty() {
+        let socket = sys::fstat_at(dir.as_fd(), &socket_name())?;
+        if file_type(&socket) != libc::S_IFSOCK {
+            return Ok(false);
+        }
+        sys::unlink_at(dir.as_fd(), &socket_name(), 0)?;
+    }
+    // Removed while still locked, so a creator that loses this race sees a
+    // link count of 0.
+    sys::unlink_at(parent, name, libc::AT_REMOVEDIR)?;
+    Ok(true)
+}
+
 fn socket_name() -> CString {
     CString::new(SOCKET_NAME).unwrap_or_default()
 }
@@ -318,6 +385,9 @@ pub struct HostBroker {
     counters: Arc<Counters>,
     thread_failed: Arc<AtomicBool>,
     removed: bool,
+    /// The private directory, opened for its `flock(2)`: held as long as
+    /// the broker, released only after the directory is removed.
+    _lock: std::fs::File,
 }
 
 /// Removes what `start` made so far, on failure.
@@ -363,6 +433,7 @@ impl HostBroker {
             source,
         };
 
+        sweep_parent(parent.as_fd(), uid);
         let mut made = None;
         for _ in 0..CREATE_ATTEMPTS {
             let mut bytes = [0u8; 16];
@@ -376,15 +447,39 @@ impl HostBroker {
             let name = format!("{NAME_PREFIX}{hex}");
             let c_name = CString::new(name.clone()).unwrap_or_default();
             match sys::mkdir_at(parent.as_fd(), &c_name, 0o700) {
-                Ok(()) => {
-                    made = Some((name, c_name));
-                    break;
-                }
+                Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(create("create the private directory", e)),
             }
+            // The owner's lock, taken before anything is in the directory.
+            // A sweep that removed it first held the lock only briefly and
+            // left a link count of 0: made again under a new name.
+            let dir =
+                match sys::open_at(parent.as_fd(), &c_name, libc::O_RDONLY | libc::O_DIRECTORY) {
+                    Ok(dir) => std::fs::File::from(dir),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                    Err(e) => {
+                        let _ = sys::unlink_at(parent.as_fd(), &c_name, libc::AT_REMOVEDIR);
+                        return Err(create("open the private directory", e));
+                    }
+                };
+            if let Err(e) = dir.lock() {
+                let _ = sys::unlink_at(parent.as_fd(), &c_name, libc::AT_REMOVEDIR);
+                return Err(create("lock the private directory", e));
+            }
+            match sys::fstat(dir.as_fd()) {
+                Ok(st) if st.st_nlink == 0 => continue,
+                Ok(_) => {
+                    made = Some((name, c_name, dir));
+                    break;
+                }
+                Err(e) => {
+                    let _ = sys::unlink_at(parent.as_fd(), &c_name, libc::AT_REMOVEDIR);
+                    return Err(create("inspect the private directory", e));
+                }
+            }
         }
-        let (name, c_name) = made.ok_or_else(|| {
+        let (name, c_name, dir) = made.ok_or_else(|| {
             create(
                 "create the private directory",
                 io::Error::from(io::ErrorKind::AlreadyExists),
@@ -401,8 +496,6 @@ impl HostBroker {
             path: directory_path.to_path_buf(),
             source,
         };
-        let dir = sys::open_at(parent.as_fd(), &c_name, libc::O_RDONLY | libc::O_DIRECTORY)
-            .map_err(|e| dir_error("open the private directory", e))?;
         sys::fchmod(dir.as_fd(), 0o700).map_err(|e| dir_error("set mode 0700", e))?;
         let st = sys::fstat(dir.as_fd()).map_err(|e| dir_error("inspect", e))?;
         if file_type(&st) != libc::S_IFDIR || st.st_uid != uid || mode_of(&st) != 0o700 {
@@ -435,7 +528,6 @@ impl HostBroker {
             .spawn(move || serve(listener, wake_read, catalog, c, f))
             .map_err(|e| dir_error("start the serving thread", e))?;
         std::mem::forget(partial);
-        drop(dir);
         Ok(Self {
             parent,
             directory,
@@ -449,7 +541,22 @@ impl HostBroker {
             counters,
             thread_failed,
             removed: false,
+            _lock: dir,
         })
+    }
+
+    /// Removes the private directories under `parent` whose owner is dead
+    /// (their lock is free; see the module documentation); returns how
+    /// many went. Best effort, like the sweep every start makes.
+    pub fn sweep(parent: impl AsRef<Path>) -> Result<usize, BrokerError> {
+        let given = parent.as_ref();
+        let parent_error = |source| BrokerError::Parent {
+            path: given.to_path_buf(),
+            source,
+        };
+        let parent_path = std::fs::canonicalize(given).map_err(parent_error)?;
+        let parent = sys::open_directory_no_symlinks(&parent_path).map_err(parent_error)?;
+        Ok(sweep_parent(parent.as_fd(), sys::effective_uid()))
     }
 
     /// Fresh descriptors and facts for the runtime's bind
