@@ -49,8 +49,9 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 const ONE_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Layers every plan has.
-const ALWAYS_ON: [&str; 6] = [
+const ALWAYS_ON: [&str; 7] = [
     "namespaces",
+    "no-new-privs",
     "cap-drop",
     "read-only-proc",
     "pid1-is-worker",
@@ -64,7 +65,7 @@ struct AttemptInfo {
     name: String,
     what: String,
     layers: Vec<String>,
-    /// `contained`, `host-shared` or `cap-dropped`.
+    /// `contained`, `host-shared`, `cap-dropped` or `unsandboxed`.
     control: String,
 }
 
@@ -757,8 +758,10 @@ fn contained_control(host: &Host, caps: bool) -> Vec<String> {
 fn run_controls(host: &Host) -> BTreeMap<String, Seen> {
     let mut seen = BTreeMap::new();
     let mut canary = Canary::start(0);
-    let run = |bwrap_args: Vec<String>, only: Vec<&str>, opts: Vec<String>| -> Vec<Value> {
-        let mut args = bwrap_args;
+    // `command` is the program and its arguments (Bubblewrap's, or the
+    // probe's own for the unsandboxed control).
+    let run = |command: Vec<String>, only: Vec<&str>, opts: Vec<String>| -> Vec<Value> {
+        let mut args = command;
         args.push("all".into());
         args.push("--only".into());
         args.push(only.join(","));
@@ -769,7 +772,6 @@ fn run_controls(host: &Host) -> BTreeMap<String, Seen> {
             .arg("-c")
             .arg("exec 7</dev/null; exec \"$@\"")
             .arg("sh")
-            .arg(&host.bwrap)
             .args(&args)
             .env("SPLASH_BATTERY_CONTROL", "1")
             .stdin(Stdio::null())
@@ -787,34 +789,46 @@ fn run_controls(host: &Host) -> BTreeMap<String, Seen> {
             .map(|a| a.name.as_str())
             .collect()
     };
-    let (contained, shared, dropped) = (
+    let (contained, shared, dropped, unsandboxed) = (
         of_kind("contained"),
         of_kind("host-shared"),
         of_kind("cap-dropped"),
+        of_kind("unsandboxed"),
     );
+    let bwrap = |args: Vec<String>| -> Vec<String> {
+        let mut command = vec![host.bwrap.display().to_string()];
+        command.extend(args);
+        command
+    };
+    let worker = host.runtime.path().join("bin/worker");
     let mut lines = run(
-        contained_control(host, true),
+        bwrap(contained_control(host, true)),
         contained,
         host.options(canary.pid(), Some("/scratch"), true),
     );
     // Host root without capabilities, with bwrap's own `--dev`.
     lines.extend(run(
-        contained_control(host, false),
+        bwrap(contained_control(host, false)),
         dropped,
         host.options(canary.pid(), Some("/scratch"), true),
     ));
     // Sharing the host's pid and network namespaces, as host root.
-    let worker = host.runtime.path().join("bin/worker");
     lines.extend(run(
-        vec![
+        bwrap(vec![
             "--dev-bind".into(),
             "/".into(),
             "/".into(),
             "--die-with-parent".into(),
             "--".into(),
             worker.display().to_string(),
-        ],
+        ]),
         shared,
+        host.options(canary.pid(), None, true),
+    ));
+    // No sandbox at all (Bubblewrap always sets no_new_privs), as host root.
+    lines.extend(run(
+        vec![worker.display().to_string()],
+        unsandboxed,
         host.options(canary.pid(), None, true),
     ));
     for a in &host.attempts {
@@ -1104,7 +1118,8 @@ reviewed change:\n\n```\nSPLASH_BLESS=1 cargo test -p splash-tests --test escape
     t.push_str(
         "Each attempt names the layers that must stop it; it must be refused whenever \
 one of them is present. Always-on layers (every plan): `namespaces` (pid, network, \
-mount and the rest; read-only runtime mounts), `cap-drop`, `read-only-proc`, \
+mount and the rest; read-only runtime mounts), `no-new-privs` (`NoNewPrivs 1` in \
+the worker's `/proc/self/status`), `cap-drop`, `read-only-proc`, \
 `pid1-is-worker` (the worker chain is pid 1), `launcher-hygiene` (empty \
 environment, no inherited descriptors), `private-device-nodes` (the worker owns \
 no node in `/dev`; checked with every run, which also shows the nodes work). Policy layers: `seccomp` (either \
@@ -1124,7 +1139,8 @@ rlimits or size limits; the host attempts share the host's pid and network \
 namespaces instead, and the signal control kills the canary by pid rather than \
 with `kill(-1)`; the device-node controls run as host root without any \
 capability, with bwrap's own `--dev`, and change nothing: each sets a node's own \
-mode, times or owner). `reached (E...)`: the kernel passed its permission checks and \
+mode, times or owner; the `no_new_privs` control runs the probe as host root \
+outside any sandbox, since Bubblewrap always sets it). `reached (E...)`: the kernel passed its permission checks and \
 failed on the purposely invalid arguments. `unavailable`: this kernel or host \
 cannot do it at all, so there is nothing to stop here.\n\n",
     );

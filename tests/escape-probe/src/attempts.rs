@@ -48,6 +48,9 @@ pub enum Control {
     /// (`--cap-drop ALL`), with bwrap's own `--dev /dev`: what a worker of a
     /// root host is without the private device nodes.
     CapDropped,
+    /// No sandbox: the probe run directly as host root, for what every
+    /// Bubblewrap sandbox provides (`no_new_privs`).
+    Unsandboxed,
 }
 
 #[derive(Debug)]
@@ -67,6 +70,7 @@ const PROC: &str = "read-only-proc";
 const PID1: &str = "pid1-is-worker";
 const HYGIENE: &str = "launcher-hygiene";
 const DEVNODES: &str = "private-device-nodes";
+const NNP: &str = "no-new-privs";
 // Policy layers.
 const SECCOMP: &str = "seccomp";
 const LANDLOCK: &str = "landlock";
@@ -746,6 +750,32 @@ fn limits(text: &str) -> Vec<(String, u64, u64)> {
             Some((name, limit_value(f.next()?), limit_value(f.next()?)))
         })
         .collect()
+}
+
+/// `NoNewPrivs` of `/proc/self/status`, read with `openat` and `read` only
+/// (a strict allowlist need not list `prctl` or `statx`). A status that
+/// cannot be read counts as reached: the flag must be shown to be set,
+/// never assumed.
+fn keep_new_privileges() -> Outcome {
+    let fd = match sys::open(c"/proc/self/status", libc::O_RDONLY | libc::O_CLOEXEC, 0) {
+        Ok(fd) => fd,
+        Err(e) => return Reached(e, "/proc/self/status unreadable".into()),
+    };
+    let mut status = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        match sys::read(fd.as_fd(), &mut chunk) {
+            Ok(0) => break,
+            Ok(n) => status.extend_from_slice(&chunk[..usize::try_from(n).unwrap_or(0)]),
+            Err(e) => return Reached(e, "/proc/self/status unreadable".into()),
+        }
+    }
+    let status = String::from_utf8_lossy(&status);
+    match status_field(&status, "NoNewPrivs").as_deref() {
+        Some("1") => Denied(0, "NoNewPrivs 1".into()),
+        Some("0") => Worked("NoNewPrivs 0: an exec can gain privileges".into()),
+        other => Reached(0, format!("NoNewPrivs {other:?}")),
+    }
 }
 
 fn pid1_weaker() -> Outcome {
@@ -1558,6 +1588,14 @@ pub static ATTEMPTS: &[Attempt] = &[
         }
     ),
     // Privilege.
+    attempt!(
+        "keep-new-privileges",
+        "privilege",
+        "run without no_new_privs, so that executing a set-user-id or file-capability program grants its privileges",
+        [NNP],
+        Unsandboxed,
+        |_| keep_new_privileges()
+    ),
     attempt!(
         "raise-hard-rlimit",
         "privilege",

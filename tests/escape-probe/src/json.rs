@@ -25,6 +25,7 @@ pub fn attempt_entry(a: &Attempt) -> String {
         Control::Contained => "contained",
         Control::HostShared => "host-shared",
         Control::CapDropped => "cap-dropped",
+        Control::Unsandboxed => "unsandboxed",
     };
     format!(
         "{{\"attempt\":{},\"group\":{},\"layers\":[{}],\"control\":{},\"what\":{}}}",
