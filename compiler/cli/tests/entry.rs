@@ -1,5 +1,5 @@
-//! The process entry point (`sys::main`): what std's setup for `main` did
-//! and `splashc` still relies on, checked on the built binary.
+//! What std's setup for `main` does and `splashc` relies on, checked on the
+//! built binary.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
