@@ -1,18 +1,23 @@
-//! `splashc check FILE... [--format json]`.
+//! `splashc check FILE... [--format json] [--quiet] [--deny-warnings]`.
 //!
 //! Checks every file and reports every diagnostic. Exit status: 0 when no
-//! file has an error (warnings allowed), 1 when any file has an error, 2 when
-//! a file cannot be read. Human output goes to stderr through miette (colour
-//! only on a terminal); JSON goes to stdout as one document.
+//! file has an error (warnings allowed unless `--deny-warnings`), 1 when any
+//! file has an error (or a warning, with `--deny-warnings`), 2 when a file
+//! cannot be read. Human output goes to stderr through miette (colour only
+//! on a terminal, never with `NO_COLOR` or `TERM=dumb`); JSON goes to stdout
+//! as one document. `--quiet` prints errors only (warnings too with
+//! `--deny-warnings`), without the per-file summary.
 //!
 //! Each file is read with the runtime loader's reader: a regular file of at
 //! most [`MAX_POLICY_BYTES`]; a FIFO, a device or a directory is refused
-//! (status 2) without blocking or reading it.
+//! (status 2) without blocking or reading it. `-` is standard input, read
+//! to the same bound.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
+use std::path::Path;
 
 use serde_json::json;
-use splash_runtime::launch::{MAX_POLICY_BYTES, read_regular_file};
+use splash_runtime::launch::{MAX_POLICY_BYTES, read_bounded, read_regular_file};
 use splashpol::RenderOptions;
 
 use crate::Format;
@@ -21,10 +26,20 @@ pub fn run(args: &crate::CheckArgs) -> u8 {
     let mut any_errors = false;
     let mut io_failure = false;
     let mut reports = Vec::new();
-    let color = std::io::stderr().is_terminal();
+    let color = crate::stderr_color();
     for path in &args.policies {
-        let name = path.display().to_string();
-        let bytes = match read_regular_file(path, MAX_POLICY_BYTES) {
+        let stdin = path == Path::new("-");
+        let name = if stdin {
+            "<stdin>".to_string()
+        } else {
+            path.display().to_string()
+        };
+        let read = if stdin {
+            read_bounded(std::io::stdin().lock(), MAX_POLICY_BYTES)
+        } else {
+            read_regular_file(path, MAX_POLICY_BYTES)
+        };
+        let bytes = match read {
             Ok(bytes) => bytes,
             Err(e) => {
                 io_failure = true;
@@ -33,26 +48,36 @@ pub fn run(args: &crate::CheckArgs) -> u8 {
             }
         };
         // A file that is not UTF-8 is a policy error at a line and column.
-        let (source, outcome) = splashpol::check_bytes(&name, &bytes);
-        any_errors |= outcome.has_errors();
+        let (source, mut outcome) = splashpol::check_bytes(&name, &bytes);
+        let warnings = outcome.warnings().count();
+        any_errors |= outcome.has_errors() || (args.deny_warnings && warnings > 0);
         match args.format {
             Format::Human => {
                 let options = RenderOptions {
                     color,
                     ..RenderOptions::default()
                 };
-                let mut text = outcome.render_human_with(&name, &source, options);
                 let errors = outcome.errors().count();
-                let warnings = outcome.warnings().count();
-                text.push_str(&if errors == 0 && warnings == 0 {
-                    format!("{name}: ok\n")
-                } else {
-                    format!(
-                        "{name}: {} and {}\n",
-                        plural(errors, "error"),
-                        plural(warnings, "warning")
-                    )
-                });
+                if args.quiet && !args.deny_warnings {
+                    outcome.diagnostics.retain(|d| d.is_error());
+                }
+                let mut text = outcome.render_human_with(&name, &source, options);
+                if !args.quiet {
+                    text.push_str(&if errors == 0 && warnings == 0 {
+                        format!("{name}: ok\n")
+                    } else {
+                        format!(
+                            "{name}: {} and {}{}\n",
+                            plural(errors, "error"),
+                            plural(warnings, "warning"),
+                            if args.deny_warnings && warnings > 0 {
+                                " (warnings denied)"
+                            } else {
+                                ""
+                            }
+                        )
+                    });
+                }
                 let _ = std::io::stderr().write_all(text.as_bytes());
             }
             Format::Json => {
@@ -122,8 +147,38 @@ mod tests {
             let args = CheckArgs {
                 policies: policies(),
                 format,
+                quiet: false,
+                deny_warnings: false,
             };
             assert_eq!(run(&args), 0);
+        }
+    }
+
+    #[test]
+    fn denied_warnings_exit_one_and_quiet_changes_no_status() {
+        let warned: Vec<PathBuf> = policies()
+            .into_iter()
+            .filter(|p| p.ends_with("strict-allowlist.splashpol"))
+            .collect();
+        let source = std::fs::read_to_string(&warned[0]).expect("policy");
+        let (_, outcome) = splashpol::check_bytes("p", source.as_bytes());
+        // Control: the policy has a warning and no error.
+        assert!(outcome.warnings().count() > 0 && !outcome.has_errors());
+        for (quiet, deny_warnings, code) in [
+            (false, false, 0),
+            (true, false, 0),
+            (false, true, 1),
+            (true, true, 1),
+        ] {
+            for format in [Format::Human, Format::Json] {
+                let args = CheckArgs {
+                    policies: warned.clone(),
+                    format,
+                    quiet,
+                    deny_warnings,
+                };
+                assert_eq!(run(&args), code, "quiet {quiet}, deny {deny_warnings}");
+            }
         }
     }
 
@@ -143,7 +198,9 @@ mod tests {
         assert_eq!(
             run(&CheckArgs {
                 policies: files,
-                format: Format::Human
+                format: Format::Human,
+                quiet: false,
+                deny_warnings: false,
             }),
             1
         );
@@ -151,7 +208,9 @@ mod tests {
         assert_eq!(
             run(&CheckArgs {
                 policies: vec![bad.clone(), missing],
-                format: Format::Json
+                format: Format::Json,
+                quiet: true,
+                deny_warnings: false,
             }),
             2
         );
@@ -160,7 +219,9 @@ mod tests {
         assert_eq!(
             run(&CheckArgs {
                 policies: vec![not_utf8],
-                format: Format::Human
+                format: Format::Human,
+                quiet: false,
+                deny_warnings: true,
             }),
             1,
             "a file that is not UTF-8 is a policy error, not an I/O failure"

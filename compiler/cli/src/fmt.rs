@@ -6,13 +6,13 @@
 //! owner, renamed over it; a symbolic link keeps pointing at the formatted
 //! file). `-` reads standard input and writes the result to standard output.
 //! With `--check` nothing is written: the files that would change are listed
-//! on stdout.
+//! on stdout, or with `--diff` each change is printed as a unified diff.
 //!
 //! Exit status: 0 all files are formatted (or were formatted now), 1 a file
 //! would change (`--check`) or does not parse (its syntax diagnostics on
 //! stderr, the file untouched), 2 a file cannot be read or written.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -25,13 +25,13 @@ use crate::FmtArgs;
 pub fn run(args: &FmtArgs) -> u8 {
     let mut worst = 0;
     for path in &args.files {
-        let code = one(path, args.check);
+        let code = one(path, args.check, args.diff);
         worst = worst.max(code);
     }
     worst
 }
 
-fn one(path: &Path, check: bool) -> u8 {
+fn one(path: &Path, check: bool, diff: bool) -> u8 {
     let stdin = path == Path::new("-");
     let name = if stdin {
         "<stdin>".to_string()
@@ -53,7 +53,7 @@ fn one(path: &Path, check: bool) -> u8 {
                 diagnostics,
             };
             let options = RenderOptions {
-                color: std::io::stderr().is_terminal(),
+                color: crate::stderr_color(),
                 ..RenderOptions::default()
             };
             let text = outcome.render_human_with(&name, &source, options);
@@ -67,11 +67,16 @@ fn one(path: &Path, check: bool) -> u8 {
         }
     };
     if check {
-        if formatted != source {
-            println!("{name}");
-            return 1;
+        if formatted == source {
+            return 0;
         }
-        return 0;
+        let shown = if diff {
+            unified_diff(&name, &source, &formatted)
+        } else {
+            format!("{name}\n")
+        };
+        let _ = std::io::stdout().lock().write_all(shown.as_bytes());
+        return 1;
     }
     if stdin {
         let mut out = std::io::stdout().lock();
@@ -96,6 +101,16 @@ fn one(path: &Path, check: bool) -> u8 {
             2
         }
     }
+}
+
+/// The change from `source` to `formatted` as a unified diff with three
+/// lines of context, headed `--- NAME` and `+++ NAME (formatted)`.
+fn unified_diff(name: &str, source: &str, formatted: &str) -> String {
+    similar::TextDiff::from_lines(source, formatted)
+        .unified_diff()
+        .context_radius(3)
+        .header(name, &format!("{name} (formatted)"))
+        .to_string()
 }
 
 /// The file, or standard input, as text: at most [`MAX_POLICY_BYTES`]; a

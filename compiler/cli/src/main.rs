@@ -14,6 +14,7 @@ mod compile;
 mod diff;
 mod doctor;
 mod emit;
+mod exit;
 mod explain;
 mod fmt;
 mod help;
@@ -25,6 +26,7 @@ mod sys;
 #[command(
     name = "splashc",
     version,
+    propagate_version = true,
     about = ABOUT
 )]
 struct Cli {
@@ -71,11 +73,18 @@ pub enum Format {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Policy files to check.
+    /// Policy files to check; `-` reads standard input.
     #[arg(required = true)]
     pub policies: Vec<PathBuf>,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
+    /// Print errors only: no warnings and no per-file summary (with
+    /// `--deny-warnings`, warnings are errors and are printed).
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Treat warnings as errors: exit 1 when any file has a warning.
+    #[arg(long)]
+    pub deny_warnings: bool,
 }
 
 #[derive(Debug, Args)]
@@ -178,6 +187,10 @@ pub struct FmtArgs {
     /// Write nothing; list the files that would change and exit 1 if any.
     #[arg(long)]
     pub check: bool,
+    /// With `--check`: print each change as a unified diff instead of the
+    /// file's name.
+    #[arg(long, requires = "check")]
+    pub diff: bool,
 }
 
 #[derive(Debug, Args)]
@@ -200,6 +213,26 @@ const ABOUT: &str = "Policy compiler and launcher for Bubblewrap sandboxes";
 /// The one-line help of `splashc run`.
 const RUN_ABOUT: &str = "Launch a worker under a policy and open an authenticated session.";
 
+/// Whether diagnostics on standard error may use colour: it is a terminal,
+/// `NO_COLOR` is unset or empty (<https://no-color.org>), and `TERM` is not
+/// `dumb`.
+pub fn stderr_color() -> bool {
+    use std::io::IsTerminal;
+    color_allowed(
+        std::io::stderr().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+        std::env::var_os("TERM").as_deref(),
+    )
+}
+
+fn color_allowed(
+    terminal: bool,
+    no_color: Option<&std::ffi::OsStr>,
+    term: Option<&std::ffi::OsStr>,
+) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty()) && term.is_none_or(|t| t != "dumb")
+}
+
 /// Runs the command line: the process's exit status.
 fn run_command_line() -> u8 {
     match Cli::parse().command {
@@ -219,4 +252,21 @@ fn run_command_line() -> u8 {
 
 fn main() -> ExitCode {
     ExitCode::from(run_command_line())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::ffi::OsStr;
+
+    use super::*;
+
+    #[test]
+    fn colour_needs_a_terminal_and_neither_no_color_nor_a_dumb_terminal() {
+        let xterm = Some(OsStr::new("xterm"));
+        assert!(color_allowed(true, None, xterm));
+        assert!(color_allowed(true, Some(OsStr::new("")), None));
+        assert!(!color_allowed(false, None, xterm));
+        assert!(!color_allowed(true, Some(OsStr::new("1")), xterm));
+        assert!(!color_allowed(true, None, Some(OsStr::new("dumb"))));
+    }
 }

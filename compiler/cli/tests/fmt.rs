@@ -296,3 +296,52 @@ fn the_owner_of_a_file_formatted_by_root_is_kept() {
     assert_eq!((meta.uid(), meta.gid()), (65534, 65534));
     assert_eq!(std::fs::read_to_string(&file).expect("read"), minimal);
 }
+
+/// `--check --diff` prints each change as a unified diff whose `-` lines are
+/// the file's and whose `+` lines are the canonical layout's; `--diff`
+/// alone is a usage error.
+#[test]
+fn check_with_diff_prints_the_change_as_a_unified_diff() {
+    let scratch = temp_dir("diff");
+    let original = workspace().join("policies/demo.splashpol");
+    let source = std::fs::read_to_string(&original).expect("read");
+    let file = scratch.path().join("demo.splashpol");
+    let untidy = messy(&source);
+    std::fs::write(&file, &untidy).expect("write");
+    let path = file.to_string_lossy().into_owned();
+
+    let o = splashc(&["fmt", "--check", "--diff", &path]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let shown = text(&o.stdout);
+    assert!(
+        shown.starts_with(&format!("--- {path}\n+++ {path} (formatted)\n@@ ")),
+        "{shown}"
+    );
+    let (mut removed, mut added) = (Vec::new(), Vec::new());
+    for line in shown.lines().skip(2) {
+        if let Some(l) = line.strip_prefix('-') {
+            removed.push(l);
+        } else if let Some(l) = line.strip_prefix('+') {
+            added.push(l);
+        }
+    }
+    assert!(!removed.is_empty() && !added.is_empty(), "{shown}");
+    let untidy_lines: Vec<&str> = untidy.lines().collect();
+    let tidy_lines: Vec<&str> = source.lines().collect();
+    for l in &removed {
+        assert!(untidy_lines.contains(&l.trim_end_matches('\r')), "{l:?}");
+    }
+    for l in &added {
+        assert!(tidy_lines.contains(l), "{l:?}");
+    }
+    // Nothing was written.
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), untidy);
+
+    // Control: a formatted file prints nothing.
+    let o = splashc(&["fmt", "--check", "--diff", &original.to_string_lossy()]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(o.stdout.is_empty());
+
+    let o = splashc(&["fmt", "--diff", &path]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+}

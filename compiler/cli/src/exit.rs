@@ -1,0 +1,392 @@
+//! The exit statuses and examples of every command, in one table: the
+//! manual pages render their EXIT STATUS and EXAMPLES sections from it, and
+//! a test holds the table in `docs/cli.md` to it. A usage error (an unknown
+//! option, a missing argument) is status 2 for every command, as clap
+//! reports it.
+
+/// One exit status of a command.
+#[derive(Debug, Clone, Copy)]
+pub struct Status {
+    /// The status.
+    pub code: u8,
+    /// When the command exits with it.
+    pub meaning: &'static str,
+}
+
+/// One example command line and what it does.
+#[derive(Debug, Clone, Copy)]
+pub struct Example {
+    /// The command line, as typed.
+    pub line: &'static str,
+    /// What it does.
+    pub does: &'static str,
+}
+
+/// What the manual page of one command says beyond its options.
+#[derive(Debug, Clone, Copy)]
+pub struct Page {
+    /// The subcommand's name; `splashc` for the top-level page.
+    pub command: &'static str,
+    /// Its exit statuses, in increasing order.
+    pub statuses: &'static [Status],
+    /// Example command lines.
+    pub examples: &'static [Example],
+}
+
+const fn s(code: u8, meaning: &'static str) -> Status {
+    Status { code, meaning }
+}
+
+const fn e(line: &'static str, does: &'static str) -> Example {
+    Example { line, does }
+}
+
+const USAGE_OR_IO: &str = "a usage error, or a file that cannot be read";
+
+/// Every page: the top-level one first, then one per subcommand.
+pub const PAGES: &[Page] = &[
+    Page {
+        command: "splashc",
+        statuses: &[
+            s(0, "success"),
+            s(
+                1,
+                "a policy or manifest problem; each command's page says what else",
+            ),
+            s(2, USAGE_OR_IO),
+        ],
+        examples: &[
+            e(
+                "splashc check policies/*.splashpol",
+                "check every bundled policy",
+            ),
+            e(
+                "splashc run policies/demo.splashpol",
+                "launch the demo worker and call its report",
+            ),
+        ],
+    },
+    Page {
+        command: "check",
+        statuses: &[
+            s(
+                0,
+                "no file has an error (warnings allowed, unless `--deny-warnings`)",
+            ),
+            s(
+                1,
+                "a file has an error, or a warning under `--deny-warnings`",
+            ),
+            s(2, USAGE_OR_IO),
+        ],
+        examples: &[
+            e(
+                "splashc check --deny-warnings --quiet policies/*.splashpol",
+                "a CI gate: fail on any warning, print only what fails",
+            ),
+            e(
+                "generate-policy | splashc check -",
+                "check a policy read from standard input",
+            ),
+        ],
+    },
+    Page {
+        command: "emit",
+        statuses: &[
+            s(0, "the launch objects were printed"),
+            s(
+                1,
+                "the policy or manifest has errors, or the policy cannot be lowered",
+            ),
+            s(
+                2,
+                "a usage error (an unknown `--arch`), or a file that cannot be read",
+            ),
+        ],
+        examples: &[
+            e(
+                "splashc emit --argv policies/demo.splashpol",
+                "the Bubblewrap argument list, shell-quoted",
+            ),
+            e(
+                "splashc emit --bpf --listing --arch aarch64 policies/demo.splashpol",
+                "the seccomp program for aarch64, disassembled",
+            ),
+        ],
+    },
+    Page {
+        command: "compile",
+        statuses: &[
+            s(0, "the artifact was written"),
+            s(
+                1,
+                "the policy has errors, or its artifact would exceed the policy size bound",
+            ),
+            s(2, "a usage error, or a file that cannot be read or written"),
+        ],
+        examples: &[e(
+            "splashc compile policies/demo.splashpol -o demo.splashc",
+            "a compiled artifact a host loads without the front end",
+        )],
+    },
+    Page {
+        command: "run",
+        statuses: &[
+            s(0, "the call succeeded and the worker exited cleanly"),
+            s(1, "the policy or manifest has errors"),
+            s(2, USAGE_OR_IO),
+            s(3, "bind, launch, session or tool failure"),
+        ],
+        examples: &[e(
+            "splashc run policies/demo.splashpol --invoke probe.echo --input '{\"x\":1}'",
+            "launch the demo worker and make one call",
+        )],
+    },
+    Page {
+        command: "doctor",
+        statuses: &[
+            s(
+                0,
+                "every control can be enforced on this host (warnings allowed)",
+            ),
+            s(
+                1,
+                "a control cannot be enforced, or the policy or manifest has errors",
+            ),
+            s(2, USAGE_OR_IO),
+        ],
+        examples: &[e(
+            "splashc doctor policies/agent-worker.splashpol",
+            "what this host lacks to enforce the policy, and the fix",
+        )],
+    },
+    Page {
+        command: "explain",
+        statuses: &[
+            s(0, "explained"),
+            s(
+                1,
+                "the policy or manifest has errors, or the policy cannot be lowered",
+            ),
+            s(
+                2,
+                "a usage error (an unknown `--arch`), or a file that cannot be read",
+            ),
+        ],
+        examples: &[
+            e(
+                "splashc explain policies/agent-worker.splashpol",
+                "the effective sandbox, and what is not enforced",
+            ),
+            e(
+                "splashc explain --dot policies/demo.splashpol | dot -Tsvg",
+                "the mount graph as a picture",
+            ),
+        ],
+    },
+    Page {
+        command: "diff",
+        statuses: &[
+            s(
+                0,
+                "nothing widened: identical sandboxes, or only narrowings",
+            ),
+            s(1, "at least one widening"),
+            s(
+                2,
+                "a usage error (an unknown `--arch`), or a file that cannot be read",
+            ),
+            s(3, "a policy has errors or cannot be lowered"),
+        ],
+        examples: &[e(
+            "splashc diff main.splashpol branch.splashpol",
+            "a CI gate: exit 1 when the branch widens the sandbox",
+        )],
+    },
+    Page {
+        command: "fmt",
+        statuses: &[
+            s(
+                0,
+                "every file is in the canonical layout (or was rewritten to it)",
+            ),
+            s(
+                1,
+                "a file would change (`--check`), or a file does not parse",
+            ),
+            s(2, "a usage error, or a file that cannot be read or written"),
+        ],
+        examples: &[
+            e(
+                "splashc fmt --check --diff policies/*.splashpol",
+                "a CI gate: show each change, exit 1 if any",
+            ),
+            e(
+                "splashc fmt - < in.splashpol > out.splashpol",
+                "format a stream",
+            ),
+        ],
+    },
+    Page {
+        command: "lsp",
+        statuses: &[
+            s(0, "the client sent `shutdown`, then `exit`"),
+            s(
+                1,
+                "the client sent `exit` without `shutdown`, or closed the connection",
+            ),
+            s(2, "a usage error"),
+        ],
+        examples: &[e(
+            "splashc lsp",
+            "serve an editor's language client on standard input and output",
+        )],
+    },
+    Page {
+        command: "completions",
+        statuses: &[
+            s(0, "the script was printed"),
+            s(2, "a usage error, or standard output cannot be written"),
+        ],
+        examples: &[e(
+            "splashc completions bash > /etc/bash_completion.d/splashc",
+            "install completions for bash",
+        )],
+    },
+    Page {
+        command: "man",
+        statuses: &[
+            s(0, "the page (or pages) were written"),
+            s(2, "a usage error, or a page cannot be written"),
+        ],
+        examples: &[e(
+            "splashc man --out-dir /usr/local/share/man/man1",
+            "install a page per command",
+        )],
+    },
+];
+
+/// The page of `command` (`splashc` for the top level).
+pub fn page(command: &str) -> Option<&'static Page> {
+    PAGES.iter().find(|p| p.command == command)
+}
+
+/// Roff text: backslashes and hyphens escaped, a leading `.` or `'` kept
+/// from being read as a request.
+fn roff(text: &str) -> String {
+    let escaped = text.replace('\\', "\\e").replace('-', "\\-");
+    if escaped.starts_with(['.', '\'']) {
+        format!("\\&{escaped}")
+    } else {
+        escaped
+    }
+}
+
+/// The EXIT STATUS and EXAMPLES sections of `page`, in roff.
+pub fn roff_sections(page: &Page) -> String {
+    let mut out = String::from(".SH \"EXIT STATUS\"\n");
+    for status in page.statuses {
+        out.push_str(&format!(
+            ".TP\n\\fB{}\\fR\n{}\n",
+            status.code,
+            roff(status.meaning)
+        ));
+    }
+    if page.command != "splashc" {
+        out.push_str(".PP\nA usage error (an unknown option, a missing argument) is status 2.\n");
+    }
+    out.push_str(".SH EXAMPLES\n");
+    for example in page.examples {
+        out.push_str(&format!(
+            ".TP\n\\fB{}\\fR\n{}\n",
+            roff(example.line),
+            roff(example.does)
+        ));
+    }
+    out
+}
+
+/// The exit statuses of every command as the Markdown table of
+/// `docs/cli.md`.
+#[cfg(test)]
+fn markdown_table() -> String {
+    let mut out = String::from("| command | status | meaning |\n|---|---|---|\n");
+    for page in PAGES.iter().filter(|p| p.command != "splashc") {
+        for status in page.statuses {
+            out.push_str(&format!(
+                "| `{}` | {} | {} |\n",
+                page.command,
+                status.code,
+                status.meaning.replace('|', "\\|")
+            ));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn every_command_has_one_page_with_sorted_statuses_and_an_example() {
+        let cli = crate::Cli::command();
+        let mut names: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
+        names.insert(0, "splashc");
+        let pages: Vec<&str> = PAGES.iter().map(|p| p.command).collect();
+        assert_eq!(pages, names);
+        for page in PAGES {
+            assert!(
+                page.statuses.windows(2).all(|w| w[0].code < w[1].code),
+                "{}",
+                page.command
+            );
+            assert!(
+                page.statuses.iter().any(|s| s.code == 0),
+                "{}",
+                page.command
+            );
+            assert!(
+                page.statuses.iter().any(|s| s.code == 2),
+                "{}",
+                page.command
+            );
+            assert!(!page.examples.is_empty(), "{}", page.command);
+            for example in page.examples {
+                assert!(example.line.contains("splashc"), "{}", example.line);
+            }
+        }
+    }
+
+    /// `docs/cli.md` holds the same table between its markers
+    /// (`SPLASH_BLESS=1` rewrites it).
+    #[test]
+    fn the_documented_exit_statuses_are_the_table() {
+        const BEGIN: &str = "<!-- exit statuses: generated from compiler/cli/src/exit.rs -->\n";
+        const END: &str = "<!-- end of exit statuses -->\n";
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/cli.md");
+        let doc = std::fs::read_to_string(path).expect("docs/cli.md");
+        let start = doc.find(BEGIN).expect("the begin marker") + BEGIN.len();
+        let end = doc[start..].find(END).expect("the end marker") + start;
+        let want = markdown_table();
+        if std::env::var_os("SPLASH_BLESS").is_some() {
+            let updated = format!("{}{want}{}", &doc[..start], &doc[end..]);
+            std::fs::write(path, updated).expect("write docs/cli.md");
+            return;
+        }
+        assert_eq!(
+            &doc[start..end],
+            want,
+            "docs/cli.md differs; SPLASH_BLESS=1 rewrites it"
+        );
+    }
+
+    #[test]
+    fn roff_text_is_escaped() {
+        assert_eq!(roff("--deny-warnings"), "\\-\\-deny\\-warnings");
+        assert_eq!(roff(".hidden"), "\\&.hidden");
+        assert_eq!(roff("a\\b"), "a\\eb");
+    }
+}
