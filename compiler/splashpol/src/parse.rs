@@ -232,15 +232,22 @@ pub fn parse(source: &str) -> ParseOutput {
     let mut p = Parsing {
         diagnostics: Vec::new(),
         failed_keywords: BTreeSet::new(),
+        trailing: None,
     };
     let file = match SplashpolParser::parse(Rule::file, source) {
         Ok(mut pairs) => {
             p.diagnostics.extend(control_characters(pairs.clone()));
             let file = pairs.next();
-            let built = file.clone().and_then(|file| p.file(file));
-            if built.is_none() {
-                let sp = file.map_or(Span::new(0, source.len()), |f| span(&f));
-                p.diagnostics.push(internal(sp, "the file"));
+            let mut built = file.clone().and_then(|file| p.file(file));
+            match (built.as_mut(), p.trailing.take()) {
+                (None, _) => {
+                    let sp = file.map_or(Span::new(0, source.len()), |f| span(&f));
+                    p.diagnostics.push(internal(sp, "the file"));
+                }
+                (Some(file), Some((rest, close))) => {
+                    p.trailing_text(source, rest, close, &mut file.policy.statements);
+                }
+                (Some(_), None) => {}
             }
             built
         }
@@ -283,6 +290,9 @@ fn internal(span: Span, what: &str) -> Diagnostic {
 struct Parsing {
     diagnostics: Vec<Diagnostic>,
     failed_keywords: BTreeSet<&'static str>,
+    /// The text after the policy and the policy's closing `}`, when there
+    /// is such text.
+    trailing: Option<(Span, Span)>,
 }
 
 fn span(pair: &Pair<'_, Rule>) -> Span {
@@ -305,6 +315,7 @@ impl Parsing {
     fn file(&mut self, file: Pair<'_, Rule>) -> Option<File> {
         let mut version = None;
         let mut policy = None;
+        let mut close = Span::default();
         for p in inner(file) {
             match p.as_rule() {
                 Rule::header => {
@@ -313,7 +324,12 @@ impl Parsing {
                         .find(|p| p.as_rule() == Rule::number)
                         .map(number);
                 }
-                Rule::policy => policy = Some(self.policy(p)?),
+                Rule::policy => {
+                    let end = p.as_span().end();
+                    close = Span::new(end.saturating_sub(1), end);
+                    policy = Some(self.policy(p)?);
+                }
+                Rule::trailing => self.trailing = Some((span(&p), close)),
                 _ => return None,
             }
         }
@@ -334,28 +350,7 @@ impl Parsing {
                     name = string(p);
                     header = header.join(name.span);
                 }
-                Rule::policy_body => {
-                    for s in inner(p) {
-                        if s.as_rule() == Rule::bad_statement {
-                            self.bad(&s, Context::Statement);
-                        } else {
-                            let sp = span(&s);
-                            let keyword = s.as_str().split([' ', '\t']).next().unwrap_or_default();
-                            match self.statement(s) {
-                                Some(stmt) => statements.push(stmt),
-                                None => {
-                                    // Not used, and not also reported missing.
-                                    if let Some(kw) =
-                                        STATEMENT_KEYWORDS.iter().find(|k| **k == keyword)
-                                    {
-                                        self.failed_keywords.insert(kw);
-                                    }
-                                    self.diagnostics.push(internal(sp, "this statement"));
-                                }
-                            }
-                        }
-                    }
-                }
+                Rule::policy_body => self.items(p, &mut statements),
                 _ => return None,
             }
         }
@@ -364,6 +359,102 @@ impl Parsing {
             header,
             statements,
         })
+    }
+
+    /// The statements of a `policy_body` or `trailing_body`, each bad one
+    /// reported.
+    fn items(&mut self, body: Pair<'_, Rule>, statements: &mut Vec<Stmt>) {
+        for s in inner(body) {
+            if s.as_rule() == Rule::bad_statement {
+                self.bad(&s, Context::Statement);
+                continue;
+            }
+            let sp = span(&s);
+            let keyword = s.as_str().split([' ', '\t']).next().unwrap_or_default();
+            match self.statement(s) {
+                Some(stmt) => statements.push(stmt),
+                None => {
+                    // Not used, and not also reported missing.
+                    if let Some(kw) = STATEMENT_KEYWORDS.iter().find(|k| **k == keyword) {
+                        self.failed_keywords.insert(kw);
+                    }
+                    self.diagnostics.push(internal(sp, "this statement"));
+                }
+            }
+        }
+    }
+
+    /// Reports the text `rest` after the policy, whose closing `}` is
+    /// `close`: a second `policy` block; statements after a `}` that closed
+    /// the policy early, up to the real closing `}` (parsed into
+    /// `statements`, so the checker still reports what is wrong with
+    /// them); an extra `}`; or anything else. The policy never builds, as
+    /// each case is an error.
+    fn trailing_text(&mut self, source: &str, rest: Span, close: Span, statements: &mut Vec<Stmt>) {
+        let text = &source[rest.start..rest.end];
+        let word_len = text
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+            .unwrap_or(text.len())
+            .max(text.chars().next().map_or(0, char::len_utf8));
+        let word = &text[..word_len];
+        let word_span = Span::new(rest.start, rest.start + word_len);
+        if word == "policy" {
+            self.diagnostics.push(
+                Diagnostic::error(
+                    Code::SecondPolicy,
+                    word_span,
+                    "a second `policy` block: a file holds one policy",
+                )
+                .with_label("the second policy starts here")
+                .with_help("put each policy in a file of its own"),
+            );
+            return;
+        }
+        // The trailing text parsed at its own offsets: everything before it
+        // becomes blanks of the same length, so every span stays the file's.
+        let mut padded = " ".repeat(rest.start);
+        padded.push_str(text);
+        let Ok(mut pairs) = SplashpolParser::parse(Rule::trailing_body, &padded) else {
+            self.diagnostics.push(
+                Diagnostic::error(
+                    Code::TrailingText,
+                    word_span,
+                    format!("`{word}` after the end of the policy"),
+                )
+                .with_label("nothing may follow the policy's closing `}`")
+                .with_help("a policy file ends with the `}` that closes its policy"),
+            );
+            return;
+        };
+        self.diagnostics.extend(control_characters(pairs.clone()));
+        let before = statements.len();
+        let failed = self.diagnostics.len();
+        if let Some(body) = pairs.next() {
+            self.items(body, statements);
+        }
+        if statements.len() == before && self.diagnostics.len() == failed {
+            self.diagnostics.push(
+                Diagnostic::error(
+                    Code::TrailingText,
+                    word_span,
+                    "an extra `}` after the end of the policy",
+                )
+                .with_label("no block is open here")
+                .with_help("remove this `}`"),
+            );
+        } else {
+            self.diagnostics.push(
+                Diagnostic::error(
+                    Code::TrailingText,
+                    close,
+                    "this `}` ends the policy, but statements follow it",
+                )
+                .with_label("the policy ends here")
+                .with_help(
+                    "remove this `}`: the statements after it are checked as part of the policy, but a policy with an error is never used",
+                ),
+            );
+        }
     }
 
     /// Reports a captured bad statement or entry by reparsing it alone.

@@ -55,6 +55,11 @@ codes! {
     ControlCharacter = "splash::parse::control-character",
     /// The header names a language version other than `1`.
     UnsupportedVersion = "splash::parse::unsupported-version",
+    /// Text after the policy's closing `}`: a `}` that closed the policy early (the
+    /// statements after it are still checked), an extra `}`, or anything else.
+    TrailingText = "splash::parse::trailing-text",
+    /// A second `policy` block: a file holds one policy.
+    SecondPolicy = "splash::parse::second-policy",
     /// The parse tree does not have the shape the grammar promises: a bug in the parse-tree
     /// builder, never in the policy.
     ParseInternal = "splash::parse::internal",

@@ -761,6 +761,7 @@ fn a_tree_of_the_wrong_shape_is_an_internal_error_not_a_default() {
     let mut p = Parsing {
         diagnostics: Vec::new(),
         failed_keywords: BTreeSet::new(),
+        trailing: None,
     };
     assert!(p.statement(pair).is_none());
     let d = internal(Span::new(0, 3), "this statement");
@@ -835,5 +836,32 @@ fn blocks_with_an_entry_that_did_not_parse_are_marked_recovered() {
         let (marks, diags) = parsed_marks(broken);
         assert_eq!(diags, 1, "{broken:?}");
         assert_eq!(marks, want, "{broken:?}");
+    }
+}
+
+/// An unclosed run of `{` in a bad statement or entry is reported in time
+/// linear in its length. Each `{` inside a braced group used to be tried
+/// both as a nested group and as a plain character, so 22 of them took
+/// seconds and 80 never finished (found by the `policy_check` fuzz target).
+#[test]
+fn unclosed_brace_runs_are_reported_in_linear_time() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for n in [80, 10_000] {
+            let run = "{".repeat(n);
+            for body in [
+                format!("  x {run}"),
+                format!("  x {{ {run}\n  worker \"/w\""),
+                format!("  limits {{\n    cpu {run}\n  }}"),
+            ] {
+                let _ = tx.send((n, parse(&wrap(&body)).has_errors()));
+            }
+        }
+    });
+    for _ in 0..6 {
+        let (n, errors) = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("an unclosed run of `{` still parsing after 60 s");
+        assert!(errors, "{n} unclosed `{{` accepted");
     }
 }
