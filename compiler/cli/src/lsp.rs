@@ -5,8 +5,9 @@
 //! with the same stable codes and spans (as LSP ranges in UTF-16 columns).
 //! Hover shows the number of a syscall in a strict allowlist on every
 //! architecture, and the value of a size, duration or rate in base units.
-//! Completion offers syscall names inside a strict allowlist and the
-//! grammar's keywords elsewhere. Go-to-definition, references and rename work
+//! Completion offers what may stand at the cursor ([`Place`]): the keywords
+//! of the statement or block entry there, and inside a strict allowlist the
+//! syscall names the checker accepts there. Go-to-definition, references and rename work
 //! on root ids (the `"ID"` of `root "ID" ...`, the only place the policy
 //! language names a root); a rename edits the policy only, and says so, since
 //! the capability manifests that select the root by id are other files.
@@ -15,7 +16,7 @@
 //! is read by [`transport`], within fixed bounds; a malformed frame is
 //! answered with a JSON-RPC error and the server carries on.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use lsp_server::ErrorCode;
 use lsp_server::{Connection, Message, Notification, Request, Response};
@@ -40,6 +41,7 @@ use lsp_types::{
 use splash_protocol::Token;
 use splash_seccomp::Arch;
 use splashpol::ast::{Seccomp, Statement};
+use splashpol::parse;
 use splashpol::units::{self, Unit};
 
 /// The grammar, for its keyword list (every `kw_NAME` rule's literal).
@@ -463,19 +465,6 @@ fn quantity_hover(text: &str, at: usize) -> Option<(String, (usize, usize))> {
     Some((format!("`{number} {unit}` = {shown}"), span))
 }
 
-/// The grammar's keywords, sorted and without duplicates.
-fn keywords() -> Vec<&'static str> {
-    let mut words: Vec<&str> = GRAMMAR
-        .lines()
-        .map(str::trim)
-        .filter(|l| l.starts_with("kw_"))
-        .filter_map(|l| l.split('"').nth(1))
-        .collect();
-    words.sort_unstable();
-    words.dedup();
-    words
-}
-
 /// Syscall names of every architecture, sorted and without duplicates.
 fn syscall_names() -> Vec<&'static str> {
     let mut names: Vec<&str> = Arch::ALL
@@ -487,31 +476,239 @@ fn syscall_names() -> Vec<&'static str> {
     names
 }
 
-/// Whether `at` is inside the braces of a `strict-allowlist` block.
-fn in_allowlist(text: &str, at: usize) -> bool {
+/// What may be written at a completion point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Place {
+    /// Outside the policy block: the header and `policy`.
+    TopLevel,
+    /// The first word of an entry of the block opened by this keyword
+    /// (`policy`, `limits`, `landlock`, `cgroup`, `io`).
+    EntryStart(&'static str),
+    /// After the first word of a statement: the words of its rule.
+    InStatement(String),
+    /// Inside another entry (a value): nothing to offer.
+    InEntry,
+    /// Inside `seccomp strict-allowlist { ... }`.
+    Allowlist,
+}
+
+/// Where `at` is: the blocks open before it (strings and comments skipped)
+/// and whether the current entry has a complete first word.
+fn place(text: &str, at: usize) -> Place {
     let before = &text[..at];
-    before.rfind("strict-allowlist").is_some_and(|i| {
-        let tail = &before[i..];
-        tail.contains('{') && !tail.contains('}')
+    // Each open block: the first word of the statement that opened it.
+    let mut open: Vec<&str> = Vec::new();
+    let mut entry_start = 0;
+    let mut chars = before.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => {
+                // To the closing quote (or the end of the line).
+                for (_, c) in chars.by_ref() {
+                    if c == '"' || c == '\n' {
+                        break;
+                    }
+                }
+            }
+            '#' => {
+                for (_, c) in chars.by_ref() {
+                    if c == '\n' {
+                        break;
+                    }
+                }
+                entry_start = before
+                    .len()
+                    .min(before[i..].find('\n').map_or(before.len(), |n| i + n + 1));
+            }
+            '{' => {
+                let opener = before[entry_start..i]
+                    .split_whitespace()
+                    .next()
+                    .unwrap_or("");
+                let opener = if before[entry_start..i].contains("strict-allowlist") {
+                    "strict-allowlist"
+                } else {
+                    opener
+                };
+                open.push(opener);
+                entry_start = i + 1;
+            }
+            '}' => {
+                open.pop();
+                entry_start = i + 1;
+            }
+            '\n' | ';' => entry_start = i + 1,
+            _ => {}
+        }
+    }
+    let block = open.last().copied();
+    if block == Some("strict-allowlist") {
+        return Place::Allowlist;
+    }
+    let entry = &before[entry_start..];
+    let started = entry.trim_start();
+    let first_word_done = started.contains(char::is_whitespace);
+    let Some(block) = block else {
+        return if first_word_done {
+            Place::InEntry
+        } else {
+            Place::TopLevel
+        };
+    };
+    let block: &'static str = match block {
+        "policy" => "policy",
+        "limits" => "limits",
+        "landlock" => "landlock",
+        "cgroup" => "cgroup",
+        "io" => "io",
+        _ => return Place::InEntry,
+    };
+    if !first_word_done {
+        return Place::EntryStart(block);
+    }
+    if block == "policy" {
+        let word = started.split_whitespace().next().unwrap_or_default();
+        return Place::InStatement(word.to_string());
+    }
+    Place::InEntry
+}
+
+/// The grammar's single-line rules: name to body.
+fn grammar_rules() -> &'static BTreeMap<&'static str, &'static str> {
+    static RULES: std::sync::OnceLock<BTreeMap<&'static str, &'static str>> =
+        std::sync::OnceLock::new();
+    RULES.get_or_init(|| {
+        GRAMMAR
+            .lines()
+            .filter_map(|l| {
+                let (name, body) = l.split_once('=')?;
+                let name = name.trim();
+                let body = body.trim();
+                (!name.is_empty()
+                    && name
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b == b'_' || b.is_ascii_digit())
+                    && body.ends_with('}'))
+                .then_some((name, body))
+            })
+            .collect()
     })
+}
+
+/// The keywords a statement's rule can take after its first word, found
+/// through the rules it names (not into its `{ ... }` block).
+fn statement_words(first: &str) -> Vec<&'static str> {
+    let rules = grammar_rules();
+    let name = format!("{}_stmt", first.replace('-', "_"));
+    let Some((&start, _)) = rules.get_key_value(name.as_str()) else {
+        return Vec::new();
+    };
+    let mut seen = BTreeSet::new();
+    let mut words = BTreeSet::new();
+    let mut todo = vec![start];
+    while let Some(rule) = todo.pop() {
+        if !seen.insert(rule) || rule.ends_with("_block") {
+            continue;
+        }
+        let Some(body) = rules.get(rule) else {
+            continue;
+        };
+        for ident in body.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+            if ident.starts_with("kw_") {
+                if let Some(word) = rules.get(ident).and_then(|b| b.split('"').nth(1)) {
+                    words.insert(word);
+                }
+            } else if let Some((&known, _)) = rules.get_key_value(ident) {
+                todo.push(known);
+            }
+        }
+    }
+    words.remove(first);
+    // The grammar takes `unlimited` for any quantity so that the checker
+    // can explain why it is always refused.
+    words.remove("unlimited");
+    words.into_iter().collect()
+}
+
+/// Syscall names a strict allowlist may hold: every known name but `clone3`
+/// and the fixed deny set, which the checker refuses there.
+fn listable_syscalls() -> Vec<&'static str> {
+    syscall_names()
+        .into_iter()
+        .filter(|n| splash_seccomp::strict_rejection(n).is_none())
+        .collect()
+}
+
+/// The names of the strict allowlist around `at`, except the word at `at`
+/// (a listed name is not offered again: the checker refuses duplicates).
+fn listed_elsewhere(text: &str, at: usize) -> BTreeSet<&str> {
+    let Some(start) = text[..at].rfind("strict-allowlist") else {
+        return BTreeSet::new();
+    };
+    let end = text[at..].find('}').map_or(text.len(), |n| at + n);
+    let (word_start, word_end) = word_at(text, at);
+    let mut names = BTreeSet::new();
+    let mut offset = start;
+    for line in text[start..end].split_inclusive('\n') {
+        let code = line.split('#').next().unwrap_or_default();
+        for (i, _) in code.match_indices(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+            let from = offset + i;
+            if from > 0 && text[..from].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                continue;
+            }
+            let len = text[from..]
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(text.len() - from);
+            if (from, from + len) != (word_start, word_end) {
+                names.insert(&text[from..from + len]);
+            }
+        }
+        offset += line.len();
+    }
+    names
 }
 
 fn complete(text: &str, at: Position) -> Vec<CompletionItem> {
     let at = offset(text, at);
-    let (words, kind, detail) = if in_allowlist(text, at) {
-        (syscall_names(), CompletionItemKind::VALUE, "syscall")
-    } else {
-        (keywords(), CompletionItemKind::KEYWORD, "keyword")
+    let item = |w: &str, kind, detail: String| CompletionItem {
+        label: w.to_string(),
+        kind: Some(kind),
+        detail: Some(detail),
+        ..CompletionItem::default()
     };
-    words
-        .into_iter()
-        .map(|w| CompletionItem {
-            label: w.to_string(),
-            kind: Some(kind),
-            detail: Some(detail.to_string()),
-            ..CompletionItem::default()
-        })
-        .collect()
+    let keywords = |words: &[&str]| -> Vec<CompletionItem> {
+        words
+            .iter()
+            .map(|w| item(w, CompletionItemKind::KEYWORD, "keyword".to_string()))
+            .collect()
+    };
+    match place(text, at) {
+        Place::TopLevel => keywords(&["policy", "splashpol"]),
+        Place::EntryStart(block) => keywords(match block {
+            "limits" => parse::LIMIT_KEYWORDS,
+            "landlock" => parse::LANDLOCK_KEYWORDS,
+            "cgroup" => parse::CGROUP_KEYWORDS,
+            "io" => parse::IO_KEYWORDS,
+            _ => parse::STATEMENT_KEYWORDS,
+        }),
+        Place::InStatement(first) => keywords(&statement_words(&first)),
+        Place::InEntry => Vec::new(),
+        Place::Allowlist => {
+            let listed = listed_elsewhere(text, at);
+            listable_syscalls()
+                .into_iter()
+                .filter(|n| !listed.contains(n))
+                .map(|n| {
+                    let detail = if splash_seccomp::strict_listing_warning(n).is_some() {
+                        "syscall; listing it lifts a fixed guard (a warning)"
+                    } else {
+                        "syscall"
+                    };
+                    item(n, CompletionItemKind::VALUE, detail.to_string())
+                })
+                .collect()
+        }
+    }
 }
 
 /// One root declaration, `root "ID" ...`: the id and the byte range of its
@@ -693,10 +890,103 @@ mod tests {
         );
     }
 
+    fn labels(text: &str, marker: &str) -> Vec<String> {
+        let at = text.find(marker).expect("marker");
+        let text = text.replace(marker, "");
+        let (line, col) = text[..at]
+            .rsplit_once('\n')
+            .map_or((0, at), |(head, tail)| {
+                (head.matches('\n').count() + 1, tail.len())
+            });
+        let position = Position::new(
+            u32::try_from(line).expect("line"),
+            u32::try_from(col).expect("column"),
+        );
+        complete(&text, position)
+            .into_iter()
+            .map(|i| i.label)
+            .collect()
+    }
+
+    const POLICY: &str = "splashpol 1\npolicy \"p\" {\n  bubblewrap \"/usr/bin/bwrap\"\n  @STMT\n  seccomp @SECCOMP\n  limits runner \"/r\" {\n    @LIMIT cpu 1 s\n  }\n  seccomp strict-allowlist {\n    execve @SYS\n  }\n}\n@TOP";
+
+    fn at(marker: &str) -> Vec<String> {
+        // Only this marker stays as the cursor; the others are removed.
+        let mut text = POLICY.to_string();
+        for m in ["@STMT", "@SECCOMP", "@LIMIT", "@SYS", "@TOP"] {
+            if m != marker {
+                text = text.replace(m, "");
+            }
+        }
+        labels(&text, marker)
+    }
+
     #[test]
-    fn keywords_come_from_the_grammar() {
-        let k = keywords();
-        assert!(k.contains(&"seccomp") && k.contains(&"strict-allowlist"));
-        assert!(k.len() >= 40);
+    fn completion_offers_what_may_stand_at_the_cursor() {
+        let statement = at("@STMT");
+        assert_eq!(
+            statement,
+            parse::STATEMENT_KEYWORDS
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+        );
+        let seccomp = at("@SECCOMP");
+        for w in ["deny-known-escape-surface", "off", "strict-allowlist"] {
+            assert!(seccomp.iter().any(|l| l == w), "{w} in {seccomp:?}");
+        }
+        assert!(!seccomp.iter().any(|l| l == "bubblewrap" || l == "seccomp"));
+        let limit = at("@LIMIT");
+        assert!(limit.iter().any(|l| l == "cpu") && !limit.iter().any(|l| l == "worker"));
+        assert_eq!(at("@TOP"), ["policy", "splashpol"]);
+        // Tokens in strings and comments do not open or close blocks.
+        let text = "splashpol 1\npolicy \"{\" { # }\n  @\n}\n";
+        assert!(labels(text, "@").iter().any(|l| l == "worker"));
+    }
+
+    /// Inside a strict allowlist: syscall names, never one the checker
+    /// refuses there (the fixed deny set, `clone3`); each one offered checks
+    /// without an error when listed.
+    #[test]
+    fn allowlist_completion_never_offers_a_refused_syscall() {
+        let offered = at("@SYS");
+        for refused in [
+            "clone3",
+            "unshare",
+            "bpf",
+            "mount",
+            "io_uring_setup",
+            "ptrace",
+        ] {
+            assert!(!offered.iter().any(|l| l == refused), "{refused} offered");
+        }
+        for listable in ["openat", "read", "kcmp", "clone"] {
+            assert!(offered.iter().any(|l| l == listable), "{listable} missing");
+        }
+        // Already listed.
+        assert!(!offered.iter().any(|l| l == "execve"));
+        for names in offered.chunks(64) {
+            let name = names.join(" ");
+            let source = format!(
+                "splashpol 1\npolicy \"p\" {{\n  bubblewrap \"/usr/bin/bwrap\"\n  worker \"/opt/w/worker\"\n  runtime \"/opt/w\" at \"/opt/w\"\n  seccomp strict-allowlist {{ execve {name} }}\n}}\n"
+            );
+            let outcome = splashpol::check_source("p", &source);
+            assert!(
+                !outcome.has_errors(),
+                "one of `{name}` is offered but refused: {:?}",
+                outcome.errors().map(|d| d.code).collect::<Vec<_>>()
+            );
+        }
+    }
+
+    #[test]
+    fn statement_words_follow_the_grammar() {
+        assert_eq!(statement_words("tmp"), ["off", "private", "size"]);
+        assert!(statement_words("limits").contains(&"required"));
+        assert!(
+            !statement_words("limits").contains(&"cpu"),
+            "not into its block"
+        );
+        assert!(statement_words("no-such-statement").is_empty());
     }
 }
