@@ -131,6 +131,11 @@ pub struct RunArgs {
     /// JSON input of the call (default `{}`).
     #[arg(long, requires = "invoke")]
     pub input: Option<String>,
+    /// Refuse to run unless the policy file's BLAKE3 digest (64 lowercase
+    /// hex digits, as `b3sum` prints it) is HEX: binds the run to one
+    /// reviewed file. It detects change, not who made the file.
+    #[arg(long, value_name = "HEX")]
+    pub expect_digest: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -226,8 +231,8 @@ fn run_only() -> clap::Command {
 
 /// A `splashc run` line in its plain form, read without building clap's
 /// command tree (which costs a fresh process about 0.1 ms): after `run`,
-/// exactly one policy path and each of `--manifest`, `--invoke` and
-/// `--input` at most once, as `--name value` or `--name=value`, with
+/// exactly one policy path and each of `--manifest`, `--invoke`, `--input`
+/// and `--expect-digest` at most once, as `--name value` or `--name=value`, with
 /// `--input` only beside `--invoke`; every argument UTF-8, every value
 /// non-empty and not starting with `-`. Any other line (help, a typo, a
 /// repeated or missing value) is `None` and goes to clap, which answers as
@@ -239,7 +244,7 @@ fn plain_run(argv: &[OsString]) -> Option<RunArgs> {
         return None;
     }
     let mut policy = None;
-    let (mut manifest, mut invoke, mut input) = (None, None, None);
+    let (mut manifest, mut invoke, mut input, mut expect_digest) = (None, None, None, None);
     let mut words = rest.iter().map(|w| w.to_str());
     while let Some(word) = words.next() {
         let word = word?;
@@ -261,6 +266,7 @@ fn plain_run(argv: &[OsString]) -> Option<RunArgs> {
             "manifest" => &mut manifest,
             "invoke" => &mut invoke,
             "input" => &mut input,
+            "expect-digest" => &mut expect_digest,
             _ => return None,
         };
         if slot.replace(value.to_owned()).is_some() {
@@ -275,6 +281,7 @@ fn plain_run(argv: &[OsString]) -> Option<RunArgs> {
         manifest: manifest.map(PathBuf::from),
         invoke,
         input,
+        expect_digest,
     })
 }
 
@@ -342,8 +349,12 @@ mod tests {
             "probe.echo",
             "--input",
             "{}",
+            "--expect-digest",
+            "00ff",
         ],
         &["splashc", "run", "p.splashpol", "--input", "{}"],
+        &["splashc", "run", "p.splashpol", "--expect-digest"],
+        &["splashc", "run", "p.splashpol", "--expect-digest=ab"],
         &["splashc", "run"],
         &["splashc", "run", "p.splashpol", "--bogus"],
         &["splashc", "run", "p.splashpol", "extra"],
@@ -404,6 +415,7 @@ mod tests {
             "--version",
             "--bogus",
             "--invoke=a=b",
+            "--expect-digest",
         ];
         let mut lines: Vec<Vec<&str>> = vec![Vec::new()];
         let mut frontier = lines.clone();
