@@ -90,7 +90,11 @@ pub fn policy_from_bytes(path: &Path, bytes: Vec<u8>) -> Result<Loaded, u8> {
 pub fn load_manifest(path: &Path) -> Result<CapabilityManifest, u8> {
     let bytes = read_bounded(path, "manifest", MAX_MANIFEST_BYTES)?;
     CapabilityManifest::from_json(&bytes).map_err(|e| {
-        eprintln!("splashc: manifest `{}`: {e}", path.display());
+        eprintln!(
+            "splashc: manifest `{}`: {}",
+            path.display(),
+            splashpol::text::escaped(&e.to_string())
+        );
         1
     })
 }

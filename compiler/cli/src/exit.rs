@@ -133,7 +133,10 @@ pub const PAGES: &[Page] = &[
         command: "run",
         statuses: &[
             s(0, "the call succeeded and the worker exited cleanly"),
-            s(1, "the policy or manifest has errors"),
+            s(
+                1,
+                "the policy or manifest has errors, or the policy file is not the one `--expect-digest` names",
+            ),
             s(2, USAGE_OR_IO),
             s(3, "bind, launch, session or tool failure"),
         ],

@@ -133,6 +133,11 @@ pub struct RunArgs {
     /// JSON input of the call (default `{}`).
     #[arg(long, requires = "invoke")]
     pub input: Option<String>,
+    /// Refuse to run unless the policy file's BLAKE3 digest (64 lowercase
+    /// hex digits, as `b3sum` prints it) is HEX: binds the run to one
+    /// reviewed file. It detects change, not who made the file.
+    #[arg(long, value_name = "HEX")]
+    pub expect_digest: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -12,8 +12,12 @@
 //! registers. The run says so on stderr. Without `--invoke` the call is
 //! `probe.report` with input `{}` (the bundled probe worker's report).
 //!
+//! With `--expect-digest HEX` the policy file must have that BLAKE3 digest
+//! ([`LoadedPolicy::from_path_expecting`]), or the run is refused (exit 1)
+//! naming both digests before the file is parsed.
+//!
 //! Exit status: 0 the call succeeded and the worker exited cleanly; 1 the
-//! policy or manifest has errors; 2 usage or I/O problems; 3 bind, launch,
+//! policy or manifest has errors or is not the pinned file; 2 usage or I/O problems; 3 bind, launch,
 //! session or tool failure.
 
 use std::collections::BTreeSet;
@@ -78,6 +82,7 @@ fn launch_failed(e: &LaunchError) -> u8 {
     match e {
         LaunchError::Read { .. } => 2,
         LaunchError::Artifact { .. }
+        | LaunchError::DigestMismatch { .. }
         | LaunchError::NotUtf8 { .. }
         | LaunchError::Check { .. }
         | LaunchError::Manifest(_)
@@ -102,7 +107,18 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
     };
 
     // Load (check or validate), then the manifest.
-    let loaded = LoadedPolicy::from_path(&args.policy).map_err(|e| match &e {
+    let loaded = match &args.expect_digest {
+        Some(hex) if !splashpol::artifact::is_hex_digest(hex) => {
+            eprintln!(
+                "splashc run: `--expect-digest {}` is not a BLAKE3 digest: give 64 lowercase hex digits (`b3sum POLICY`)",
+                splashpol::text::escaped(hex)
+            );
+            return Err(2);
+        }
+        Some(hex) => LoadedPolicy::from_path_expecting(&args.policy, hex),
+        None => LoadedPolicy::from_path(&args.policy),
+    };
+    let loaded = loaded.map_err(|e| match &e {
         LaunchError::Check { rendered, .. } => {
             eprint!("{rendered}");
             1
@@ -222,12 +238,15 @@ fn say(line: std::fmt::Arguments<'_>) {
 }
 
 /// An error and its sources, `: `-separated.
+/// `e` and its sources, each with control and bidirectional formatting
+/// characters escaped (a source such as a JSON decoder's error may quote
+/// the untrusted file).
 fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
+    let mut text = splashpol::text::escaped(&e.to_string()).to_string();
     let mut source = e.source();
     while let Some(s) = source {
         text.push_str(": ");
-        text.push_str(&s.to_string());
+        text.push_str(&splashpol::text::escaped(&s.to_string()).to_string());
         source = s.source();
     }
     text

@@ -5,6 +5,9 @@
 //!   validates;
 //! - broken documents (a missing field, a wrong type, an unknown field, a bad
 //!   token or path) fail, and the Rust decoders refuse them too;
+//! - the schemas and the decoders agree on one shared corpus of valid and
+//!   invalid documents, written as text so that `1.0`, `1e0` and escapes
+//!   reach both as written: each is accepted by both or refused by both;
 //! - the schemas stay in sync with the types: a value that uses every field
 //!   and every enum variant (built with struct literals and exhaustive
 //!   matches, so a new field or variant does not compile until it is added
@@ -27,11 +30,40 @@ fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// The schemas' one keyword of their own, `x-integer-literal`: a number
+/// written as an integer literal (no fraction, no exponent), which is what
+/// the decoders accept. JSON Schema counts `1.0` and `1e0` as integers.
+struct IntegerLiteral;
+
+impl<'i> jsonschema::Keyword<'i> for IntegerLiteral {
+    fn validate(&self, instance: &'i Value) -> Result<(), jsonschema::ValidationError<'i>> {
+        if self.is_valid(instance) {
+            Ok(())
+        } else {
+            Err(jsonschema::ValidationError::custom(format!(
+                "{instance} is not written as an integer literal"
+            )))
+        }
+    }
+
+    fn is_valid(&self, instance: &'i Value) -> bool {
+        // serde_json keeps a number with a fraction or an exponent as a
+        // float, whatever its value.
+        instance
+            .as_number()
+            .is_none_or(|n| n.is_u64() || n.is_i64())
+    }
+}
+
 fn schema(name: &str) -> jsonschema::Validator {
     let path = workspace().join("schemas").join(name);
     let value: Value =
         serde_json::from_slice(&std::fs::read(&path).expect("schema")).expect("schema JSON");
-    jsonschema::draft202012::new(&value).expect("a valid draft 2020-12 schema")
+    jsonschema::options()
+        .with_draft(jsonschema::Draft::Draft202012)
+        .with_keyword("x-integer-literal", |_, _, _| Ok(Box::new(IntegerLiteral)))
+        .build(&value)
+        .expect("a valid draft 2020-12 schema")
 }
 
 fn errors(v: &jsonschema::Validator, doc: &Value) -> Vec<String> {
@@ -263,6 +295,258 @@ fn broken_artifacts_fail_the_schema_and_the_loader() {
             "the loader accepts an artifact with {what}"
         );
     }
+}
+
+// ------------------------------------------------------------ one corpus, one verdict
+
+/// A manifest as text, with `{calls}`, `{version}`, `{session}` and
+/// `{tool}` substituted.
+fn manifest_text(version: &str, session: &str, tool: &str, calls: &str) -> String {
+    format!(
+        r#"{{"protocol_version": {version}, "session_id": "{session}", "grants": [{{"tool": "{tool}", "format": "json", "max_calls": {calls}, "max_input_bytes": 16, "max_output_bytes": 64, "max_compensations": 0}}]}}"#
+    )
+}
+
+#[test]
+fn the_manifest_schema_and_decoder_agree_on_one_corpus() {
+    let v = schema("manifest.schema.json");
+    let long = "a".repeat(128);
+    let too_long = "a".repeat(129);
+    // (what, document, accepted)
+    let corpus: Vec<(&str, String, bool)> = vec![
+        ("plain", manifest_text("5", "s-1", "tool.call", "1"), true),
+        (
+            "largest count",
+            manifest_text("5", "s-1", "t", "4294967295"),
+            true,
+        ),
+        ("128-byte token", manifest_text("5", &long, "t", "1"), true),
+        ("count 1.0", manifest_text("5", "s-1", "t", "1.0"), false),
+        ("count 1e0", manifest_text("5", "s-1", "t", "1e0"), false),
+        (
+            "count 10E-1",
+            manifest_text("5", "s-1", "t", "10E-1"),
+            false,
+        ),
+        ("version 5.0", manifest_text("5.0", "s-1", "t", "1"), false),
+        ("version 5e0", manifest_text("5e0", "s-1", "t", "1"), false),
+        ("version 4", manifest_text("4", "s-1", "t", "1"), false),
+        ("count 0", manifest_text("5", "s-1", "t", "0"), false),
+        (
+            "count 2^32",
+            manifest_text("5", "s-1", "t", "4294967296"),
+            false,
+        ),
+        ("count -1", manifest_text("5", "s-1", "t", "-1"), false),
+        ("count 1.5", manifest_text("5", "s-1", "t", "1.5"), false),
+        (
+            "token ending in a newline",
+            manifest_text("5", "s-1\\n", "t", "1"),
+            false,
+        ),
+        (
+            "token starting with a newline",
+            manifest_text("5", "\\ns-1", "t", "1"),
+            false,
+        ),
+        (
+            "token with a tab",
+            manifest_text("5", "s\\t1", "t", "1"),
+            false,
+        ),
+        (
+            "token with U+202E",
+            manifest_text("5", "s-1", "t\\u202e", "1"),
+            false,
+        ),
+        (
+            "129-byte token",
+            manifest_text("5", &too_long, "t", "1"),
+            false,
+        ),
+        ("empty token", manifest_text("5", "", "t", "1"), false),
+        (
+            "upper-case token",
+            manifest_text("5", "S-1", "t", "1"),
+            false,
+        ),
+        (
+            "unknown field",
+            manifest_text("5", "s-1", "t", "1").replacen('{', r#"{"extra": 1, "#, 1),
+            false,
+        ),
+    ];
+    let mut disagreements = Vec::new();
+    for (what, text, accepted) in &corpus {
+        let doc: Value = serde_json::from_str(text).expect("JSON");
+        let by_schema = v.is_valid(&doc);
+        let by_decoder = CapabilityManifest::from_json(text.as_bytes()).is_ok();
+        if by_schema != *accepted || by_decoder != *accepted {
+            disagreements.push(format!(
+                "{what}: expected {accepted}, schema {by_schema}, decoder {by_decoder}"
+            ));
+        }
+    }
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+}
+
+/// The artifact of a bundled policy as text.
+fn artifact_text(policy: &str) -> String {
+    let source = workspace().join("policies").join(policy);
+    let text = std::fs::read_to_string(source).expect("read");
+    let policy = splashpol::check_source(policy, &text)
+        .policy
+        .expect("a bundled policy checks");
+    String::from_utf8(splashpol::artifact::write(&policy, text.as_bytes()).expect("artifact"))
+        .expect("UTF-8")
+}
+
+/// `text` with its one `from` replaced by `to` and the policy digest
+/// recomputed (when the edited policy still decodes), so that the loader's
+/// verdict is about the edit, not the digest.
+fn resealed(text: &str, from: &str, to: &str) -> String {
+    assert_eq!(text.matches(from).count(), 1, "`{from}` occurs once");
+    let edited = text.replacen(from, to, 1);
+    let Ok(doc) = serde_json::from_str::<Value>(&edited) else {
+        return edited;
+    };
+    let Ok(policy) = serde_json::from_value::<RawPolicy>(doc["policy"].clone()) else {
+        return edited;
+    };
+    let digest = splashpol::artifact::digest(&serde_json::to_vec(&policy).expect("json"));
+    let old = doc["policy_digest"].as_str().expect("digest").to_string();
+    edited.replacen(&old, &digest, 1)
+}
+
+#[test]
+fn the_artifact_schema_and_loader_agree_on_one_corpus() {
+    let v = schema("artifact.schema.json");
+    let agent = artifact_text("agent-worker.splashpol");
+    let strict = artifact_text("strict-allowlist.splashpol");
+    let broker = artifact_text("network-broker.splashpol");
+    // (what, document, accepted); only edits the schema can see (shape,
+    // characters, literals, duplicates), each resealed.
+    let edit = |text: &str, from: &str, to: &str| resealed(text, from, to);
+    let corpus: Vec<(&str, String, bool)> = vec![
+        ("agent-worker", agent.clone(), true),
+        ("strict-allowlist", strict.clone(), true),
+        ("network-broker", broker.clone(), true),
+        (
+            "a path with a space and a non-ASCII letter",
+            edit(
+                &agent,
+                r#""/workspace/project""#,
+                r#""/workspace/my pröject""#,
+            ),
+            true,
+        ),
+        (
+            "version 1.0",
+            edit(&agent, r#""version": 1"#, r#""version": 1.0"#),
+            false,
+        ),
+        (
+            "version 1e0",
+            edit(&agent, r#""version": 1"#, r#""version": 1e0"#),
+            false,
+        ),
+        (
+            "size 33554432.0",
+            edit(
+                &agent,
+                r#""size_bytes": 33554432"#,
+                r#""size_bytes": 33554432.0"#,
+            ),
+            false,
+        ),
+        (
+            "count 64e0",
+            edit(&agent, r#""open_files": 64"#, r#""open_files": 64e0"#),
+            false,
+        ),
+        (
+            "tab in a path",
+            edit(
+                &agent,
+                r#""/workspace/project""#,
+                r#""/workspace/pro\tject""#,
+            ),
+            false,
+        ),
+        (
+            "newline ending a path",
+            edit(&agent, r#""/usr/bin/bwrap""#, r#""/usr/bin/bwrap\n""#),
+            false,
+        ),
+        (
+            "U+202E in a path",
+            edit(
+                &agent,
+                r#""/opt/splash/bin/worker""#,
+                r#""/opt/splash/bin/\u202erekrow""#,
+            ),
+            false,
+        ),
+        (
+            "DEL in a path",
+            edit(
+                &agent,
+                r#""/srv/splash/project""#,
+                r#""/srv/splash/\u007fproject""#,
+            ),
+            false,
+        ),
+        (
+            "escape in the name",
+            edit(
+                &agent,
+                r#""name": "agent-worker""#,
+                r#""name": "agent\u001b[2J""#,
+            ),
+            false,
+        ),
+        (
+            "newline in a worker argument",
+            edit(&agent, r#""--json-lines""#, r#""--json-lines\n--x""#),
+            false,
+        ),
+        (
+            "root id ending in a newline",
+            edit(&agent, r#""id": "scratch""#, r#""id": "scratch\n""#),
+            false,
+        ),
+        (
+            "duplicate syscall",
+            edit(&strict, r#""pread64""#, r#""ppoll""#),
+            false,
+        ),
+        (
+            "duplicate broker id",
+            edit(&broker, r#""api.search""#, r#""api.fetch""#),
+            false,
+        ),
+        (
+            "unknown field",
+            edit(
+                &agent,
+                r#""pin_mounts": true,"#,
+                r#""pin_mounts": true, "share_net": true,"#,
+            ),
+            false,
+        ),
+    ];
+    let mut disagreements = Vec::new();
+    for (what, text, accepted) in &corpus {
+        let doc: Value = serde_json::from_str(text).expect("JSON");
+        let by_schema = v.is_valid(&doc);
+        let by_loader = splashpol::artifact::load(text.as_bytes());
+        if by_schema != *accepted || by_loader.is_ok() != *accepted {
+            disagreements.push(format!(
+                "{what}: expected {accepted}, schema {by_schema}, loader {by_loader:?}"
+            ));
+        }
+    }
+    assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
 }
 
 // ------------------------------------------------------------ in sync with the types

@@ -11,19 +11,30 @@
 //!  "policy":{...}}
 //! ```
 //!
-//! [`load`] re-validates everything it relies on: the format tag, the
-//! version, the policy digest (recomputed over the policy as re-serialized,
-//! which catches truncation and accidental edits; it is not a signature), and
-//! the invariants lowering relies on (the policy is built through
-//! [`Policy::try_from`], like the checker's). Unknown fields anywhere are
-//! rejected.
+//! [`load`] holds an artifact to exactly what its source went through: the
+//! format tag and the version; every path, id and syscall name decoded
+//! through the same validating constructors the checker uses
+//! ([`crate::model::AbsPath::new`], which refuses control and bidirectional
+//! formatting characters as the parser does, the token rule,
+//! [`crate::model::SyscallName::new`]); the policy in the one form
+//! [`write()`] produces (no duplicate or unsorted set entry); the policy
+//! digest (recomputed over the policy as re-serialized, which catches
+//! truncation and accidental edits; it is not a signature); the invariants
+//! lowering relies on ([`Policy::try_from`]); and the language rules the
+//! checker enforces beyond them ([`crate::model::check_rules`]: ranges,
+//! units, characters in the name and arguments, cross-field rules), the
+//! same two checks the checker makes of every policy it builds. Unknown
+//! fields anywhere are rejected.
 //!
 //! [`write()`] and [`load`] are inverses: `load(&write(&p, src)?)?.policy == p`.
 //! An artifact is trusted host configuration exactly like the `.splashpol`
 //! file it came from; the digests detect damage, not tampering (anyone who
 //! can write the file can reseal it), so protect artifacts as you protect
 //! policy sources. A resealed artifact can still only hold a policy that
-//! passes [`Policy::try_from`].
+//! its source language could express. A host that must run one reviewed
+//! artifact pins the digest of its file (`splash_runtime`'s
+//! `LoadedPolicy::from_path_expecting`, `splashc run --expect-digest`): that
+//! detects any change, not who made the file.
 //!
 //! ```
 //! use splashpol::artifact;
@@ -44,7 +55,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::lower::InvariantError;
-use crate::model::{Policy, RawPolicy};
+use crate::model::{Policy, RawPolicy, RuleError};
+use crate::text::escaped;
 
 /// The value of an artifact's `format` field, which tells an artifact apart
 /// from any other JSON; [`load`] refuses any other value
@@ -83,15 +95,17 @@ pub struct Artifact {
 /// Why an artifact was refused by [`load`] or could not be produced by
 /// [`write()`]. [`load`] reports the first check that fails, in this order:
 /// decoding the header, the tag, the version, decoding the whole document,
-/// the source digest's form, the policy digest, and finally the policy's
-/// invariants.
+/// the source digest's form, duplicate set entries, the policy's form, the
+/// policy digest, the policy's invariants, and finally the language rules.
+/// Text from the file is shown with control and bidirectional formatting
+/// characters escaped ([`crate::text::escaped`]).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ArtifactError {
     /// The bytes are not JSON of the artifact's shape: not JSON at all, a
     /// missing or mistyped field, or an unknown field anywhere (including
     /// inside the policy).
-    #[error("not a compiled policy artifact: {0}")]
+    #[error("not a compiled policy artifact: {}", escaped(&.0.to_string()))]
     Decode(#[source] serde_json::Error),
     /// The `format` field is not [`FORMAT`] (the tag found).
     #[error("artifact format is `{0}`; expected `{FORMAT}`")]
@@ -121,6 +135,27 @@ pub enum ArtifactError {
     /// mounts): a resealed, weakened policy is refused here.
     #[error("artifact policy is unsafe: {0}")]
     Invariant(#[from] InvariantError),
+    /// The policy holds its invariants but breaks a rule of the language
+    /// its source was checked against ([`crate::model::check_rules`]):
+    /// no `.splashpol` source compiles to it.
+    #[error("artifact policy breaks a rule of the language: {0}")]
+    Rule(#[from] RuleError),
+    /// A set of the policy (strict-allowlist syscalls, broker ids) lists
+    /// an entry twice, which its source could not.
+    #[error("artifact policy lists {entry} twice in `{field}`")]
+    Duplicate {
+        /// The field, as a path of the serialized policy.
+        field: &'static str,
+        /// The entry, as JSON.
+        entry: FoundText,
+    },
+    /// The policy is not in the one form [`write()`] gives it (a set out of
+    /// order, for example): its digest would not be over what the file
+    /// holds. Carries the first top-level policy field that differs.
+    #[error(
+        "artifact policy is not in its canonical form (`{0}` differs from what `write` produces)"
+    )]
+    NotCanonical(String),
     /// The policy could not be serialized to JSON (for digesting or
     /// writing); not expected for a valid policy.
     #[error("cannot serialize the policy: {0}")]
@@ -128,9 +163,9 @@ pub enum ArtifactError {
 }
 
 /// Text read from an artifact that is not what it must be, kept for the
-/// error message. The file is untrusted, so it is shown with control
-/// characters, quotes and backslashes escaped, and cut after
-/// [`FoundText::MAX_SHOWN_CHARS`] characters.
+/// error message. The file is untrusted, so it is shown with control and
+/// bidirectional formatting characters escaped ([`crate::text::escaped`]),
+/// and cut after [`FoundText::MAX_SHOWN_CHARS`] characters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FoundText(String);
 
@@ -152,11 +187,13 @@ impl From<String> for FoundText {
 
 impl std::fmt::Display for FoundText {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut chars = self.0.chars();
-        for c in chars.by_ref().take(Self::MAX_SHOWN_CHARS) {
-            write!(f, "{}", c.escape_debug())?;
-        }
-        if chars.next().is_some() {
+        let cut = self
+            .0
+            .char_indices()
+            .nth(Self::MAX_SHOWN_CHARS)
+            .map_or(self.0.len(), |(at, _)| at);
+        write!(f, "{}", escaped(&self.0[..cut]))?;
+        if cut < self.0.len() {
             f.write_str("…")?;
         }
         Ok(())
@@ -203,9 +240,12 @@ pub fn write(policy: &Policy, source: &[u8]) -> Result<Vec<u8>, ArtifactError> {
 ///
 /// Nothing in the file is trusted on its word: the tag and version are
 /// checked first, then the whole document is decoded (unknown fields are
-/// refused), the source digest's form is checked, the policy digest is
-/// recomputed, and the policy is rebuilt through [`Policy::try_from`]. The
-/// result can be activated and lowered like a freshly checked policy.
+/// refused; every path, id and syscall name through its validating
+/// constructor), the source digest's form is checked, the policy must be in
+/// its canonical form, the policy digest is recomputed, and the policy is
+/// rebuilt through [`Policy::try_from`] and held to
+/// [`crate::model::check_rules`]. The result can be activated and lowered
+/// like a freshly checked policy.
 ///
 /// # Errors
 ///
@@ -238,11 +278,17 @@ pub fn load(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
         policy: RawPolicy,
     }
     let raw: Raw = serde_json::from_slice(bytes).map_err(ArtifactError::Decode)?;
-    let is_hex =
-        |s: &str| s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-    if !is_hex(&raw.source_digest) {
+    if !is_hex_digest(&raw.source_digest) {
         return Err(ArtifactError::SourceDigest(raw.source_digest.into()));
     }
+    // The same bytes as plain JSON, for what the typed decoding cannot see:
+    // sets decode without their duplicates and in order.
+    #[derive(Deserialize)]
+    struct Stored {
+        policy: serde_json::Value,
+    }
+    let stored: Stored = serde_json::from_slice(bytes).map_err(ArtifactError::Decode)?;
+    canonical(&stored.policy, &raw.policy)?;
     let json = serde_json::to_vec(&raw.policy).map_err(ArtifactError::Encode)?;
     let computed = blake3::hash(&json);
     if computed.to_hex().as_str() != raw.policy_digest {
@@ -251,13 +297,61 @@ pub fn load(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
             computed,
         });
     }
+    let policy = Policy::try_from(raw.policy)?;
+    crate::model::check_rules(&policy)?;
     Ok(Artifact {
         format: raw.format,
         version: raw.version,
         source_digest: raw.source_digest,
         policy_digest: raw.policy_digest,
-        policy: Policy::try_from(raw.policy)?,
+        policy,
     })
+}
+
+/// True for 64 lowercase hex digits: the form of [`digest`].
+pub fn is_hex_digest(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+/// The stored policy is the one form [`write()`] gives `decoded`: its sets
+/// list no entry twice ([`ArtifactError::Duplicate`]) and nothing differs
+/// from the re-serialized policy ([`ArtifactError::NotCanonical`]), so the
+/// digest recomputed over the re-serialized policy is over what the file
+/// holds.
+fn canonical(stored: &serde_json::Value, decoded: &RawPolicy) -> Result<(), ArtifactError> {
+    let sets: [(&'static str, &[&str]); 2] = [
+        (
+            "seccomp.strict_allowlist.syscalls",
+            &["seccomp", "strict_allowlist", "syscalls"],
+        ),
+        ("network_broker.ids", &["network_broker", "ids"]),
+    ];
+    for (field, keys) in sets {
+        let list = keys.iter().try_fold(stored, |v, k| v.get(k));
+        let Some(items) = list.and_then(serde_json::Value::as_array) else {
+            continue;
+        };
+        for (i, item) in items.iter().enumerate() {
+            if items[..i].contains(item) {
+                return Err(ArtifactError::Duplicate {
+                    field,
+                    entry: FoundText::from(item.to_string()),
+                });
+            }
+        }
+    }
+    let rewritten = serde_json::to_value(decoded).map_err(ArtifactError::Encode)?;
+    if rewritten != *stored {
+        let field = match (stored, &rewritten) {
+            (serde_json::Value::Object(a), serde_json::Value::Object(b)) => b
+                .iter()
+                .find(|(k, v)| a.get(*k) != Some(v))
+                .map_or_else(|| "policy".to_string(), |(k, _)| k.clone()),
+            _ => "policy".to_string(),
+        };
+        return Err(ArtifactError::NotCanonical(field));
+    }
+    Ok(())
 }
 
 /// True when `bytes` look like an artifact rather than `.splashpol` source

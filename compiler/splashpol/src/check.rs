@@ -137,8 +137,8 @@ pub fn check_file(
     let mut c = Checker::default();
     let policy = c.check(file, failed);
     let errors = c.diags.iter().any(Diagnostic::is_error);
-    // A policy that breaks an invariant although nothing was reported is a
-    // checker bug; with errors (or statements that did not parse) it is
+    // A policy that breaks an invariant or a language rule although nothing
+    // was reported is a checker bug; with errors (or statements that did not parse) it is
     // only a consequence of them.
     if let Some((span, e)) = c.broken.take()
         && !errors
@@ -162,8 +162,9 @@ const REPEATABLE: &[&str] = &["runtime", "root"];
 #[derive(Default)]
 struct Checker {
     diags: Vec<Diagnostic>,
-    /// A built policy that broke a `Policy` invariant, and the header span.
-    broken: Option<(Span, crate::lower::InvariantError)>,
+    /// Why a built policy broke a `Policy` invariant or a language rule
+    /// ([`model::check_rules`]), and the header span.
+    broken: Option<(Span, String)>,
 }
 
 /// A path with where it was written and what it is, for cross-checks.
@@ -271,7 +272,7 @@ impl Checker {
     }
 
     fn path<S: Side>(&mut self, s: &Node<String>, what: &str) -> Option<AbsPath<S>> {
-        if s.node.chars().any(parse::is_forbidden_in_string) {
+        if crate::text::first_forbidden(&s.node).is_some() {
             // Already reported by the parser (`control-character`).
             return None;
         }

@@ -190,13 +190,11 @@ impl<'a> PolicySource<'a> {
                 // A control or bidirectional formatting character (rejected in
                 // strings) is never written to the terminal: it is shown as a
                 // character of the same UTF-8 length, so spans still fit.
-                _ if c.is_control() || crate::parse::is_forbidden_in_string(c) => {
-                    match c.len_utf8() {
-                        1 => '?',
-                        2 => '\u{b7}',
-                        _ => '\u{fffd}',
-                    }
-                }
+                _ if crate::text::is_forbidden(c) => match c.len_utf8() {
+                    1 => '?',
+                    2 => '\u{b7}',
+                    _ => '\u{fffd}',
+                },
                 _ => c,
             })
             .collect();

@@ -21,6 +21,7 @@ use crate::explain::{self, ArchFilter, Explanation, VisibleMount};
 use crate::model::{CgroupLimits, IoMax, Policy, Watchdog};
 use crate::plan::{BwrapOp, LaunchPlan};
 use crate::span::line_col;
+use crate::text::escaped as esc;
 use crate::units::{format_bytes, format_millis};
 
 /// One policy as compared: its file name and source (for spans), the checked
@@ -811,15 +812,22 @@ fn isolation(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
 
 fn at(l: &Option<Location>) -> String {
     match l {
-        Some(l) => format!("{}:{}:{}: {}", l.file, l.line, l.column, l.text),
+        Some(l) => format!("{}:{}:{}: {}", esc(&l.file), l.line, l.column, esc(&l.text)),
         None => "(default)".to_string(),
     }
 }
 
-/// The differences as text for a terminal.
+/// The differences as text for a terminal; text from the policies is shown
+/// through [`crate::text::escaped`].
 pub fn render_human(diff: &PolicyDiff) -> String {
     let mut t = String::new();
-    let _ = writeln!(t, "{} -> {} (plans for {})", diff.a, diff.b, diff.arch);
+    let _ = writeln!(
+        t,
+        "{} -> {} (plans for {})",
+        esc(&diff.a),
+        esc(&diff.b),
+        diff.arch
+    );
     if diff.differences.is_empty() {
         let _ = writeln!(t, "the effective sandboxes are identical");
         return t;
@@ -829,7 +837,7 @@ pub fn render_human(diff: &PolicyDiff) -> String {
             Change::Widened => "widened ",
             Change::Narrowed => "narrowed",
         };
-        let _ = writeln!(t, "{change} {:<9} {}", x.layer, x.what);
+        let _ = writeln!(t, "{change} {:<9} {}", x.layer, esc(&x.what));
         let _ = writeln!(t, "    a: {}", at(&x.a));
         let _ = writeln!(t, "    b: {}", at(&x.b));
     }

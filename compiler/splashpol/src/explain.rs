@@ -17,6 +17,7 @@ use splash_seccomp::{Action, Arch, ArgCond, Fallback, RuleSet, compile_rules};
 
 use crate::model::{Policy, Runners, SeccompPolicy};
 use crate::plan::{BwrapOp, ExecArg, LaunchPlan, MountPoint, MountSource, SeccompDelivery};
+use crate::text::escaped as esc;
 use crate::units::{format_bytes, format_millis};
 
 /// What the worker sees at one path.
@@ -811,11 +812,14 @@ fn not_enforced(
 
 /// The explanation as text for a terminal.
 pub fn render_human(e: &Explanation) -> String {
+    // Every text that comes from the policy is shown through `esc`: a
+    // control or bidirectional formatting character (which no checked
+    // policy holds) could otherwise forge or hide a line.
     let mut t = String::new();
     let _ = writeln!(
         t,
         "policy \"{}\" ({}), plan for {}",
-        e.policy,
+        esc(&e.policy),
         short(&e.policy_digest),
         e.arch
     );
@@ -823,15 +827,24 @@ pub fn render_human(e: &Explanation) -> String {
         let _ = writeln!(t, "no manifest: every registered file root is active");
     }
     let _ = writeln!(t, "\nvisible paths (in mount order):");
-    let width = e.mounts.iter().map(|m| m.path.len()).max().unwrap_or(1);
-    for m in &e.mounts {
+    let paths: Vec<String> = e.mounts.iter().map(|m| esc(&m.path).to_string()).collect();
+    let width = paths.iter().map(String::len).max().unwrap_or(1);
+    for (m, path) in e.mounts.iter().zip(&paths) {
         let _ = write!(
             t,
             "  {:<width$}  {:<10} {:<11} {}",
-            m.path, m.access, m.kind, m.role
+            path,
+            m.access,
+            m.kind,
+            esc(&m.role)
         );
         if let Some(src) = &m.source {
-            let _ = write!(t, " <- {src}{}", if m.pinned { " (pinned)" } else { "" });
+            let _ = write!(
+                t,
+                " <- {}{}",
+                esc(src),
+                if m.pinned { " (pinned)" } else { "" }
+            );
         }
         if let Some(b) = &m.bound {
             let _ = write!(t, "; {b}");
@@ -853,7 +866,7 @@ pub fn render_human(e: &Explanation) -> String {
         None => {
             let _ = writeln!(t, "  unbounded:");
             for (p, why) in &w.unbounded {
-                let _ = writeln!(t, "    {p}: {why}");
+                let _ = writeln!(t, "    {}: {}", esc(p), esc(why));
             }
         }
     }
@@ -862,20 +875,20 @@ pub fn render_human(e: &Explanation) -> String {
         Some(list) => {
             let _ = writeln!(t, "  Landlock allowlist (nothing else can be executed):");
             for p in list {
-                let _ = writeln!(t, "    {p}");
+                let _ = writeln!(t, "    {}", esc(p));
             }
         }
         None => {
             let _ = writeln!(
                 t,
                 "  any executable file in: {}",
-                e.exec.any_file_in.join(" ")
+                esc(&e.exec.any_file_in.join(" "))
             );
             if !e.exec.writable_and_executable.is_empty() {
                 let _ = writeln!(
                     t,
                     "  including files written to: {}",
-                    e.exec.writable_and_executable.join(" ")
+                    esc(&e.exec.writable_and_executable.join(" "))
                 );
             }
         }
@@ -962,7 +975,7 @@ pub fn render_human(e: &Explanation) -> String {
         let _ = writeln!(t, "  rlimit {k}: {v}");
     }
     if let Some(p) = &l.cgroup_parent {
-        let _ = writeln!(t, "  cgroup child of {p}:");
+        let _ = writeln!(t, "  cgroup child of {}:", esc(p));
         for (k, v) in &l.cgroup {
             let _ = writeln!(t, "    {k}: {v}");
         }
@@ -977,7 +990,7 @@ pub fn render_human(e: &Explanation) -> String {
     let _ = writeln!(t, "  network: {}", e.network);
     let _ = writeln!(t, "\nnot enforced:");
     for n in &e.not_enforced {
-        let _ = writeln!(t, "  - {n}");
+        let _ = writeln!(t, "  - {}", esc(n));
     }
     if let Some(gaps) = &e.on_this_host {
         let _ = writeln!(t, "\non this host:");
@@ -985,9 +998,9 @@ pub fn render_human(e: &Explanation) -> String {
             let _ = writeln!(t, "  every control of the plan can be enforced");
         }
         for g in gaps {
-            let _ = writeln!(t, "  - {} {}: {}", g.status, g.control, g.detail);
+            let _ = writeln!(t, "  - {} {}: {}", g.status, g.control, esc(&g.detail));
             if let Some(fix) = &g.fix {
-                let _ = writeln!(t, "    fix: {fix}");
+                let _ = writeln!(t, "    fix: {}", esc(fix));
             }
         }
     }
@@ -998,7 +1011,10 @@ fn short(digest: &str) -> String {
     format!("blake3 {}", digest.get(..12).unwrap_or(digest))
 }
 
+/// `s` as a `dot` string, its forbidden characters escaped first (a
+/// newline would end the statement).
 fn dot_quote(s: &str) -> String {
+    let s = esc(s).to_string();
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 

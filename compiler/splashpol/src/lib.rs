@@ -27,6 +27,7 @@ pub mod model;
 pub mod parse;
 pub mod plan;
 pub mod span;
+pub mod text;
 pub mod units;
 
 pub use check::{check_bytes, check_source};

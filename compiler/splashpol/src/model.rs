@@ -14,9 +14,12 @@
 //! the worker lies inside a runtime mount, ...) hold for every [`Policy`]:
 //! a [`RawPolicy`] becomes one only through [`Policy::try_from`], whether
 //! built by the checker, read by [`crate::artifact::load`] or assembled in
-//! code. Ranges that the checker enforces but lowering does not rely on
-//! (for example nonzero rlimits) are guaranteed only for policies the checker
-//! produced. Nothing in this module touches the host.
+//! code. The rules the checker enforces but lowering does not rely on (for
+//! example nonzero rlimits, or no control character in the policy name) are
+//! [`check_rules`]: the checker asks it of every policy it builds and
+//! [`crate::artifact::load`] of every artifact, so they hold for both (a
+//! policy assembled in code is held to them only if it asks). Nothing in
+//! this module touches the host.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -27,8 +30,12 @@ use serde::{Deserialize, Serialize};
 pub use splash_manifest::Token as SelectorId;
 pub use splash_seccomp::SyscallName;
 
+mod rules;
+pub use rules::{RuleError, ValueDefect, check_rules};
+
 /// An absolute, normalized path: starts with `/`, no empty, `.` or `..`
-/// components, no trailing `/`, no NUL, and not `/` itself.
+/// components, no trailing `/`, no NUL or other control or bidirectional
+/// formatting character ([`crate::text::is_forbidden`]), and not `/` itself.
 ///
 /// The side `S` says which filesystem the path names: [`HostPath`] (outside
 /// the sandbox) and [`SandboxPath`] (worker-visible) are distinct types, so
@@ -81,7 +88,9 @@ mod sealed {
     impl Sealed for super::Sandbox {}
 }
 
-/// Why a string is not an [`AbsPath`].
+/// Why a string is not an [`AbsPath`]. The text of a refused path is
+/// shown with its control and bidirectional formatting characters escaped
+/// ([`crate::text::escaped`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PathError {
@@ -89,7 +98,7 @@ pub enum PathError {
     #[error("path is empty")]
     Empty,
     /// The path (carried here) does not start with `/`.
-    #[error("path `{}` is not absolute", .0.display())]
+    #[error("path `{}` is not absolute", shown(.0))]
     Relative(PathBuf),
     /// The path is `/` itself: no mount source or destination may be the
     /// whole filesystem.
@@ -99,11 +108,34 @@ pub enum PathError {
     /// ends with `/`. A path has exactly one spelling, which the overlap and
     /// containment checks rely on (`/a/../proc` would otherwise slip past the
     /// `/proc` check).
-    #[error("path `{}` is not normalized (empty, `.` or `..` component, or trailing `/`)", .0.display())]
+    #[error("path `{}` is not normalized (empty, `.` or `..` component, or trailing `/`)", shown(.0))]
     NotNormalized(PathBuf),
     /// The path contains a NUL byte, which no Linux path can contain.
     #[error("path contains a NUL byte")]
     Nul,
+    /// The path contains a control or bidirectional formatting character
+    /// ([`crate::text::is_forbidden`]), which no string of the language may
+    /// hold: a tab, a newline or U+202E makes a path read differently from
+    /// what it is.
+    #[error(
+        "path `{}` contains {} U+{:04X} at byte {offset}",
+        shown(.path),
+        if .character.is_control() { "control character" } else { "bidirectional formatting character" },
+        u32::from(*.character)
+    )]
+    ForbiddenCharacter {
+        /// The path as written.
+        path: PathBuf,
+        /// The byte offset of the first such character.
+        offset: usize,
+        /// The character.
+        character: char,
+    },
+}
+
+/// A refused path as shown in a message.
+fn shown(path: &std::path::Path) -> String {
+    crate::text::escaped(&path.to_string_lossy()).to_string()
 }
 
 impl<S: Side> AbsPath<S> {
@@ -114,7 +146,8 @@ impl<S: Side> AbsPath<S> {
     /// # Errors
     ///
     /// The first rule `s` breaks, checked in this order:
-    /// [`PathError::Empty`], [`PathError::Nul`], [`PathError::Relative`],
+    /// [`PathError::Empty`], [`PathError::Nul`],
+    /// [`PathError::ForbiddenCharacter`], [`PathError::Relative`],
     /// [`PathError::Root`], [`PathError::NotNormalized`].
     pub fn new(s: impl Into<String>) -> Result<Self, PathError> {
         let s = s.into();
@@ -123,6 +156,13 @@ impl<S: Side> AbsPath<S> {
         }
         if s.contains('\0') {
             return Err(PathError::Nul);
+        }
+        if let Some((offset, character)) = crate::text::first_forbidden(&s) {
+            return Err(PathError::ForbiddenCharacter {
+                path: PathBuf::from(s),
+                offset,
+                character,
+            });
         }
         if !s.starts_with('/') {
             return Err(PathError::Relative(PathBuf::from(s)));

@@ -38,7 +38,6 @@ mod statements;
 
 use errors::syntax_error;
 use header::{first_word, missing_header};
-pub(crate) use literals::is_forbidden_in_string;
 use literals::{control_characters, number, string};
 // What the unit tests (`tests.rs`, through `super::*`) call directly.
 #[cfg(test)]

@@ -59,6 +59,23 @@ pub enum LaunchError {
         #[source]
         source: ReadError,
     },
+    /// The policy file is not the one the host pinned: the BLAKE3 digest
+    /// of its bytes ([`splashpol::artifact::digest`]) differs from the
+    /// expected one ([`LoadedPolicy::from_path_expecting`]). Decided before
+    /// the file is parsed. The digest detects any change to the file, not
+    /// who made it.
+    #[error(
+        "policy `{name}` is not the pinned policy: its digest is `{found}`, expected `{}`",
+        splashpol::text::escaped(.expected)
+    )]
+    DigestMismatch {
+        /// The policy file name shown.
+        name: String,
+        /// The digest the host expects, as given.
+        expected: String,
+        /// The digest of the bytes read.
+        found: String,
+    },
     /// A compiled artifact failed its validation.
     #[error("policy artifact `{name}` is not valid")]
     Artifact {
@@ -308,6 +325,52 @@ impl LoadedPolicy {
         Self::from_bytes(&path.display().to_string(), bytes)
     }
 
+    /// [`Self::from_path`] for a host bound to one reviewed policy file:
+    /// the file's bytes must have the BLAKE3 digest `expected` (64
+    /// lowercase hex digits, as [`splashpol::artifact::digest`] and `b3sum`
+    /// write it), or the load is refused with [`LaunchError::DigestMismatch`]
+    /// before the file is parsed. An artifact or a source file alike; an
+    /// `expected` that is not such a digest never matches.
+    ///
+    /// The digest detects change, not authorship: whoever can write the
+    /// file and the pinned digest can replace both.
+    ///
+    /// ```no_run
+    /// use splash_runtime::{LaunchError, LoadedPolicy};
+    /// let reviewed = "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262";
+    /// match LoadedPolicy::from_path_expecting("policy.splashc".as_ref(), reviewed) {
+    ///     Ok(policy) => { /* the reviewed policy, validated */ }
+    ///     Err(LaunchError::DigestMismatch { found, .. }) => { /* another file: `found` */ }
+    ///     Err(e) => { /* unreadable or invalid */ }
+    /// }
+    /// ```
+    pub fn from_path_expecting(path: &Path, expected: &str) -> Result<Self, LaunchError> {
+        let bytes =
+            read_regular_file(path, MAX_POLICY_BYTES).map_err(|source| LaunchError::Read {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        Self::from_bytes_expecting(&path.display().to_string(), bytes, expected)
+    }
+
+    /// [`Self::from_bytes`] after checking that `bytes` have the BLAKE3
+    /// digest `expected` ([`Self::from_path_expecting`]).
+    pub fn from_bytes_expecting(
+        name: &str,
+        bytes: Vec<u8>,
+        expected: &str,
+    ) -> Result<Self, LaunchError> {
+        let found = artifact::digest(&bytes);
+        if found != expected {
+            return Err(LaunchError::DigestMismatch {
+                name: name.to_owned(),
+                expected: expected.to_owned(),
+                found,
+            });
+        }
+        Self::from_bytes(name, bytes)
+    }
+
     /// Checks `bytes` as `.splashpol` source, or validates them as a
     /// compiled artifact; `name` appears in diagnostics.
     pub fn from_bytes(name: &str, bytes: Vec<u8>) -> Result<Self, LaunchError> {
@@ -481,5 +544,52 @@ mod tests {
         let ok = dir.path().join("ok.splashpol");
         std::fs::write(&ok, MINIMAL).expect("write");
         LoadedPolicy::from_path(&ok).expect("a small policy loads");
+    }
+
+    #[test]
+    fn a_pinned_digest_admits_only_the_reviewed_file() {
+        let dir = temp();
+        let source = dir.path().join("p.splashpol");
+        std::fs::write(&source, MINIMAL).expect("write");
+        let policy = LoadedPolicy::from_path(&source).expect("loads").policy;
+        let compiled = artifact::write(&policy, MINIMAL.as_bytes()).expect("artifact");
+        let path = dir.path().join("p.splashc");
+        std::fs::write(&path, &compiled).expect("write");
+        let reviewed = artifact::digest(&compiled);
+
+        // The reviewed artifact, and the reviewed source, load.
+        let loaded = LoadedPolicy::from_path_expecting(&path, &reviewed).expect("reviewed");
+        assert_eq!(loaded.policy, policy);
+        LoadedPolicy::from_path_expecting(&source, &artifact::digest(MINIMAL.as_bytes()))
+            .expect("reviewed source");
+
+        // Any other file, even a valid artifact of the same policy, is
+        // refused naming both digests; so is a malformed expectation.
+        let mut changed = compiled.clone();
+        changed.extend_from_slice(b"\n");
+        std::fs::write(&path, &changed).expect("write");
+        assert!(
+            LoadedPolicy::from_path(&path).is_ok(),
+            "still a valid artifact"
+        );
+        let e = LoadedPolicy::from_path_expecting(&path, &reviewed).expect_err("changed");
+        let found = artifact::digest(&changed);
+        match &e {
+            LaunchError::DigestMismatch {
+                expected, found: f, ..
+            } => {
+                assert_eq!(expected, &reviewed);
+                assert_eq!(f, &found);
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(e.is_refusal());
+        let shown = e.to_string();
+        assert!(
+            shown.contains(&reviewed) && shown.contains(&found),
+            "{shown}"
+        );
+        let e = LoadedPolicy::from_path_expecting(&path, "\u{1b}[2J").expect_err("malformed");
+        assert!(e.to_string().contains("`\\u{1b}[2J`"), "{e}");
     }
 }

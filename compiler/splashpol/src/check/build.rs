@@ -65,7 +65,16 @@ impl Checker {
             watchdog: c.watchdog,
             network_broker: c.broker.map(|(b, _, _)| b),
         };
-        match model::Policy::try_from(raw) {
+        // The same two checks an artifact's policy goes through
+        // (`artifact::load`): the invariants, then the language rules.
+        let checked = model::Policy::try_from(raw)
+            .map_err(|e| e.to_string())
+            .and_then(|p| {
+                model::check_rules(&p)
+                    .map(|()| p)
+                    .map_err(|e| e.to_string())
+            });
+        match checked {
             Ok(checked) => Some(checked),
             Err(e) => {
                 self.broken = Some((policy.header, e));

@@ -8,14 +8,6 @@ use crate::ast::*;
 use crate::diag::{Code, Diagnostic};
 use crate::span::{Node, Span};
 
-/// True for a character no string may contain: a control character (C0,
-/// DEL, C1) or a bidirectional formatting character, which makes a path or
-/// id read differently from what it is.
-pub(crate) fn is_forbidden_in_string(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
-}
-
 /// One `splash::parse::control-character` error for each forbidden
 /// character inside a string literal of the parsed file.
 pub(super) fn control_characters(pairs: pest::iterators::Pairs<'_, Rule>) -> Vec<Diagnostic> {
@@ -28,7 +20,7 @@ pub(super) fn control_characters(pairs: pest::iterators::Pairs<'_, Rule>) -> Vec
         for (i, c) in p
             .as_str()
             .char_indices()
-            .filter(|(_, c)| is_forbidden_in_string(*c))
+            .filter(|(_, c)| crate::text::is_forbidden(*c))
         {
             let kind = if c.is_control() {
                 "control character"
