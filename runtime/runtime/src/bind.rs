@@ -2,9 +2,9 @@
 //!
 //! Nothing is launched here, except `--help` of a Bubblewrap that is not an
 //! ELF executable (see step 5). Steps 0 to 8 are the one list of checks in
-//! [`crate::preflight`]: bind runs them until the first failure, which is
-//! its error, and [`crate::preflight()`] runs them all and reports every
-//! failure (what `splashc doctor` shows). The steps, in order:
+//! [`preflight`](mod@crate::preflight): bind runs them until the first
+//! failure, which is its error, and [`crate::preflight()`] runs them all and
+//! reports every failure (what `splashc doctor` shows). The steps, in order:
 //!
 //! 0. the plan is re-verified ([`crate::verify`]): the fixed hardening
 //!    prefix and this host's architecture for the plan and its seccomp
@@ -1197,8 +1197,8 @@ impl BoundCommand {
     }
 
     /// Binds `plan`; see the module documentation for the steps. Steps 0
-    /// to 8 are the checks of [`crate::preflight`], run in its order until
-    /// the first failure, which is the error.
+    /// to 8 are the checks of [`preflight`](mod@crate::preflight), run in
+    /// its order until the first failure, which is the error.
     pub fn bind_with(plan: LaunchPlan, options: BindOptions) -> Result<Self, BindError> {
         let mut run = crate::preflight::Binding::new(&plan, &options, crate::preflight::Mode::Bind);
         let _ = run.run();
