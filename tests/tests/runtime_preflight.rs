@@ -21,7 +21,10 @@
 //! honours set-user-ID bits, in both modes, with a mount beneath it, and a
 //! directory shown elsewhere; control: the same root on a `nosuid` mount
 //! passes), `runtime_devices.rs` (a device parent others can write, an
-//! operation after the prefix that mounts `/dev`).
+//! operation after the prefix that mounts `/dev`), `runtime_broker.rs` (no
+//! broker supplied; and, with a broker doctor cannot supply, other ids,
+//! another catalog kind, another parent, a broker for a plan without one, a
+//! private directory that lost its shape).
 
 mod runtime_support;
 
@@ -30,8 +33,10 @@ use std::process::Command;
 
 use runtime_support::{
     Binding, NosuidArea, TempDir, TestPolicy, WORKER_DIR, bin_dir, edited, host_with_probe,
-    probe_policy, running_as_root, serial,
+    lowered, probe_manifest, probe_policy, running_as_root, serial,
 };
+use splash_broker::{Catalog, CatalogKind, Entry, HostBroker, Method};
+use splash_protocol::{Grant, GrantFormat, Resource, ResourceKind, Token};
 use splash_runtime::{BindOptions, BoundCommand, Outcome, Step, preflight};
 use splashpol::plan::{Arch, BwrapOp, ExecArg, LaunchPlan, MountPoint};
 
@@ -623,6 +628,92 @@ fn a_read_write_root_without_nosuid_under_a_root_launch_makes_doctor_fail() {
         reason.contains("its filesystem is also mounted at `/`"),
         "{reason}"
     );
+}
+
+/// Bind options with a mount of `broker`, fresh on each call.
+fn with_broker(broker: &HostBroker) -> impl Fn() -> BindOptions + '_ {
+    move || BindOptions::default().with_network_broker(broker.mount().expect("mount"))
+}
+
+/// The network-broker refusals of `runtime_broker.rs`. Doctor supplies no
+/// broker (neither does `splashc run`), so a plan with one fails there as
+/// it fails `BoundCommand::bind`; the refusals of a supplied broker are
+/// compared between bind and the preflight.
+#[test]
+fn network_brokers_refused_at_bind_are_refused_by_the_preflight_and_doctor() {
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = ready() else {
+        return;
+    };
+    let private = |tag: &str| {
+        let dir = TempDir::new(tag);
+        std::fs::set_permissions(
+            dir.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .expect("chmod");
+        dir
+    };
+    let catalog = |kind, ids: &[&str]| {
+        let mut c = Catalog::new(kind);
+        for id in ids {
+            let e = match kind {
+                CatalogKind::Endpoint => Entry::endpoint(id, Method::Get, "http://127.0.0.1:9/x"),
+                CatalogKind::Origin => Entry::origin(id, "http://127.0.0.1:9", &[Method::Get]),
+            };
+            c.insert(e.expect("entry")).expect("insert");
+        }
+        c
+    };
+    let ids = ["api.a", "api.b"];
+    let mut manifest = probe_manifest("s-1");
+    let mut http = Grant::new(Token::new("probe.http").expect("token"), GrantFormat::Json);
+    http.max_calls = 64;
+    http.max_input_bytes = 64 * 1024;
+    http.max_output_bytes = 1 << 20;
+    for id in ids {
+        http.resources.insert(Resource::new(
+            ResourceKind::NetworkOrigin,
+            Token::new(id).expect("token"),
+        ));
+    }
+    manifest.grants.push(http);
+    let parent = private("preflight-broker");
+    let mut policy = probe_policy(&bwrap, &probe_dir);
+    policy.binding = Binding::PinnedMounts;
+    policy.extra.push(format!(
+        r#"network-broker endpoint parent "{}" at "/run/broker" ids ["api.a", "api.b"]"#,
+        parent.path().display()
+    ));
+    let plan = lowered(&policy.render(), &manifest);
+    let reason = refused_everywhere("no broker supplied", &plan);
+    assert!(reason.contains("none was supplied"), "{reason}");
+
+    let other = HostBroker::start(parent.path(), catalog(CatalogKind::Endpoint, &["api.a"]))
+        .expect("broker");
+    same_as_preflight("other ids", &plan, with_broker(&other));
+    drop(other);
+    let other =
+        HostBroker::start(parent.path(), catalog(CatalogKind::Origin, &ids)).expect("broker");
+    same_as_preflight("another kind", &plan, with_broker(&other));
+    drop(other);
+    let elsewhere = private("preflight-broker-elsewhere");
+    let other =
+        HostBroker::start(elsewhere.path(), catalog(CatalogKind::Endpoint, &ids)).expect("broker");
+    same_as_preflight("another parent", &plan, with_broker(&other));
+    let plain = probe_policy(&bwrap, &probe_dir).plan();
+    same_as_preflight(
+        "a broker for a plan without one",
+        &plain,
+        with_broker(&other),
+    );
+    drop(other);
+    let broker =
+        HostBroker::start(parent.path(), catalog(CatalogKind::Endpoint, &ids)).expect("broker");
+    let extra = broker.directory_path().join("extra");
+    std::fs::write(&extra, b"x").expect("extra entry");
+    same_as_preflight("a directory without its shape", &plan, with_broker(&broker));
+    std::fs::remove_file(&extra).expect("remove extra");
 }
 
 /// A device parent others can write (`runtime_devices.rs`): a bind option
