@@ -20,8 +20,9 @@
 //! `runtime_nosuid.rs` (a read-write root of a root launch on a mount that
 //! honours set-user-ID bits, in both modes, with a mount beneath it, and a
 //! directory shown elsewhere; control: the same root on a `nosuid` mount
-//! passes), `runtime_devices.rs` (a device parent others can write, an
-//! operation after the prefix that mounts `/dev`), `runtime_broker.rs` (no
+//! passes), `runtime_devices.rs` (a device parent others can write, a
+//! missing device-node bind, an operation after the prefix that mounts
+//! `/dev`), `runtime_broker.rs` (no
 //! broker supplied; and, with a broker doctor cannot supply, other ids,
 //! another catalog kind, another parent, a broker for a plan without one, a
 //! private directory that lost its shape).
@@ -249,6 +250,16 @@ fn plans_refused_at_bind_are_refused_by_doctor() {
         ));
     });
     refused_everywhere("a --dev after the prefix", &p);
+    let p = edited(plain.clone(), |p| {
+        let at = p
+            .ops
+            .iter()
+            .position(|op| matches!(op, BwrapOp::DevBind(_)))
+            .expect("a device-node bind");
+        p.ops.remove(at);
+    });
+    let reason = refused_everywhere("a device-node bind missing", &p);
+    assert!(reason.contains("should be `--dev-bind"), "{reason}");
 
     let chained = edited(plain.clone(), |p| {
         p.command = vec![
