@@ -1,20 +1,28 @@
-//! `splashc doctor POLICY [--manifest FILE] [--format json]`: before any
-//! launch, prove on this host that every control the lowered plan uses can be
-//! enforced, or name the missing piece and the fix.
+//! `splashc doctor (POLICY [--manifest FILE] | --plan FILE) [--format json]`:
+//! before any launch, prove on this host that every control the lowered plan
+//! uses can be enforced, or name the missing piece and the fix.
 //!
 //! The plan is lowered for this host's architecture exactly as `splashc run`
-//! lowers it; then each control it uses is probed: the Bubblewrap binary
-//! (type, version, every option, setuid), user namespaces, seccomp, the
-//! Landlock ABI, the cgroup-v2 parent and its controllers, project quotas,
-//! every host path with its expected type, and the user the launch runs as.
-//! Nothing is changed on the host.
+//! lowers it (or read as a launch plan, `--plan`). Two kinds of finding:
+//!
+//! - **bind's own checks**, from [`splash_runtime::preflight`]: every check
+//!   `BoundCommand::bind` makes, with every failure rather than the first,
+//!   and each failure's reason exactly bind's error. Doctor adds a fix for
+//!   each and never checks any of these itself;
+//! - **kernel features that bind does not ask about** (they are exercised
+//!   only when the sandbox is set up, after bind): user namespaces and an
+//!   AppArmor restriction of them, seccomp filters and their actions, the
+//!   Landlock ABI, whether the cgroup-v2 hierarchy offers the controllers
+//!   the limits need; plus the Bubblewrap version and setuid bit and the
+//!   user the launch runs as.
 //!
 //! Exit status: 0 every control is enforceable (warnings allowed), 1 at least
-//! one control cannot be enforced (or the policy or manifest has errors), 2
-//! usage or I/O problems.
+//! one control cannot be enforced (or the policy, manifest or plan has
+//! errors), 2 usage or I/O problems.
 //!
-//! The probes go through the [`Host`] trait so that the decisions can be
-//! tested against a described host; [`RealHost`] asks this machine.
+//! The kernel probes go through the [`Host`] trait so that their decisions
+//! and the fix hints can be tested against a described host; [`RealHost`]
+//! asks this machine. The preflight always runs on this machine.
 
 use std::collections::BTreeSet;
 use std::io::{self, Write};
@@ -22,15 +30,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use serde_json::json;
+use splash_runtime::cgroup::needed_controllers;
+use splash_runtime::{
+    BindError, BindOptions, BrokerBindError, CgroupError, Check, Outcome, Preflight, SetIdError,
+    Step,
+};
 use splash_seccomp::Arch;
 use splashpol::emit;
-use splashpol::model::{CgroupLimits, Policy, ProjectQuota, Runners};
-use splashpol::plan::{BwrapOp, LaunchPlan, MountSource, PinKind, PinRole};
+use splashpol::plan::{BwrapOp, LaunchPlan};
 
 use crate::{DoctorArgs, Format};
 
-/// `CGROUP2_SUPER_MAGIC`.
-const CGROUP2_MAGIC: u64 = 0x6367_7270;
+/// The most bytes a launch plan read with `--plan` may hold (JSON; the
+/// emitted plans of the bundled policies are under 8 KB).
+pub const MAX_PLAN_BYTES: u64 = 16 * 1024 * 1024;
 
 /// How one control fares on this host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -39,6 +52,8 @@ pub enum Status {
     Ok,
     /// Enforceable, with a consequence the operator should know.
     Warning,
+    /// Not checked: an earlier failure left the check without its input.
+    Skipped,
     /// Cannot be enforced here; the launch would be refused.
     Missing,
 }
@@ -48,18 +63,21 @@ impl Status {
         match self {
             Status::Ok => "ok",
             Status::Warning => "warning",
+            Status::Skipped => "skipped",
             Status::Missing => "missing",
         }
     }
 }
 
-/// One probed control.
+/// One finding.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
-    /// Which control (`bubblewrap`, `seccomp`, `cgroup`, `path`, ...).
+    /// Which control (`bubblewrap`, `pins`, `seccomp`, `cgroup`, ...): for
+    /// a check of bind, its step's name.
     pub control: &'static str,
     pub status: Status,
-    /// What was found.
+    /// What was found; for a failed check of bind, bind's error with its
+    /// sources, joined with `: `.
     pub detail: String,
     /// How to make the control enforceable (for `Missing`) or what to
     /// consider (for `Warning`).
@@ -95,32 +113,14 @@ impl Finding {
     }
 }
 
-/// The type of a host filesystem entry (after following symbolic links).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryKind {
-    Directory,
-    File,
-    Other,
-}
-
-/// What [`Host::entry`] reports about a path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Entry {
-    pub kind: EntryKind,
-    /// `st_mode` permission bits (including setuid).
-    pub mode: u32,
-    /// Whether the path itself is a symbolic link.
-    pub symlink: bool,
-}
-
-/// Everything the doctor asks of a host.
+/// Everything the doctor's own probes ask of a host.
 pub trait Host {
-    /// The contents of a small text file (`/proc/sys/...`, cgroup files).
+    /// The contents of a small text file (`/proc/sys/...`,
+    /// `/proc/self/mountinfo`, cgroup files).
     fn read(&self, path: &Path) -> io::Result<String>;
-    /// The entry at `path`, following symbolic links for its type.
-    fn entry(&self, path: &Path) -> io::Result<Entry>;
-    /// The canonical form of `path`.
-    fn canonical(&self, path: &Path) -> io::Result<PathBuf>;
+    /// The permission bits (`st_mode & 07777`) of the file at `path`,
+    /// following symbolic links.
+    fn mode(&self, path: &Path) -> io::Result<u32>;
     /// Standard output of `program ARG` (no environment, stdin closed); an
     /// error when it cannot run or exits unsuccessfully.
     fn output(&self, program: &Path, arg: &str) -> io::Result<String>;
@@ -130,10 +130,6 @@ pub trait Host {
     fn seccomp_mode(&self) -> io::Result<i32>;
     /// The effective user id the launch runs as.
     fn euid(&self) -> u32;
-    /// `statfs.f_type` of the filesystem holding `path`.
-    fn filesystem_magic(&self, path: &Path) -> io::Result<u64>;
-    /// Verify a project quota exactly as bind does; the error is the reason.
-    fn verify_quota(&self, path: &Path, quota: &ProjectQuota) -> Result<(), String>;
 }
 
 /// This machine.
@@ -145,26 +141,9 @@ impl Host for RealHost {
         std::fs::read_to_string(path)
     }
 
-    fn entry(&self, path: &Path) -> io::Result<Entry> {
+    fn mode(&self, path: &Path) -> io::Result<u32> {
         use std::os::unix::fs::PermissionsExt;
-        let symlink = std::fs::symlink_metadata(path)?.file_type().is_symlink();
-        let meta = std::fs::metadata(path)?;
-        let kind = if meta.is_dir() {
-            EntryKind::Directory
-        } else if meta.is_file() {
-            EntryKind::File
-        } else {
-            EntryKind::Other
-        };
-        Ok(Entry {
-            kind,
-            mode: meta.permissions().mode(),
-            symlink,
-        })
-    }
-
-    fn canonical(&self, path: &Path) -> io::Result<PathBuf> {
-        std::fs::canonicalize(path)
+        Ok(std::fs::metadata(path)?.permissions().mode() & 0o7777)
     }
 
     fn output(&self, program: &Path, arg: &str) -> io::Result<String> {
@@ -192,22 +171,11 @@ impl Host for RealHost {
     fn euid(&self) -> u32 {
         crate::sys::effective_uid()
     }
-
-    fn filesystem_magic(&self, path: &Path) -> io::Result<u64> {
-        crate::sys::filesystem_magic(path)
-    }
-
-    fn verify_quota(&self, path: &Path, quota: &ProjectQuota) -> Result<(), String> {
-        use std::os::fd::AsFd;
-        let dir = std::fs::File::open(path).map_err(|e| format!("cannot open it: {e}"))?;
-        splash_runtime::quota::verify(&splash_runtime::KernelQuotaInspector, dir.as_fd(), quota)
-            .map(|_| ())
-            .map_err(|e| error_chain(&e))
-    }
 }
 
-/// An error and its sources, joined with `: `.
-fn error_chain(e: &dyn std::error::Error) -> String {
+/// An error and its sources, joined with `: ` (as `splashc run` prints a
+/// bind error).
+pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -218,6 +186,27 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
+/// The plan `args` name: a policy lowered for `arch`, or a plan file.
+fn load_plan(args: &DoctorArgs, arch: Arch) -> Result<(String, LaunchPlan), u8> {
+    if let Some(path) = &args.plan {
+        let bytes = crate::emit::read_bounded(path, "launch plan", MAX_PLAN_BYTES)?;
+        let plan = serde_json::from_slice::<LaunchPlan>(&bytes).map_err(|e| {
+            eprintln!(
+                "splashc doctor: `{}` is not a valid launch plan: {e}",
+                path.display()
+            );
+            1
+        })?;
+        return Ok((path.display().to_string(), plan));
+    }
+    let Some(policy) = &args.policy else {
+        eprintln!("splashc doctor: name a policy or a launch plan (`--plan`)");
+        return Err(2);
+    };
+    let (_, plan) = crate::emit::policy_and_plan(policy, args.manifest.as_deref(), arch)?;
+    Ok((policy.display().to_string(), plan))
+}
+
 pub fn run(args: &DoctorArgs) -> u8 {
     let arch = match Arch::host() {
         Some(a) => a,
@@ -226,14 +215,13 @@ pub fn run(args: &DoctorArgs) -> u8 {
             return 1;
         }
     };
-    let (policy, plan) =
-        match crate::emit::policy_and_plan(&args.policy, args.manifest.as_deref(), arch) {
-            Ok(p) => p,
-            Err(code) => return code,
-        };
-    let findings = diagnose(&RealHost, &policy, &plan);
+    let (name, plan) = match load_plan(args, arch) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let preflight = splash_runtime::preflight(&plan, &BindOptions::default());
+    let findings = diagnose(&RealHost, &plan, &preflight);
     let enforceable = findings.iter().all(|f| f.status != Status::Missing);
-    let name = args.policy.display().to_string();
     let text = match args.format {
         Format::Human => render_human(&name, &plan, &findings),
         Format::Json => {
@@ -251,156 +239,441 @@ pub fn run(args: &DoctorArgs) -> u8 {
     if enforceable { 0 } else { 1 }
 }
 
-/// Probe every control `plan` (lowered from `policy`) uses.
-pub fn diagnose(host: &dyn Host, policy: &Policy, plan: &LaunchPlan) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    let setuid = bubblewrap(host, plan, &mut findings);
+/// Every finding for `plan`: the checks of `preflight` (bind's own, on this
+/// host) with a fix for each failure, then the probes of what bind does not
+/// ask about, on `host`.
+pub fn diagnose(host: &dyn Host, plan: &LaunchPlan, preflight: &Preflight) -> Vec<Finding> {
+    let mounts = cgroup2_mounts(host);
+    let mut findings: Vec<Finding> = preflight
+        .checks
+        .iter()
+        .map(|(check, outcome)| bind_finding(host, plan, &mounts, check, outcome))
+        .collect();
+    let setuid = bubblewrap_probe(host, plan, &mut findings);
     user_namespaces(host, plan, setuid, &mut findings);
     if let Some(seccomp) = plan.seccomp() {
         findings.push(seccomp_finding(host, seccomp.profile));
     }
-    if policy.runners().landlock_allow().is_some() {
+    let landlock = splash_runtime::verify::exec_chain(plan).is_ok_and(|c| !c.allowed.is_empty());
+    if landlock {
         findings.push(landlock_finding(host));
     }
-    cgroup(host, plan, &mut findings);
-    for check in plan.quota_checks() {
-        if let Some(pin) = plan.pins().get(usize::from(check.slot.0)) {
-            findings.push(quota_finding(host, pin.host_path.as_str(), &check.quota));
-        }
+    let parent_passed = preflight.checks.iter().any(|(c, o)| {
+        c.step == Step::Cgroup
+            && plan
+                .cgroup()
+                .is_some_and(|cg| c.subject == cg.parent.as_str())
+            && matches!(o, Outcome::Passed)
+    });
+    if !parent_passed {
+        cgroup_hierarchy(host, plan, &mounts, &mut findings);
     }
-    paths(host, policy, plan, &mut findings);
     findings.push(root_finding(host));
     findings
 }
 
-/// Bubblewrap: the file, its version, every option, setuid. Returns whether
-/// it is setuid root (when it could be inspected).
-fn bubblewrap(host: &dyn Host, plan: &LaunchPlan, out: &mut Vec<Finding>) -> bool {
-    let path = Path::new(plan.bwrap().as_str());
-    let needed = emit::minimum_bwrap_version(plan);
-    let install = format!(
-        "install Bubblewrap {needed} or later (Debian and Ubuntu: `apt-get install bubblewrap`) or point the policy's `bubblewrap` at it"
-    );
-    let entry = match host.entry(path) {
-        Ok(e) => e,
-        Err(e) => {
-            out.push(Finding::missing(
-                "bubblewrap",
-                format!("`{}` cannot be used: {e}", plan.bwrap()),
-                install.clone(),
-            ));
-            return false;
+/// One check of bind as a finding.
+fn bind_finding(
+    host: &dyn Host,
+    plan: &LaunchPlan,
+    mounts: &[String],
+    check: &Check,
+    outcome: &Outcome,
+) -> Finding {
+    let control = check.step.name();
+    match outcome {
+        Outcome::Passed => Finding::ok(control, passed_detail(plan, check)),
+        Outcome::Failed(e) => {
+            Finding::missing(control, error_chain(e), fix_for(host, plan, mounts, e))
         }
-    };
-    if entry.symlink {
-        let target = host
-            .canonical(path)
-            .map(|p| format!("`{}`", p.display()))
-            .unwrap_or_else(|_| "its target".to_string());
-        out.push(Finding::missing(
-            "bubblewrap",
-            format!(
-                "`{}` is a symbolic link; the launch refuses to execute through one",
-                plan.bwrap()
+        Outcome::NotRun { needs } => Finding {
+            control,
+            status: Status::Skipped,
+            detail: format!(
+                "`{}` was not checked: it needs what the failed `{needs}` check above would have provided",
+                check.subject
             ),
-            format!("name the file itself in the policy: `bubblewrap` {target}"),
-        ));
-        return false;
+            fix: None,
+        },
     }
-    if entry.kind != EntryKind::File || entry.mode & 0o111 == 0 {
-        out.push(Finding::missing(
-            "bubblewrap",
-            format!("`{}` is not an executable regular file", plan.bwrap()),
-            install.clone(),
-        ));
-        return false;
-    }
-    let setuid = entry.mode & 0o4000 != 0;
-    match host.output(path, "--version") {
-        Ok(text) => match parse_version(&text) {
-            Some(found) if found >= parse_version(needed).unwrap_or((0, 0, 0)) => {
-                out.push(Finding::ok(
-                    "bubblewrap",
+}
+
+/// What a passed check of bind established.
+fn passed_detail(plan: &LaunchPlan, check: &Check) -> String {
+    let s = &check.subject;
+    match check.step {
+        Step::Plan if s == "architecture" => {
+            format!(
+                "the plan and its seccomp program are for this host ({})",
+                plan.arch().name()
+            )
+        }
+        Step::Plan => "the plan starts with the fixed hardening prefix".to_owned(),
+        Step::NetworkBroker => "the plan's network broker matches the host's".to_owned(),
+        Step::Bubblewrap => format!("`{s}` is an executable regular file, not a symbolic link"),
+        Step::Pins if s == "bubblewrap pin" => {
+            "the Bubblewrap pin holds the program that will run".to_owned()
+        }
+        Step::Pins => format!("`{s}` is pinned by descriptor and has the type the plan expects"),
+        Step::PathSources => format!("`{s}` resolves and has the type the plan expects"),
+        Step::ExecChain => {
+            format!("`{s}` is reached through a read-only mount and is an executable regular file")
+        }
+        Step::BubblewrapOptions => {
+            let used: Vec<&str> = emit::options_used(plan).iter().map(|o| o.option).collect();
+            format!(
+                "`{s}` parses all {} options the plan uses: {}",
+                used.len(),
+                used.join(" ")
+            )
+        }
+        Step::Quotas if s == "aggregate" => {
+            "the quota roots' hard limits fit the aggregate ceiling".to_owned()
+        }
+        Step::Quotas => format!("`{s}` is verified: an enforced project quota within the ceilings"),
+        Step::Cgroup => match plan.cgroup() {
+            Some(cg) if s == cg.parent.as_str() => {
+                let needed = needed_controllers(&cg.limits);
+                if needed.is_empty() {
+                    format!("`{s}` is a cgroup-v2 directory (no controller limits)")
+                } else {
                     format!(
-                        "`{}` is bubblewrap {}.{}.{} (the plan needs {needed} or later){}",
-                        plan.bwrap(),
-                        found.0,
-                        found.1,
-                        found.2,
-                        if setuid { ", setuid root" } else { "" }
-                    ),
-                ));
+                        "`{s}` is a cgroup-v2 directory delegating {}",
+                        quoted(needed.iter().copied())
+                    )
+                }
             }
-            Some(found) => out.push(Finding::missing(
-                "bubblewrap",
-                format!(
-                    "`{}` is bubblewrap {}.{}.{}; the plan needs {needed} or later",
-                    plan.bwrap(),
-                    found.0,
-                    found.1,
-                    found.2
-                ),
-                install.clone(),
-            )),
-            None => out.push(Finding::missing(
-                "bubblewrap",
+            _ => format!("cgroup runner `{s}` is an executable regular file"),
+        },
+        Step::WritableRoots => format!(
+            "read-write root `{s}` is on `nosuid` host mounts only, so what the worker (host uid 0) makes there cannot gain privileges on the host"
+        ),
+        Step::DeviceNodes => format!("the sandbox's device nodes can be provided {s}"),
+        _ => format!("`{s}` passed"),
+    }
+}
+
+fn quoted<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    items
+        .into_iter()
+        .map(|c| format!("`{c}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The fix for a failed check of bind.
+fn fix_for(host: &dyn Host, plan: &LaunchPlan, mounts: &[String], e: &BindError) -> String {
+    let install = format!(
+        "install Bubblewrap {} or later (Debian and Ubuntu: `apt-get install bubblewrap`) and point the policy's `bubblewrap` at it",
+        emit::minimum_bwrap_version(plan)
+    );
+    match e {
+        BindError::HardeningPrefix { .. }
+        | BindError::ForeignArch { .. }
+        | BindError::Plan(_)
+        | BindError::Unsupported { .. } => {
+            "lower the policy again for this host (`splashc emit --format json`); never edit a plan's hardening".to_owned()
+        }
+        BindError::Broker(BrokerBindError::Missing) => {
+            "launch it from a host program that supplies the matching network broker (`BindOptions::with_network_broker`)".to_owned()
+        }
+        BindError::Broker(_) => {
+            "supply the broker the plan names (same catalog kind and ids, started in the policy's parent)".to_owned()
+        }
+        BindError::SymlinkExecutable { path } => {
+            let target = std::fs::canonicalize(path)
+                .map(|p| format!(" (`{}`)", p.display()))
+                .unwrap_or_default();
+            format!("name the file itself in the policy{target}, not a symbolic link to it")
+        }
+        _ if plan_bwrap_failed(plan, e) => install,
+        BindError::UnsupportedOption { .. }
+        | BindError::BubblewrapQuery { .. }
+        | BindError::BubblewrapHelp { .. } => install,
+        BindError::Resolve { path, .. }
+        | BindError::ResolvesToRoot { path }
+        | BindError::Pin { path, .. }
+        | BindError::Inspect { path, .. }
+        | BindError::WrongType { path, .. } => format!(
+            "create `{}` with the type the policy needs, or change the policy",
+            path.display()
+        ),
+        BindError::Executable { host, .. } => format!(
+            "install an executable regular file (mode 0755, not a symbolic link) at `{}`, or change the policy",
+            host.display()
+        ),
+        BindError::NotInRuntimeMount { .. } => {
+            "add a `runtime` mount (read-only) that contains it".to_owned()
+        }
+        BindError::Quota { root, path, .. } => {
+            let id = plan
+                .quota_checks()
+                .iter()
+                .find_map(|c| {
+                    plan.pins()
+                        .get(usize::from(c.slot.0))
+                        .filter(|p| p.host_path.as_str() == path.to_string_lossy())
+                        .map(|_| c.quota.project_id)
+                })
+                .map_or_else(|| "ID".to_owned(), |id| id.to_string());
+            format!(
+                "mount the filesystem of root `{root}` with enforced project quotas (ext4: `tune2fs -O project,quota` and the `prjquota` mount option; XFS: `prjquota`), then `chattr -p {id} +P {}` and `setquota -P {id} 0 <bytes/1024> 0 <inodes> <mount point>` within the policy's ceilings (docs/runtime.md, \"Provisioning a project quota\")",
+                path.display()
+            )
+        }
+        BindError::AggregateQuota(_) => {
+            "lower the roots' hard limits (`setquota -P`) until their sum fits the policy's `quota aggregate`, or raise it".to_owned()
+        }
+        BindError::UnverifiedWritableMount { .. } => {
+            "give the root a `quota project` statement, or drop `quota aggregate`".to_owned()
+        }
+        BindError::Cgroup(c) => cgroup_fix(host, mounts, c),
+        BindError::SetId(
+            SetIdError::HonoursSetId { mount, .. } | SetIdError::AlsoMounted { mount, .. },
+        ) => format!(
+            "`mount -o remount,nosuid {}` (or keep the root on a dedicated `-o nosuid` mount), or launch as an unprivileged user",
+            mount.display()
+        ),
+        BindError::SetId(_) => "launch as an unprivileged user".to_owned(),
+        BindError::Devices(_) => {
+            "launch as a user that owns none of the host's `/dev` nodes, or as root with `CAP_MKNOD` on a `/dev` that is not mounted `nodev`".to_owned()
+        }
+        _ => "see the reason above".to_owned(),
+    }
+}
+
+/// Whether `e` is the failure of the Bubblewrap program itself (step 1).
+fn plan_bwrap_failed(plan: &LaunchPlan, e: &BindError) -> bool {
+    match e {
+        BindError::Resolve { path, .. }
+        | BindError::ResolvesToRoot { path }
+        | BindError::Pin { path, .. }
+        | BindError::Inspect { path, .. }
+        | BindError::WrongType { path, .. } => path == Path::new(plan.bwrap().as_str()),
+        _ => false,
+    }
+}
+
+/// The cgroup-v2 mount that holds `path`: the longest mount point that is
+/// an ancestor of it.
+fn v2_mount_of<'m>(mounts: &'m [String], path: &Path) -> Option<&'m str> {
+    mounts
+        .iter()
+        .filter(|m| path.starts_with(m.as_str()))
+        .max_by_key(|m| m.len())
+        .map(String::as_str)
+}
+
+/// A directory of a cgroup-v2 mount to suggest as a parent.
+fn suggested_parent(mounts: &[String]) -> String {
+    mounts.first().map_or_else(
+        || "a directory of a cgroup-v2 mount".to_owned(),
+        |m| format!("`{}/splash-workers`", m.trim_end_matches('/')),
+    )
+}
+
+fn cgroup_fix(host: &dyn Host, mounts: &[String], e: &CgroupError) -> String {
+    let no_v2 = "no cgroup-v2 filesystem is mounted: mount one (`mount -t cgroup2 none DIR`) or boot with `systemd.unified_cgroup_hierarchy=1`";
+    match e {
+        CgroupError::OpenParent { .. }
+        | CgroupError::NotCgroup2 { .. }
+        | CgroupError::MissingCoreFile { .. } => {
+            if mounts.is_empty() {
+                return no_v2.to_owned();
+            }
+            format!(
+                "create the parent in the cgroup-v2 hierarchy (mounted at {}), for example {}, owned by the launching user, and name it in `cgroup parent`",
+                quoted(mounts.iter().map(String::as_str)),
+                suggested_parent(mounts)
+            )
+        }
+        CgroupError::MissingController { path, controller } => {
+            delegation_fix(host, mounts, path, controller)
+        }
+        CgroupError::Runner { .. } | CgroupError::RunnerIo { .. } => {
+            "install `splash-cgroup-runner` there as an executable regular file (mode 0755, not a symbolic link)".to_owned()
+        }
+        _ => "see the reason above".to_owned(),
+    }
+}
+
+/// How to delegate `controller` down to the children of `parent`: enable it
+/// in `cgroup.subtree_control` of every directory from the cgroup-v2 mount
+/// holding `parent` down to `parent` itself, or, when the hierarchy does
+/// not offer it at all, free it from cgroup v1.
+fn delegation_fix(host: &dyn Host, mounts: &[String], parent: &Path, controller: &str) -> String {
+    let Some(mount) = v2_mount_of(mounts, parent) else {
+        return format!(
+            "`{}` is not in a cgroup-v2 hierarchy; create the parent below {}",
+            parent.display(),
+            if mounts.is_empty() {
+                "a cgroup-v2 mount".to_owned()
+            } else {
+                quoted(mounts.iter().map(String::as_str))
+            }
+        );
+    };
+    let offered = host
+        .read(&Path::new(mount).join("cgroup.controllers"))
+        .map(|t| t.split_whitespace().any(|c| c == controller))
+        .unwrap_or(true);
+    if !offered {
+        return format!(
+            "the cgroup-v2 hierarchy at `{mount}` does not offer `{controller}`: it is bound to a cgroup-v1 hierarchy on this host; boot with `systemd.unified_cgroup_hierarchy=1` (or `cgroup_no_v1={controller}`) so cgroup v2 owns it, then enable it down to the parent"
+        );
+    }
+    let mut dirs: Vec<PathBuf> = parent
+        .ancestors()
+        .take_while(|d| d.starts_with(mount))
+        .map(Path::to_path_buf)
+        .collect();
+    dirs.reverse();
+    let steps: Vec<String> = dirs
+        .iter()
+        .map(|d| {
+            format!(
+                "`echo '+{controller}' > {}`",
+                d.join("cgroup.subtree_control").display()
+            )
+        })
+        .collect();
+    format!(
+        "enable it from the cgroup-v2 root down to the parent: {}",
+        steps.join(", then ")
+    )
+}
+
+/// Mount points of cgroup-v2 filesystems, from `/proc/self/mountinfo`.
+fn cgroup2_mounts(host: &dyn Host) -> Vec<String> {
+    let Ok(text) = host.read(Path::new("/proc/self/mountinfo")) else {
+        return Vec::new();
+    };
+    let mut mounts: Vec<String> = text
+        .lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let fstype = right.split_whitespace().next()?;
+            let point = left.split_whitespace().nth(4)?;
+            (fstype == "cgroup2").then(|| point.replace("\\040", " "))
+        })
+        .collect();
+    mounts.sort();
+    mounts.dedup();
+    mounts
+}
+
+/// When the plan has cgroup limits and its parent did not pass: does the
+/// cgroup-v2 hierarchy offer the controllers at all? (A controller bound to
+/// a cgroup-v1 hierarchy cannot be delegated by any parent.)
+fn cgroup_hierarchy(host: &dyn Host, plan: &LaunchPlan, mounts: &[String], out: &mut Vec<Finding>) {
+    let Some(cg) = plan.cgroup() else {
+        return;
+    };
+    let needed = needed_controllers(&cg.limits);
+    if mounts.is_empty() {
+        out.push(Finding::missing(
+            "cgroup v2",
+            "no cgroup-v2 filesystem is mounted on this host",
+            "mount cgroup2 (`mount -t cgroup2 none /sys/fs/cgroup`) or boot with `systemd.unified_cgroup_hierarchy=1`",
+        ));
+        return;
+    }
+    let mount = v2_mount_of(mounts, Path::new(cg.parent.as_str())).unwrap_or(&mounts[0]);
+    let Ok(text) = host.read(&Path::new(mount).join("cgroup.controllers")) else {
+        return;
+    };
+    let offered: BTreeSet<&str> = text.split_whitespace().collect();
+    let absent: Vec<&str> = needed
+        .iter()
+        .copied()
+        .filter(|c| !offered.contains(c))
+        .collect();
+    if absent.is_empty() {
+        out.push(Finding::ok(
+            "cgroup v2",
+            format!(
+                "the cgroup-v2 hierarchy at `{mount}` offers every controller the limits need{}",
+                if needed.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", quoted(needed.iter().copied()))
+                }
+            ),
+        ));
+        return;
+    }
+    out.push(Finding::missing(
+        "cgroup v2",
+        format!(
+            "the limits need the {} controller{}, which the cgroup-v2 hierarchy at `{mount}` does not offer (it offers {})",
+            quoted(absent.iter().copied()),
+            if absent.len() == 1 { "" } else { "s" },
+            if offered.is_empty() {
+                "none".to_owned()
+            } else {
+                quoted(offered.iter().copied())
+            }
+        ),
+        "the controllers are bound to cgroup-v1 hierarchies on this host: boot with `systemd.unified_cgroup_hierarchy=1` (or `cgroup_no_v1=all`) so cgroup v2 owns them, then delegate them down to the parent through each `cgroup.subtree_control`",
+    ));
+}
+
+/// Bubblewrap's version and setuid bit (what bind decides on is the options
+/// the build parses, a check of bind). Returns whether it is setuid root.
+fn bubblewrap_probe(host: &dyn Host, plan: &LaunchPlan, out: &mut Vec<Finding>) -> bool {
+    let path = Path::new(plan.bwrap().as_str());
+    let Ok(mode) = host.mode(path) else {
+        return false; // bind's check of the program names the problem
+    };
+    let setuid = mode & 0o4000 != 0;
+    let needed = emit::minimum_bwrap_version(plan);
+    let shown = match host
+        .output(path, "--version")
+        .map(|t| (parse_version(&t), t))
+    {
+        Ok((Some(found), _)) => found,
+        Ok((None, text)) => {
+            out.push(Finding::warning(
+                "bubblewrap version",
                 format!(
                     "`{} --version` printed `{}`, not a bubblewrap version",
                     plan.bwrap(),
                     text.trim()
                 ),
-                install.clone(),
-            )),
-        },
-        Err(e) => out.push(Finding::missing(
-            "bubblewrap",
-            format!("`{} --version` failed: {e}", plan.bwrap()),
-            install.clone(),
-        )),
-    }
-    let used: Vec<&str> = emit::options_used(plan).iter().map(|o| o.option).collect();
-    match host.output(path, "--help") {
-        Ok(text) => {
-            let supported: BTreeSet<&str> = text
-                .lines()
-                .filter_map(|l| l.split_whitespace().next())
-                .filter(|w| w.starts_with("--"))
-                .collect();
-            let absent: Vec<&str> = used
-                .iter()
-                .copied()
-                .filter(|o| !supported.contains(o))
-                .collect();
-            if absent.is_empty() {
-                out.push(Finding::ok(
-                    "bubblewrap options",
-                    format!(
-                        "all {} options the plan uses are in `bwrap --help`: {}",
-                        used.len(),
-                        used.join(" ")
-                    ),
-                ));
-            } else {
-                out.push(Finding::missing(
-                    "bubblewrap options",
-                    format!(
-                        "`{} --help` does not list {}",
-                        plan.bwrap(),
-                        absent
-                            .iter()
-                            .map(|o| format!("`{o}`"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                    install.clone(),
-                ));
-            }
+                "bind decides on the options the build parses (above); a build that prints no version is unusual",
+            ));
+            return setuid;
         }
-        Err(e) => out.push(Finding::missing(
-            "bubblewrap options",
-            format!("`{} --help` failed: {e}", plan.bwrap()),
-            install.clone(),
-        )),
+        Err(e) => {
+            out.push(Finding::warning(
+                "bubblewrap version",
+                format!("`{} --version` failed: {e}", plan.bwrap()),
+                "bind decides on the options the build parses (above)",
+            ));
+            return setuid;
+        }
+    };
+    let version = format!("{}.{}.{}", shown.0, shown.1, shown.2);
+    let suid = if setuid { ", setuid root" } else { "" };
+    if shown >= parse_version(needed).unwrap_or((0, 0, 0)) {
+        out.push(Finding::ok(
+            "bubblewrap version",
+            format!(
+                "`{}` is bubblewrap {version} (the plan's options first appear in {needed}){suid}",
+                plan.bwrap()
+            ),
+        ));
+    } else {
+        out.push(Finding::warning(
+            "bubblewrap version",
+            format!(
+                "`{}` is bubblewrap {version}; the plan's options first appear in {needed}{suid}",
+                plan.bwrap()
+            ),
+            format!(
+                "bind decides on the options the build parses (above); install Bubblewrap {needed} or later"
+            ),
+        ));
     }
     setuid
 }
@@ -565,505 +838,6 @@ fn landlock_finding(host: &dyn Host) -> Finding {
             "a kernel with Landlock enabled",
         ),
     }
-}
-
-/// Mount points of cgroup-v2 filesystems, from `/proc/self/mountinfo`.
-fn cgroup2_mounts(host: &dyn Host) -> Vec<String> {
-    let Ok(text) = host.read(Path::new("/proc/self/mountinfo")) else {
-        return Vec::new();
-    };
-    let mut mounts: Vec<String> = text
-        .lines()
-        .filter_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            let fstype = right.split_whitespace().next()?;
-            let point = left.split_whitespace().nth(4)?;
-            (fstype == "cgroup2").then(|| point.replace("\\040", " "))
-        })
-        .collect();
-    mounts.sort();
-    mounts.dedup();
-    mounts
-}
-
-/// The controllers a cgroup policy needs, in a fixed order.
-fn needed_controllers(limits: &CgroupLimits) -> Vec<&'static str> {
-    let mut v = Vec::new();
-    if limits.cpu_quota_micros.is_some() {
-        v.push("cpu");
-    }
-    if !limits.io_max.is_empty() {
-        v.push("io");
-    }
-    if limits.memory_max_bytes.is_some() || limits.memory_swap_max_bytes.is_some() {
-        v.push("memory");
-    }
-    if limits.pids_max.is_some() {
-        v.push("pids");
-    }
-    v
-}
-
-fn cgroup(host: &dyn Host, plan: &LaunchPlan, out: &mut Vec<Finding>) {
-    let mounts = cgroup2_mounts(host);
-    let where_v2 = if mounts.is_empty() {
-        "no cgroup-v2 filesystem is mounted on this host".to_string()
-    } else {
-        format!(
-            "cgroup v2 is mounted at {}",
-            mounts
-                .iter()
-                .map(|m| format!("`{m}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
-    };
-    let Some(cg) = plan.cgroup() else {
-        if plan.require_cgroup_v2() {
-            out.push(if mounts.is_empty() {
-                Finding::missing(
-                    "cgroup",
-                    "the policy requires cgroup v2, and no cgroup-v2 filesystem is mounted",
-                    "mount cgroup2 (`mount -t cgroup2 none /sys/fs/cgroup`) or boot with `systemd.unified_cgroup_hierarchy=1`",
-                )
-            } else {
-                Finding::ok("cgroup", where_v2)
-            });
-        }
-        return;
-    };
-    let parent = Path::new(cg.parent.as_str());
-    let below = mounts
-        .first()
-        .map(|m| format!("`{m}/splash-workers`"))
-        .unwrap_or_else(|| "a directory of a cgroup-v2 mount".to_string());
-    let parent_usable = host
-        .entry(parent)
-        .is_ok_and(|e| e.kind == EntryKind::Directory)
-        && host
-            .filesystem_magic(parent)
-            .is_ok_and(|m| m == CGROUP2_MAGIC);
-    if let (false, Some(mount)) = (parent_usable, mounts.first()) {
-        candidate_controllers(host, mount, &cg.limits, out);
-    }
-    match host.entry(parent) {
-        Err(e) => {
-            out.push(Finding::missing(
-                "cgroup",
-                format!("the cgroup parent `{}` cannot be used: {e}; {where_v2}", cg.parent),
-                format!(
-                    "create a delegated cgroup-v2 directory (for example {below}), owned by the launching user, and name it in `cgroup parent`"
-                ),
-            ));
-        }
-        Ok(entry) if entry.kind != EntryKind::Directory => {
-            out.push(Finding::missing(
-                "cgroup",
-                format!("the cgroup parent `{}` is not a directory", cg.parent),
-                format!("name a cgroup-v2 directory (for example {below}) in `cgroup parent`"),
-            ));
-        }
-        Ok(_) => match host.filesystem_magic(parent) {
-            Ok(CGROUP2_MAGIC) => controllers(host, &cg.parent.to_string(), &cg.limits, out),
-            Ok(_) => out.push(Finding::missing(
-                "cgroup",
-                format!("the cgroup parent `{}` is not on a cgroup-v2 filesystem; {where_v2}", cg.parent),
-                format!("create the parent below a cgroup-v2 mount (for example {below}) and name it in `cgroup parent`"),
-            )),
-            Err(e) => out.push(Finding::missing(
-                "cgroup",
-                format!("the filesystem of `{}` cannot be inspected: {e}", cg.parent),
-                "name a cgroup-v2 directory in `cgroup parent`",
-            )),
-        },
-    }
-    let runner = Path::new(cg.runner.as_str());
-    out.push(match host.entry(runner) {
-        Ok(e) if e.kind == EntryKind::File && e.mode & 0o111 != 0 => Finding::ok(
-            "path",
-            format!("cgroup runner `{}` is an executable file", cg.runner),
-        ),
-        Ok(_) => Finding::missing(
-            "path",
-            format!(
-                "cgroup runner `{}` is not an executable regular file",
-                cg.runner
-            ),
-            "install the cgroup runner there with mode 0755",
-        ),
-        Err(e) => Finding::missing(
-            "path",
-            format!("cgroup runner `{}` cannot be used: {e}", cg.runner),
-            "install the cgroup runner there with mode 0755",
-        ),
-    });
-}
-
-/// When the parent cannot be used: would a parent created below the
-/// cgroup-v2 mount `mount` get the controllers the limits need?
-fn candidate_controllers(
-    host: &dyn Host,
-    mount: &str,
-    limits: &CgroupLimits,
-    out: &mut Vec<Finding>,
-) {
-    let needed = needed_controllers(limits);
-    let Ok(text) = host.read(&Path::new(mount).join("cgroup.controllers")) else {
-        return;
-    };
-    let offered: BTreeSet<&str> = text.split_whitespace().collect();
-    let absent: Vec<&str> = needed
-        .iter()
-        .copied()
-        .filter(|c| !offered.contains(c))
-        .collect();
-    if absent.is_empty() {
-        return;
-    }
-    out.push(Finding::missing(
-        "cgroup",
-        format!(
-            "the limits need the {} controller{}, which the cgroup-v2 hierarchy at `{mount}` does not offer (it offers {})",
-            absent.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", "),
-            if absent.len() == 1 { "" } else { "s" },
-            if offered.is_empty() {
-                "none".to_string()
-            } else {
-                offered.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
-            }
-        ),
-        "the controllers are bound to cgroup-v1 hierarchies on this host: boot with `systemd.unified_cgroup_hierarchy=1` (or `cgroup_no_v1=all`) so cgroup v2 owns them, then delegate them down to the parent through each `cgroup.subtree_control`",
-    ));
-}
-
-fn controllers(host: &dyn Host, parent: &str, limits: &CgroupLimits, out: &mut Vec<Finding>) {
-    let needed = needed_controllers(limits);
-    let read_list = |file: &str| -> Option<BTreeSet<String>> {
-        host.read(&Path::new(parent).join(file))
-            .ok()
-            .map(|t| t.split_whitespace().map(str::to_owned).collect())
-    };
-    let (Some(available), Some(enabled)) = (
-        read_list("cgroup.controllers"),
-        read_list("cgroup.subtree_control"),
-    ) else {
-        out.push(Finding::missing(
-            "cgroup",
-            format!("`{parent}/cgroup.controllers` or `cgroup.subtree_control` cannot be read"),
-            "name a cgroup-v2 directory the launching user can read in `cgroup parent`",
-        ));
-        return;
-    };
-    let unavailable: Vec<&str> = needed
-        .iter()
-        .copied()
-        .filter(|c| !available.contains(*c))
-        .collect();
-    let not_enabled: Vec<&str> = needed
-        .iter()
-        .copied()
-        .filter(|c| available.contains(*c) && !enabled.contains(*c))
-        .collect();
-    let list = |v: &[&str]| {
-        v.iter()
-            .map(|c| format!("`{c}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let plus = |v: &[&str]| {
-        v.iter()
-            .map(|c| format!("+{c}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    if !unavailable.is_empty() {
-        let grand = Path::new(parent)
-            .parent()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| "/".to_string());
-        out.push(Finding::missing(
-            "cgroup",
-            format!(
-                "the limits need the {} controller{} in `{parent}`, which offers {}",
-                list(&unavailable),
-                if unavailable.len() == 1 { "" } else { "s" },
-                if available.is_empty() {
-                    "none".to_string()
-                } else {
-                    available.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(", ")
-                }
-            ),
-            format!(
-                "enable them for the parent: `echo '{}' > {grand}/cgroup.subtree_control` (and so on up to the root); a controller the cgroup-v2 root does not offer is bound to a cgroup-v1 hierarchy: boot with `systemd.unified_cgroup_hierarchy=1` or `cgroup_no_v1=all`",
-                plus(&unavailable)
-            ),
-        ));
-    }
-    if !not_enabled.is_empty() {
-        out.push(Finding::missing(
-            "cgroup",
-            format!(
-                "`{parent}` offers {} but does not delegate {} to its children",
-                list(&not_enabled),
-                if not_enabled.len() == 1 { "it" } else { "them" }
-            ),
-            format!(
-                "`echo '{}' > {parent}/cgroup.subtree_control`",
-                plus(&not_enabled)
-            ),
-        ));
-    }
-    if unavailable.is_empty() && not_enabled.is_empty() {
-        out.push(Finding::ok(
-            "cgroup",
-            if needed.is_empty() {
-                format!("`{parent}` is a cgroup-v2 directory (no controller limits)")
-            } else {
-                format!(
-                    "`{parent}` is a cgroup-v2 directory delegating {}",
-                    list(&needed)
-                )
-            },
-        ));
-    }
-}
-
-fn quota_finding(host: &dyn Host, path: &str, quota: &ProjectQuota) -> Finding {
-    match host.verify_quota(Path::new(path), quota) {
-        Ok(()) => Finding::ok(
-            "quota",
-            format!(
-                "`{path}` carries project {} with hard limits within {} bytes and {} inodes",
-                quota.project_id, quota.max_bytes, quota.max_inodes
-            ),
-        ),
-        Err(reason) => Finding::missing(
-            "quota",
-            format!(
-                "the project quota of `{path}` (project {}) cannot be verified: {reason}",
-                quota.project_id
-            ),
-            format!(
-                "mount its filesystem with project quotas (ext4: `tune2fs -O project,quota` and the `prjquota` mount option; XFS: `prjquota`), then `chattr -p {id} +P {path}` and `setquota -P {id} 0 <bytes/1024> 0 <inodes> <mount point>` within the policy's maximums",
-                id = quota.project_id
-            ),
-        ),
-    }
-}
-
-/// What a host path must be.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Want {
-    Directory,
-    File,
-    Executable,
-    FileOrDirectory,
-}
-
-impl Want {
-    fn from_kind(kind: PinKind) -> Want {
-        match kind {
-            PinKind::Directory | PinKind::BrokerDirectory => Want::Directory,
-            PinKind::RegularFile => Want::File,
-            PinKind::Executable => Want::Executable,
-            PinKind::FileOrDirectory => Want::FileOrDirectory,
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            Want::Directory => "a directory",
-            Want::File => "a regular file",
-            Want::Executable => "an executable regular file",
-            Want::FileOrDirectory => "a regular file or a directory",
-        }
-    }
-
-    fn accepts(self, e: &Entry) -> bool {
-        match self {
-            Want::Directory => e.kind == EntryKind::Directory,
-            Want::File => e.kind == EntryKind::File,
-            Want::Executable => e.kind == EntryKind::File && e.mode & 0o111 != 0,
-            Want::FileOrDirectory => e.kind != EntryKind::Other,
-        }
-    }
-}
-
-/// The host path behind worker-visible `path`, through the plan's bind
-/// mounts (the one with the longest destination that contains it).
-fn host_path_behind(plan: &LaunchPlan, path: &str) -> Option<String> {
-    let mut best: Option<(usize, String)> = None;
-    for op in plan.ops() {
-        let (BwrapOp::RoBind {
-            source,
-            destination,
-        }
-        | BwrapOp::Bind {
-            source,
-            destination,
-        }) = op
-        else {
-            continue;
-        };
-        let dest = destination.as_str();
-        let rest = if path == dest {
-            ""
-        } else if let Some(r) = path.strip_prefix(dest).filter(|r| r.starts_with('/')) {
-            r
-        } else {
-            continue;
-        };
-        let source = match source {
-            MountSource::Path(p) => p.to_string(),
-            MountSource::Pinned(slot) => {
-                plan.pins().get(usize::from(slot.0))?.host_path.to_string()
-            }
-        };
-        if best.as_ref().is_none_or(|(len, _)| dest.len() > *len) {
-            best = Some((dest.len(), format!("{source}{rest}")));
-        }
-    }
-    best.map(|(_, p)| p)
-}
-
-fn role_name(role: &PinRole) -> String {
-    match role {
-        PinRole::RuntimeMount => "runtime mount".into(),
-        PinRole::FileRoot(id) => format!("file root `{id}`"),
-        PinRole::NetworkBroker => "network-broker parent".into(),
-        PinRole::Bubblewrap => "bubblewrap".into(),
-        PinRole::Worker => "worker".into(),
-        PinRole::LimitRunner => "limit runner".into(),
-        PinRole::LandlockRunner => "landlock runner".into(),
-        PinRole::CombinedRunner => "combined runner".into(),
-        PinRole::AllowedExecutable => "allowed executable".into(),
-    }
-}
-
-/// Every host path the launch opens, mounts or executes, with its type.
-fn paths(host: &dyn Host, policy: &Policy, plan: &LaunchPlan, out: &mut Vec<Finding>) {
-    let mut wanted: Vec<(String, String, Want)> = Vec::new();
-    for pin in plan.pins() {
-        if pin.role == PinRole::Bubblewrap {
-            continue; // probed with its version and options
-        }
-        wanted.push((
-            role_name(&pin.role),
-            pin.host_path.to_string(),
-            Want::from_kind(pin.kind),
-        ));
-    }
-    let roots: BTreeSet<&str> = plan
-        .active_roots()
-        .iter()
-        .map(|r| r.destination.as_str())
-        .collect();
-    for op in plan.ops() {
-        match op {
-            BwrapOp::RoBind {
-                source: MountSource::Path(p),
-                destination,
-            } => {
-                let (role, want) = if roots.contains(destination.as_str()) {
-                    ("file root".to_string(), Want::Directory)
-                } else {
-                    ("runtime mount".to_string(), Want::FileOrDirectory)
-                };
-                wanted.push((role, p.to_string(), want));
-            }
-            BwrapOp::Bind {
-                source: MountSource::Path(p),
-                ..
-            } => wanted.push(("file root".into(), p.to_string(), Want::Directory)),
-            _ => {}
-        }
-    }
-    let mut executables: Vec<(&str, String)> = vec![("worker", policy.worker().to_string())];
-    match policy.runners() {
-        Runners::Combined { path, .. } => {
-            executables.push(("combined runner", path.to_string()));
-        }
-        Runners::Separate { limit, landlock } => {
-            if let Some(r) = limit {
-                executables.push(("limit runner", r.path.to_string()));
-            }
-            if let Some(r) = landlock {
-                executables.push(("landlock runner", r.path.to_string()));
-            }
-        }
-        _ => {}
-    }
-    for p in policy.runners().landlock_allow().into_iter().flatten() {
-        executables.push(("allowed executable", p.to_string()));
-    }
-    for (role, inside) in executables {
-        match host_path_behind(plan, &inside) {
-            Some(host_path) if host_path != inside => wanted.push((
-                format!("{role} (`{inside}` in the sandbox)"),
-                host_path,
-                Want::Executable,
-            )),
-            Some(host_path) => wanted.push((role.to_string(), host_path, Want::Executable)),
-            None => out.push(Finding::missing(
-                "path",
-                format!("{role} `{inside}` is not inside any mount of the sandbox"),
-                "add a `runtime` mount that contains it",
-            )),
-        }
-    }
-    let mut seen = BTreeSet::new();
-    for (role, path, want) in wanted {
-        if !seen.insert((path.clone(), want.name())) {
-            continue;
-        }
-        out.push(path_finding(host, &role, &path, want));
-    }
-}
-
-fn path_finding(host: &dyn Host, role: &str, path: &str, want: Want) -> Finding {
-    let p = Path::new(path);
-    let fix = format!("create `{path}` as {} or change the policy", want.name());
-    let entry = match host.entry(p) {
-        Ok(e) => e,
-        Err(e) => {
-            return Finding::missing("path", format!("{role}: `{path}`: {e}"), fix);
-        }
-    };
-    if want == Want::Executable && entry.symlink {
-        return Finding::missing(
-            "path",
-            format!(
-                "{role}: `{path}` is a symbolic link; executables are named by the file itself"
-            ),
-            "name the link's target in the policy",
-        );
-    }
-    if host.canonical(p).is_ok_and(|c| c == Path::new("/")) {
-        return Finding::missing(
-            "path",
-            format!("{role}: `{path}` resolves to `/`; the host root is never mounted"),
-            "name a directory below `/`",
-        );
-    }
-    if !want.accepts(&entry) {
-        let found = match entry.kind {
-            EntryKind::Directory => "a directory",
-            EntryKind::File if entry.mode & 0o111 == 0 => "a file without an execute bit",
-            EntryKind::File => "a regular file",
-            EntryKind::Other => "neither a regular file nor a directory",
-        };
-        return Finding::missing(
-            "path",
-            format!("{role}: `{path}` is {found}; expected {}", want.name()),
-            fix,
-        );
-    }
-    let found = match (want, entry.kind) {
-        (Want::FileOrDirectory, EntryKind::Directory) => "a directory",
-        (Want::FileOrDirectory, _) => "a regular file",
-        _ => want.name(),
-    };
-    Finding::ok("path", format!("{role}: `{path}` is {found}"))
 }
 
 fn root_finding(host: &dyn Host) -> Finding {

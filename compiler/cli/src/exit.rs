@@ -154,7 +154,7 @@ pub const PAGES: &[Page] = &[
             ),
             s(
                 1,
-                "a control cannot be enforced, or the policy or manifest has errors",
+                "a control cannot be enforced, or the policy, manifest or plan has errors",
             ),
             s(2, USAGE_OR_IO),
         ],

@@ -29,7 +29,8 @@ pub fn run(args: &ExplainArgs) -> u8 {
         };
     let mut explanation = explain::explain(&policy, &plan);
     if !args.plan_only && !args.dot && Some(arch) == Arch::host() {
-        let gaps = doctor::diagnose(&doctor::RealHost, &policy, &plan)
+        let preflight = splash_runtime::preflight(&plan, &splash_runtime::BindOptions::default());
+        let gaps = doctor::diagnose(&doctor::RealHost, &plan, &preflight)
             .into_iter()
             .filter(|f| f.status != doctor::Status::Ok)
             .map(|f| explain::HostGap {

@@ -142,10 +142,16 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct DoctorArgs {
-    pub policy: PathBuf,
+    /// The policy, lowered for this host as `splashc run` lowers it.
+    #[arg(required_unless_present = "plan", conflicts_with = "plan")]
+    pub policy: Option<PathBuf>,
     /// Capability manifest JSON; without it every registered root is checked.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "plan")]
     pub manifest: Option<PathBuf>,
+    /// A launch plan (JSON, as `splashc emit --format json` writes it) to
+    /// check instead of a policy.
+    #[arg(long)]
+    pub plan: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "human")]
     pub format: Format,
 }

@@ -4,10 +4,7 @@
 
 #![expect(unsafe_code, reason = "the one module of raw kernel interfaces")]
 
-use std::ffi::CString;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
 
 /// `LANDLOCK_CREATE_RULESET_VERSION`: ask for the ABI number.
 const LANDLOCK_CREATE_RULESET_VERSION: u32 = 1;
@@ -53,32 +50,12 @@ pub fn effective_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// The filesystem type (`statfs.f_type`) of the filesystem holding `path`.
-pub fn filesystem_magic(path: &Path) -> io::Result<u64> {
-    let c_path = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
-    let mut buf = std::mem::MaybeUninit::<libc::statfs>::zeroed();
-    // SAFETY: `c_path` is a live NUL-terminated string and `buf` points to
-    // writable memory of the size of `struct statfs`, which the kernel fills.
-    let ret = unsafe { libc::statfs(c_path.as_ptr(), buf.as_mut_ptr()) };
-    if ret < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: statfs returned 0, so the kernel initialised the structure.
-    let stat = unsafe { buf.assume_init() };
-    // `f_type` is signed on some targets; the magic numbers are positive.
-    Ok(u64::try_from(stat.f_type).unwrap_or(0))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn probes_answer_on_this_host() {
-        assert!(filesystem_magic(Path::new("/proc")).is_ok());
-        assert!(filesystem_magic(Path::new("/does/not/exist")).is_err());
-        assert!(filesystem_magic(Path::new("/pro\0c")).is_err());
         let mode = seccomp_mode().expect("PR_GET_SECCOMP");
         assert!(mode == 0 || mode == 2, "{mode}");
         let _ = effective_uid();

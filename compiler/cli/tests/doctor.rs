@@ -80,7 +80,9 @@ fn the_demo_policy_is_enforceable_here() {
     assert!(stdout.contains("ok      bubblewrap options"), "{stdout}");
     assert!(stdout.contains("ok      seccomp"), "{stdout}");
     assert!(
-        stdout.contains("splash-probe` is an executable regular file"),
+        stdout.contains(
+            "splash-probe` is reached through a read-only mount and is an executable regular file"
+        ),
         "{stdout}"
     );
 
@@ -108,7 +110,7 @@ fn a_missing_bubblewrap_fails_with_the_fix() {
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
         stdout.contains(
-            "missing bubblewrap          `/opt/splash-does-not-exist/bwrap` cannot be used"
+            "missing bubblewrap          failed to resolve source `/opt/splash-does-not-exist/bwrap`: No such file or directory"
         ),
         "{stdout}"
     );

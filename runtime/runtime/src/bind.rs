@@ -1,7 +1,10 @@
 //! Bind: check a [`LaunchPlan`] against the host and retain its descriptors.
 //!
 //! Nothing is launched here, except `--help` of a Bubblewrap that is not an
-//! ELF executable (see step 5). The steps, in order:
+//! ELF executable (see step 5). Steps 0 to 8 are the one list of checks in
+//! [`preflight`](mod@crate::preflight): bind runs them until the first
+//! failure, which is its error, and [`crate::preflight()`] runs them all and
+//! reports every failure (what `splashc doctor` shows). The steps, in order:
 //!
 //! 0. the plan is re-verified ([`crate::verify`]): the fixed hardening
 //!    prefix and this host's architecture for the plan and its seccomp
@@ -58,7 +61,7 @@
 use std::collections::BTreeSet;
 use std::fs::{self, File, Metadata};
 use std::io::{self, Read, Seek};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -68,7 +71,7 @@ use splashpol::plan::{Arch, BwrapOp, LaunchPlan, MountSource, Pin, PinKind, PinR
 
 use crate::cgroup::{CgroupBoundary, CgroupError};
 use crate::devices::{DEFAULT_DEVICE_PARENT, DeviceError, DeviceSources};
-use crate::quota::{self, KernelQuotaInspector, QuotaError, QuotaInspector, VerifiedQuota};
+use crate::quota::{KernelQuotaInspector, QuotaError, QuotaInspector, VerifiedQuota};
 use crate::spawn::LaunchSpec;
 use crate::sys;
 
@@ -424,9 +427,9 @@ pub enum PlanDefect {
 /// A descriptor retained at bind, duplicated fresh for every launch.
 #[derive(Debug)]
 pub struct PinnedSource {
-    pin: Pin,
-    canonical: PathBuf,
-    fd: OwnedFd,
+    pub(crate) pin: Pin,
+    pub(crate) canonical: PathBuf,
+    pub(crate) fd: OwnedFd,
 }
 
 impl PinnedSource {
@@ -470,10 +473,10 @@ pub trait LaunchPreparation: std::fmt::Debug + Send + Sync {
 /// Options of [`BoundCommand::bind_with`].
 #[derive(Debug)]
 pub struct BindOptions {
-    quota_inspector: Box<dyn QuotaInspectorDebug>,
-    preparations: Vec<Box<dyn LaunchPreparation>>,
-    device_parent: PathBuf,
-    network_broker: Option<splash_broker::BrokerMount>,
+    pub(crate) quota_inspector: Box<dyn QuotaInspectorDebug>,
+    pub(crate) preparations: Vec<Box<dyn LaunchPreparation>>,
+    pub(crate) device_parent: PathBuf,
+    pub(crate) network_broker: Option<splash_broker::BrokerMount>,
 }
 
 /// A [`QuotaInspector`] that can be printed in debug output.
@@ -594,7 +597,7 @@ fn is_executable_role(role: &PinRole) -> bool {
 }
 
 /// Canonicalizes `path`, rejecting `/`.
-fn canonical(path: &str) -> Result<PathBuf, BindError> {
+pub(crate) fn canonical(path: &str) -> Result<PathBuf, BindError> {
     let canonical = fs::canonicalize(path).map_err(|source| BindError::Resolve {
         path: PathBuf::from(path),
         source,
@@ -623,7 +626,7 @@ fn open_canonical(path: &Path) -> Option<(OwnedFd, Metadata)> {
 
 /// Why [`open_object`] refused a host path; the caller names the object.
 #[derive(Debug)]
-enum ObjectDefect {
+pub(crate) enum ObjectDefect {
     /// `lstat` or `realpath` failed.
     Unresolved(io::Error),
     /// The canonical path is `/`.
@@ -645,7 +648,7 @@ enum ObjectDefect {
 
 impl ObjectDefect {
     /// The error for a pin or Bubblewrap, named by its configured `path`.
-    fn for_source(self, path: &Path, kind: PinKind) -> BindError {
+    pub(crate) fn for_source(self, path: &Path, kind: PinKind) -> BindError {
         let path = path.to_path_buf();
         match self {
             Self::Unresolved(source) => BindError::Resolve { path, source },
@@ -693,7 +696,7 @@ impl ObjectDefect {
 /// with `RESOLVE_NO_SYMLINKS`, so a link swapped in after canonicalization
 /// fails instead of being followed; the type is checked through the
 /// descriptor (`fstat`). Returns the canonical path and the descriptor.
-fn open_object(
+pub(crate) fn open_object(
     path: &Path,
     kind: PinKind,
     executable: bool,
@@ -752,7 +755,11 @@ fn overlay_of<'p>(
     })
 }
 
-fn pin_source(plan: &LaunchPlan, slot: usize, pin: &Pin) -> Result<PinnedSource, BindError> {
+pub(crate) fn pin_source(
+    plan: &LaunchPlan,
+    slot: usize,
+    pin: &Pin,
+) -> Result<PinnedSource, BindError> {
     let path = Path::new(pin.host_path.as_str());
     if pin.kind == PinKind::BrokerDirectory {
         return Err(BindError::Unsupported {
@@ -776,7 +783,7 @@ fn pin_source(plan: &LaunchPlan, slot: usize, pin: &Pin) -> Result<PinnedSource,
     })
 }
 
-fn check_path_source(path: &HostPath, directory: bool) -> Result<PathBuf, BindError> {
+pub(crate) fn check_path_source(path: &HostPath, directory: bool) -> Result<PathBuf, BindError> {
     let canonical = canonical(path.as_str())?;
     let meta = fs::metadata(&canonical).map_err(|source| BindError::Resolve {
         path: PathBuf::from(path.to_string()),
@@ -814,15 +821,17 @@ enum Behind {
 }
 
 /// Where a worker-visible path comes from, following the mount operations in
-/// order (a later mount over a covering destination wins); `None` when the
-/// last mount covering it is writable (a read-write root or a tmpfs) or no
-/// mount covers it.
+/// order (a later mount over a covering destination wins); `Some(None)` when
+/// the last mount covering it is writable (a read-write root or a tmpfs) or
+/// no mount covers it; `None` when it is reached through a pin that was not
+/// made.
 fn host_file_behind(
     plan: &LaunchPlan,
-    pins: &[PinnedSource],
+    pins: &[Option<PinnedSource>],
     path: &SandboxPath,
-) -> Option<Behind> {
+) -> Option<Option<Behind>> {
     let mut found: Option<Option<Behind>> = None;
+    let mut unpinned = false;
     for op in plan.ops() {
         match op {
             BwrapOp::RoBind {
@@ -830,9 +839,15 @@ fn host_file_behind(
                 destination,
             } if path.is_within(destination) => {
                 let rest = &path.as_str()[destination.as_str().len()..];
+                unpinned = false;
                 let base = match source {
                     MountSource::Pinned(slot) => {
-                        let pinned = &pins[usize::from(slot.0)];
+                        let Some(pinned) = pins.get(usize::from(slot.0)).and_then(Option::as_ref)
+                        else {
+                            unpinned = true;
+                            found = Some(None);
+                            continue;
+                        };
                         if rest.is_empty() && pinned.pin.kind == PinKind::Executable {
                             found = Some(Some(Behind::PinnedExecutable));
                             continue;
@@ -851,49 +866,36 @@ fn host_file_behind(
             BwrapOp::Bind { destination, .. } | BwrapOp::Tmpfs { destination, .. }
                 if path.is_within(destination) =>
             {
+                unpinned = false;
                 found = Some(None);
             }
             _ => {}
         }
     }
-    found.flatten()
+    (!unpinned).then(|| found.flatten())
 }
 
-/// Step 4: every program of the exec chain, then every Landlock target that
-/// is not one of them.
-fn check_exec_chain(plan: &LaunchPlan, pins: &[PinnedSource]) -> Result<(), BindError> {
-    let chain = crate::verify::exec_chain(plan)?;
-    let last = chain.programs.len() - 1;
-    for (i, program) in chain.programs.iter().enumerate() {
-        let role = if i == last {
-            ExecRole::Worker
-        } else {
-            ExecRole::Runner
-        };
-        check_exec_target(plan, pins, role, program)?;
-    }
-    for target in chain.allowed.iter().filter(|t| !chain.programs.contains(t)) {
-        check_exec_target(plan, pins, ExecRole::AllowedTarget, target)?;
-    }
-    Ok(())
-}
-
-/// `program` must be reached through a read-only mount, and the host file
-/// behind it must pass [`open_object`] as an executable: the check a pinned
-/// executable gets, in path mode too.
-fn check_exec_target(
+/// Step 4 for one program or Landlock target: `program` must be reached
+/// through a read-only mount, and the host file behind it must pass
+/// [`open_object`] as an executable: the check a pinned executable gets, in
+/// path mode too. `None` when it is reached through a pin that was not made
+/// (a failure of step 2, which a preflight reports and goes on from).
+pub(crate) fn check_exec_target(
     plan: &LaunchPlan,
-    pins: &[PinnedSource],
+    pins: &[Option<PinnedSource>],
     role: ExecRole,
     program: &str,
-) -> Result<(), BindError> {
-    let sandbox = SandboxPath::new(program.to_owned()).map_err(|e| {
-        BindError::Plan(PlanDefect::ProgramPath {
-            program: program.to_owned(),
-            reason: e,
-        })
-    })?;
-    match host_file_behind(plan, pins, &sandbox) {
+) -> Option<Result<(), BindError>> {
+    let sandbox = match SandboxPath::new(program.to_owned()) {
+        Ok(p) => p,
+        Err(e) => {
+            return Some(Err(BindError::Plan(PlanDefect::ProgramPath {
+                program: program.to_owned(),
+                reason: e,
+            })));
+        }
+    };
+    Some(match host_file_behind(plan, pins, &sandbox)? {
         None => Err(BindError::NotInRuntimeMount {
             role,
             program: sandbox,
@@ -902,7 +904,7 @@ fn check_exec_target(
         Some(Behind::Host(host)) => open_object(&host, PinKind::Executable, true)
             .map(drop)
             .map_err(|defect| defect.for_program(role, &sandbox, &host)),
-    }
+    })
 }
 
 /// The options (`--name`) the plan's argument list passes to Bubblewrap,
@@ -927,7 +929,7 @@ pub(crate) fn plan_options(plan: &LaunchPlan) -> BTreeSet<String> {
 /// wrapper script) is asked with `--help`. A false positive cannot weaken a
 /// launch: Bubblewrap refuses an option it does not parse, and the launch
 /// fails.
-fn check_supported_options(
+pub(crate) fn check_supported_options(
     program: &Path,
     shown: &str,
     needed: &BTreeSet<String>,
@@ -1194,116 +1196,23 @@ impl BoundCommand {
         Self::bind_with(plan, BindOptions::default())
     }
 
-    /// Binds `plan`; see the module documentation for the steps.
+    /// Binds `plan`; see the module documentation for the steps. Steps 0
+    /// to 8 are the checks of [`preflight`](mod@crate::preflight), run in
+    /// its order until the first failure, which is the error.
     pub fn bind_with(plan: LaunchPlan, options: BindOptions) -> Result<Self, BindError> {
-        // 0. The hardening prefix and the architecture. (The plan's
-        //    structure — format, slots, seccomp delivery, fixed streams, a
-        //    required cgroup's policy — holds by construction: a
-        //    `LaunchPlan` is validated when lowered or deserialized.)
-        crate::verify::verify_plan(&plan)?;
-        crate::broker::check_plan(&plan, options.network_broker.as_ref())?;
-
-        // 1. Bubblewrap: the check every executable gets. In
-        //    executable-pinned mode its descriptor is one of the pins (step 2).
-        let bwrap_path = Path::new(plan.bwrap().as_str());
-        let (bwrap_canonical, _) = open_object(bwrap_path, PinKind::Executable, true)
-            .map_err(|defect| defect.for_source(bwrap_path, PinKind::Executable))?;
-
-        // 2. Pins.
-        let pins = plan
-            .pins()
-            .iter()
-            .enumerate()
-            .map(|(slot, pin)| match pin.kind {
-                PinKind::BrokerDirectory => {
-                    let (canonical, fd) = crate::broker::pin(pin, options.network_broker.as_ref())?;
-                    Ok(PinnedSource {
-                        pin: pin.clone(),
-                        canonical,
-                        fd,
-                    })
-                }
-                _ => pin_source(&plan, slot, pin),
-            })
-            .collect::<Result<Vec<_>, BindError>>()?;
-        let bwrap_launch = match plan.bwrap_pin() {
-            None => BubblewrapLaunch::Path,
-            Some(slot) => {
-                // The plan's pin holds `plan.bwrap()`; the canonical paths
-                // must agree too (a symlink swapped in between).
-                let pin = &pins[usize::from(slot.0)];
-                if pin.canonical != bwrap_canonical {
-                    return Err(BindError::Plan(PlanDefect::BubblewrapPin {
-                        slot: slot.0,
-                        bwrap: PathBuf::from(plan.bwrap().as_str()),
-                    }));
-                }
-                BubblewrapLaunch::Pinned(slot)
-            }
-        };
-
-        // 3. Path-based mount sources. A file root (an active root's destination) must be a directory;
-        //    a runtime mount may also be a regular file.
-        let root_destinations: BTreeSet<&SandboxPath> =
-            plan.active_roots().iter().map(|r| &r.destination).collect();
-        for op in plan.ops() {
-            match op {
-                BwrapOp::RoBind {
-                    source: MountSource::Path(p),
-                    destination,
-                } => {
-                    check_path_source(p, root_destinations.contains(destination))?;
-                }
-                BwrapOp::Bind {
-                    source: MountSource::Path(p),
-                    ..
-                } => {
-                    check_path_source(p, true)?;
-                }
-                _ => {}
-            }
-        }
-
-        // 4. Every program of the exec chain.
-        check_exec_chain(&plan, &pins)?;
-
+        let mut run = crate::preflight::Binding::new(&plan, &options, crate::preflight::Mode::Bind);
+        let _ = run.run();
+        let bound = run.into_bound()?;
         let mut bound = BoundCommand {
             plan,
-            bwrap_canonical,
-            bwrap_launch,
-            pins,
-            quotas: Vec::new(),
+            bwrap_canonical: bound.bwrap_canonical,
+            bwrap_launch: bound.bwrap_launch,
+            pins: bound.pins,
+            quotas: bound.quotas,
             preparations: Vec::new(),
-            cgroup: None,
-            devices: DeviceSources::Host,
+            cgroup: bound.cgroup,
+            devices: bound.devices,
         };
-
-        // 5. Bubblewrap's options, asked of the very file that will run.
-        bound.check_bubblewrap_options()?;
-
-        // 6. Project quotas.
-        bound.quotas = bound.verify_quotas(options.quota_inspector.as_ref())?;
-
-        // 7. The cgroup-v2 boundary. The runner is executed through its
-        //    descriptor when the plan pins executables.
-        if let Some(policy) = bound.plan.cgroup() {
-            let pin_runner = bound.plan.bwrap_pin().is_some();
-            bound.cgroup =
-                Some(CgroupBoundary::prepare(policy, pin_runner).map_err(BindError::Cgroup)?);
-        }
-
-        // 8. Read-write host roots of a worker that runs as host uid 0, and
-        //    device nodes, for the uid the worker will run as.
-        let worker_uid = options
-            .preparations
-            .iter()
-            .rev()
-            .find_map(|p| p.launch_uid())
-            .unwrap_or_else(sys::real_uid);
-        if worker_uid == 0 {
-            bound.check_writable_roots_nosuid()?;
-        }
-        bound.devices = DeviceSources::decide(worker_uid, &options.device_parent)?;
 
         // 9. Launch preparations.
         let mut preparations = options.preparations;
@@ -1316,123 +1225,6 @@ impl BoundCommand {
         }
         bound.preparations = preparations;
         Ok(bound)
-    }
-
-    /// Step 6: every quota check on its pinned root, then the aggregate.
-    /// While an aggregate is set, every read-write mount must be one of the
-    /// verified pinned roots (the lowering refuses raw read-write roots; a
-    /// plan from elsewhere is held to the same rule here).
-    fn verify_quotas(
-        &self,
-        inspector: &dyn QuotaInspector,
-    ) -> Result<Vec<VerifiedQuota>, BindError> {
-        let plan = &self.plan;
-        let checked: BTreeSet<u16> = plan.quota_checks().iter().map(|c| c.slot.0).collect();
-        let mut writable: BTreeSet<u16> = BTreeSet::new();
-        for op in plan.ops() {
-            if let BwrapOp::Bind {
-                source,
-                destination,
-            } = op
-            {
-                match source {
-                    MountSource::Pinned(slot) if checked.contains(&slot.0) => {
-                        writable.insert(slot.0);
-                    }
-                    _ if plan.aggregate_quota().is_some() => {
-                        return Err(BindError::UnverifiedWritableMount {
-                            destination: destination.clone(),
-                        });
-                    }
-                    _ => {}
-                }
-            }
-        }
-        let mut verified = Vec::with_capacity(plan.quota_checks().len());
-        for check in plan.quota_checks() {
-            // The plan guarantees a quota check names a file-root pin that
-            // is mounted read-write.
-            let pinned = &self.pins[usize::from(check.slot.0)];
-            let PinRole::FileRoot(root) = &pinned.pin.role else {
-                return Err(BindError::Plan(PlanDefect::QuotaOnOtherPin {
-                    slot: check.slot.0,
-                }));
-            };
-            let v =
-                quota::verify(inspector, pinned.fd.as_fd(), &check.quota).map_err(|source| {
-                    BindError::Quota {
-                        root: root.clone(),
-                        path: PathBuf::from(pinned.pin.host_path.to_string()),
-                        source,
-                    }
-                })?;
-            verified.push(v);
-        }
-        // A plan with quota checks always carries an aggregate ceiling.
-        if let Some(aggregate) = plan.aggregate_quota()
-            && !plan.quota_checks().is_empty()
-        {
-            quota::check_aggregate(&verified, &aggregate).map_err(BindError::AggregateQuota)?;
-        }
-        Ok(verified)
-    }
-
-    /// Step 7, for a worker that runs as host uid 0: every read-write host
-    /// mount is on a `nosuid` host mount ([`crate::nosuid`]), asked through
-    /// its pinned descriptor or, unpinned, its canonical path.
-    fn check_writable_roots_nosuid(&self) -> Result<(), BindError> {
-        for op in self.plan.ops() {
-            let BwrapOp::Bind {
-                source,
-                destination,
-            } = op
-            else {
-                continue;
-            };
-            let root = self
-                .plan
-                .active_roots()
-                .iter()
-                .find(|r| r.destination == *destination)
-                .map_or_else(|| destination.to_string(), |r| r.id.to_string());
-            match source {
-                MountSource::Pinned(slot) => {
-                    let pinned = &self.pins[usize::from(slot.0)];
-                    crate::nosuid::check_root(&root, &pinned.canonical, pinned.fd.as_fd())?;
-                }
-                MountSource::Path(p) => {
-                    let canonical = canonical(p.as_str())?;
-                    let fd = sys::open_path_no_symlinks(&canonical).map_err(|source| {
-                        BindError::Pin {
-                            path: PathBuf::from(p.to_string()),
-                            source,
-                        }
-                    })?;
-                    crate::nosuid::check_root(&root, &canonical, fd.as_fd())?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn check_bubblewrap_options(&self) -> Result<(), BindError> {
-        let shown = self.plan.bwrap().to_string();
-        let needed = plan_options(&self.plan);
-        match self.bwrap_launch {
-            BubblewrapLaunch::Path => {
-                check_supported_options(&self.bwrap_canonical, &shown, &needed)
-            }
-            BubblewrapLaunch::Pinned(slot) => {
-                let fd = self.pins[usize::from(slot.0)]
-                    .duplicate()
-                    .map_err(|source| BindError::BubblewrapQuery {
-                        path: PathBuf::from(shown.clone()),
-                        source,
-                    })?;
-                let program = crate::spawn::proc_fd_path(&fd);
-                check_supported_options(&program, &shown, &needed)
-            }
-        }
     }
 
     /// Whether each launch gets private device nodes (the worker's uid owns

@@ -813,6 +813,13 @@ enum RunnerProgram {
     Pinned(OwnedFd),
 }
 
+/// A cgroup runner that passed its check, as it will be started.
+#[derive(Debug)]
+pub(crate) struct CheckedRunner {
+    program: RunnerProgram,
+    shown: String,
+}
+
 /// The cgroup boundary of a bound command: the verified parent, the limits,
 /// the checked runner and the join timeout.
 #[derive(Debug)]
@@ -828,18 +835,43 @@ impl CgroupBoundary {
     /// Bind steps 1–3 of the module documentation. With `pin_runner` the
     /// runner is executed through its retained descriptor.
     pub fn prepare(policy: &CgroupPolicy, pin_runner: bool) -> Result<Self, CgroupError> {
-        let parent = CgroupParent::open(Path::new(policy.parent.as_str()))?;
-        parent.check_delegated(&policy.limits)?;
+        let parent = Self::check_parent(policy)?;
         // What a host killed by SIGKILL left under this parent goes first.
         parent.sweep();
-        let (runner, runner_shown) = check_runner(policy.runner.as_str(), pin_runner)?;
-        Ok(Self {
+        let runner = Self::check_runner(policy, pin_runner)?;
+        Ok(Self::from_checked(policy, parent, runner))
+    }
+
+    /// The parent half of [`CgroupBoundary::prepare`]: opened, verified and
+    /// delegating every controller the limits need. Changes nothing.
+    pub(crate) fn check_parent(policy: &CgroupPolicy) -> Result<CgroupParent, CgroupError> {
+        let parent = CgroupParent::open(Path::new(policy.parent.as_str()))?;
+        parent.check_delegated(&policy.limits)?;
+        Ok(parent)
+    }
+
+    /// The runner half of [`CgroupBoundary::prepare`].
+    pub(crate) fn check_runner(
+        policy: &CgroupPolicy,
+        pin_runner: bool,
+    ) -> Result<CheckedRunner, CgroupError> {
+        let (program, shown) = check_runner(policy.runner.as_str(), pin_runner)?;
+        Ok(CheckedRunner { program, shown })
+    }
+
+    /// The boundary from a checked parent and runner.
+    pub(crate) fn from_checked(
+        policy: &CgroupPolicy,
+        parent: CgroupParent,
+        runner: CheckedRunner,
+    ) -> Self {
+        Self {
             parent,
             limits: policy.limits.clone(),
-            runner,
-            runner_shown,
+            runner: runner.program,
+            runner_shown: runner.shown,
             join_timeout: Duration::from_millis(policy.join_timeout_ms),
-        })
+        }
     }
 
     /// The verified parent.

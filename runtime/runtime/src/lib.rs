@@ -14,7 +14,10 @@
 //!    chain, the Bubblewrap build's options, project quotas, `nosuid` host
 //!    mounts under read-write roots of a root launch) and retains every
 //!    pinned descriptor ([`bind`]); a plan with a `cgroup` block gets its
-//!    verified cgroup-v2 parent and runner ([`cgroup`]);
+//!    verified cgroup-v2 parent and runner ([`cgroup`]). Its checks are
+//!    one list, [`preflight()`]: bind stops at the first failure, while a
+//!    preflight runs them all and reports every failure ([`Preflight`],
+//!    what `splashc doctor` shows);
 //! 2. [`BoundCommand::spawn_watched`] launches Bubblewrap with fresh
 //!    duplicates of those descriptors and the seccomp program, delivers the
 //!    bootstrap preamble ([`spawn`]) and hands the lifecycle to a
@@ -39,6 +42,7 @@ pub mod devices;
 pub mod launch;
 pub mod lifecycle;
 pub mod nosuid;
+pub mod preflight;
 pub mod quota;
 pub mod recovery;
 pub mod sandbox_init;
@@ -58,6 +62,7 @@ pub use devices::{DeviceDirectory, DeviceError, DeviceSources, ParentDefect};
 pub use launch::{LaunchError, LaunchOptions, LoadedPolicy, launch};
 pub use lifecycle::{LaunchFailure, WorkerLifecycle, WorkerStatus};
 pub use nosuid::SetIdError;
+pub use preflight::{Check, Outcome, Preflight, Step, preflight};
 pub use quota::{KernelQuotaInspector, QuotaError, QuotaInspector, QuotaUnit};
 pub use recovery::{Reaped, ReconcileError, Reconciled};
 pub use sandbox_init::SandboxInitError;

@@ -75,15 +75,9 @@ fn expected_prefix(lockdown: bool) -> Vec<(BwrapOp, &'static str)> {
     out
 }
 
-/// Checks steps 1 and 2 of the module documentation (the network broker is
-/// checked against the host's broker by bind, `crate::broker::check_plan`).
-pub(crate) fn verify_plan(plan: &LaunchPlan) -> Result<(), BindError> {
-    check_prefix(plan)?;
-    check_arch(plan)?;
-    Ok(())
-}
-
-fn check_prefix(plan: &LaunchPlan) -> Result<(), BindError> {
+/// Step 1 of the module documentation: the fixed hardening prefix, and no
+/// device mount after it.
+pub(crate) fn check_prefix(plan: &LaunchPlan) -> Result<(), BindError> {
     // A plan's `--seccomp` is exactly its first operation when Bubblewrap
     // installs the filter, and absent otherwise (a `LaunchPlan` invariant).
     let mut ops = plan.ops();
@@ -112,7 +106,10 @@ fn check_prefix(plan: &LaunchPlan) -> Result<(), BindError> {
     Ok(())
 }
 
-fn check_arch(plan: &LaunchPlan) -> Result<(), BindError> {
+/// Step 2 of the module documentation: the plan's and the seccomp
+/// program's architecture are this host's. (The network broker is checked
+/// against the host's broker by bind, `crate::broker::check_plan`.)
+pub(crate) fn check_arch(plan: &LaunchPlan) -> Result<(), BindError> {
     let host = Arch::host().ok_or(BindError::Unsupported {
         what: Unprovided::HostArch,
     })?;
@@ -181,7 +178,7 @@ const RUNNER_OPTIONS_WITH_VALUE: &[&str] = &[
 
 /// The programs a launch may execute, as the plan's command names them.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ExecChain {
+pub struct ExecChain {
     /// The programs of the exec chain, in order: the first program
     /// Bubblewrap executes, then the program after each runner's `--`; the
     /// last one is the worker.
@@ -197,7 +194,7 @@ pub(crate) struct ExecChain {
 /// is not one is the worker, and the rest of the command is its arguments.
 /// (A worker whose own arguments happen to look like a runner segment makes
 /// the next argument count as a program too, which can only add a check.)
-pub(crate) fn exec_chain(plan: &LaunchPlan) -> Result<ExecChain, BindError> {
+pub fn exec_chain(plan: &LaunchPlan) -> Result<ExecChain, BindError> {
     let command = plan.command();
     let mut chain = ExecChain {
         programs: Vec::new(),
