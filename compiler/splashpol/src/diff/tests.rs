@@ -94,8 +94,10 @@ fn paths_a_new_mount_and_read_write_access() {
         .expect("paths");
     assert!(x.what.contains("`/w/src` becomes visible"), "{}", x.what);
     assert_eq!(x.a, None);
+    // At the token that puts it there: the destination.
     let b = x.b.as_ref().expect("span in b");
-    assert_eq!((b.line, b.column), (6, 3));
+    assert_eq!((b.line, b.column), (6, 33));
+    assert_eq!(b.end - b.start, "\"/w/src\"".len());
     assert!(b.text.starts_with("root \"src\""));
 
     let d = widens(
@@ -144,10 +146,10 @@ fn exec_landlock_allowlist_and_its_entries() {
         .find(|x| x.layer == "exec")
         .expect("exec");
     assert_eq!(x.what, "`/opt/w/bin/sh` may be executed");
-    // The statement that lists it: the `landlock` block.
+    // The token that lists it, in the `landlock` block.
     let b = x.b.as_ref().expect("span in b");
-    assert_eq!(b.line, 6);
-    assert!(b.text.starts_with("landlock runner"), "{}", b.text);
+    assert_eq!((b.line, b.column), (7, 16));
+    assert_eq!(b.text, "allow-exec \"/opt/w/bin/sh\"");
 }
 
 #[test]
