@@ -164,19 +164,24 @@ fn program_bytes(d: &mut Differ<'_>, a: Option<&SeccompPlan>, b: Option<&Seccomp
 
 /// How Bubblewrap (and the cgroup runner, which follows it) is found.
 fn bubblewrap(d: &mut Differ<'_>, a: &LaunchPlan, b: &LaunchPlan, pinned: (bool, bool)) {
-    let cgroup = if a.cgroup().is_some() && b.cgroup().is_some() {
-        " (and the cgroup runner)"
+    let (what, is, runs, a_descriptor) = if a.cgroup().is_some() && b.cgroup().is_some() {
+        (
+            "bubblewrap and the cgroup runner",
+            "are",
+            "run",
+            "descriptors",
+        )
     } else {
-        ""
+        ("bubblewrap", "is", "runs", "a descriptor")
     };
     d.control(
         "programs",
         pinned,
         (
             &format!(
-                "bubblewrap{cgroup} is resolved by path at launch, no longer run from a descriptor pinned at bind"
+                "{what} {is} resolved by path at launch, no longer run from {a_descriptor} pinned at bind"
             ),
-            &format!("bubblewrap{cgroup} runs from a descriptor pinned at bind"),
+            &format!("{what} {runs} from {a_descriptor} pinned at bind"),
         ),
         |s| s.pin(PinItem::Executables),
     );
