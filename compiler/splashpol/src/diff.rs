@@ -593,9 +593,11 @@ fn arch_filter(d: &mut Differ<'_>, x: &ArchFilter, y: &ArchFilter) {
         d.push("seccomp", Change::Narrowed, what, |s| s.syscall(first));
     }
     let loc = |s: &Statements<'_>| s.keyword("seccomp");
+    // The `memfd_create` guard comes with the Landlock allowlist and is
+    // compared in `exec`.
     let (mut new_guards, mut dropped_guards) = set_changes(guarded, &y.guarded);
-    new_guards.retain(|g| passes(x, guard_syscall(g)));
-    dropped_guards.retain(|g| passes(y, guard_syscall(g)));
+    new_guards.retain(|g| passes(x, guard_syscall(g)) && guard_syscall(g) != "memfd_create");
+    dropped_guards.retain(|g| passes(y, guard_syscall(g)) && guard_syscall(g) != "memfd_create");
     for g in dropped_guards {
         let what = format!("{arch}: guard dropped: {g}");
         d.push("seccomp", Change::Widened, what, loc);

@@ -143,8 +143,8 @@ fn program_bytes(d: &mut Differ<'_>, a: Option<&SeccompPlan>, b: Option<&Seccomp
     let SeccompPlan {
         delivery,
         arch,
-        profile: _,              // its decisions are compared per architecture
-        exec_allowlist_guard: _, // `exec` (the memfd guard)
+        profile: _,           // its decisions are compared per architecture
+        exec_allowlist_guard, // `exec` (the memfd guard), which changes the program too
         program,
     } = x;
     let delivered = |s: &SeccompDelivery| match s {
@@ -153,7 +153,7 @@ fn program_bytes(d: &mut Differ<'_>, a: Option<&SeccompPlan>, b: Option<&Seccomp
         SeccompDelivery::Runner => "runner",
     };
     let changed = delivered(delivery) != delivered(&y.delivery) || *program != y.program;
-    if changed && !d.reported("seccomp") {
+    if changed && !d.reported("seccomp") && *exec_allowlist_guard == y.exec_allowlist_guard {
         let what = format!(
             "{}: the compiled filter differs in a way no rule names",
             arch.name()
@@ -505,6 +505,22 @@ pub(super) fn policy(d: &mut Differ<'_>, a: &Policy, b: &Policy) {
                 s.runner(q.as_str()).or_else(|| s.runner(p.as_str()))
             });
         }
+    }
+    // A runner that applies rlimits or Landlock is judged by what it
+    // applies (`rlimits`, `exec`); one that applies neither is a program
+    // the chain runs for nothing a layer shows.
+    let idle = |c: &BTreeMap<&str, &SandboxPath>| c.get("one-hop").map(|p| p.to_string());
+    match (idle(&ca), idle(&cb)) {
+        (None, Some(p)) => {
+            let what =
+                format!("the exec chain runs the one-hop runner `{p}`, which applies no limit");
+            d.push("programs", Change::Widened, what, |s| s.runner(&p));
+        }
+        (Some(p), None) => {
+            let what = format!("the exec chain no longer runs the idle one-hop runner `{p}`");
+            d.push("programs", Change::Narrowed, what, |s| s.runner(&p));
+        }
+        (None, None) | (Some(_), Some(_)) => {}
     }
     if a.runners().limits().is_some() && b.runners().limits().is_some() {
         d.control(
