@@ -219,6 +219,7 @@ pub fn diff(a: &Side<'_>, b: &Side<'_>) -> PolicyDiff {
     effective(&mut d, (a, &ea), (b, &eb));
     facts::plan(&mut d, a, b);
     facts::policy(&mut d, a.policy, b.policy);
+    facts::command(&mut d, a.plan, b.plan);
     // Stable: within a layer, differences keep the order they were found.
     d.out
         .sort_by_key(|x| LAYERS.iter().position(|l| *l == x.layer));

@@ -16,8 +16,8 @@ use super::{Change, Differ, Side, Statements};
 use crate::ast::PinItem;
 use crate::model::{AggregateQuota, Policy, ProjectQuota, RawPolicy, Runners, SandboxPath};
 use crate::plan::{
-    ActiveRoot, BwrapOp, DeviceNode, LaunchPlan, MountPoint, MountSource, Pin, PinRole, PinSlot,
-    QuotaCheck, RawPlan, SeccompDelivery, SeccompPlan, Stdio,
+    ActiveRoot, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, MountSource, Pin, PinRole,
+    PinSlot, QuotaCheck, RawPlan, SeccompDelivery, SeccompPlan, Stdio,
 };
 use crate::units::format_bytes;
 
@@ -80,8 +80,8 @@ pub(super) fn plan(d: &mut Differ<'_>, a: &Side<'_>, b: &Side<'_>) {
         bwrap_pin,
         pins: _, // mount sources: `paths`; executables: `overlays` below
         ops,
-        command: _, // built from the policy's runners and worker: `chain` below;
-        // its rlimit flags: `rlimits`; `--allow`: `exec`; `--seccomp-fd`: `seccomp`
+        command: _, // the programs: `chain`; rlimit flags: `rlimits`; `--allow`:
+        // `exec`; `--seccomp-fd`: `seccomp`; whatever else: `command`
         seccomp,
         active_roots,
         quota_checks,
@@ -129,9 +129,32 @@ pub(super) fn plan(d: &mut Differ<'_>, a: &Side<'_>, b: &Side<'_>) {
     }
     flags(d, ops, &pb.ops);
     process(d, (environment, stdio), (&pb.environment, &pb.stdio));
-    roots(d, (a.plan, active_roots), (b.plan, &pb.active_roots));
+    roots(d, active_roots, &pb.active_roots);
     quotas(d, (a.plan, quota_checks), (b.plan, &pb.quota_checks));
     aggregate(d, *aggregate_quota, pb.aggregate_quota);
+}
+
+/// The command after `--`: a difference that no rule of the layers that
+/// read it named is a widening.
+pub(super) fn command(d: &mut Differ<'_>, a: &LaunchPlan, b: &LaunchPlan) {
+    let shown = |p: &LaunchPlan| -> Vec<String> {
+        p.command()
+            .iter()
+            .map(|arg| match arg {
+                ExecArg::Literal(s) => s.clone(),
+                ExecArg::Slot(slot) => format!("{slot:?}"),
+            })
+            .collect()
+    };
+    let (ca, cb) = (shown(a), shown(b));
+    let read_by = ["programs", "rlimits", "exec", "seccomp"];
+    if ca != cb && !read_by.iter().any(|l| d.reported(l)) {
+        let what = format!(
+            "the command differs in a way no rule names: {}",
+            cb.join(" ")
+        );
+        d.push("programs", Change::Widened, what, |s| s.worker(false));
+    }
 }
 
 /// The compiled program for the plan's architecture: any change that no
@@ -320,11 +343,7 @@ fn process(
 }
 
 /// The id a manifest selects each root by, per destination.
-fn roots(
-    d: &mut Differ<'_>,
-    (_, a): (&LaunchPlan, &[ActiveRoot]),
-    (_, b): (&LaunchPlan, &[ActiveRoot]),
-) {
+fn roots(d: &mut Differ<'_>, a: &[ActiveRoot], b: &[ActiveRoot]) {
     for root in a {
         let ActiveRoot {
             id,
