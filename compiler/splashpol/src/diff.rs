@@ -3,7 +3,7 @@
 //! Both sides are compared as effective sandboxes: every fact of the
 //! lowered plan and of the checked policy that the plan does not carry has a
 //! rule here, and the rules are written so that a new field or variant
-//! without one does not compile ([`facts`] destructures the plan and the
+//! without one does not compile (`facts` destructures the plan and the
 //! policy without `..`; matches over their enums have no wildcard arm). The
 //! effective sandbox as [`crate::explain`] reads it gives the visible paths,
 //! the writable-bytes bound, the exec surface and the compiled filter per
