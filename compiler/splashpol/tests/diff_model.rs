@@ -5,7 +5,8 @@
 //! roots of each kind and access, `tmp`, `writes bounded`, `host-writes`,
 //! `user-namespaces`, `pin`, the aggregates, `active-roots`, the three
 //! seccomp profiles and strict lists, separate and combined runners with
-//! `limits` and `landlock`, `cgroup`, `watchdog` and a network broker, and
+//! `limits` and `landlock`, `cgroup` (with `io`), `watchdog` and a network
+//! broker, and
 //! the Bubblewrap, worker and runner paths), rendered as `.splashpol` text.
 //! `B` is `A` with a few of those choices drawn again, so pairs are close.
 //!
@@ -72,6 +73,7 @@ struct Limits {
     required: bool,
     cpu: Option<u64>,
     open_files: Option<u64>,
+    file_size_mib: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +84,10 @@ struct Cgroup {
     memory_mib: Option<u64>,
     pids: Option<u64>,
     join_s: Option<u64>,
+    cpu_ms: Option<u64>,
+    swap_mib: Option<u64>,
+    /// `io 8:16 { read N MiB/s }`.
+    io_read_mib: Option<u64>,
 }
 
 /// One policy: a choice per statement.
@@ -121,7 +127,7 @@ struct Spec {
 /// The byte positions of `decode` that only change how a policy is
 /// written, drawn independently for each side.
 const SPELLING: [usize; 2] = [46, 47];
-const BYTES: usize = 48;
+const BYTES: usize = 52;
 
 fn pick<T: Copy>(b: u8, options: &[T]) -> T {
     options[usize::from(b) % options.len()]
@@ -189,6 +195,7 @@ fn decode(b: &[u8]) -> Spec {
             required: b[30] % 2 == 1,
             cpu: pick(b[31], &[None, Some(30), Some(60)]),
             open_files: pick(b[32], &[None, Some(64), Some(128)]),
+            file_size_mib: pick(b[50], &[None, Some(16), Some(32)]),
         }),
         cgroup: (b[33] % 2 == 1).then(|| Cgroup {
             parent: usize::from(b[34] % 2),
@@ -197,6 +204,9 @@ fn decode(b: &[u8]) -> Spec {
             memory_mib: pick(b[37], &[None, Some(64), Some(128)]),
             pids: pick(b[38], &[None, Some(16), Some(32)]),
             join_s: pick(b[39], &[None, Some(5), Some(10)]),
+            cpu_ms: pick(b[48], &[None, Some(10), Some(20)]),
+            swap_mib: pick(b[49], &[None, Some(0), Some(64)]),
+            io_read_mib: pick(b[51], &[None, Some(2), Some(4)]),
         }),
         watchdog: (b[40] % 2 == 1).then(|| {
             (
@@ -239,12 +249,16 @@ fn repair(s: &mut Spec) {
     if let Some(l) = &mut s.limits
         && l.cpu.is_none()
         && l.open_files.is_none()
+        && l.file_size_mib.is_none()
     {
         l.cpu = Some(30);
     }
     if let Some(c) = &mut s.cgroup
         && c.memory_mib.is_none()
         && c.pids.is_none()
+        && c.cpu_ms.is_none()
+        && c.swap_mib.is_none()
+        && c.io_read_mib.is_none()
     {
         c.memory_mib = Some(64);
     }
@@ -365,6 +379,9 @@ fn render(s: &Spec) -> String {
         if let Some(v) = l.open_files {
             entries.push(format!("open-files {v}"));
         }
+        if let Some(v) = l.file_size_mib {
+            entries.push(format!("file-size {v} MiB"));
+        }
         line(format!(
             "limits{runner}{required} {{\n    {}\n  }}",
             entries.join("; ")
@@ -392,6 +409,15 @@ fn render(s: &Spec) -> String {
         }
         if let Some(v) = c.join_s {
             entries.push(format!("join-timeout {v} s"));
+        }
+        if let Some(v) = c.cpu_ms {
+            entries.push(format!("cpu {v} ms"));
+        }
+        if let Some(v) = c.swap_mib {
+            entries.push(format!("swap {v} MiB"));
+        }
+        if let Some(v) = c.io_read_mib {
+            entries.push(format!("io 8:16 {{ read {v} MiB/s }}"));
         }
         line(format!(
             "cgroup parent \"{}\" runner \"{}\"{required} {{\n    {}\n  }}",
@@ -468,6 +494,9 @@ struct CgroupModel {
     pids: Option<u64>,
     join_ms: u64,
     required: bool,
+    cpu_micros: Option<u64>,
+    swap: Option<u64>,
+    io_rbps: Option<u64>,
 }
 
 /// The effective sandbox of a [`Spec`].
@@ -654,6 +683,9 @@ fn model(s: &Spec) -> Model {
         if let Some(v) = l.open_files {
             rlimits.insert("open-files", v);
         }
+        if let Some(v) = l.file_size_mib {
+            rlimits.insert("file-size", v * MIB);
+        }
     }
 
     let mut root_ids = BTreeMap::new();
@@ -691,6 +723,9 @@ fn model(s: &Spec) -> Model {
             pids: c.pids,
             join_ms: c.join_s.unwrap_or(5) * 1000,
             required: c.required,
+            cpu_micros: c.cpu_ms.map(|m| m * 1000),
+            swap: c.swap_mib.map(|m| m * MIB),
+            io_rbps: c.io_read_mib.map(|m| m * MIB),
         }),
         session: s.watchdog.map(|(v, _)| v),
         call: s.watchdog.and_then(|(_, c)| c),
@@ -781,6 +816,9 @@ fn wider_axes(a: &Model, b: &Model) -> BTreeSet<&'static str> {
             x.parent != y.parent
                 || above(x.memory, y.memory)
                 || above(x.pids, y.pids)
+                || above(x.cpu_micros, y.cpu_micros)
+                || above(x.swap, y.swap)
+                || above(x.io_rbps, y.io_rbps)
                 || y.join_ms > x.join_ms
                 || (x.required && !y.required)
         }
@@ -944,6 +982,8 @@ fn the_generator_covers_the_grammar() {
             ("writes bounded", "writes bounded"),
             ("active-roots", "active-roots"),
             ("tmpfs aggregate", "tmpfs aggregate"),
+            ("io 8:16", "io.max"),
+            ("file-size", "file-size"),
         ] {
             if source.contains(needle) {
                 seen.insert(name);
@@ -953,7 +993,7 @@ fn the_generator_covers_the_grammar() {
         wide += usize::from(wider(&ma, &mb));
         same += usize::from(ma == mb);
     }
-    assert_eq!(seen.len(), 17, "{seen:?}");
+    assert_eq!(seen.len(), 19, "{seen:?}");
     assert!(wide > 40 && wide < 360, "{wide} of 400 pairs widen");
     assert!(same > 10, "only {same} of 400 pairs are identical");
 }
