@@ -1,6 +1,6 @@
 //! `splashc diff A B [--arch A] [--format json]`: per layer, what `B`
 //! widens and narrows compared with `A` (`splashpol::diff`), each change
-//! with the deciding statements of both files. Both policies are lowered
+//! with the deciding tokens of both files. Both policies are lowered
 //! with every registered root active.
 //!
 //! Exit status: 0 nothing widened (identical, or only narrowed), 1 at least

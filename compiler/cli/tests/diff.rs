@@ -90,3 +90,29 @@ fn errors_exit_3_and_missing_files_exit_2() {
     let out = splashc(&["diff", &a, missing.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
 }
+
+#[test]
+fn another_bubblewrap_is_a_widening_both_ways_at_its_path() {
+    let dir = Dir::new("bwrap");
+    let a = dir.write("a.splashpol", &demo());
+    let b = dir.write(
+        "b.splashpol",
+        &demo().replace("\"/usr/bin/bwrap\"", "\"/tmp/evil/bwrap\""),
+    );
+    for (x, y) in [(&a, &b), (&b, &a)] {
+        let out = splashc(&["diff", x, y, "--arch", "x86_64", "--format", "json"]);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let d = &doc["differences"];
+        assert_eq!(d.as_array().map(Vec::len), Some(1), "{d}");
+        assert_eq!(d[0]["layer"], "programs");
+        assert_eq!(d[0]["change"], "widened");
+        // Both sides point at the path token, not the statement start.
+        for side in ["a", "b"] {
+            let at = &d[0][side];
+            assert_eq!(at["column"], 14, "{at}");
+            let len = at["end"].as_u64().expect("end") - at["start"].as_u64().expect("start");
+            assert!(len == 16 || len == 17, "{at}");
+        }
+    }
+}

@@ -1,28 +1,43 @@
 //! What changes between two policies, layer by layer (`splashc diff`).
 //!
-//! Both sides are compared as effective sandboxes ([`crate::explain`]):
-//! visible paths, the writable-bytes bound, the exec surface, the compiled
-//! filter per architecture, rlimits, the cgroup, the watchdog deadlines, the
-//! network and the namespaces. Each difference is either a widening (the
-//! worker of `B` can do something the worker of `A` could not) or a
-//! narrowing, and points at the statements of both files that decide it
-//! (`None` where a file leaves the layer at its default). A change that is
-//! neither clearly wider nor narrower (a mount now shows another host
-//! directory, the cgroup moves to another parent) counts as a widening: a
-//! reviewer has to look at it. Pure and deterministic.
+//! Both sides are compared as effective sandboxes: every fact of the
+//! lowered plan and of the checked policy that the plan does not carry has a
+//! rule here, and the rules are written so that a new field or variant
+//! without one does not compile (`facts` destructures the plan and the
+//! policy without `..`; matches over their enums have no wildcard arm). The
+//! effective sandbox as [`crate::explain`] reads it gives the visible paths,
+//! the writable-bytes bound, the exec surface and the compiled filter per
+//! architecture; the plan gives the rest: the host-side programs and how
+//! they are found, the exec chain, rlimits, the cgroup, quotas, the watchdog
+//! deadlines, the network broker and the namespaces.
+//!
+//! Each difference is either a widening (the worker of `B` can do something
+//! the worker of `A` could not, or `B` trusts something `A` did not) or a
+//! narrowing, and points at the token of both files that decides it (`None`
+//! where a file leaves the layer at its default). A change that is neither
+//! clearly wider nor narrower (a mount now shows another host directory, the
+//! cgroup moves to another parent, another Bubblewrap or runner program)
+//! counts as a widening: a reviewer has to look at it. Facts that change
+//! nothing the worker can do (the policy's name, its digest, the filter's
+//! size) are neutral and not reported. Pure and deterministic.
+
+mod facts;
+mod locate;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::ast::{RootKind, Statement, Stmt};
-use crate::explain::{self, ArchFilter, Explanation, VisibleMount};
-use crate::model::{CgroupLimits, IoMax, Policy, Watchdog};
-use crate::plan::{BwrapOp, LaunchPlan};
-use crate::span::line_col;
+use crate::ast::{CgroupKind, IoDirection, PinItem};
+use crate::explain::{
+    self, ArchFilter, ExecSurface, Explanation, FilterSummary, VisibleMount, WritableBytes,
+};
+use crate::model::{CgroupLimits, CgroupPolicy, IoMax, Policy, Watchdog};
+use crate::plan::{BrokerPlan, BwrapOp, LaunchPlan};
 use crate::text::escaped as esc;
 use crate::units::{format_bytes, format_millis};
+use locate::Statements;
 
 /// One policy as compared: its file name and source (for spans), the checked
 /// policy and the plan lowered from it.
@@ -48,7 +63,7 @@ pub enum Change {
     Narrowed,
 }
 
-/// Where a statement is.
+/// Where the token that decides a difference is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Location {
     /// The file name.
@@ -57,11 +72,11 @@ pub struct Location {
     pub line: usize,
     /// The 1-based column, in characters.
     pub column: usize,
-    /// The byte offset where the statement starts.
+    /// The byte offset where the token starts.
     pub start: usize,
-    /// The byte offset where it ends.
+    /// The byte offset where the token ends.
     pub end: usize,
-    /// The statement's first line as written.
+    /// The line of the statement that holds the token, as written.
     pub text: String,
 }
 
@@ -69,15 +84,15 @@ pub struct Location {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Difference {
     /// `paths`, `writes`, `exec`, `seccomp`, `rlimits`, `cgroup`,
-    /// `deadlines`, `network` or `isolation`.
+    /// `deadlines`, `network`, `isolation` or `programs`.
     pub layer: &'static str,
     /// Whether the difference widens or narrows the sandbox.
     pub change: Change,
     /// What changed, in words.
     pub what: String,
-    /// The deciding statement in `A`, if `A` has one.
+    /// The deciding token in `A`, if `A` has one.
     pub a: Option<Location>,
-    /// The deciding statement in `B`, if `B` has one.
+    /// The deciding token in `B`, if `B` has one.
     pub b: Option<Location>,
 }
 
@@ -105,92 +120,25 @@ impl PolicyDiff {
     }
 }
 
-/// The statements of one file, for locating what decides a layer.
-struct Statements<'a> {
-    file: &'a str,
-    source: &'a str,
-    stmts: Vec<Stmt>,
-}
-
-impl<'a> Statements<'a> {
-    fn new(side: &Side<'a>) -> Self {
-        let stmts = crate::parse::parse(side.source)
-            .file
-            .map(|f| f.policy.statements)
-            .unwrap_or_default();
-        Statements {
-            file: side.file,
-            source: side.source,
-            stmts,
-        }
-    }
-
-    fn find(&self, pred: impl Fn(&Statement) -> bool) -> Option<Location> {
-        let s = self.stmts.iter().find(|s| pred(&s.kind))?;
-        let (line, column) = line_col(self.source, s.span.start);
-        let text = s
-            .span
-            .slice(self.source)
-            .and_then(|t| t.lines().next())
-            .unwrap_or("")
-            .trim()
-            .to_string();
-        Some(Location {
-            file: self.file.to_string(),
-            line,
-            column,
-            start: s.span.start,
-            end: s.span.end,
-            text,
-        })
-    }
-
-    fn keyword(&self, keyword: &str) -> Option<Location> {
-        self.find(|s| s.keyword() == keyword)
-    }
-
-    /// The statement that puts something at sandbox path `path`.
-    fn path(&self, path: &str) -> Option<Location> {
-        self.find(|s| match s {
-            Statement::Runtime { destination, .. } | Statement::Root { destination, .. } => {
-                destination.node == path
-            }
-            Statement::Tmp(_) => path == "/tmp",
-            Statement::Worker { path: p, .. } | Statement::CombinedRunner { path: p } => {
-                p.node == path
-            }
-            Statement::Limits { runner, .. } => runner.as_ref().is_some_and(|r| r.node == path),
-            Statement::Landlock {
-                runner, allow_exec, ..
-            } => {
-                runner.as_ref().is_some_and(|r| r.node == path)
-                    || allow_exec.iter().any(|a| a.node == path)
-            }
-            Statement::NetworkBroker { destination, .. } => destination.node == path,
-            _ => false,
-        })
-        .or_else(|| self.root_source(path))
-        // `writes bounded` remounts the root and `/dev` read-only.
-        .or_else(|| {
-            matches!(path, "/" | "/dev")
-                .then(|| self.keyword("writes"))
-                .flatten()
-        })
-    }
-
-    /// A host root whose source is `path` (for a changed mount source).
-    fn root_source(&self, host: &str) -> Option<Location> {
-        self.find(|s| {
-            matches!(s, Statement::Root { kind: RootKind::Host { source, .. }, .. } if source.node == host)
-        })
-    }
-}
-
 struct Differ<'a> {
     a: Statements<'a>,
     b: Statements<'a>,
     out: Vec<Difference>,
 }
+
+/// The layers in the order they are reported.
+const LAYERS: [&str; 10] = [
+    "paths",
+    "writes",
+    "exec",
+    "seccomp",
+    "rlimits",
+    "cgroup",
+    "deadlines",
+    "network",
+    "isolation",
+    "programs",
+];
 
 impl Differ<'_> {
     fn push(
@@ -210,30 +158,42 @@ impl Differ<'_> {
         });
     }
 
-    /// A numeric ceiling of `scope` where `None` means unlimited.
+    /// A numeric ceiling where `None` means `unlimited`: a higher or
+    /// removed ceiling widens, a lower or new one narrows.
     fn ceiling(
         &mut self,
-        scope: Scope,
-        name: &str,
+        (layer, name, unlimited): (&'static str, &str, &str),
         (a, b): (Option<u64>, Option<u64>),
         fmt: fn(u64) -> String,
+        locate: impl Fn(&Statements<'_>) -> Option<Location>,
     ) {
         let Some(change) = direction(a, b) else {
             return;
         };
-        let show = |v: Option<u64>| v.map_or_else(|| scope.unlimited.to_string(), fmt);
+        let show = |v: Option<u64>| v.map_or_else(|| unlimited.to_string(), fmt);
         let what = format!("{name}: {} -> {}", show(a), show(b));
-        self.push(scope.layer, change, what, |s| s.keyword(scope.keyword));
+        self.push(layer, change, what, locate);
     }
-}
 
-/// The layer of a limit, the statement that sets it, and what its absence
-/// means.
-#[derive(Clone, Copy)]
-struct Scope {
-    layer: &'static str,
-    keyword: &'static str,
-    unlimited: &'static str,
+    /// A boolean control: losing it widens, gaining it narrows.
+    fn control(
+        &mut self,
+        layer: &'static str,
+        (a, b): (bool, bool),
+        (lost, gained): (&str, &str),
+        locate: impl Fn(&Statements<'_>) -> Option<Location>,
+    ) {
+        match (a, b) {
+            (true, false) => self.push(layer, Change::Widened, lost.to_string(), locate),
+            (false, true) => self.push(layer, Change::Narrowed, gained.to_string(), locate),
+            (true, true) | (false, false) => {}
+        }
+    }
+
+    /// Whether a difference in `layer` was already found.
+    fn reported(&self, layer: &str) -> bool {
+        self.out.iter().any(|d| d.layer == layer)
+    }
 }
 
 /// Whether going from ceiling `a` to ceiling `b` widens or narrows, with
@@ -253,19 +213,17 @@ pub fn diff(a: &Side<'_>, b: &Side<'_>) -> PolicyDiff {
     let ea = explain::explain(a.policy, a.plan);
     let eb = explain::explain(b.policy, b.plan);
     let mut d = Differ {
-        a: Statements::new(a),
-        b: Statements::new(b),
+        a: Statements::new(a.file, a.source),
+        b: Statements::new(b.file, b.source),
         out: Vec::new(),
     };
-    paths(&mut d, &ea, &eb);
-    writes(&mut d, &ea, &eb);
-    exec(&mut d, &ea, &eb);
-    seccomp(&mut d, &ea, &eb);
-    rlimits(&mut d, a, b);
-    cgroup(&mut d, a.plan, b.plan);
-    deadlines(&mut d, a.plan, b.plan);
-    network(&mut d, a.plan, b.plan);
-    isolation(&mut d, &ea, &eb);
+    effective(&mut d, (a, &ea), (b, &eb));
+    facts::plan(&mut d, a, b);
+    facts::policy(&mut d, a.policy, b.policy);
+    facts::command(&mut d, a.plan, b.plan);
+    // Stable: within a layer, differences keep the order they were found.
+    d.out
+        .sort_by_key(|x| LAYERS.iter().position(|l| *l == x.layer));
     PolicyDiff {
         a: a.file.to_string(),
         b: b.file.to_string(),
@@ -274,13 +232,60 @@ pub fn diff(a: &Side<'_>, b: &Side<'_>) -> PolicyDiff {
     }
 }
 
-fn by_path(e: &Explanation) -> BTreeMap<&str, &VisibleMount> {
-    e.mounts.iter().map(|m| (m.path.as_str(), m)).collect()
+/// The layers read from the effective sandbox as `explain` sees it.
+fn effective(
+    d: &mut Differ<'_>,
+    (a, ea): (&Side<'_>, &Explanation),
+    (b, eb): (&Side<'_>, &Explanation),
+) {
+    let Explanation {
+        policy: _,                      // neutral: the name, for reports
+        policy_digest: _,               // neutral: which source the plan came from
+        arch: _,                        // the plans' architecture (`facts::plan`)
+        all_registered_roots_active: _, // neutral: diff activates every root
+        mounts,
+        writable,
+        exec: exec_surface,
+        seccomp: filter,
+        limits: _, // read from the plan (rlimits, cgroup, deadlines)
+        namespaces,
+        network: _,      // read from the plan (`network`)
+        not_enforced: _, // derived from the rest
+        on_this_host: _, // never probed here
+    } = ea;
+    let skip_a = facts::overlays(a.plan);
+    let skip_b = facts::overlays(b.plan);
+    let ma = by_path(mounts, &skip_a);
+    let mb = by_path(&eb.mounts, &skip_b);
+    paths(d, &ma, &mb);
+    writes(d, (&ma, writable), (&mb, &eb.writable));
+    exec(d, exec_surface, &eb.exec);
+    seccomp(d, filter.as_ref(), eb.seccomp.as_ref());
+    rlimits(d, a, b);
+    cgroup(d, a.plan.cgroup(), b.plan.cgroup());
+    deadlines(d, a.plan.watchdog(), b.plan.watchdog());
+    network(d, a.plan, b.plan);
+    isolation(d, namespaces, &eb.namespaces);
 }
 
-fn paths(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
-    let (ma, mb) = (by_path(ea), by_path(eb));
-    for (path, m) in &mb {
+/// The visible mounts by path, without the executable overlays of `pin
+/// executables` (files already visible through their runtime mount; they
+/// are compared as pinning, in `programs`).
+fn by_path<'e>(
+    mounts: &'e [VisibleMount],
+    overlays: &BTreeMap<String, String>,
+) -> BTreeMap<&'e str, &'e VisibleMount> {
+    mounts
+        .iter()
+        .filter(|m| !overlays.contains_key(&m.path))
+        .map(|m| (m.path.as_str(), m))
+        .collect()
+}
+
+type Mounts<'e> = BTreeMap<&'e str, &'e VisibleMount>;
+
+fn paths(d: &mut Differ<'_>, ma: &Mounts<'_>, mb: &Mounts<'_>) {
+    for (path, m) in mb {
         if !ma.contains_key(path) {
             let src = m
                 .source
@@ -295,7 +300,7 @@ fn paths(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
             );
         }
     }
-    for (path, m) in &ma {
+    for (path, m) in ma {
         let Some(n) = mb.get(path) else {
             d.push(
                 "paths",
@@ -308,61 +313,89 @@ fn paths(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
             );
             continue;
         };
-        if m.access != n.access {
-            let change = if n.access == "read-write" {
-                Change::Widened
-            } else {
-                Change::Narrowed
-            };
-            d.push(
-                "paths",
-                change,
-                format!("`{path}`: {} -> {}", m.access, n.access),
-                |s| s.path(path),
-            );
-        }
-        if m.source != n.source || m.kind != n.kind {
-            let show = |v: &VisibleMount| match &v.source {
-                Some(s) => format!("{} of {s}", v.kind),
-                None => v.kind.clone(),
-            };
-            d.push(
-                "paths",
-                Change::Widened,
-                format!("`{path}` shows {} instead of {}", show(n), show(m)),
-                |s| s.path(path),
-            );
-        }
-        if m.pinned != n.pinned {
-            let (change, what) = if n.pinned {
-                (Change::Narrowed, "pinned at bind")
-            } else {
-                (
-                    Change::Widened,
-                    "looked up by path at launch, no longer pinned",
-                )
-            };
-            d.push("paths", change, format!("`{path}` is {what}"), |s| {
-                s.keyword("pin")
-            });
-        }
+        mount(d, path, m, n);
     }
 }
 
-fn writes(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
-    let (ma, mb) = (by_path(ea), by_path(eb));
-    for (path, n) in &mb {
+/// One path visible on both sides.
+fn mount(d: &mut Differ<'_>, path: &str, m: &VisibleMount, n: &VisibleMount) {
+    let VisibleMount {
+        path: _, // the key
+        kind,
+        access,
+        source,
+        pinned,
+        role: _,        // a description: the root's id is compared in `facts`
+        bound: _,       // `bound_bytes` as text
+        bound_bytes: _, // compared in `writes`
+    } = m;
+    if *access != n.access {
+        let change = if n.access == "read-write" {
+            Change::Widened
+        } else {
+            Change::Narrowed
+        };
+        d.push(
+            "paths",
+            change,
+            format!("`{path}`: {access} -> {}", n.access),
+            |s| s.access_at(path).or_else(|| s.path(path)),
+        );
+    }
+    if *source != n.source || *kind != n.kind {
+        let show = |v: &VisibleMount| match &v.source {
+            Some(s) => format!("{} of {s}", v.kind),
+            None => v.kind.clone(),
+        };
+        d.push(
+            "paths",
+            Change::Widened,
+            format!("`{path}` shows {} instead of {}", show(n), show(m)),
+            |s| s.source_at(path),
+        );
+    }
+    if *pinned != n.pinned {
+        let (change, what) = if n.pinned {
+            (Change::Narrowed, "pinned at bind")
+        } else {
+            (
+                Change::Widened,
+                "looked up by path at launch, no longer pinned",
+            )
+        };
+        d.push("paths", change, format!("`{path}` is {what}"), |s| {
+            s.pin(PinItem::Mounts)
+        });
+    }
+}
+
+fn writes(
+    d: &mut Differ<'_>,
+    (ma, wa): (&Mounts<'_>, &WritableBytes),
+    (mb, wb): (&Mounts<'_>, &WritableBytes),
+) {
+    for (path, n) in mb {
         let Some(m) = ma.get(path) else { continue };
         if m.access == "read-write" && n.access == "read-write" {
             let name = format!("bound on `{path}`");
-            d.ceiling_at(&name, m.bound_bytes, n.bound_bytes, path);
+            d.ceiling(
+                ("writes", &name, "unbounded"),
+                (m.bound_bytes, n.bound_bytes),
+                format_bytes,
+                |s| s.bound_at(path),
+            );
         }
     }
-    let (wa, wb) = (&ea.writable, &eb.writable);
-    let ua: BTreeSet<&str> = wa.unbounded.iter().map(|(p, _)| p.as_str()).collect();
+    let WritableBytes {
+        tmpfs_bytes: _, // part of `bound_bytes`
+        quota_bytes: _, // part of `bound_bytes`
+        bound_bytes,
+        unbounded,
+    } = wa;
+    let ua: BTreeSet<&str> = unbounded.iter().map(|(p, _)| p.as_str()).collect();
     let ub: BTreeSet<&str> = wb.unbounded.iter().map(|(p, _)| p.as_str()).collect();
     let show = |v: Option<u64>| v.map_or_else(|| "unbounded".to_string(), format_bytes);
-    let change = match (wa.bound_bytes, wb.bound_bytes) {
+    let change = match (*bound_bytes, wb.bound_bytes) {
         (None, None) if ub.difference(&ua).next().is_some() => Some(Change::Widened),
         (None, None) if ua.difference(&ub).next().is_some() => Some(Change::Narrowed),
         (x, y) => direction(x, y),
@@ -370,7 +403,7 @@ fn writes(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
     if let Some(change) = change {
         let mut what = format!(
             "writable bytes: {} -> {}",
-            show(wa.bound_bytes),
+            show(*bound_bytes),
             show(wb.bound_bytes)
         );
         let newly: Vec<&str> = ub.difference(&ua).copied().collect();
@@ -378,17 +411,6 @@ fn writes(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
             let _ = write!(what, "; newly unbounded: {}", newly.join(" "));
         }
         d.push("writes", change, what, |s| s.keyword("writes"));
-    }
-}
-
-impl Differ<'_> {
-    fn ceiling_at(&mut self, name: &str, a: Option<u64>, b: Option<u64>, path: &str) {
-        let Some(change) = direction(a, b) else {
-            return;
-        };
-        let show = |v: Option<u64>| v.map_or_else(|| "unbounded".to_string(), format_bytes);
-        let what = format!("{name}: {} -> {}", show(a), show(b));
-        self.push("writes", change, what, |s| s.path(path));
     }
 }
 
@@ -401,9 +423,14 @@ fn set_changes<'s>(a: &'s [String], b: &'s [String]) -> (Vec<&'s str>, Vec<&'s s
     )
 }
 
-fn exec(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
-    let (xa, xb) = (&ea.exec, &eb.exec);
-    match (&xa.landlock_allowlist, &xb.landlock_allowlist) {
+fn exec(d: &mut Differ<'_>, xa: &ExecSurface, xb: &ExecSurface) {
+    let ExecSurface {
+        landlock_allowlist,
+        any_file_in: _, // the visible mounts, compared in `paths`
+        writable_and_executable,
+        memfd_guard,
+    } = xa;
+    match (landlock_allowlist, &xb.landlock_allowlist) {
         (Some(_), None) => d.push(
             "exec",
             Change::Widened,
@@ -423,7 +450,7 @@ fn exec(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
                     "exec",
                     Change::Widened,
                     format!("`{p}` may be executed"),
-                    |s| s.path(p).or_else(|| s.keyword("landlock")),
+                    |s| s.exec_target(p),
                 );
             }
             for p in removed {
@@ -431,13 +458,13 @@ fn exec(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
                     "exec",
                     Change::Narrowed,
                     format!("`{p}` may no longer be executed"),
-                    |s| s.path(p).or_else(|| s.keyword("landlock")),
+                    |s| s.exec_target(p),
                 );
             }
         }
         (None, None) => {
             let (added, removed) =
-                set_changes(&xa.writable_and_executable, &xb.writable_and_executable);
+                set_changes(writable_and_executable, &xb.writable_and_executable);
             for p in added {
                 d.push(
                     "exec",
@@ -456,20 +483,15 @@ fn exec(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
             }
         }
     }
-    if xa.memfd_guard != xb.memfd_guard {
-        let (change, what) = if xb.memfd_guard {
-            (
-                Change::Narrowed,
-                "memfd_create without MFD_NOEXEC_SEAL is refused",
-            )
-        } else {
-            (
-                Change::Widened,
-                "memfd_create without MFD_NOEXEC_SEAL is no longer refused",
-            )
-        };
-        d.push("exec", change, what.into(), |s| s.keyword("landlock"));
-    }
+    d.control(
+        "exec",
+        (*memfd_guard, xb.memfd_guard),
+        (
+            "memfd_create without MFD_NOEXEC_SEAL is no longer refused",
+            "memfd_create without MFD_NOEXEC_SEAL is refused",
+        ),
+        |s| s.keyword("landlock"),
+    );
 }
 
 fn denied(a: &ArchFilter) -> Vec<String> {
@@ -492,9 +514,9 @@ fn guard_syscall(guard: &str) -> &str {
     guard.split([' ', ':']).next().unwrap_or(guard)
 }
 
-fn seccomp(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
+fn seccomp(d: &mut Differ<'_>, fa: Option<&FilterSummary>, fb: Option<&FilterSummary>) {
     let loc = |s: &Statements<'_>| s.keyword("seccomp");
-    let (fa, fb) = match (&ea.seccomp, &eb.seccomp) {
+    let (fa, fb) = match (fa, fb) {
         (None, None) => return,
         (Some(f), None) => {
             let what = format!("no seccomp filter (was {})", f.profile);
@@ -506,85 +528,128 @@ fn seccomp(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
         }
         (Some(a), Some(b)) => (a, b),
     };
-    if fa.delivered_by != fb.delivered_by {
+    let FilterSummary {
+        profile: _, // what the profile decides is compared per architecture
+        delivered_by,
+        per_arch,
+        errors,
+    } = fa;
+    if *delivered_by != fb.delivered_by {
         let what = format!(
             "filter installed by {} instead of {}",
-            fb.delivered_by, fa.delivered_by
+            fb.delivered_by, delivered_by
         );
         d.push("seccomp", Change::Widened, what, loc);
     }
-    for x in &fa.per_arch {
-        let Some(y) = fb.per_arch.iter().find(|y| y.arch == x.arch) else {
-            continue;
-        };
-        let arch = &x.arch;
-        let (dx, dy) = (denied(x), denied(y));
-        // A syscall outside a strict list is refused either way: a refusal
-        // only changes something for syscalls the other side lets through.
-        let (mut now_denied, mut no_longer) = set_changes(&dx, &dy);
-        now_denied.retain(|n| passes(x, n));
-        no_longer.retain(|n| passes(y, n));
-        if !no_longer.is_empty() {
-            let what = format!("{arch}: no longer refused: {}", no_longer.join(" "));
-            d.push("seccomp", Change::Widened, what, loc);
-        }
-        if !now_denied.is_empty() {
-            let what = format!("{arch}: now refused: {}", now_denied.join(" "));
-            d.push("seccomp", Change::Narrowed, what, loc);
-        }
-        let (mut new_guards, mut dropped_guards) = set_changes(&x.guarded, &y.guarded);
-        new_guards.retain(|g| passes(x, guard_syscall(g)));
-        dropped_guards.retain(|g| passes(y, guard_syscall(g)));
-        for g in dropped_guards {
-            d.push(
-                "seccomp",
-                Change::Widened,
-                format!("{arch}: guard dropped: {g}"),
-                loc,
-            );
-        }
-        for g in new_guards {
-            d.push(
-                "seccomp",
-                Change::Narrowed,
-                format!("{arch}: guard added: {g}"),
-                loc,
-            );
-        }
-        match (&x.allowed, &y.allowed) {
-            (Some(_), None) => d.push(
-                "seccomp",
-                Change::Widened,
-                format!("{arch}: no strict list: every unlisted syscall is allowed"),
-                loc,
-            ),
-            (None, Some(list)) => d.push(
-                "seccomp",
-                Change::Narrowed,
-                format!(
-                    "{arch}: strict list of {} syscalls, {} for the rest",
-                    list.len(),
-                    y.otherwise
-                ),
-                loc,
-            ),
-            (Some(la), Some(lb)) => {
-                // A reviewed addition that a strict list names or stops
-                // naming was already reported as no longer or now refused.
-                let (mut added, mut removed) = set_changes(la, lb);
-                added.retain(|n| !no_longer.contains(n));
-                removed.retain(|n| !now_denied.contains(n));
-                if !added.is_empty() {
-                    let what = format!("{arch}: newly allowed: {}", added.join(" "));
-                    d.push("seccomp", Change::Widened, what, loc);
-                }
-                if !removed.is_empty() {
-                    let what = format!("{arch}: no longer allowed: {}", removed.join(" "));
-                    d.push("seccomp", Change::Narrowed, what, loc);
-                }
+    if *errors != fb.errors {
+        let what = format!(
+            "the filter cannot be compared: {}",
+            errors
+                .iter()
+                .chain(&fb.errors)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        d.push("seccomp", Change::Widened, what, loc);
+    }
+    for x in per_arch {
+        match fb.per_arch.iter().find(|y| y.arch == x.arch) {
+            Some(y) => arch_filter(d, x, y),
+            None => {
+                let what = format!("{}: no filter is compiled", x.arch);
+                d.push("seccomp", Change::Widened, what, loc);
             }
-            (None, None) => {}
         }
+    }
+}
+
+/// The decisions of one architecture's filter on both sides.
+fn arch_filter(d: &mut Differ<'_>, x: &ArchFilter, y: &ArchFilter) {
+    let ArchFilter {
+        arch,
+        denied_classes: _, // through `denied`
+        guarded,
+        allowed,
+        otherwise,
+        skipped: _,      // names this architecture lacks: not in `allowed` either way
+        instructions: _, // neutral: the program's size
+        worst_case_executed: _, // neutral: its speed
+        cache_eligible: _, // neutral: its speed
+        known_syscalls: _, // neutral: the table's size
+    } = x;
+    let (dx, dy) = (denied(x), denied(y));
+    // A syscall outside a strict list is refused either way: a refusal only
+    // changes something for syscalls the other side lets through.
+    let (mut now_denied, mut no_longer) = set_changes(&dx, &dy);
+    now_denied.retain(|n| passes(x, n));
+    no_longer.retain(|n| passes(y, n));
+    if !no_longer.is_empty() {
+        let what = format!("{arch}: no longer refused: {}", no_longer.join(" "));
+        let first = no_longer.first().copied();
+        d.push("seccomp", Change::Widened, what, |s| s.syscall(first));
+    }
+    if !now_denied.is_empty() {
+        let what = format!("{arch}: now refused: {}", now_denied.join(" "));
+        let first = now_denied.first().copied();
+        d.push("seccomp", Change::Narrowed, what, |s| s.syscall(first));
+    }
+    let loc = |s: &Statements<'_>| s.keyword("seccomp");
+    // The `memfd_create` guard comes with the Landlock allowlist and is
+    // compared in `exec`.
+    let (mut new_guards, mut dropped_guards) = set_changes(guarded, &y.guarded);
+    new_guards.retain(|g| passes(x, guard_syscall(g)) && guard_syscall(g) != "memfd_create");
+    dropped_guards.retain(|g| passes(y, guard_syscall(g)) && guard_syscall(g) != "memfd_create");
+    for g in dropped_guards {
+        let what = format!("{arch}: guard dropped: {g}");
+        d.push("seccomp", Change::Widened, what, loc);
+    }
+    for g in new_guards {
+        let what = format!("{arch}: guard added: {g}");
+        d.push("seccomp", Change::Narrowed, what, loc);
+    }
+    match (allowed, &y.allowed) {
+        (Some(_), None) => d.push(
+            "seccomp",
+            Change::Widened,
+            format!("{arch}: no strict list: every unlisted syscall is allowed"),
+            loc,
+        ),
+        (None, Some(list)) => d.push(
+            "seccomp",
+            Change::Narrowed,
+            format!(
+                "{arch}: strict list of {} syscalls, {} for the rest",
+                list.len(),
+                y.otherwise
+            ),
+            loc,
+        ),
+        (Some(la), Some(lb)) => {
+            // A reviewed addition that a strict list names or stops naming
+            // was already reported as no longer or now refused.
+            let (mut added, mut removed) = set_changes(la, lb);
+            added.retain(|n| !no_longer.contains(n));
+            removed.retain(|n| !now_denied.contains(n));
+            if !added.is_empty() {
+                let what = format!("{arch}: newly allowed: {}", added.join(" "));
+                let first = added.first().copied();
+                d.push("seccomp", Change::Widened, what, |s| s.syscall(first));
+            }
+            if !removed.is_empty() {
+                let what = format!("{arch}: no longer allowed: {}", removed.join(" "));
+                let first = removed.first().copied();
+                d.push("seccomp", Change::Narrowed, what, |s| s.syscall(first));
+            }
+            if *otherwise != y.otherwise {
+                let what = format!(
+                    "{arch}: unlisted syscalls get {} instead of {otherwise}",
+                    y.otherwise
+                );
+                d.push("seccomp", Change::Widened, what, loc);
+            }
+        }
+        (None, None) => {}
     }
 }
 
@@ -607,12 +672,9 @@ fn rlimits(d: &mut Differ<'_>, a: &Side<'_>, b: &Side<'_>) {
             va.get(name).copied().flatten(),
             vb.get(name).copied().flatten(),
         );
-        let scope = Scope {
-            layer: "rlimits",
-            keyword: "limits",
-            unlimited: "unlimited",
-        };
-        d.ceiling(scope, name, (x, y), fmt);
+        d.ceiling(("rlimits", name, "unlimited"), (x, y), fmt, |s| {
+            s.limit(name)
+        });
     }
 }
 
@@ -624,177 +686,203 @@ fn count(v: u64) -> String {
     v.to_string()
 }
 
-fn cgroup(d: &mut Differ<'_>, a: &LaunchPlan, b: &LaunchPlan) {
+fn cgroup(d: &mut Differ<'_>, a: Option<&CgroupPolicy>, b: Option<&CgroupPolicy>) {
     let loc = |s: &Statements<'_>| s.keyword("cgroup");
-    match (a.cgroup(), b.cgroup()) {
+    let (x, y) = match (a, b) {
         (None, None) => return,
-        (Some(_), None) => d.push(
-            "cgroup",
-            Change::Widened,
-            "no cgroup: the worker tree is not limited as a whole".into(),
-            loc,
-        ),
-        (None, Some(c)) => d.push(
-            "cgroup",
-            Change::Narrowed,
-            format!("the worker tree joins a cgroup under {}", c.parent),
-            loc,
-        ),
-        (Some(x), Some(y)) if x.parent != y.parent => d.push(
-            "cgroup",
-            Change::Widened,
-            format!("cgroup parent {} instead of {}", y.parent, x.parent),
-            loc,
-        ),
-        _ => {}
-    }
-    let none = Default::default();
-    let la = a.cgroup().map_or(&none, |c| &c.limits);
-    let lb = b.cgroup().map_or(&none, |c| &c.limits);
-    let scope = Scope {
-        layer: "cgroup",
-        keyword: "cgroup",
-        unlimited: "unlimited",
+        (Some(_), None) => {
+            let what = "no cgroup: the worker tree is not limited as a whole".into();
+            return d.push("cgroup", Change::Widened, what, loc);
+        }
+        (None, Some(c)) => {
+            let what = format!("the worker tree joins a cgroup under {}", c.parent);
+            return d.push("cgroup", Change::Narrowed, what, loc);
+        }
+        (Some(x), Some(y)) => (x, y),
     };
-    let both = |f: fn(&CgroupLimits) -> Option<u64>| (f(la), f(lb));
-    d.ceiling(scope, "cpu.max", both(|l| l.cpu_quota_micros), cpu);
+    let CgroupPolicy {
+        parent,
+        runner: _, // a host-side program (`programs`)
+        limits,
+        join_timeout_ms,
+    } = x;
+    if *parent != y.parent {
+        let what = format!("cgroup parent {} instead of {parent}", y.parent);
+        d.push("cgroup", Change::Widened, what, |s| s.cgroup_path(false));
+    }
+    cgroup_limits(d, limits, &y.limits);
     d.ceiling(
-        scope,
-        "memory.max",
-        both(|l| l.memory_max_bytes),
-        format_bytes,
+        ("cgroup", "join timeout", "none"),
+        (Some(*join_timeout_ms), Some(y.join_timeout_ms)),
+        format_millis,
+        |s| s.cgroup_value(CgroupKind::JoinTimeout),
     );
-    let swap = both(|l| l.memory_swap_max_bytes);
-    d.ceiling(scope, "memory.swap.max", swap, format_bytes);
-    d.ceiling(scope, "pids.max", both(|l| l.pids_max), count);
-    let devices: BTreeSet<(u32, u32)> = la
-        .io_max
+}
+
+fn cgroup_limits(d: &mut Differ<'_>, la: &CgroupLimits, lb: &CgroupLimits) {
+    let CgroupLimits {
+        cpu_quota_micros,
+        memory_max_bytes,
+        memory_swap_max_bytes,
+        pids_max,
+        io_max,
+    } = la;
+    let scope = |name| ("cgroup", name, "unlimited");
+    d.ceiling(
+        scope("cpu.max"),
+        (*cpu_quota_micros, lb.cpu_quota_micros),
+        cpu,
+        |s| s.cgroup_value(CgroupKind::Cpu),
+    );
+    d.ceiling(
+        scope("memory.max"),
+        (*memory_max_bytes, lb.memory_max_bytes),
+        format_bytes,
+        |s| s.cgroup_value(CgroupKind::Memory),
+    );
+    d.ceiling(
+        scope("memory.swap.max"),
+        (*memory_swap_max_bytes, lb.memory_swap_max_bytes),
+        format_bytes,
+        |s| s.cgroup_value(CgroupKind::Swap),
+    );
+    d.ceiling(scope("pids.max"), (*pids_max, lb.pids_max), count, |s| {
+        s.cgroup_value(CgroupKind::Pids)
+    });
+    let devices: BTreeSet<(u32, u32)> = io_max
         .iter()
         .chain(&lb.io_max)
         .map(|io| (io.major, io.minor))
         .collect();
-    let rate = |v: u64| format!("{}/s", format_bytes(v));
-    let iops = |v: u64| format!("{v} iops");
-    let fields: [(&str, IoField, Format); 4] = [
-        ("rbps", |i| i.rbps, rate),
-        ("wbps", |i| i.wbps, rate),
-        ("riops", |i| i.riops, iops),
-        ("wiops", |i| i.wiops, iops),
-    ];
-    for (major, minor) in devices {
-        let get = |l: &CgroupLimits| {
-            l.io_max
-                .iter()
-                .find(|io| (io.major, io.minor) == (major, minor))
-                .copied()
-        };
-        let (x, y) = (get(la), get(lb));
-        for (name, field, fmt) in fields {
-            let values = (x.as_ref().and_then(field), y.as_ref().and_then(field));
-            d.ceiling(
-                scope,
-                &format!("io.max {major}:{minor} {name}"),
-                values,
-                fmt,
-            );
-        }
+    for device in devices {
+        let get = |l: &[IoMax]| l.iter().find(|io| (io.major, io.minor) == device).copied();
+        io(d, device, get(io_max), get(&lb.io_max));
     }
 }
 
-/// One field of an `io.max` entry.
-type IoField = fn(&IoMax) -> Option<u64>;
+/// One device's `io.max` on both sides (`None`: no entry for it).
+fn io(d: &mut Differ<'_>, (major, minor): (u32, u32), x: Option<IoMax>, y: Option<IoMax>) {
+    let fields = |io: Option<IoMax>| {
+        let IoMax {
+            major: _, // the key
+            minor: _, // the key
+            rbps,
+            wbps,
+            riops,
+            wiops,
+        } = io.unwrap_or(IoMax {
+            major,
+            minor,
+            rbps: None,
+            wbps: None,
+            riops: None,
+            wiops: None,
+        });
+        [rbps, wbps, riops, wiops]
+    };
+    let rate = |v: u64| format!("{}/s", format_bytes(v));
+    let iops = |v: u64| format!("{v} iops");
+    let keys: [(&str, IoDirection, bool, Format); 4] = [
+        ("rbps", IoDirection::Read, false, rate),
+        ("wbps", IoDirection::Write, false, rate),
+        ("riops", IoDirection::Read, true, iops),
+        ("wiops", IoDirection::Write, true, iops),
+    ];
+    for ((name, direction, is_iops, fmt), (a, b)) in
+        keys.into_iter().zip(fields(x).into_iter().zip(fields(y)))
+    {
+        let name = format!("io.max {major}:{minor} {name}");
+        d.ceiling(("cgroup", &name, "unlimited"), (a, b), fmt, |s| {
+            s.cgroup_io((major, minor), direction, is_iops)
+        });
+    }
+}
 
 /// How a limit's value is shown.
 type Format = fn(u64) -> String;
 
-fn deadlines(d: &mut Differ<'_>, a: &LaunchPlan, b: &LaunchPlan) {
-    let (wa, wb) = (a.watchdog(), b.watchdog());
-    let scope = Scope {
-        layer: "deadlines",
-        keyword: "watchdog",
-        unlimited: "none",
+fn deadlines(d: &mut Differ<'_>, wa: Option<Watchdog>, wb: Option<Watchdog>) {
+    let parts = |w: Option<Watchdog>| match w {
+        Some(Watchdog {
+            session_deadline_ms,
+            call_deadline_ms,
+        }) => (Some(session_deadline_ms), call_deadline_ms),
+        None => (None, None),
     };
-    let session = |w: Option<Watchdog>| w.map(|w| w.session_deadline_ms);
-    let call = |w: Option<Watchdog>| w.and_then(|w| w.call_deadline_ms);
-    let values = (session(wa), session(wb));
-    d.ceiling(scope, "session deadline", values, format_millis);
-    d.ceiling(scope, "call deadline", (call(wa), call(wb)), format_millis);
+    let ((sa, ca), (sb, cb)) = (parts(wa), parts(wb));
+    let scope = |name| ("deadlines", name, "none");
+    d.ceiling(scope("session deadline"), (sa, sb), format_millis, |s| {
+        s.deadline(false)
+    });
+    d.ceiling(scope("call deadline"), (ca, cb), format_millis, |s| {
+        s.deadline(true)
+    });
 }
 
 fn network(d: &mut Differ<'_>, a: &LaunchPlan, b: &LaunchPlan) {
     let loc = |s: &Statements<'_>| s.keyword("network-broker");
     let isolated = |p: &LaunchPlan| p.ops().contains(&BwrapOp::UnshareAll);
-    if isolated(a) && !isolated(b) {
-        d.push(
-            "network",
-            Change::Widened,
-            "the host's network is reachable".into(),
-            |_| None,
-        );
-    } else if !isolated(a) && isolated(b) {
-        d.push(
-            "network",
-            Change::Narrowed,
-            "an empty network namespace".into(),
-            |_| None,
-        );
-    }
-    let ids = |p: &LaunchPlan| -> Vec<String> {
-        p.network_broker()
-            .iter()
-            .flat_map(|b| b.ids.iter().map(|i| i.to_string()))
-            .collect()
-    };
-    match (a.network_broker(), b.network_broker()) {
-        (None, Some(br)) => d.push(
-            "network",
-            Change::Widened,
-            format!("a network broker at `{}`", br.destination),
-            loc,
+    d.control(
+        "network",
+        (isolated(a), isolated(b)),
+        (
+            "the host's network is reachable",
+            "an empty network namespace",
         ),
-        (Some(br), None) => d.push(
-            "network",
-            Change::Narrowed,
-            format!("no network broker (was at `{}`)", br.destination),
-            loc,
-        ),
-        (Some(x), Some(y)) => {
-            if x.catalog != y.catalog || x.destination != y.destination {
-                d.push(
-                    "network",
-                    Change::Widened,
-                    format!(
-                        "the broker at `{}` serves another catalog or path",
-                        y.destination
-                    ),
-                    loc,
-                );
-            }
-            let (ia, ib) = (ids(a), ids(b));
-            let (added, removed) = set_changes(&ia, &ib);
-            if !added.is_empty() {
-                d.push(
-                    "network",
-                    Change::Widened,
-                    format!("broker ids added: {}", added.join(" ")),
-                    loc,
-                );
-            }
-            if !removed.is_empty() {
-                d.push(
-                    "network",
-                    Change::Narrowed,
-                    format!("broker ids removed: {}", removed.join(" ")),
-                    loc,
-                );
-            }
+        |_| None,
+    );
+    let (x, y) = match (a.network_broker(), b.network_broker()) {
+        (None, Some(br)) => {
+            let what = format!("a network broker at `{}`", br.destination);
+            return d.push("network", Change::Widened, what, loc);
         }
-        (None, None) => {}
+        (Some(br), None) => {
+            let what = format!("no network broker (was at `{}`)", br.destination);
+            return d.push("network", Change::Narrowed, what, loc);
+        }
+        (Some(x), Some(y)) => (x, y),
+        (None, None) => return,
+    };
+    let BrokerPlan {
+        slot: _, // which descriptor: the source is compared as a visible mount
+        destination,
+        catalog,
+        ids,
+    } = x;
+    if *catalog != y.catalog || *destination != y.destination {
+        let what = format!(
+            "the broker at `{}` serves another catalog or path",
+            y.destination
+        );
+        let at_catalog = *catalog != y.catalog;
+        d.push("network", Change::Widened, what, |s| {
+            if at_catalog {
+                s.broker(None)
+            } else {
+                s.path(y.destination.as_str())
+                    .or_else(|| s.path(destination.as_str()))
+            }
+        });
+    }
+    let names = |ids: &[crate::model::SelectorId]| -> Vec<String> {
+        ids.iter().map(|i| i.to_string()).collect()
+    };
+    let (ia, ib) = (names(ids), names(&y.ids));
+    let (added, removed) = set_changes(&ia, &ib);
+    if !added.is_empty() {
+        let what = format!("broker ids added: {}", added.join(" "));
+        let first = added.first().copied();
+        d.push("network", Change::Widened, what, |s| s.broker(first));
+    }
+    if !removed.is_empty() {
+        let what = format!("broker ids removed: {}", removed.join(" "));
+        let first = removed.first().copied();
+        d.push("network", Change::Narrowed, what, |s| s.broker(first));
     }
 }
 
-fn isolation(d: &mut Differ<'_>, ea: &Explanation, eb: &Explanation) {
-    let (added, removed) = set_changes(&ea.namespaces, &eb.namespaces);
+fn isolation(d: &mut Differ<'_>, na: &[String], nb: &[String]) {
+    let (added, removed) = set_changes(na, nb);
     for n in removed {
         d.push(
             "isolation",

@@ -94,8 +94,10 @@ fn paths_a_new_mount_and_read_write_access() {
         .expect("paths");
     assert!(x.what.contains("`/w/src` becomes visible"), "{}", x.what);
     assert_eq!(x.a, None);
+    // At the token that puts it there: the destination.
     let b = x.b.as_ref().expect("span in b");
-    assert_eq!((b.line, b.column), (6, 3));
+    assert_eq!((b.line, b.column), (6, 33));
+    assert_eq!(b.end - b.start, "\"/w/src\"".len());
     assert!(b.text.starts_with("root \"src\""));
 
     let d = widens(
@@ -144,10 +146,10 @@ fn exec_landlock_allowlist_and_its_entries() {
         .find(|x| x.layer == "exec")
         .expect("exec");
     assert_eq!(x.what, "`/opt/w/bin/sh` may be executed");
-    // The statement that lists it: the `landlock` block.
+    // The token that lists it, in the `landlock` block.
     let b = x.b.as_ref().expect("span in b");
-    assert_eq!(b.line, 6);
-    assert!(b.text.starts_with("landlock runner"), "{}", b.text);
+    assert_eq!((b.line, b.column), (7, 16));
+    assert_eq!(b.text, "allow-exec \"/opt/w/bin/sh\"");
 }
 
 #[test]
@@ -300,4 +302,71 @@ fn refusals_of_syscalls_a_strict_list_never_let_through_change_nothing() {
         found.iter().all(|(c, _)| *c == Change::Widened),
         "{found:?}"
     );
+}
+
+#[test]
+fn dropping_pinned_executables_widens_the_pinning_and_hides_no_path() {
+    let d = between("  pin mounts, executables\n", "  pin mounts\n");
+    assert!(changes(&d, "paths").is_empty(), "{:#?}", d.differences);
+    let found = changes(&d, "programs");
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert!(
+        found.iter().all(|(c, _)| *c == Change::Widened),
+        "{found:?}"
+    );
+    assert!(
+        found[1].1.ends_with("pinned at bind: /opt/w/bin/worker"),
+        "{found:?}"
+    );
+    // At the `executables` item in A; B has none, so its `pin` keyword.
+    let x = &d.differences[0];
+    let (a, b) = (x.a.as_ref().expect("a"), x.b.as_ref().expect("b"));
+    assert_eq!(
+        (a.line, a.column, a.end - a.start),
+        (6, 15, "executables".len())
+    );
+    assert_eq!((b.line, b.column), (6, 3));
+}
+
+#[test]
+fn a_syscall_dropped_from_a_strict_list_points_at_its_name() {
+    let strict = |names: &str| format!("  seccomp strict-allowlist {{\n    {names}\n  }}\n");
+    let d = between(
+        &strict("execve read write exit_group socket"),
+        &strict("execve read write exit_group"),
+    );
+    let x = d
+        .differences
+        .iter()
+        .find(|x| x.what == "x86_64: no longer allowed: socket")
+        .expect("no longer allowed");
+    assert_eq!(x.change, Change::Narrowed);
+    let a = x.a.as_ref().expect("a");
+    assert_eq!((a.line, a.column, a.end - a.start), (7, 34, "socket".len()));
+    assert_eq!(a.text, "execve read write exit_group socket");
+    let b = x.b.as_ref().expect("b");
+    assert_eq!((b.line, b.column), (6, 3));
+}
+
+#[test]
+fn another_cgroup_runner_widens_both_ways() {
+    // A cgroup gained is a narrowing, not a change of program.
+    let d = between(
+        "",
+        "  cgroup parent \"/sys/fs/cgroup/w\" runner \"/usr/libexec/cg\" { pids 8 }\n",
+    );
+    assert!(!d.widened(), "{:#?}", d.differences);
+    let cg = |runner: &str| {
+        format!("  cgroup parent \"/sys/fs/cgroup/w\" runner \"{runner}\" {{ pids 8 }}\n")
+    };
+    let d = between(&cg("/usr/libexec/cg"), &cg("/tmp/cg"));
+    assert_eq!(
+        changes(&d, "programs"),
+        vec![(
+            Change::Widened,
+            "cgroup runner `/tmp/cg` instead of `/usr/libexec/cg`".to_string()
+        )]
+    );
+    let back = between(&cg("/tmp/cg"), &cg("/usr/libexec/cg"));
+    assert!(back.widened());
 }
