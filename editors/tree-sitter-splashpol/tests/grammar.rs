@@ -74,7 +74,7 @@ fn pest_accepts(text: &str) -> bool {
         Ok(pairs) => !pairs.flatten().any(|p| {
             matches!(
                 p.as_rule(),
-                Rule::bad_statement | Rule::bad_entry | Rule::bad_word
+                Rule::bad_statement | Rule::bad_entry | Rule::bad_word | Rule::trailing
             )
         }),
     }
