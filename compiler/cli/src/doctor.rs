@@ -5,7 +5,7 @@
 //! The plan is lowered for this host's architecture exactly as `splashc run`
 //! lowers it (or read as a launch plan, `--plan`). Two kinds of finding:
 //!
-//! - **bind's own checks**, from [`splash_runtime::preflight`]: every check
+//! - **bind's own checks**, from [`splash_runtime::preflight()`]: every check
 //!   `BoundCommand::bind` makes, with every failure rather than the first,
 //!   and each failure's reason exactly bind's error. Doctor adds a fix for
 //!   each and never checks any of these itself;
