@@ -4,7 +4,10 @@
 //! surface, denied syscalls per architecture, limits, isolation and what is
 //! not enforced. When the plan is for this host's architecture, the probes of
 //! `splashc doctor` add what this host cannot enforce (skipped with
-//! `--plan-only`, which makes the output depend on the policy alone).
+//! `--plan-only`, which makes the output depend on the policy alone), and
+//! each bind source is resolved the way bind resolves it (canonicalized,
+//! symbolic links followed), so a source that leads elsewhere shows where;
+//! with `--plan-only` the sources stay unresolved and the output says so.
 //! `--dot` prints the mount graph for Graphviz.
 //!
 //! Exit status: 0 explained, 1 the policy or manifest has errors, 2 usage or
@@ -32,15 +35,29 @@ pub fn run(args: &ExplainArgs) -> u8 {
         let preflight = splash_runtime::preflight(&plan, &splash_runtime::BindOptions::default());
         let gaps = doctor::diagnose(&doctor::RealHost, &plan, &preflight)
             .into_iter()
-            .filter(|f| f.status != doctor::Status::Ok)
-            .map(|f| explain::HostGap {
-                control: f.control.to_string(),
-                status: f.status.name().to_string(),
-                detail: f.detail,
-                fix: f.fix,
+            .filter_map(|f| {
+                let status = match f.status {
+                    doctor::Status::Ok => return None,
+                    doctor::Status::Warning => explain::GapStatus::Warning,
+                    doctor::Status::Skipped => explain::GapStatus::Skipped,
+                    doctor::Status::Missing => explain::GapStatus::Missing,
+                };
+                Some(explain::HostGap {
+                    control: f.control.to_string(),
+                    status,
+                    detail: f.detail,
+                    fix: f.fix,
+                })
             })
             .collect();
         explanation.on_this_host = Some(gaps);
+        // Bind canonicalizes every source, pinned or not, before it opens
+        // or pins it: this is the object the worker would see.
+        explanation.resolve_sources(|source| {
+            std::fs::canonicalize(source)
+                .ok()
+                .map(|p| p.to_string_lossy().into_owned())
+        });
     }
     let text = if args.dot {
         explain::render_dot(&explanation)

@@ -97,3 +97,50 @@ fn a_policy_with_errors_exits_1_and_a_bad_arch_exits_2() {
     let arch = splashc(&["explain", demo.to_str().expect("utf-8"), "--arch", "vax"]);
     assert_eq!(arch.status.code(), Some(2), "{}", text(&arch.stderr));
 }
+
+#[test]
+fn a_symlinked_source_shows_where_it_leads() {
+    let dir_guard = tempfile::Builder::new()
+        .prefix("splashc-explain-link-")
+        .tempdir()
+        .expect("create a temporary directory");
+    let dir = dir_guard.path();
+    let link = dir.join("looks-harmless");
+    std::os::unix::fs::symlink("/etc", &link).expect("symlink");
+    let policy = dir.join("p.splashpol");
+    std::fs::write(
+        &policy,
+        format!(
+            "splashpol 1\npolicy \"p\" {{\n  bubblewrap \"/usr/bin/bwrap\"\n  worker \"/opt/p/bin/w\"\n  runtime \"{}\" at \"/opt/p\"\n  pin mounts\n}}\n",
+            link.display()
+        ),
+    )
+    .expect("write policy");
+    let p = policy.to_str().expect("utf-8 path");
+    let mount = |out: &Output| -> serde_json::Value {
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        doc["mounts"]
+            .as_array()
+            .expect("mounts")
+            .iter()
+            .find(|m| m["path"] == "/opt/p")
+            .expect("the runtime mount")
+            .clone()
+    };
+    let probed = mount(&splashc(&["explain", p, "--format", "json"]));
+    assert_eq!(probed["resolution"], "differs", "{probed}");
+    assert_eq!(probed["resolved"], "/etc");
+    let human = text(&splashc(&["explain", p]).stdout);
+    assert!(
+        human.contains(&format!("<- {} (pinned) → /etc", link.display())),
+        "{human}"
+    );
+    // Control: without probing, the source is unresolved and says so.
+    let plan_only = mount(&splashc(&["explain", p, "--format", "json", "--plan-only"]));
+    assert_eq!(plan_only["resolution"], "unresolved");
+    assert!(plan_only["resolved"].is_null());
+    let human = text(&splashc(&["explain", p, "--plan-only"]).stdout);
+    assert!(human.contains("host sources unresolved"), "{human}");
+    assert!(!human.contains("→"), "{human}");
+}

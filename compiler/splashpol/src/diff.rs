@@ -31,7 +31,8 @@ use serde::Serialize;
 
 use crate::ast::{CgroupKind, IoDirection, PinItem};
 use crate::explain::{
-    self, ArchFilter, ExecSurface, Explanation, FilterSummary, VisibleMount, WritableBytes,
+    self, ArchFilter, ExecSurface, Explanation, FilterSummary, Isolation, MountAccess,
+    VisibleMount, WritableBytes,
 };
 use crate::model::{CgroupLimits, CgroupPolicy, IoMax, Policy, Watchdog};
 use crate::plan::{BrokerPlan, BwrapOp, LaunchPlan};
@@ -246,6 +247,7 @@ fn effective(
         mounts,
         writable,
         exec: exec_surface,
+        programs: _, // read from the plan (`facts::plan`: `programs`, `cgroup`)
         seccomp: filter,
         limits: _, // read from the plan (rlimits, cgroup, deadlines)
         namespaces,
@@ -325,12 +327,13 @@ fn mount(d: &mut Differ<'_>, path: &str, m: &VisibleMount, n: &VisibleMount) {
         access,
         source,
         pinned,
-        role: _,        // a description: the root's id is compared in `facts`
-        bound: _,       // `bound_bytes` as text
-        bound_bytes: _, // compared in `writes`
+        resolution: _, // neutral: diff never probes the host
+        resolved: _,   // neutral: diff never probes the host
+        role: _,       // the root's id is compared in `facts`
+        bound: _,      // compared in `writes`
     } = m;
     if *access != n.access {
-        let change = if n.access == "read-write" {
+        let change = if n.access == MountAccess::ReadWrite {
             Change::Widened
         } else {
             Change::Narrowed
@@ -345,7 +348,7 @@ fn mount(d: &mut Differ<'_>, path: &str, m: &VisibleMount, n: &VisibleMount) {
     if *source != n.source || *kind != n.kind {
         let show = |v: &VisibleMount| match &v.source {
             Some(s) => format!("{} of {s}", v.kind),
-            None => v.kind.clone(),
+            None => v.kind.to_string(),
         };
         d.push(
             "paths",
@@ -376,11 +379,11 @@ fn writes(
 ) {
     for (path, n) in mb {
         let Some(m) = ma.get(path) else { continue };
-        if m.access == "read-write" && n.access == "read-write" {
+        if m.access == MountAccess::ReadWrite && n.access == MountAccess::ReadWrite {
             let name = format!("bound on `{path}`");
             d.ceiling(
                 ("writes", &name, "unbounded"),
-                (m.bound_bytes, n.bound_bytes),
+                (m.bound_bytes(), n.bound_bytes()),
                 format_bytes,
                 |s| s.bound_at(path),
             );
@@ -392,8 +395,8 @@ fn writes(
         bound_bytes,
         unbounded,
     } = wa;
-    let ua: BTreeSet<&str> = unbounded.iter().map(|(p, _)| p.as_str()).collect();
-    let ub: BTreeSet<&str> = wb.unbounded.iter().map(|(p, _)| p.as_str()).collect();
+    let ua: BTreeSet<&str> = unbounded.iter().map(|u| u.path.as_str()).collect();
+    let ub: BTreeSet<&str> = wb.unbounded.iter().map(|u| u.path.as_str()).collect();
     let show = |v: Option<u64>| v.map_or_else(|| "unbounded".to_string(), format_bytes);
     let change = match (*bound_bytes, wb.bound_bytes) {
         (None, None) if ub.difference(&ua).next().is_some() => Some(Change::Widened),
@@ -428,6 +431,8 @@ fn exec(d: &mut Differ<'_>, xa: &ExecSurface, xb: &ExecSurface) {
         landlock_allowlist,
         any_file_in: _, // the visible mounts, compared in `paths`
         writable_and_executable,
+        code_loaders: _,         // allowlist entries, compared as the allowlist
+        loader_runs_writable: _, // the writable mounts (`paths`) with a loader allowed
         memfd_guard,
     } = xa;
     match (landlock_allowlist, &xb.landlock_allowlist) {
@@ -497,7 +502,7 @@ fn exec(d: &mut Differ<'_>, xa: &ExecSurface, xb: &ExecSurface) {
 fn denied(a: &ArchFilter) -> Vec<String> {
     a.denied_classes
         .iter()
-        .flat_map(|(_, names)| names.iter().cloned())
+        .flat_map(|c| c.syscalls.iter().cloned())
         .collect()
 }
 
@@ -537,7 +542,8 @@ fn seccomp(d: &mut Differ<'_>, fa: Option<&FilterSummary>, fb: Option<&FilterSum
     if *delivered_by != fb.delivered_by {
         let what = format!(
             "filter installed by {} instead of {}",
-            fb.delivered_by, delivered_by
+            explain::delivery_text(&fb.delivered_by),
+            explain::delivery_text(delivered_by)
         );
         d.push("seccomp", Change::Widened, what, loc);
     }
@@ -597,7 +603,9 @@ fn arch_filter(d: &mut Differ<'_>, x: &ArchFilter, y: &ArchFilter) {
     let loc = |s: &Statements<'_>| s.keyword("seccomp");
     // The `memfd_create` guard comes with the Landlock allowlist and is
     // compared in `exec`.
-    let (mut new_guards, mut dropped_guards) = set_changes(guarded, &y.guarded);
+    let texts = |g: &[explain::Guard]| -> Vec<String> { g.iter().map(|g| g.to_string()).collect() };
+    let (gx, gy) = (texts(guarded), texts(&y.guarded));
+    let (mut new_guards, mut dropped_guards) = set_changes(&gx, &gy);
     new_guards.retain(|g| passes(x, guard_syscall(g)) && guard_syscall(g) != "memfd_create");
     dropped_guards.retain(|g| passes(y, guard_syscall(g)) && guard_syscall(g) != "memfd_create");
     for g in dropped_guards {
@@ -881,8 +889,11 @@ fn network(d: &mut Differ<'_>, a: &LaunchPlan, b: &LaunchPlan) {
     }
 }
 
-fn isolation(d: &mut Differ<'_>, na: &[String], nb: &[String]) {
-    let (added, removed) = set_changes(na, nb);
+fn isolation(d: &mut Differ<'_>, na: &[Isolation], nb: &[Isolation]) {
+    let texts =
+        |v: &[Isolation]| -> Vec<String> { v.iter().map(|i| i.text().to_string()).collect() };
+    let (ta, tb) = (texts(na), texts(nb));
+    let (added, removed) = set_changes(&ta, &tb);
     for n in removed {
         d.push(
             "isolation",
