@@ -6,31 +6,10 @@ mod runtime_support;
 use std::path::Path;
 
 use runtime_support::{
-    Binding, NosuidArea, ProbeSession, TempDir, host_with_probe, probe_policy, serial,
+    Binding, NosuidArea, ProbeSession, TempDir, fake_bwrap, host_with_probe, probe_policy, serial,
 };
 use serde_json::json;
 use splash_runtime::{BindError, BoundCommand};
-
-/// A shell script standing in for an old bwrap: its `--help` omits
-/// `missing` and a launch using it fails like an unknown option would;
-/// everything else is forwarded to the real bwrap. With `hide_in_help =
-/// false` the help lists the option, so only the launch can tell.
-fn fake_bwrap(dir: &Path, real: &Path, missing: &str, hide_in_help: bool) -> std::path::PathBuf {
-    let path = dir.join("bwrap");
-    let help = if hide_in_help {
-        format!("{} --help | grep -v -e '^ *{missing} '", real.display())
-    } else {
-        format!("{} --help", real.display())
-    };
-    let script = format!(
-        "#!/bin/sh\nif [ \"$1\" = --help ]; then {help}; exit 0; fi\nfor a in \"$@\"; do\n  if [ \"$a\" = {missing} ]; then echo \"bwrap: Unknown option {missing}\" >&2; exit 1; fi\ndone\nexec {} \"$@\"\n",
-        real.display()
-    );
-    std::fs::write(&path, script).expect("fake bwrap");
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
-    path
-}
 
 #[test]
 fn a_bwrap_without_bind_fd_ro_bind_fd_or_disable_userns_fails_at_bind() {

@@ -323,21 +323,6 @@ fn landlock_targets_refused_at_bind_are_refused_by_doctor() {
     clear();
 }
 
-/// `runtime_fake_bwrap.rs`'s stand-in for an old Bubblewrap: its `--help`
-/// omits `missing`.
-fn fake_bwrap(dir: &Path, real: &Path, missing: &str) -> PathBuf {
-    let path = dir.join("bwrap");
-    let script = format!(
-        "#!/bin/sh\nif [ \"$1\" = --help ]; then {} --help | grep -v -e '^ *{missing} '; exit 0; fi\nexec {} \"$@\"\n",
-        real.display(),
-        real.display()
-    );
-    std::fs::write(&path, script).expect("fake bwrap");
-    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
-    path
-}
-
 #[test]
 fn bubblewrap_builds_refused_at_bind_are_refused_by_doctor() {
     let _serial = serial();
@@ -345,7 +330,7 @@ fn bubblewrap_builds_refused_at_bind_are_refused_by_doctor() {
         return;
     };
     let dir = TempDir::new("preflight-bwrap");
-    let fake = fake_bwrap(dir.path(), &bwrap, "--ro-bind-fd");
+    let fake = runtime_support::fake_bwrap(dir.path(), &bwrap, "--ro-bind-fd", true);
     let mut policy = probe_policy(&fake, &probe_dir);
     policy.binding = Binding::PinnedMounts;
     let reason = refused_everywhere("a script without --ro-bind-fd", &policy.plan());

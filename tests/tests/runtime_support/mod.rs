@@ -545,3 +545,24 @@ pub fn processes_running(program: &Path) -> Vec<u32> {
     }
     out
 }
+
+/// A shell script standing in for an old bwrap: its `--help` omits
+/// `missing` and a launch using it fails like an unknown option would;
+/// everything else is forwarded to the real bwrap. With `hide_in_help =
+/// false` the help lists the option, so only the launch can tell.
+pub fn fake_bwrap(dir: &Path, real: &Path, missing: &str, hide_in_help: bool) -> PathBuf {
+    let path = dir.join("bwrap");
+    let help = if hide_in_help {
+        format!("{} --help | grep -v -e '^ *{missing} '", real.display())
+    } else {
+        format!("{} --help", real.display())
+    };
+    let script = format!(
+        "#!/bin/sh\nif [ \"$1\" = --help ]; then {help}; exit 0; fi\nfor a in \"$@\"; do\n  if [ \"$a\" = {missing} ]; then echo \"bwrap: Unknown option {missing}\" >&2; exit 1; fi\ndone\nexec {} \"$@\"\n",
+        real.display()
+    );
+    std::fs::write(&path, script).expect("fake bwrap");
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    path
+}
