@@ -3,7 +3,7 @@
 //! Checks every file and reports every diagnostic. Exit status: 0 when no
 //! file has an error (warnings allowed unless `--deny-warnings`), 1 when any
 //! file has an error (or a warning, with `--deny-warnings`), 2 when a file
-//! cannot be read. Human output goes to stderr through miette (colour only
+//! cannot be read. Human output goes to stderr as the compiler renders it (colour only
 //! on a terminal, never with `NO_COLOR` or `TERM=dumb`); JSON goes to stdout
 //! as one document. `--quiet` prints errors only (warnings too with
 //! `--deny-warnings`), without the per-file summary.
