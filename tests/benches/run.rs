@@ -16,7 +16,9 @@
 //! remount). Raw Bubblewrap is measured twice: without a seccomp filter,
 //! and with the plan's filter (`splashc emit --bpf`, read from a file
 //! Bubblewrap inherits), which is the same sandbox `splashc run` launches.
-//! Each round runs every variant once, in an order that rotates from round
+//! `splashc run` is measured twice too: on the policy source, and on the
+//! same policy compiled (`splashc compile`), which skips parsing and
+//! checking. Each round runs every variant once, in an order that rotates from round
 //! to round, so load drift and cache warmth affect all of them alike.
 //!
 //! Every path in `SPLASH_BENCH_OTHER` (colon-separated; say, the previous
@@ -229,12 +231,43 @@ fn main() {
     let policy_path = dir.join("bench.splashpol");
     std::fs::write(&policy_path, policy(&dir)).expect("policy");
 
-    let mut variants = vec![("`splashc run`, the whole process".to_owned(), splashc)];
+    // The same policy compiled: `splashc run` on an artifact skips parsing
+    // and checking (the artifact's rules are re-validated, nothing more).
+    let artifact_path = dir.join("bench.splashpol.json");
+    let compiled = Command::new(&splashc)
+        .arg("compile")
+        .arg(&policy_path)
+        .arg("-o")
+        .arg(&artifact_path)
+        .output()
+        .expect("splashc compile");
+    assert!(
+        compiled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+
+    let mut variants = vec![
+        (
+            "`splashc run`, the whole process".to_owned(),
+            splashc.clone(),
+            policy_path.clone(),
+        ),
+        (
+            "`splashc run` on the compiled artifact".to_owned(),
+            splashc,
+            artifact_path,
+        ),
+    ];
     for other in std::env::var_os("SPLASH_BENCH_OTHER")
         .map(|v| std::env::split_paths(&v).collect::<Vec<_>>())
         .unwrap_or_default()
     {
-        variants.push((format!("`splashc run`, {}", other.display()), other));
+        variants.push((
+            format!("`splashc run`, {}", other.display()),
+            other,
+            policy_path.clone(),
+        ));
     }
     let rounds = std::env::var("SPLASH_BENCH_ROUNDS")
         .ok()
@@ -274,7 +307,7 @@ fn main() {
             let slot = (k + round) % slots;
             times[slot] = match slot.checked_sub(baselines.len()) {
                 None => raw(&dir, baselines[slot].1),
-                Some(v) => splashc_run(&variants[v].1, &policy_path),
+                Some(v) => splashc_run(&variants[v].1, &variants[v].2),
             };
         }
         if round >= warmup {
@@ -292,8 +325,8 @@ fn main() {
     }
 
     println!("whole process: `splashc run` vs raw bwrap ({rounds} rounds, interleaved)");
-    for (name, exe) in &variants {
-        println!("{name}: {}", exe.display());
+    for (name, exe, input) in &variants {
+        println!("{name}: {} {}", exe.display(), input.display());
     }
     let medians: Vec<Duration> = base_samples.iter().map(|s| quantile(s, 0.5)).collect();
     println!(
@@ -307,7 +340,7 @@ fn main() {
         .chain(
             variants
                 .iter()
-                .map(|(name, _)| name.as_str())
+                .map(|(name, _, _)| name.as_str())
                 .zip(&run_samples),
         );
     for (name, samples) in rows {
@@ -321,7 +354,7 @@ fn main() {
         );
     }
     for ((base, _), per_variant) in baselines.iter().zip(&mut ratios) {
-        for ((name, _), ratios) in variants.iter().zip(per_variant) {
+        for ((name, _, _), ratios) in variants.iter().zip(per_variant) {
             ratios.sort_by(f64::total_cmp);
             println!(
                 "{name} / {base}: paired per-round ratio: median {:.2}x, p10 {:.2}x, p90 {:.2}x",
