@@ -6,11 +6,17 @@
 //! - a full `invoke` round trip between a `HostSession` and a `Worker`
 //!   thread over OS pipes.
 //!
+//! Each is reported against a baseline measured in the same run: the same
+//! message through plain `serde_json` (`to_vec` + `from_slice`, no tag, no
+//! canonical form) for seal + open and the codec, and the same JSON lines
+//! echoed by a thread over the same kind of pipes, with no session, for the
+//! round trip.
+//!
 //! `SPLASH_BENCH_RUNS` sets the iteration count (default 20000; the 64 KiB
 //! and round-trip cases use a tenth of it).
 
 use std::hint::black_box;
-use std::io::{Cursor, pipe};
+use std::io::{BufRead, BufReader, Cursor, Write, pipe};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -37,12 +43,63 @@ fn invoke(value: Value) -> Message {
     }
 }
 
-fn report(name: &str, runs: u32, elapsed: Duration) {
-    let per = elapsed.as_nanos() / u128::from(runs.max(1));
+fn per_op(runs: u32, elapsed: Duration) -> f64 {
+    elapsed.as_secs_f64() * 1e6 / f64::from(runs.max(1))
+}
+
+/// One row: the operation, its baseline, and their ratio.
+fn report(name: &str, runs: u32, elapsed: Duration, baseline: Duration) {
+    let (ours, base) = (per_op(runs, elapsed), per_op(runs, baseline));
     println!(
-        "{name:<44} {runs:>7} runs  {:>10.2} us/op",
-        per as f64 / 1000.0
+        "| {name} | {runs} | {ours:.2} | {base:.2} | {:.2}x |",
+        ours / base
     );
+}
+
+/// Baseline of seal + open and of the codec: the same message through
+/// plain `serde_json`, without a tag or the canonical form.
+fn plain_json(input: Value, runs: u32) -> Duration {
+    let message = invoke(input);
+    let start = Instant::now();
+    for _ in 0..runs {
+        let bytes = serde_json::to_vec(&message).expect("encode");
+        black_box(serde_json::from_slice::<Message>(&bytes).expect("decode"));
+    }
+    start.elapsed()
+}
+
+/// Baseline of the round trip: a thread echoes each JSON line back over OS
+/// pipes, with no session, tag or grant check.
+fn plain_round_trip(runs: u32) -> Duration {
+    let (echo_in, mut to_echo) = pipe().expect("pipe");
+    let (from_echo, echo_out) = pipe().expect("pipe");
+    let echo = thread::spawn(move || {
+        let mut lines = BufReader::new(echo_in);
+        let mut out = echo_out;
+        let mut line = String::new();
+        while lines.read_line(&mut line).expect("read") > 0 {
+            let value: Value = serde_json::from_str(&line).expect("decode");
+            let mut reply = serde_json::to_vec(&value).expect("encode");
+            reply.push(b'\n');
+            out.write_all(&reply).expect("write");
+            line.clear();
+        }
+    });
+    let mut replies = BufReader::new(from_echo);
+    let mut line = String::new();
+    let start = Instant::now();
+    for i in 0..runs {
+        let mut request = serde_json::to_vec(&invoke(json!({"i": i}))).expect("encode");
+        request.push(b'\n');
+        to_echo.write_all(&request).expect("write");
+        line.clear();
+        replies.read_line(&mut line).expect("read");
+        black_box(serde_json::from_str::<Message>(&line).expect("decode"));
+    }
+    let elapsed = start.elapsed();
+    drop(to_echo);
+    echo.join().expect("echo thread");
+    elapsed
 }
 
 fn seal_open(input: Value, runs: u32) -> Duration {
@@ -123,17 +180,31 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
     let small = json!({"path": "/workspace/project/src/main.rs", "n": 3});
-    report("seal + open, small invoke", runs, seal_open(small, runs));
     let big: Value = json!({"blob": "x".repeat(64 * 1024)});
+    println!("| operation | runs | µs per op | baseline µs per op | ratio |");
+    println!("|---|---:|---:|---:|---:|");
     report(
-        "seal + open, 64 KiB payload",
-        runs / 10,
-        seal_open(big, runs / 10),
+        "seal + open, small invoke (baseline: plain serde_json)",
+        runs,
+        seal_open(small.clone(), runs),
+        plain_json(small.clone(), runs),
     );
-    report("codec write + read, small frame", runs, codec(runs));
     report(
-        "host invoke round trip over pipes",
+        "seal + open, 64 KiB payload (baseline: plain serde_json)",
+        runs / 10,
+        seal_open(big.clone(), runs / 10),
+        plain_json(big, runs / 10),
+    );
+    report(
+        "codec write + read, small frame (baseline: plain serde_json)",
+        runs,
+        codec(runs),
+        plain_json(small, runs),
+    );
+    report(
+        "host invoke round trip over pipes (baseline: a JSON-line echo thread)",
         runs / 10,
         round_trip(runs / 10),
+        plain_round_trip(runs / 10),
     );
 }
