@@ -119,8 +119,16 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
         None => LoadedPolicy::from_path(&args.policy),
     };
     let loaded = loaded.map_err(|e| match &e {
-        LaunchError::Check { rendered, .. } => {
-            eprint!("{rendered}");
+        LaunchError::Check {
+            name,
+            text,
+            outcome,
+        } => {
+            let options = splashpol::RenderOptions {
+                color: crate::stderr_color(),
+                ..splashpol::RenderOptions::default()
+            };
+            eprint!("{}", outcome.render_human_with(name, text, options));
             1
         }
         _ => launch_failed(&e),

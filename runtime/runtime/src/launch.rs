@@ -30,6 +30,7 @@ use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use splash_protocol::{CapabilityManifest, ManifestError, SessionError, SessionKeyError};
+use splashpol::CheckOutcome;
 use splashpol::activate::{self, ActivationError};
 use splashpol::artifact::{self, ArtifactError};
 use splashpol::lower::{self, LowerError};
@@ -91,13 +92,18 @@ pub enum LaunchError {
         /// The policy file name shown.
         name: String,
     },
-    /// The checker reported errors; `rendered` holds every diagnostic.
-    #[error("policy `{name}` has errors:\n{rendered}")]
+    /// The checker reported errors. The error carries every diagnostic with
+    /// the source its spans point into; its `Display` renders them without
+    /// colour, and [`CheckOutcome::render_human_with`] renders them otherwise.
+    #[error("policy `{name}` has errors:\n{}", outcome.render_human(name, text))]
     Check {
         /// The policy file name shown.
         name: String,
-        /// The rendered diagnostics.
-        rendered: String,
+        /// The policy source the diagnostics' spans point into.
+        text: String,
+        /// Every diagnostic (errors and warnings), in report order; its
+        /// `policy` is `None`.
+        outcome: Box<CheckOutcome>,
     },
     /// The manifest is not a valid protocol-v5 manifest.
     #[error("the manifest is invalid")]
@@ -388,21 +394,21 @@ impl LoadedPolicy {
         let source = String::from_utf8(bytes).map_err(|_| LaunchError::NotUtf8 {
             name: name.to_owned(),
         })?;
-        let outcome = splashpol::check_source(name, &source);
-        let rendered = if outcome.diagnostics.is_empty() {
-            String::new()
-        } else {
-            outcome.render_human(name, &source)
-        };
-        match outcome.policy {
+        let mut outcome = splashpol::check_source(name, &source);
+        match outcome.policy.take() {
             Some(policy) if !outcome.has_errors() => Ok(Self {
                 policy,
                 source_digest: artifact::digest(source.as_bytes()),
-                warnings: rendered,
+                warnings: if outcome.diagnostics.is_empty() {
+                    String::new()
+                } else {
+                    outcome.render_human(name, &source)
+                },
             }),
             _ => Err(LaunchError::Check {
                 name: name.to_owned(),
-                rendered,
+                text: source,
+                outcome: Box::new(outcome),
             }),
         }
     }
@@ -473,6 +479,44 @@ mod tests {
             .prefix("splash-launch-read-")
             .tempdir()
             .expect("temporary directory")
+    }
+
+    #[test]
+    fn a_policy_with_errors_carries_its_diagnostics() {
+        let broken = MINIMAL.replace("worker \"/opt/w/worker\"", "worker \"relative\"");
+        let Err(e) = LoadedPolicy::from_bytes("p.splashpol", broken.clone().into_bytes()) else {
+            panic!("a relative worker path is an error");
+        };
+        let LaunchError::Check {
+            name,
+            text,
+            outcome,
+        } = &e
+        else {
+            panic!("not a check error: {e}");
+        };
+        assert_eq!(
+            (name.as_str(), text.as_str()),
+            ("p.splashpol", broken.as_str())
+        );
+        assert!(outcome.policy.is_none() && outcome.has_errors());
+        let error = outcome.errors().next().expect("one error");
+        assert!(
+            error.code.to_string().starts_with("splash::"),
+            "{}",
+            error.code
+        );
+        // Display renders the same diagnostics, without colour.
+        let shown = e.to_string();
+        assert!(
+            shown.starts_with("policy `p.splashpol` has errors:\n"),
+            "{shown}"
+        );
+        assert!(
+            shown.ends_with(&outcome.render_human(name, text)),
+            "{shown}"
+        );
+        assert!(!shown.contains('\u{1b}'), "{shown}");
     }
 
     #[test]
