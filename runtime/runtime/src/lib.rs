@@ -37,6 +37,7 @@
 
 pub mod bind;
 pub mod broker;
+pub mod bwrap_options;
 pub mod cgroup;
 pub mod devices;
 pub mod launch;

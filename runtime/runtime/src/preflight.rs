@@ -35,9 +35,9 @@ use splashpol::plan::{BwrapOp, LaunchPlan, MountSource, PinKind, PinRole};
 
 use crate::bind::{
     BindError, BindOptions, BubblewrapLaunch, ExecRole, PinnedSource, PlanDefect, canonical,
-    check_exec_target, check_path_source, check_supported_options, open_object, pin_source,
-    plan_options,
+    check_exec_target, check_path_source, open_object, pin_source,
 };
+use crate::bwrap_options::{check_supported_options, plan_options};
 use crate::cgroup::{CgroupBoundary, CgroupParent, CheckedRunner};
 use crate::devices::DeviceSources;
 use crate::quota::{self, VerifiedQuota};
