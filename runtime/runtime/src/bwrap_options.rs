@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use splashpol::plan::LaunchPlan;
 
-use crate::bind::BindError;
+use crate::error::BindError;
 use crate::sys;
 
 /// The options (`--name`) the plan's argument list passes to Bubblewrap,
@@ -283,7 +283,7 @@ fn options_from_help(program: &Path, shown: &str) -> Result<BTreeSet<String>, Bi
     if !output.status.success() {
         return Err(BindError::BubblewrapHelp {
             path: PathBuf::from(shown),
-            status: crate::lifecycle::WorkerStatus::from_exit(output.status),
+            status: crate::status::WorkerStatus::from_exit(output.status),
         });
     }
     let text = String::from_utf8_lossy(&output.stdout);

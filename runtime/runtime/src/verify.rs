@@ -22,7 +22,7 @@
 
 use splashpol::plan::{Arch, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, SeccompPlan};
 
-use crate::bind::{BindError, ForeignPart, PlanDefect, Unprovided};
+use crate::error::{BindError, ForeignPart, PlanDefect, Unprovided};
 
 /// The operations every plan starts with, after an optional `--seccomp`, as
 /// Bubblewrap options. `--unshare-user --disable-userns` may follow
