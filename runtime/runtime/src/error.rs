@@ -30,8 +30,9 @@ pub enum BindError {
     HardeningPrefix {
         /// The argument position.
         position: usize,
-        /// What was expected.
-        expected: &'static str,
+        /// The operation expected there, as Bubblewrap arguments
+        /// ([`splashpol::emit::display_op`]).
+        expected: String,
         /// The operation found there; `None` when the plan ends before it.
         found: Option<Box<BwrapOp>>,
     },

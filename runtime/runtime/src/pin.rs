@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use splashpol::model::{HostPath, SandboxPath};
-use splashpol::plan::{BwrapOp, LaunchPlan, MountSource, Pin, PinKind, PinRole};
+use splashpol::plan::{Behind, BwrapOp, LaunchPlan, MountSource, Pin, PinKind, PinRole};
 
 use crate::error::{BindError, ExecDefect, ExecRole, PlanDefect, Unprovided};
 use crate::sys;
@@ -303,68 +303,44 @@ pub(crate) fn check_path_source(path: &HostPath, directory: bool) -> Result<Path
 
 /// The host file behind a worker-visible path.
 #[derive(Debug)]
-enum Behind {
+enum HostFile {
     /// A path on the host, below the source of the read-only mount that
     /// covers it last.
-    Host(PathBuf),
+    Path(PathBuf),
     /// Exactly the overlay of an executable pin, checked through its
     /// descriptor when it was pinned (step 2).
     PinnedExecutable,
 }
 
-/// Where a worker-visible path comes from, following the mount operations in
-/// order (a later mount over a covering destination wins); `Some(None)` when
-/// the last mount covering it is writable (a read-write root or a tmpfs) or
-/// no mount covers it; `None` when it is reached through a pin that was not
-/// made.
+/// Where a worker-visible path comes from, by the plan's one rule
+/// ([`LaunchPlan::mount_behind`]), with a pinned source at the canonical
+/// path it was pinned from; `Some(None)` when no read-only bind reaches it
+/// last (a read-write root, a tmpfs, or no mount at all); `None` when it is
+/// reached through a pin that was not made.
 fn host_file_behind(
     plan: &LaunchPlan,
     pins: &[Option<PinnedSource>],
     path: &SandboxPath,
-) -> Option<Option<Behind>> {
-    let mut found: Option<Option<Behind>> = None;
-    let mut unpinned = false;
-    for op in plan.ops() {
-        match op {
-            BwrapOp::RoBind {
-                source,
-                destination,
-            } if path.is_within(destination) => {
-                let rest = &path.as_str()[destination.as_str().len()..];
-                unpinned = false;
-                let base = match source {
-                    MountSource::Pinned(slot) => {
-                        let Some(pinned) = pins.get(usize::from(slot.0)).and_then(Option::as_ref)
-                        else {
-                            unpinned = true;
-                            found = Some(None);
-                            continue;
-                        };
-                        if rest.is_empty() && pinned.pin.kind == PinKind::Executable {
-                            found = Some(Some(Behind::PinnedExecutable));
-                            continue;
-                        }
-                        pinned.canonical.clone()
-                    }
-                    MountSource::Path(p) => PathBuf::from(p.as_str()),
-                };
-                let host = if rest.is_empty() {
-                    base
-                } else {
-                    base.join(rest.trim_start_matches('/'))
-                };
-                found = Some(Some(Behind::Host(host)));
+) -> Option<Option<HostFile>> {
+    let (source, below) = match plan.mount_behind(path) {
+        Behind::ReadOnly { source, below } => (source, below),
+        Behind::Unmounted | Behind::ReadWrite { .. } | Behind::Synthetic => return Some(None),
+    };
+    let base = match source {
+        MountSource::Pinned(slot) => {
+            let pinned = pins.get(usize::from(slot.0)).and_then(Option::as_ref)?;
+            if below.is_empty() && pinned.pin.kind == PinKind::Executable {
+                return Some(Some(HostFile::PinnedExecutable));
             }
-            BwrapOp::Bind { destination, .. } | BwrapOp::Tmpfs { destination, .. }
-                if path.is_within(destination) =>
-            {
-                unpinned = false;
-                found = Some(None);
-            }
-            _ => {}
+            pinned.canonical.clone()
         }
-    }
-    (!unpinned).then(|| found.flatten())
+        MountSource::Path(p) => PathBuf::from(p.as_str()),
+    };
+    Some(Some(HostFile::Path(if below.is_empty() {
+        base
+    } else {
+        base.join(below.trim_start_matches('/'))
+    })))
 }
 
 /// Step 4 for one program or Landlock target: `program` must be reached
@@ -392,8 +368,8 @@ pub(crate) fn check_exec_target(
             role,
             program: sandbox,
         }),
-        Some(Behind::PinnedExecutable) => Ok(()),
-        Some(Behind::Host(host)) => open_object(&host, PinKind::Executable, true)
+        Some(HostFile::PinnedExecutable) => Ok(()),
+        Some(HostFile::Path(host)) => open_object(&host, PinKind::Executable, true)
             .map(drop)
             .map_err(|defect| defect.for_program(role, &sandbox, &host)),
     })
