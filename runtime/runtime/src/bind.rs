@@ -1,10 +1,11 @@
 //! Bind: check a [`LaunchPlan`] against the host and retain its descriptors.
 //!
 //! Nothing is launched here, except `--help` of a Bubblewrap that is not an
-//! ELF executable (see step 5). Steps 0 to 8 are the one list of checks in
-//! [`preflight`](mod@crate::preflight): bind runs them until the first
-//! failure, which is its error, and [`crate::preflight()`] runs them all and
-//! reports every failure (what `splashc doctor` shows). The steps, in order:
+//! ELF executable (see step 5). Steps 0 to 8 are one list of checks, the
+//! `Binding` steps below in this order: bind runs them until the first
+//! failure, which is its error, and [`preflight()`] runs them all and
+//! reports every failure (a [`Preflight`], what `splashc doctor`
+//! shows). The steps, in order:
 //!
 //! 0. the plan is re-verified ([`crate::verify`]): the fixed hardening
 //!    prefix and this host's architecture for the plan and its seccomp
@@ -16,7 +17,7 @@
 //! 1. the Bubblewrap program: canonicalized, a regular file with an execute
 //!    bit; in executable-pinned mode the canonical file is opened and retained
 //!    as one of the pins;
-//! 2. every [`Pin`]: the configured path is canonicalized (symbolic links in
+//! 2. every [`Pin`](splashpol::plan::Pin): the configured path is canonicalized (symbolic links in
 //!    the *configured* path are resolved here, once, and the resolved target is
 //!    what gets pinned — except for executables, whose final component must not
 //!    be a symbolic link at all); a canonical path of `/` is rejected; the

@@ -492,7 +492,7 @@ impl std::fmt::Display for Stopped {
 #[non_exhaustive]
 pub enum LaunchError {
     /// The policy file could not be read: it could not be opened, is not
-    /// a regular file, or is larger than [`MAX_POLICY_BYTES`].
+    /// a regular file, or is larger than [`MAX_POLICY_BYTES`](crate::launch::MAX_POLICY_BYTES).
     #[error("cannot read policy `{}`", .path.display())]
     Read {
         /// The path involved.
@@ -503,7 +503,7 @@ pub enum LaunchError {
     },
     /// The policy file is not the one the host pinned: the BLAKE3 digest
     /// of its bytes ([`splashpol::artifact::digest`]) differs from the
-    /// expected one ([`LoadedPolicy::from_path_expecting`]). Decided before
+    /// expected one ([`LoadedPolicy::from_path_expecting`](crate::LoadedPolicy::from_path_expecting)). Decided before
     /// the file is parsed. The digest detects any change to the file, not
     /// who made it.
     #[error(
@@ -628,7 +628,8 @@ impl fmt::Display for FileKind {
     }
 }
 
-/// Why [`read_regular_file`] or [`read_bounded`] returned no bytes.
+/// Why [`read_regular_file`](crate::launch::read_regular_file) or
+/// [`read_bounded`](crate::launch::read_bounded) returned no bytes.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReadError {

@@ -1,6 +1,7 @@
-//! Preflight: every check bind makes, with every failure reported.
+//! Preflight: every check bind makes, with every failure reported. This
+//! module holds the report; the checks are bind's own steps.
 //!
-//! [`preflight`] runs the bind steps of [`crate::bind`] (0 to 8) against
+//! [`preflight()`](crate::preflight()) runs the bind steps of [`crate::bind`] (0 to 8) against
 //! this host and records the outcome of each check in order: one
 //! [`Check`] per object (the plan's prefix, each pin, each path source,
 //! each program of the exec chain, each quota root, the cgroup parent and

@@ -1,6 +1,6 @@
 //! The host wall-clock watchdog of one worker.
 //!
-//! [`BoundCommand::spawn_watched`] launches the worker and, before it hands
+//! [`BoundCommand::spawn_watched`](crate::BoundCommand::spawn_watched) launches the worker and, before it hands
 //! out either pipe, moves the [`WorkerLifecycle`] into a [`Watchdog`] whose
 //! thread enforces two deadlines (both trusted host configuration, see
 //! [`Deadlines`]; with neither, no thread is started, since a host stop
@@ -75,7 +75,7 @@ impl Deadlines {
     pub const MAX: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
     /// Refuses a zero deadline (it would stop every worker at once) and one
-    /// above [`Deadlines::MAX`]. [`BoundCommand::spawn_watched`] checks the
+    /// above [`Deadlines::MAX`]. [`BoundCommand::spawn_watched`](crate::BoundCommand::spawn_watched) checks the
     /// effective deadlines this way before anything is started.
     pub fn validate(&self) -> Result<(), DeadlineError> {
         for (kind, limit) in [("session", self.session), ("call", self.call)] {

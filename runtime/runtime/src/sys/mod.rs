@@ -11,25 +11,37 @@
 //! `ioctl` and `quotactl_fd(2)`, the launch itself ([`spawn_child`]) and
 //! the forked child's descriptor hook of the `--help` fallback.
 //!
-//! Kernel interfaces used here: `openat2(2)` (pinning), `openat(2)` (a
-//! read-only directory relative to a pin), `memfd_create(2)` and
-//! `fcntl(F_ADD_SEALS)` (the seccomp program), `ioctl(FS_IOC_FSGETXATTR)` and
-//! `quotactl_fd(2)` with `Q_XGETQSTATV` and `Q_GETQUOTA` (project quotas),
-//! `poll(2)` (a session waiting for the worker's first answer), `mkdirat(2)`,
-//! `mknodat(2)`, `fchownat(2)`, `fchmodat(2)`, `fstatat(2)`, `unlinkat(2)`,
-//! `fstatvfs(3)` (private device nodes, read-write roots of a root launch),
-//! `fstatfs(2)`, `openat(2)`,
-//! `fstatat(2)`, `mkdirat(2)` and `unlinkat(2)` relative to directory
-//! descriptors (the cgroup-v2 boundary), `clone(2)` with `CLONE_VM |
-//! CLONE_VFORK | CLONE_PIDFD`, `pipe2(2)`, and in that child `sigaction(2)`,
-//! `prctl(PR_SET_PDEATHSIG)`, `getppid(2)`, `dup2(2)`, `chdir(2)`, `close_range(2)`, `fcntl(F_SETFD)`,
-//! `pthread_sigmask(3)` and `execve(2)` (the launch), `waitid(P_PIDFD)` and
-//! `pidfd_send_signal(2)` (reaping and killing it), `pidfd_open(2)` (the
-//! sandbox's pid 1, [`crate::sandbox_init`]), `eventfd(2)` and `poll(2)`
-//! (a reader released by a stop), `flock(2)` and `fstat(2)` (the lock a
-//! device directory's owner holds, [`crate::devices`]), and — only in the
-//! forked child of [`install_child_descriptor_hook`] — `close_range(2)` and
-//! `fcntl(F_SETFD)`.
+//! One file per kernel interface, each re-exported here:
+//!
+//! - `pin`: `openat2(2)` with `RESOLVE_NO_SYMLINKS` (pinning) and `openat(2)`
+//!   of a read-only directory relative to a pin;
+//! - `memfd`: `memfd_create(2)` and `fcntl(F_ADD_SEALS)` (the seccomp
+//!   program);
+//! - `quota`: `ioctl(FS_IOC_FSGETXATTR)` and `quotactl_fd(2)` with
+//!   `Q_XGETQSTATV` and `Q_GETQUOTA` (project quotas);
+//! - `launch`: `clone(2)` with `CLONE_VM | CLONE_VFORK | CLONE_PIDFD`,
+//!   `pipe2(2)`, and in that child `sigaction(2)`, `prctl(PR_SET_PDEATHSIG)`,
+//!   `getppid(2)`, `dup2(2)`, `chdir(2)`, `close_range(2)`, `fcntl(F_SETFD)`,
+//!   `pthread_sigmask(3)` and `execve(2)`; and the descriptor hook
+//!   ([`install_child_descriptor_hook`]: `close_range(2)` and
+//!   `fcntl(F_SETFD)` in the forked child of a `std::process::Command`);
+//! - `process`: `waitid(P_PIDFD)` and `pidfd_send_signal(2)` (reaping and
+//!   killing a launch), `pidfd_open(2)` and its fdinfo (the sandbox's pid 1,
+//!   [`crate::sandbox_init`]), `getuid(2)`;
+//! - `devnode`: `mkdirat(2)`, `mknodat(2)`, `fchownat(2)`, `fchmodat(2)`,
+//!   `fstatat(2)`, `unlinkat(2)` (private device nodes), `flock(2)` and
+//!   `fstat(2)` (the lock a device directory's owner holds,
+//!   [`crate::devices`]);
+//! - `statfs`: `fstatfs(2)` and `fstatvfs(3)` (the cgroup-v2 boundary,
+//!   `nodev` and `nosuid` mounts);
+//! - `dirfd`: `openat(2)`, `fstatat(2)`, `mkdirat(2)` and `unlinkat(2)` of
+//!   one component relative to a directory descriptor (the cgroup-v2
+//!   boundary);
+//! - `poll`: `pipe2(2)`, `eventfd(2)` and `poll(2)` (a session waiting for
+//!   the worker's first answer, a reader released by a stop).
+//!
+//! Only `quota` and `launch` hold `unsafe`, each block with a `SAFETY`
+//! note.
 
 mod devnode;
 mod dirfd;
