@@ -106,7 +106,7 @@ fn the_option_literals_of_the_installed_bwrap_are_its_help_options() {
     };
     let image = std::fs::read(&bwrap).expect("read bwrap");
     assert!(image.starts_with(b"\x7fELF"), "bwrap is an ELF executable");
-    let literals = splash_runtime::bind::option_literals(&image);
+    let literals = splash_runtime::bwrap_options::option_literals(&image);
     let help = std::process::Command::new(&bwrap)
         .arg("--help")
         .output()

@@ -124,6 +124,22 @@ pub fn display_slot(plan: &LaunchPlan, slot: Slot) -> String {
     }
 }
 
+/// One operation as the text of its Bubblewrap arguments, joined by spaces,
+/// with the display placeholder of each descriptor slot it names
+/// (`{dev:NAME}`, `{fd:seccomp}`; a pin as `{fd:pin:N}`): how a plan check
+/// names the operation it expected.
+pub fn display_op(op: &BwrapOp) -> String {
+    let mut render = |slot| match slot {
+        Slot::Pin(pin) => format!("{{fd:pin:{}}}", pin.0),
+        Slot::BwrapSeccomp => "{fd:seccomp}".to_string(),
+        Slot::RunnerSeccomp => "{fd:runner-seccomp}".to_string(),
+        Slot::Device(node) => format!("{{dev:{}}}", node.name()),
+    };
+    let mut out = Vec::new();
+    render_op(op, &mut render, &mut out);
+    out.join(" ")
+}
+
 /// The sandbox path of `node` (`/dev/NAME`).
 pub fn device_destination(node: DeviceNode) -> String {
     format!("/dev/{}", node.name())

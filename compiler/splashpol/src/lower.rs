@@ -29,7 +29,7 @@ use crate::model::{
     ResourceLimits, Runners, SandboxPath, SeccompPolicy, SelectorId,
 };
 use crate::plan::{
-    ActiveRoot, BrokerPlan, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, MountSource,
+    self, ActiveRoot, Behind, BrokerPlan, BwrapOp, ExecArg, LaunchPlan, MountPoint, MountSource,
     PLAN_FORMAT, Pin, PinKind, PinRole, PinSlot, PlanError, QuotaCheck, RawPlan, RootMode,
     SeccompDelivery, SeccompPlan, SeccompProfile, Slot, Stdio,
 };
@@ -535,7 +535,11 @@ fn check_executables(policy: &RawPolicy) -> Result<(), InvariantError> {
         named.extend(l.allow_exec.iter().map(|p| (Program::AllowedExecutable, p)));
     }
     for (what, path) in named {
-        if host_behind(policy, path).is_none() {
+        if !policy
+            .runtime_mounts
+            .iter()
+            .any(|m| path.is_within(&m.destination))
+        {
             return Err(InvariantError::OutsideRuntime {
                 what,
                 path: path.clone(),
@@ -543,20 +547,6 @@ fn check_executables(policy: &RawPolicy) -> Result<(), InvariantError> {
         }
     }
     Ok(())
-}
-
-/// The host path behind a worker-visible path through its runtime mount:
-/// the one place a sandbox path becomes a host path (the mount's source
-/// joined with the rest of the path below its destination).
-fn host_behind(policy: &RawPolicy, path: &SandboxPath) -> Option<HostPath> {
-    policy
-        .runtime_mounts
-        .iter()
-        .find(|m| path.is_within(&m.destination))
-        .and_then(|m| {
-            let rest = &path.as_str()[m.destination.as_str().len()..];
-            HostPath::new(format!("{}{}", m.source, rest)).ok()
-        })
 }
 
 /// Re-validate the invariants for one *active* root (inactive roots may be
@@ -682,31 +672,7 @@ pub fn lower(
     if delivery == SeccompDelivery::Bubblewrap {
         ops.push(BwrapOp::Seccomp);
     }
-    ops.push(BwrapOp::UnshareAll);
-    if policy.no_further_user_namespaces() {
-        ops.push(BwrapOp::UnshareUser);
-        ops.push(BwrapOp::DisableUserns);
-    }
-    ops.extend([
-        BwrapOp::CapDropAll,
-        BwrapOp::ClearEnv,
-        BwrapOp::NewSession,
-        BwrapOp::DieWithParent,
-        BwrapOp::AsPid1,
-        BwrapOp::Chdir(MountPoint::Root),
-        BwrapOp::Proc(fixed("/proc")),
-        // Every kernel knob under `/proc` (`sys`, `sysrq-trigger`, `irq`,
-        // `bus`, `fs`, other processes' `mem`) is read-only whatever the
-        // policy says: a worker launched by a root host is host uid 0, and
-        // sysctl and `/proc/PID/mem` writes check the uid, not capabilities.
-        BwrapOp::RemountRo(MountPoint::Path(fixed("/proc"))),
-        BwrapOp::Dev(fixed("/dev")),
-    ]);
-    // `--dev` binds the host's own nodes, which a worker launched by a root
-    // host owns; each is bound again from a source the runtime picks per
-    // launch (a private node the worker does not own, when it would own the
-    // host's).
-    ops.extend(DeviceNode::ALL.map(BwrapOp::DevBind));
+    ops.extend(plan::hardening_prefix(policy.no_further_user_namespaces()));
     match policy.tmp() {
         PrivateTmp::Off => {}
         PrivateTmp::Unbounded => ops.push(BwrapOp::Tmpfs {
@@ -813,11 +779,22 @@ pub fn lower(
 
     if policy.pin_executables() {
         for (path, role) in executables(policy) {
-            let host =
-                host_behind(policy.raw(), path).ok_or_else(|| InvariantError::OutsideRuntime {
-                    what: Program::Executable,
-                    path: path.clone(),
-                })?;
+            let host = match plan::mount_behind(&ops, path) {
+                Behind::ReadOnly { source, below } => {
+                    let base = match source {
+                        MountSource::Path(p) => Some(p),
+                        MountSource::Pinned(slot) => {
+                            pins.0.get(usize::from(slot.0)).map(|p| &p.host_path)
+                        }
+                    };
+                    base.and_then(|base| HostPath::new(format!("{base}{below}")).ok())
+                }
+                Behind::Unmounted | Behind::ReadWrite { .. } | Behind::Synthetic => None,
+            }
+            .ok_or_else(|| InvariantError::OutsideRuntime {
+                what: Program::Executable,
+                path: path.clone(),
+            })?;
             let slot = pins.add(host, PinKind::Executable, role)?;
             ops.push(BwrapOp::RoBind {
                 source: MountSource::Pinned(slot),

@@ -881,6 +881,114 @@ impl LaunchPlan {
     pub fn watchdog(&self) -> Option<Watchdog> {
         self.raw.watchdog
     }
+
+    /// What the worker-visible `path` is reached through in this plan's
+    /// sandbox ([`mount_behind`] of its operations).
+    pub fn mount_behind<'a>(&'a self, path: &'a SandboxPath) -> Behind<'a> {
+        mount_behind(self.ops(), path)
+    }
+}
+
+/// The fixed hardening prefix: the operations every plan starts with, after
+/// an optional `--seccomp`. With `lockdown` (the policy's
+/// `no-further-user-namespaces`), `--unshare-user --disable-userns` follow
+/// `--unshare-all`. Lowering emits exactly these, bind re-verifies a plan
+/// against them, and their text is what [`LaunchPlan::bwrap_arguments`]
+/// renders.
+pub fn hardening_prefix(lockdown: bool) -> Vec<BwrapOp> {
+    let fixed = |path: &str| SandboxPath::new(path).expect("a fixed sandbox path");
+    let mut ops = vec![BwrapOp::UnshareAll];
+    if lockdown {
+        ops.extend([BwrapOp::UnshareUser, BwrapOp::DisableUserns]);
+    }
+    ops.extend([
+        BwrapOp::CapDropAll,
+        BwrapOp::ClearEnv,
+        BwrapOp::NewSession,
+        BwrapOp::DieWithParent,
+        BwrapOp::AsPid1,
+        BwrapOp::Chdir(MountPoint::Root),
+        BwrapOp::Proc(fixed("/proc")),
+        // Every kernel knob under `/proc` (`sys`, `sysrq-trigger`, `irq`,
+        // `bus`, `fs`, other processes' `mem`) is read-only whatever the
+        // policy says: a worker launched by a root host is host uid 0, and
+        // sysctl and `/proc/PID/mem` writes check the uid, not capabilities.
+        BwrapOp::RemountRo(MountPoint::Path(fixed("/proc"))),
+        BwrapOp::Dev(fixed("/dev")),
+    ]);
+    // `--dev` binds the host's own nodes, which a worker launched by a root
+    // host owns; each is bound again from a source the runtime picks per
+    // launch (a private node the worker does not own, when it would own the
+    // host's).
+    ops.extend(DeviceNode::ALL.map(BwrapOp::DevBind));
+    ops
+}
+
+/// What a worker-visible path is reached through: the last mount operation
+/// that covers it ([`mount_behind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Behind<'a> {
+    /// No mount operation covers the path.
+    Unmounted,
+    /// A read-only bind of `source`. `below` is the rest of the path under
+    /// the mount's destination: empty for the destination itself, otherwise
+    /// starting with `/`.
+    ReadOnly {
+        /// The mount's source.
+        source: &'a MountSource,
+        /// The path below the mount's destination.
+        below: &'a str,
+    },
+    /// A read-write bind of `source`, `below` as for [`Behind::ReadOnly`].
+    ReadWrite {
+        /// The mount's source.
+        source: &'a MountSource,
+        /// The path below the mount's destination.
+        below: &'a str,
+    },
+    /// A mount with no host file behind it: a tmpfs, `/proc`, `/dev` or a
+    /// device node.
+    Synthetic,
+}
+
+/// The one rule for the host object behind a worker-visible path: Bubblewrap
+/// applies `ops` in order and a later mount hides an earlier one, so the
+/// last operation whose destination covers `path` (the path itself or an
+/// ancestor, [`SandboxPath::is_within`]) decides. `--remount-ro` and
+/// `--chdir` mount nothing and are passed over.
+pub fn mount_behind<'a>(ops: &'a [BwrapOp], path: &'a SandboxPath) -> Behind<'a> {
+    let below = |destination: &SandboxPath| &path.as_str()[destination.as_str().len()..];
+    let mut found = Behind::Unmounted;
+    for op in ops {
+        found = match op {
+            BwrapOp::RoBind {
+                source,
+                destination,
+            } if path.is_within(destination) => Behind::ReadOnly {
+                source,
+                below: below(destination),
+            },
+            BwrapOp::Bind {
+                source,
+                destination,
+            } if path.is_within(destination) => Behind::ReadWrite {
+                source,
+                below: below(destination),
+            },
+            BwrapOp::Tmpfs { destination, .. }
+            | BwrapOp::Proc(destination)
+            | BwrapOp::Dev(destination)
+                if path.is_within(destination) =>
+            {
+                Behind::Synthetic
+            }
+            BwrapOp::DevBind(node) if path.as_str() == crate::emit::device_destination(*node) => {
+                Behind::Synthetic
+            }
+            _ => continue,
+        };
+    }
+    found
 }
 
 impl TryFrom<RawPlan> for LaunchPlan {
@@ -1118,6 +1226,124 @@ mod tests {
     use crate::lower::lower;
     use crate::lower::tests::{checked, sample_raw};
     use crate::model::SeccompPolicy;
+
+    fn sandbox(path: &str) -> SandboxPath {
+        SandboxPath::new(path).expect("sandbox path")
+    }
+
+    fn ro(source: &str, destination: &str) -> BwrapOp {
+        BwrapOp::RoBind {
+            source: MountSource::Path(HostPath::new(source).expect("host path")),
+            destination: sandbox(destination),
+        }
+    }
+
+    /// The cases on which the earlier rules disagreed (lowering took the
+    /// first covering runtime mount and passed over writable mounts; an
+    /// earlier diagnosis took the longest destination; bind the last
+    /// covering mount): Bubblewrap applies the operations in order, so the
+    /// last covering mount decides, whatever its kind or length.
+    #[test]
+    fn the_last_mount_covering_a_path_is_what_is_behind_it() {
+        let source = |p: &str| MountSource::Path(HostPath::new(p).expect("host path"));
+        let (a, b) = (source("/host/a"), source("/host/b"));
+        let path = sandbox("/usr/lib/tool");
+        let behind = |ops: &[BwrapOp]| match mount_behind(ops, &path) {
+            Behind::ReadOnly { source, below } => Some((source.clone(), below.to_owned())),
+            _ => None,
+        };
+        // A shorter destination mounted later hides the longer one.
+        let ops = [ro("/host/a", "/usr/lib"), ro("/host/b", "/usr")];
+        assert_eq!(behind(&ops), Some((b.clone(), "/lib/tool".to_owned())));
+        // Control: in the other order the inner mount is on top.
+        let ops = [ro("/host/b", "/usr"), ro("/host/a", "/usr/lib")];
+        assert_eq!(behind(&ops), Some((a.clone(), "/tool".to_owned())));
+        // A writable mount or a tmpfs over a read-only one decides.
+        let rw = BwrapOp::Bind {
+            source: a.clone(),
+            destination: sandbox("/usr/lib"),
+        };
+        let ops = [ro("/host/b", "/usr"), rw];
+        assert_eq!(
+            mount_behind(&ops, &path),
+            Behind::ReadWrite {
+                source: &a,
+                below: "/tool"
+            }
+        );
+        let tmpfs = BwrapOp::Tmpfs {
+            destination: sandbox("/usr"),
+            size_bytes: None,
+        };
+        let ops = [ro("/host/b", "/usr"), tmpfs];
+        assert_eq!(mount_behind(&ops, &path), Behind::Synthetic);
+        // `--remount-ro` mounts nothing.
+        let ops = [
+            ro("/host/b", "/usr"),
+            BwrapOp::RemountRo(MountPoint::Root),
+            BwrapOp::RemountRo(MountPoint::Path(sandbox("/usr"))),
+        ];
+        assert_eq!(behind(&ops), Some((b.clone(), "/lib/tool".to_owned())));
+        // A destination covers whole components only; the destination itself
+        // has nothing below it.
+        assert_eq!(
+            mount_behind(&[ro("/host/a", "/usr/li")], &path),
+            Behind::Unmounted
+        );
+        assert_eq!(
+            mount_behind(&[ro("/host/a", "/usr/lib/tool")], &path),
+            Behind::ReadOnly {
+                source: &a,
+                below: ""
+            }
+        );
+        // The kernel's mounts and a device node have no host file behind.
+        let dev = sandbox("/dev/null");
+        let ops = hardening_prefix(false);
+        assert_eq!(mount_behind(&ops, &dev), Behind::Synthetic);
+        assert_eq!(
+            mount_behind(&ops, &sandbox("/proc/self")),
+            Behind::Synthetic
+        );
+        assert_eq!(mount_behind(&ops, &path), Behind::Unmounted);
+    }
+
+    #[test]
+    fn the_hardening_prefix_renders_as_its_bubblewrap_text() {
+        let text: Vec<String> = hardening_prefix(true)
+            .iter()
+            .map(crate::emit::display_op)
+            .collect();
+        assert_eq!(
+            text,
+            [
+                "--unshare-all",
+                "--unshare-user",
+                "--disable-userns",
+                "--cap-drop ALL",
+                "--clearenv",
+                "--new-session",
+                "--die-with-parent",
+                "--as-pid-1",
+                "--chdir /",
+                "--proc /proc",
+                "--remount-ro /proc",
+                "--dev /dev",
+                "--dev-bind {dev:null} /dev/null",
+                "--dev-bind {dev:zero} /dev/zero",
+                "--dev-bind {dev:full} /dev/full",
+                "--dev-bind {dev:random} /dev/random",
+                "--dev-bind {dev:urandom} /dev/urandom",
+                "--dev-bind {dev:tty} /dev/tty",
+            ]
+        );
+        // A lowered plan starts with it, after its `--seccomp` (the sample
+        // policy forbids further user namespaces).
+        let plan = bubblewrap_delivered();
+        let prefix = hardening_prefix(true);
+        assert_eq!(plan.ops().first(), Some(&BwrapOp::Seccomp));
+        assert_eq!(&plan.ops()[1..=prefix.len()], prefix.as_slice());
+    }
 
     /// The sample policy with a strict list behind its Landlock runner, so
     /// the runner installs the filter.

@@ -70,8 +70,8 @@ use std::time::{Duration, Instant};
 use rustix::fs::OFlags;
 use splashpol::model::{CgroupLimits, CgroupPolicy};
 
-use crate::lifecycle::WorkerStatus;
-use crate::spawn::LaunchSpec;
+use crate::launch_spec::LaunchSpec;
+use crate::status::WorkerStatus;
 use crate::sys;
 
 /// `CGROUP2_SUPER_MAGIC` from `<linux/magic.h>`.
@@ -899,7 +899,7 @@ impl CgroupBoundary {
         prefix.push("--".to_owned());
         let program = match &self.runner {
             RunnerProgram::Path(p) => p.clone(),
-            RunnerProgram::Pinned(fd) => crate::spawn::proc_fd_path(fd),
+            RunnerProgram::Pinned(fd) => crate::launch_spec::proc_fd_path(fd),
         };
         spec.wrap(program, prefix, vec![fd]);
         Ok(child)

@@ -25,211 +25,27 @@
 //! [`MAX_POLICY_BYTES`]. `splashc` reads its own inputs (policies,
 //! manifests, standard input) with the same functions.
 
-use std::fmt;
 use std::io::{self, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use splash_protocol::{CapabilityManifest, ManifestError, SessionError, SessionKeyError};
-use splashpol::CheckOutcome;
-use splashpol::activate::{self, ActivationError};
-use splashpol::artifact::{self, ArtifactError};
-use splashpol::lower::{self, LowerError};
+use splash_protocol::CapabilityManifest;
+use splashpol::activate;
+use splashpol::artifact;
+use splashpol::lower;
 use splashpol::model::Policy;
 use splashpol::plan::{Arch, LaunchPlan};
 
-use crate::bind::{BindError, BindOptions, BoundCommand};
-use crate::lifecycle::LaunchFailure;
+use crate::bind::{BindOptions, BoundCommand};
+use crate::error::LaunchError;
+pub use crate::error::{FileKind, ReadError};
 use crate::session::Session;
-use crate::spawn::SpawnError;
 use crate::watchdog::Deadlines;
-
-/// Why no session was opened. Nothing is left running.
-///
-/// [`LaunchError::is_refusal`] tells a refusal decided before any process
-/// was created from a launch that started and failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum LaunchError {
-    /// The policy file could not be read: it could not be opened, is not
-    /// a regular file, or is larger than [`MAX_POLICY_BYTES`].
-    #[error("cannot read policy `{}`", .path.display())]
-    Read {
-        /// The path involved.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: ReadError,
-    },
-    /// The policy file is not the one the host pinned: the BLAKE3 digest
-    /// of its bytes ([`splashpol::artifact::digest`]) differs from the
-    /// expected one ([`LoadedPolicy::from_path_expecting`]). Decided before
-    /// the file is parsed. The digest detects any change to the file, not
-    /// who made it.
-    #[error(
-        "policy `{name}` is not the pinned policy: its digest is `{found}`, expected `{}`",
-        splashpol::text::escaped(.expected)
-    )]
-    DigestMismatch {
-        /// The policy file name shown.
-        name: String,
-        /// The digest the host expects, as given.
-        expected: String,
-        /// The digest of the bytes read.
-        found: String,
-    },
-    /// A compiled artifact failed its validation.
-    #[error("policy artifact `{name}` is not valid")]
-    Artifact {
-        /// The policy file name shown.
-        name: String,
-        /// The operating system's error.
-        #[source]
-        source: ArtifactError,
-    },
-    /// Policy source that is not UTF-8.
-    #[error("policy `{name}` is not UTF-8")]
-    NotUtf8 {
-        /// The policy file name shown.
-        name: String,
-    },
-    /// The checker reported errors. The error carries every diagnostic with
-    /// the source its spans point into; its `Display` renders them without
-    /// colour, and [`CheckOutcome::render_human_with`] renders them otherwise.
-    #[error("policy `{name}` has errors:\n{}", outcome.render_human(name, text))]
-    Check {
-        /// The policy file name shown.
-        name: String,
-        /// The policy source the diagnostics' spans point into.
-        text: String,
-        /// Every diagnostic (errors and warnings), in report order; its
-        /// `policy` is `None`.
-        outcome: Box<CheckOutcome>,
-    },
-    /// The manifest is not a valid protocol-v5 manifest.
-    #[error("the manifest is invalid")]
-    Manifest(#[source] ManifestError),
-    /// The manifest cannot be activated against the policy.
-    #[error("activation failed")]
-    Activation(#[source] ActivationError),
-    /// Lowering failed.
-    #[error("cannot lower the policy")]
-    Lower(#[source] LowerError),
-    /// No seccomp tables for this host's architecture.
-    #[error("this host's architecture is not supported")]
-    UnsupportedHost,
-    /// Bind refused the plan on this host.
-    #[error("bind refused the plan")]
-    Bind(#[source] BindError),
-    /// No session key could be generated.
-    #[error("cannot generate a session key")]
-    Key(#[source] SessionKeyError),
-    /// The launch failed (the worker, if started, was stopped and reaped).
-    #[error("the launch failed")]
-    Spawn(#[source] SpawnError),
-    /// A descriptor for the session could not be made (the worker was
-    /// stopped and reaped).
-    #[error("cannot prepare the session's descriptors")]
-    Descriptor(#[source] io::Error),
-    /// The session could not be opened; `failure` says how the worker
-    /// ended (it was stopped and reaped).
-    #[error("cannot open the session ({failure})")]
-    Open {
-        /// The operating system's error.
-        #[source]
-        source: SessionError,
-        /// What the watchdog observed.
-        failure: LaunchFailure,
-    },
-}
-
-impl LaunchError {
-    /// True when the launch was refused before any process was created
-    /// (load, check, manifest, activation, lowering, bind, key, or a spawn
-    /// refusal such as a watchdog plan on the unwatched path).
-    pub fn is_refusal(&self) -> bool {
-        match self {
-            Self::Spawn(e) => !matches!(
-                e,
-                SpawnError::Exec { .. } | SpawnError::Bootstrap { .. } | SpawnError::Watchdog(_)
-            ),
-            Self::Descriptor(_) | Self::Open { .. } => false,
-            _ => true,
-        }
-    }
-}
 
 /// The most bytes a policy file may hold, `.splashpol` source or compiled
 /// artifact: 1 MiB. The bundled policies are under 2 KB and their artifacts
 /// under 3 KB; a policy registering a thousand roots is about 55 KB of
 /// source and 180 KB as an artifact.
 pub const MAX_POLICY_BYTES: u64 = 1024 * 1024;
-
-/// What a path that is not a regular file names (the type [`fstat`] of
-/// the opened descriptor reports).
-///
-/// [`fstat`]: rustix::fs::fstat
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum FileKind {
-    /// A directory.
-    Directory,
-    /// A named pipe (FIFO).
-    NamedPipe,
-    /// A character device, such as `/dev/zero` or a terminal.
-    CharacterDevice,
-    /// A block device.
-    BlockDevice,
-    /// A Unix socket.
-    Socket,
-    /// A type the kernel reported that has no name here.
-    Unknown,
-}
-
-impl fmt::Display for FileKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Directory => "a directory",
-            Self::NamedPipe => "a named pipe (FIFO)",
-            Self::CharacterDevice => "a character device",
-            Self::BlockDevice => "a block device",
-            Self::Socket => "a socket",
-            Self::Unknown => "a file of unknown type",
-        })
-    }
-}
-
-/// Why [`read_regular_file`] or [`read_bounded`] returned no bytes.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ReadError {
-    /// Opening, inspecting or reading failed.
-    #[error(transparent)]
-    Io(#[from] io::Error),
-    /// The path names something other than a regular file.
-    #[error("it is {0}, not a regular file")]
-    NotRegular(FileKind),
-    /// The input holds more than `bound` bytes.
-    #[error("it holds more than {}, the most this input may hold", ShowBytes(*bound))]
-    TooLarge {
-        /// The bound, in bytes.
-        bound: u64,
-    },
-}
-
-/// A byte count as `N bytes`, with the binary unit when it is exact.
-struct ShowBytes(u64);
-
-impl fmt::Display for ShowBytes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        const MIB: u64 = 1024 * 1024;
-        const KIB: u64 = 1024;
-        match self.0 {
-            n if n >= MIB && n % MIB == 0 => write!(f, "{} MiB ({n} bytes)", n / MIB),
-            n if n >= KIB && n % KIB == 0 => write!(f, "{} KiB ({n} bytes)", n / KIB),
-            n => write!(f, "{n} bytes"),
-        }
-    }
-}
 
 /// Reads the regular file at `path`, at most `bound` bytes.
 ///
@@ -458,6 +274,8 @@ pub fn launch(
 mod tests {
     use std::sync::mpsc;
     use std::time::Duration;
+
+    use std::path::PathBuf;
 
     use super::*;
 

@@ -37,36 +37,44 @@
 
 pub mod bind;
 pub mod broker;
+pub mod bwrap_options;
 pub mod cgroup;
 pub mod devices;
+pub mod error;
 pub mod launch;
+pub mod launch_spec;
 pub mod lifecycle;
 pub mod nosuid;
+pub mod pin;
 pub mod preflight;
 pub mod quota;
 pub mod recovery;
 pub mod sandbox_init;
 pub mod session;
 pub mod spawn;
+pub mod status;
 mod sys;
 pub mod verify;
 pub mod watchdog;
 
-pub use bind::{
-    BindError, BindOptions, BoundCommand, BubblewrapLaunch, ExecDefect, ExecRole, ForeignPart,
-    LaunchPreparation, PinnedSource, PlanDefect, Unprovided,
-};
+pub use bind::{BindOptions, BoundCommand, BubblewrapLaunch, LaunchPreparation, preflight};
 pub use broker::{BrokerBindError, BrokerPlanDefect};
 pub use cgroup::{CgroupBoundary, CgroupError, RunnerDefect, WorkerCgroup};
 pub use devices::{DeviceDirectory, DeviceError, DeviceSources, ParentDefect};
-pub use launch::{LaunchError, LaunchOptions, LoadedPolicy, launch};
-pub use lifecycle::{LaunchFailure, WorkerLifecycle, WorkerStatus};
+pub use error::{
+    BindError, ExecDefect, ExecRole, ForeignPart, LaunchError, PlanDefect, SpawnError, Stopped,
+    Unprovided,
+};
+pub use launch::{LaunchOptions, LoadedPolicy, launch};
+pub use launch_spec::LaunchSpec;
+pub use lifecycle::{SpawnedWorker, WorkerLifecycle};
 pub use nosuid::SetIdError;
-pub use preflight::{Check, Outcome, Preflight, Step, preflight};
+pub use pin::PinnedSource;
+pub use preflight::{Check, Outcome, Preflight, Step};
 pub use quota::{KernelQuotaInspector, QuotaError, QuotaInspector, QuotaUnit};
 pub use recovery::{Reaped, ReconcileError, Reconciled};
 pub use sandbox_init::SandboxInitError;
 pub use session::{CallError, ClosingSession, Event, Indeterminate, Session};
-pub use spawn::{LaunchSpec, SpawnError, SpawnedWorker, Stopped};
 pub use splash_protocol::SessionState;
+pub use status::{LaunchFailure, WorkerStatus};
 pub use watchdog::{DeadlineError, Deadlines, StopAwareStdout, StopHandle, StopReason, Watchdog};

@@ -26,12 +26,13 @@
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::ExitStatusExt;
-use std::process::ExitStatus;
+use std::process::{ChildStdin, ChildStdout, ExitStatus};
 use std::time::{Duration, Instant};
 
 use crate::cgroup::{CgroupError, REMOVE_TIMEOUT, WorkerCgroup};
 use crate::devices::DeviceDirectory;
 use crate::sandbox_init::{self, SandboxInit, SandboxInitError};
+use crate::status::{LaunchFailure, WorkerStatus};
 use crate::sys;
 
 /// The process a launch started (Bubblewrap, or the runner in front of
@@ -90,39 +91,6 @@ impl WorkerProcess {
             return Ok(());
         }
         sys::kill_child(self.pidfd.as_fd())
-    }
-}
-
-/// What the host knows about the Bubblewrap process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WorkerStatus {
-    /// Not reaped yet.
-    Running,
-    /// Exited with this status code.
-    Exited(i32),
-    /// Terminated by this signal.
-    Killed(i32),
-}
-
-impl WorkerStatus {
-    pub(crate) fn from_exit(status: ExitStatus) -> Self {
-        match (status.code(), status.signal()) {
-            (Some(code), _) => Self::Exited(code),
-            (None, Some(signal)) => Self::Killed(signal),
-            // Neither a code nor a signal cannot happen for a reaped child;
-            // report it as a kill rather than success.
-            (None, None) => Self::Killed(0),
-        }
-    }
-}
-
-impl std::fmt::Display for WorkerStatus {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Running => f.write_str("running"),
-            Self::Exited(code) => write!(f, "exit status {code}"),
-            Self::Killed(signal) => write!(f, "signal {signal}"),
-        }
     }
 }
 
@@ -383,18 +351,30 @@ impl Drop for WorkerLifecycle {
     }
 }
 
-/// Why a worker session did not start.
-#[derive(Debug, thiserror::Error)]
-pub enum LaunchFailure {
-    /// Bubblewrap ended before the session started (its status).
-    #[error(
-        "bubblewrap ended with {0} before the session started (an unsupported option, a failed mount, a failed exec or a rejected bootstrap)"
-    )]
-    Exited(WorkerStatus),
-    /// The worker did not answer in time and was killed.
-    #[error("the worker did not answer and was killed")]
-    NoSession,
-    /// Waiting for the Bubblewrap process failed.
-    #[error("failed to observe the bubblewrap process")]
-    Unknown(#[source] io::Error),
+/// A launched worker before the host takes its parts.
+#[derive(Debug)]
+pub struct SpawnedWorker {
+    pub(crate) lifecycle: WorkerLifecycle,
+    pub(crate) stdin: ChildStdin,
+    pub(crate) stdout: ChildStdout,
+    /// Taken just before the process was created: the start of the
+    /// session deadline.
+    pub(crate) started: Instant,
+}
+
+impl SpawnedWorker {
+    /// The lifecycle handle and the worker's private stdin and stdout.
+    pub fn into_lifecycle_parts(self) -> (WorkerLifecycle, ChildStdin, ChildStdout) {
+        (self.lifecycle, self.stdin, self.stdout)
+    }
+
+    /// The handle that terminates and reaps the worker.
+    pub fn lifecycle(&mut self) -> &mut WorkerLifecycle {
+        &mut self.lifecycle
+    }
+
+    /// When the launch began (taken just before the process was created).
+    pub fn started(&self) -> Instant {
+        self.started
+    }
 }

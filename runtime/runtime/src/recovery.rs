@@ -20,9 +20,10 @@ use std::time::Duration;
 
 use splash_protocol::{CapabilityManifest, OperationStatus, Token};
 
-use crate::launch::{LaunchError, LaunchOptions, LoadedPolicy};
-use crate::lifecycle::WorkerStatus;
+use crate::error::LaunchError;
+use crate::launch::{LaunchOptions, LoadedPolicy};
 use crate::session::{CallError, Session};
+use crate::status::WorkerStatus;
 
 /// Proof that a session's worker was stopped and reaped.
 #[derive(Debug)]

@@ -34,8 +34,8 @@ use splash_protocol::{
 };
 
 use crate::bind::BoundCommand;
-use crate::launch::LaunchError;
-use crate::lifecycle::WorkerStatus;
+use crate::error::LaunchError;
+use crate::status::WorkerStatus;
 use crate::sys;
 use crate::watchdog::{Deadlines, StopAwareStdout, StopHandle, StopReason, Watchdog};
 

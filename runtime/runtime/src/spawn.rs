@@ -46,228 +46,22 @@
 //! undeliverable filter is a launch failure.
 
 use std::io::{self, Write};
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::{ChildStdin, ChildStdout};
 use std::time::Instant;
 
-use splash_protocol::{PrivatePipeWorkerBootstrap, Token};
+use splash_protocol::PrivatePipeWorkerBootstrap;
 use splashpol::plan::{LaunchPlan, SeccompDelivery, Slot};
 
 use crate::bind::{BoundCommand, BubblewrapLaunch};
-use crate::cgroup::CgroupError;
-use crate::devices::{self, DeviceDirectory};
-use crate::lifecycle::{WorkerLifecycle, WorkerProcess, WorkerStatus};
-use crate::sandbox_init::{SandboxInit, SandboxInitError};
+use crate::devices;
+use crate::error::{SpawnError, Stopped};
+use crate::launch_spec::{LaunchSpec, proc_fd_path};
+use crate::lifecycle::{SpawnedWorker, WorkerLifecycle, WorkerProcess};
+use crate::sandbox_init::SandboxInit;
 use crate::sys;
-
-/// Why a launch failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum SpawnError {
-    /// The plan sets a watchdog, so it must be spawned under one.
-    #[error(
-        "the plan sets a watchdog ({session_ms} ms per session); launch it with `BoundCommand::spawn_watched`, which enforces it, not with `spawn_with_bootstrap`"
-    )]
-    WatchdogRequired {
-        /// The session deadline in milliseconds.
-        session_ms: u64,
-    },
-    /// A deadline the watchdog cannot enforce; nothing was started.
-    #[error("refused the deadlines before anything started")]
-    Deadline(#[source] crate::watchdog::DeadlineError),
-    /// Failed to start the watchdog.
-    #[error("failed to start the watchdog; the worker was stopped and reaped")]
-    Watchdog(#[source] io::Error),
-    /// The plan was lowered without a manifest.
-    #[error("the plan was lowered without a manifest; activate a manifest before launch")]
-    NoSession,
-    /// Bootstrap session id `bootstrap` does not match the manifest session id `manifest`.
-    #[error(
-        "bootstrap session id `{bootstrap}` does not match the manifest session id `{manifest}`"
-    )]
-    SessionMismatch {
-        /// The bootstrap's session id.
-        bootstrap: Token,
-        /// The manifest's session id.
-        manifest: Token,
-    },
-    /// Failed to duplicate pinned source `path` for the launch.
-    #[error("failed to duplicate pinned source `{}` for the launch", .path.display())]
-    Duplicate {
-        /// The path involved.
-        path: PathBuf,
-        /// The operating system's error.
-        #[source]
-        source: io::Error,
-    },
-    /// Failed to make the pipe Bubblewrap reports the sandbox's pid 1 on.
-    #[error("failed to make the pipe bubblewrap reports the sandbox's pid 1 on")]
-    Supervision(#[source] io::Error),
-    /// Failed to write the seccomp program to an anonymous descriptor.
-    #[error("failed to write the seccomp program to an anonymous descriptor")]
-    Seccomp(#[source] io::Error),
-    /// Failed to make the launch's private device nodes.
-    #[error("failed to make the launch's private device nodes")]
-    Devices(#[from] crate::devices::DeviceError),
-    /// The plan's argument list uses a slot this launch did not prepare.
-    #[error("the plan's argument list uses {0:?}, which this launch did not prepare")]
-    UnpreparedSlot(Slot),
-    /// This plan requires its cgroup-v2 boundary.
-    #[error("this plan requires its cgroup-v2 boundary; only `spawn_with_bootstrap` launches it")]
-    Uncgrouped,
-    /// The cgroup-v2 boundary failed.
-    #[error("the cgroup-v2 boundary failed; nothing was left running")]
-    Cgroup(#[source] CgroupError),
-    /// Launch preparation `step` failed.
-    #[error("launch preparation `{step}` failed")]
-    Preparation {
-        /// The preparation step.
-        step: String,
-        /// The operating system's error.
-        #[source]
-        source: io::Error,
-    },
-    /// Failed to start bubblewrap `program`.
-    #[error("failed to start bubblewrap `{}`", .program.display())]
-    Exec {
-        /// The program that could not be started.
-        program: PathBuf,
-        /// The operating system's error.
-        #[source]
-        source: io::Error,
-    },
-    /// The sandbox's pid 1 could not be held: without it a stop could not
-    /// end the sandbox, so the launch was stopped.
-    #[error("the sandbox's pid 1 could not be held; bubblewrap was stopped and reaped")]
-    SandboxInit(#[source] SandboxInitError),
-    /// Bubblewrap (or the cgroup runner in front of it) ended before it
-    /// made the sandbox, so no worker ran; how it ended.
-    #[error(transparent)]
-    Unmade(crate::LaunchFailure),
-    /// Failed to write the bootstrap preamble to the worker.
-    #[error(
-        "failed to write the bootstrap preamble to the worker; bubblewrap was stopped and reaped, ending with {status}"
-    )]
-    Bootstrap {
-        /// How Bubblewrap ended once stopped.
-        status: Stopped,
-        /// The operating system's error.
-        #[source]
-        source: io::Error,
-    },
-}
-
-/// How a process the launch had to stop ended.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum Stopped {
-    /// It was reaped with this status.
-    Reaped(WorkerStatus),
-    /// Stopping or reaping it failed.
-    NotReaped(io::Error),
-}
-
-impl std::fmt::Display for Stopped {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Reaped(status) => write!(f, "{status}"),
-            Self::NotReaped(e) => write!(f, "reap failed: {e}"),
-        }
-    }
-}
-
-/// `/proc/self/fd/N` for a descriptor of this process.
-pub(crate) fn proc_fd_path(fd: &OwnedFd) -> PathBuf {
-    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
-}
-
-/// One prepared launch: the program, its arguments and the descriptors the
-/// child inherits. A cgroup runner can [`wrap`](Self::wrap) it.
-#[derive(Debug)]
-pub struct LaunchSpec {
-    program: PathBuf,
-    /// Shown in errors instead of `/proc/self/fd/N`.
-    shown: String,
-    args: Vec<String>,
-    /// Made inheritable in the child only.
-    inherit: Vec<OwnedFd>,
-    /// Kept open (close-on-exec) until the exec, e.g. the pinned Bubblewrap.
-    keep_open: Vec<OwnedFd>,
-    /// The private device nodes the arguments name, if any.
-    devices: Option<DeviceDirectory>,
-    /// The read end of the pipe Bubblewrap reports the sandbox's pid 1 on
-    /// (`--info-fd`, [`crate::sandbox_init`]).
-    init_report: Option<OwnedFd>,
-}
-
-impl LaunchSpec {
-    /// The program the launch executes (Bubblewrap, or the cgroup runner
-    /// in front of it).
-    pub fn program(&self) -> &std::path::Path {
-        &self.program
-    }
-
-    /// Its arguments.
-    pub fn args(&self) -> &[String] {
-        &self.args
-    }
-
-    /// The private device directory the arguments name, if any.
-    pub fn device_directory(&self) -> Option<&DeviceDirectory> {
-        self.devices.as_ref()
-    }
-
-    /// Descriptor numbers the child inherits.
-    pub fn inherited(&self) -> Vec<RawFd> {
-        self.inherit.iter().map(AsRawFd::as_raw_fd).collect()
-    }
-
-    /// Prefixes the launch with `program prefix_args...`: the old program
-    /// becomes the first argument after `prefix_args`. A descriptor the old
-    /// program is reached through (`/proc/self/fd/N` of the pinned
-    /// Bubblewrap) becomes inherited, because the wrapper, not this process,
-    /// executes it. The wrapper must keep that descriptor open until its exec
-    /// and mark it close-on-exec first, as Splash's own launch does, so that
-    /// Bubblewrap and the worker never inherit it.
-    pub fn wrap(&mut self, program: PathBuf, prefix_args: Vec<String>, inherit: Vec<OwnedFd>) {
-        let old = std::mem::replace(&mut self.program, program);
-        let mut args = prefix_args;
-        args.push(old.display().to_string());
-        args.append(&mut self.args);
-        self.args = args;
-        self.inherit.append(&mut self.keep_open);
-        self.inherit.extend(inherit);
-    }
-}
-
-/// A launched worker before the host takes its parts.
-#[derive(Debug)]
-pub struct SpawnedWorker {
-    pub(crate) lifecycle: WorkerLifecycle,
-    pub(crate) stdin: ChildStdin,
-    pub(crate) stdout: ChildStdout,
-    /// Taken just before the process was created: the start of the
-    /// session deadline.
-    pub(crate) started: Instant,
-}
-
-impl SpawnedWorker {
-    /// The lifecycle handle and the worker's private stdin and stdout.
-    pub fn into_lifecycle_parts(self) -> (WorkerLifecycle, ChildStdin, ChildStdout) {
-        (self.lifecycle, self.stdin, self.stdout)
-    }
-
-    /// The handle that terminates and reaps the worker.
-    pub fn lifecycle(&mut self) -> &mut WorkerLifecycle {
-        &mut self.lifecycle
-    }
-
-    /// When the launch began (taken just before the process was created).
-    pub fn started(&self) -> Instant {
-        self.started
-    }
-}
+use crate::watchdog::{Deadlines, StopAwareStdout, Watchdog};
 
 fn seccomp_slot(plan: &LaunchPlan) -> Option<Slot> {
     match plan.seccomp().map(|s| &s.delivery) {
@@ -469,5 +263,21 @@ impl BoundCommand {
             stdout,
             started,
         })
+    }
+}
+
+impl BoundCommand {
+    /// Launches the worker, delivers `bootstrap`, and hands it to a
+    /// [`Watchdog`] enforcing the tighter of `host` and the plan's
+    /// `watchdog` block before either pipe is returned.
+    pub fn spawn_watched(
+        &self,
+        bootstrap: &PrivatePipeWorkerBootstrap,
+        host: Deadlines,
+    ) -> Result<(Watchdog, ChildStdin, StopAwareStdout), SpawnError> {
+        let deadlines = Deadlines::for_plan(&self.plan, host);
+        deadlines.validate().map_err(SpawnError::Deadline)?;
+        let worker = self.spawn_unwatched(bootstrap)?;
+        Watchdog::watch(worker, deadlines).map_err(SpawnError::Watchdog)
     }
 }

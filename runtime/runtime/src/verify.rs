@@ -8,7 +8,7 @@
 //! anything is opened or launched:
 //!
 //! 1. the fixed hardening prefix of the Bubblewrap operations, exactly as
-//!    lowering emits it ([`HARDENING_PREFIX`]), after the optional
+//!    lowering emits it ([`splashpol::plan::hardening_prefix`]), after the optional
 //!    `--seccomp` and with the optional user-namespace lockdown in its place,
 //!    ending with the six device-node binds after `--dev /dev` (no later
 //!    operation may mount `/dev` or a device node again);
@@ -20,60 +20,9 @@
 //!    of its runners (`exec_chain`), so bind can check every program and
 //!    every allowed target, not only the first program.
 
-use splashpol::plan::{Arch, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, SeccompPlan};
+use splashpol::plan::{Arch, BwrapOp, ExecArg, LaunchPlan, SeccompPlan};
 
-use crate::bind::{BindError, ForeignPart, PlanDefect, Unprovided};
-
-/// The operations every plan starts with, after an optional `--seccomp`, as
-/// Bubblewrap options. `--unshare-user --disable-userns` may follow
-/// `--unshare-all` (the user-namespace lockdown).
-pub const HARDENING_PREFIX: &[&str] = &[
-    "--unshare-all",
-    "--cap-drop ALL",
-    "--clearenv",
-    "--new-session",
-    "--die-with-parent",
-    "--as-pid-1",
-    "--chdir /",
-    "--proc /proc",
-    "--remount-ro /proc",
-    "--dev /dev",
-    "--dev-bind {dev:null} /dev/null",
-    "--dev-bind {dev:zero} /dev/zero",
-    "--dev-bind {dev:full} /dev/full",
-    "--dev-bind {dev:random} /dev/random",
-    "--dev-bind {dev:urandom} /dev/urandom",
-    "--dev-bind {dev:tty} /dev/tty",
-];
-
-fn expected_prefix(lockdown: bool) -> Vec<(BwrapOp, &'static str)> {
-    let fixed = |s: &str| splashpol::model::SandboxPath::new(s).expect("fixed sandbox path");
-    let ops = [
-        BwrapOp::UnshareAll,
-        BwrapOp::CapDropAll,
-        BwrapOp::ClearEnv,
-        BwrapOp::NewSession,
-        BwrapOp::DieWithParent,
-        BwrapOp::AsPid1,
-        BwrapOp::Chdir(MountPoint::Root),
-        BwrapOp::Proc(fixed("/proc")),
-        BwrapOp::RemountRo(MountPoint::Path(fixed("/proc"))),
-        BwrapOp::Dev(fixed("/dev")),
-    ]
-    .into_iter()
-    .chain(DeviceNode::ALL.map(BwrapOp::DevBind));
-    let mut out: Vec<(BwrapOp, &'static str)> = ops.zip(HARDENING_PREFIX.iter().copied()).collect();
-    if lockdown {
-        out.splice(
-            1..1,
-            [
-                (BwrapOp::UnshareUser, "--unshare-user"),
-                (BwrapOp::DisableUserns, "--disable-userns"),
-            ],
-        );
-    }
-    out
-}
+use crate::error::{BindError, ForeignPart, PlanDefect, Unprovided};
 
 /// Step 1 of the module documentation: the fixed hardening prefix, and no
 /// device mount after it.
@@ -85,12 +34,12 @@ pub(crate) fn check_prefix(plan: &LaunchPlan) -> Result<(), BindError> {
         ops = &ops[1..];
     }
     let lockdown = ops.get(1) == Some(&BwrapOp::UnshareUser);
-    let prefix = expected_prefix(lockdown);
-    for (i, (want, option)) in prefix.iter().enumerate() {
+    let prefix = splashpol::plan::hardening_prefix(lockdown);
+    for (i, want) in prefix.iter().enumerate() {
         if ops.get(i) != Some(want) {
             return Err(BindError::HardeningPrefix {
                 position: i,
-                expected: option,
+                expected: splashpol::emit::display_op(want),
                 found: ops.get(i).cloned().map(Box::new),
             });
         }

@@ -1,6 +1,6 @@
 //! The host wall-clock watchdog of one worker.
 //!
-//! [`BoundCommand::spawn_watched`] launches the worker and, before it hands
+//! [`BoundCommand::spawn_watched`](crate::BoundCommand::spawn_watched) launches the worker and, before it hands
 //! out either pipe, moves the [`WorkerLifecycle`] into a [`Watchdog`] whose
 //! thread enforces two deadlines (both trusted host configuration, see
 //! [`Deadlines`]; with neither, no thread is started, since a host stop
@@ -32,12 +32,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use splash_protocol::PrivatePipeWorkerBootstrap;
 use splashpol::plan::LaunchPlan;
 
-use crate::bind::BoundCommand;
-use crate::lifecycle::{WorkerLifecycle, WorkerStatus};
-use crate::spawn::{SpawnError, SpawnedWorker};
+use crate::lifecycle::{SpawnedWorker, WorkerLifecycle};
+use crate::status::WorkerStatus;
 
 /// The deadlines of one session. `None` means no deadline of that kind.
 ///
@@ -77,7 +75,7 @@ impl Deadlines {
     pub const MAX: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
     /// Refuses a zero deadline (it would stop every worker at once) and one
-    /// above [`Deadlines::MAX`]. [`BoundCommand::spawn_watched`] checks the
+    /// above [`Deadlines::MAX`]. [`BoundCommand::spawn_watched`](crate::BoundCommand::spawn_watched) checks the
     /// effective deadlines this way before anything is started.
     pub fn validate(&self) -> Result<(), DeadlineError> {
         for (kind, limit) in [("session", self.session), ("call", self.call)] {
@@ -581,22 +579,6 @@ impl Drop for Watchdog {
         // A worker that exited keeps its status; one still running is
         // stopped and reaped, even while a `StopHandle` is alive.
         let _ = lock(&self.shared.lifecycle).terminate();
-    }
-}
-
-impl BoundCommand {
-    /// Launches the worker, delivers `bootstrap`, and hands it to a
-    /// [`Watchdog`] enforcing the tighter of `host` and the plan's
-    /// `watchdog` block before either pipe is returned.
-    pub fn spawn_watched(
-        &self,
-        bootstrap: &PrivatePipeWorkerBootstrap,
-        host: Deadlines,
-    ) -> Result<(Watchdog, ChildStdin, StopAwareStdout), SpawnError> {
-        let deadlines = Deadlines::for_plan(&self.plan, host);
-        deadlines.validate().map_err(SpawnError::Deadline)?;
-        let worker = self.spawn_unwatched(bootstrap)?;
-        Watchdog::watch(worker, deadlines).map_err(SpawnError::Watchdog)
     }
 }
 
