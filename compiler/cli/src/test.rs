@@ -581,7 +581,11 @@ fn judge(
     let (held, detail) = attempt_held(x, v);
     let needs = needs_control(x);
     let (verdict, control_text) = match (held, needs, control) {
-        (false, _, _) => (Verdict::Failed, control.map(|(c, _)| control_said(x, c))),
+        (false, false, _) => (Verdict::Failed, None),
+        (false, true, _) => (
+            Verdict::Failed,
+            control.and_then(|(c, note)| note.clone().or_else(|| Some(control_said(x, c)))),
+        ),
         (true, false, _) => (Verdict::Held, None),
         (true, true, None) => (Verdict::Unproven, Some("no control launch".to_owned())),
         (true, true, Some((_, Some(note)))) => (Verdict::Unproven, Some(note.clone())),
