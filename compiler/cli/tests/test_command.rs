@@ -40,7 +40,10 @@ fn writable_usr_in_the_demo_fails_naming_that_expectation() {
     let out = test(&policy, &[]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("splash::check::impossible-expectation"), "{stderr}");
+    assert!(
+        stderr.contains("splash::check::impossible-expectation"),
+        "{stderr}"
+    );
     assert!(stderr.contains(r#"expect { writable "/usr""#), "{stderr}");
     assert!(
         stderr.contains("`/usr` is read-only in this sandbox"),
@@ -65,5 +68,8 @@ fn a_missing_probe_is_named() {
     let out = test(&policy, &["--probe", "/nonexistent/splash-probe"]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("no test probe at `/nonexistent/splash-probe`"), "{stderr}");
+    assert!(
+        stderr.contains("no test probe at `/nonexistent/splash-probe`"),
+        "{stderr}"
+    );
 }
