@@ -78,9 +78,18 @@ fn the_demo_holds_its_expectations_each_against_a_control() {
         assert!(stdout.contains(line), "{line}: {stdout}");
     }
     // Each denial names its control, which succeeded.
-    assert!(stdout.contains("control: a write succeeded on a tmpfs"), "{stdout}");
-    assert!(stdout.contains("control: visible once the host's object is bound"), "{stdout}");
-    assert!(stdout.contains("control: without the filter the call succeeded"), "{stdout}");
+    assert!(
+        stdout.contains("control: a write succeeded on a tmpfs"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("control: visible once the host's object is bound"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("control: without the filter the call succeeded"),
+        "{stdout}"
+    );
     assert!(stdout.contains("4 held, 0 failed, 0 unproven"), "{stdout}");
 
     // The same as JSON, TAP and JUnit.
@@ -109,7 +118,10 @@ fn writable_usr_fails_and_is_named() {
     let out = run(&splashc, &demo_with(&dir, &block), &[]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("splash::check::impossible-expectation"), "{stderr}");
+    assert!(
+        stderr.contains("splash::check::impossible-expectation"),
+        "{stderr}"
+    );
     assert!(stderr.contains(r#"expect { writable "/usr""#), "{stderr}");
 }
 
@@ -128,7 +140,11 @@ fn a_root_the_manifest_leaves_out_fails_writable_inside_the_sandbox() {
     )
     .expect("manifest");
     let manifest = manifest.to_str().expect("utf-8");
-    let out = run(&splashc, &demo_with(&dir, EXPECT), &["--manifest", manifest]);
+    let out = run(
+        &splashc,
+        &demo_with(&dir, EXPECT),
+        &["--manifest", manifest],
+    );
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{stdout}{}", text(&out.stderr));
     assert!(
