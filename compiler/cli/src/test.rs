@@ -427,9 +427,15 @@ fn control_plan(
         match &x.kind {
             ExpectKind::ReadOnly(p) => {
                 let is_dir = std::fs::metadata(host_guess(policy, p)).is_ok_and(|m| m.is_dir());
-                if !is_dir || policy.worker().is_within(p) {
+                if !is_dir {
                     notes[n] = Some(format!(
-                        "no control: `{p}` is not a directory apart from the worker, so no tmpfs can stand in for its mount"
+                        "no control: `{p}` is not a directory, so no tmpfs can stand in for its mount"
+                    ));
+                    continue;
+                }
+                if launch_programs(policy).iter().any(|prog| prog.is_within(p)) {
+                    notes[n] = Some(format!(
+                        "no control: a tmpfs over `{p}` would hide the worker or a runner"
                     ));
                     continue;
                 }
@@ -471,6 +477,24 @@ fn control_plan(
     let plan =
         LaunchPlan::try_from(raw).map_err(|e| cannot(format_args!("the control plan: {e}")))?;
     Ok((plan, notes))
+}
+
+/// The worker and the runners the sandbox executes.
+fn launch_programs(policy: &Policy) -> Vec<&SandboxPath> {
+    let mut out = vec![policy.worker()];
+    match policy.runners() {
+        splashpol::model::Runners::None => {}
+        splashpol::model::Runners::Separate { limit, landlock } => {
+            out.extend(limit.as_ref().map(|l| &l.path));
+            out.extend(landlock.as_ref().map(|l| &l.path));
+        }
+        splashpol::model::Runners::Combined { path, .. } => out.push(path),
+        // A kind of runner this version does not know: no control hides
+        // anything it could not name, so a missing program fails the
+        // control launch instead.
+        _ => {}
+    }
+    out
 }
 
 /// The host path behind a worker-visible path through the runtime mounts
