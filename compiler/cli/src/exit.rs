@@ -233,10 +233,7 @@ pub const PAGES: &[Page] = &[
     Page {
         command: "test",
         statuses: &[
-            s(
-                0,
-                "every expectation held, each denial against its control",
-            ),
+            s(0, "every expectation held, each denial against its control"),
             s(
                 1,
                 "an expectation failed, or the policy or manifest has errors",

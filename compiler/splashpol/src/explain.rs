@@ -961,10 +961,8 @@ pub struct Explanation {
     /// (a plan for another architecture, or `--plan-only`).
     pub on_this_host: Option<Vec<HostGap>>,
     /// The entries of the policy's `expect` block, in canonical form, for
-    /// `splashc test` to check (absent from the JSON when there are none).
-    /// The caller fills them in from the source
+    /// `splashc test` to check. The caller fills them in from the source
     /// ([`crate::expect::of_source`]): the plan does not carry them.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub expectations: Vec<String>,
 }
 
