@@ -733,7 +733,7 @@ fn attempt_held(x: &Expectation, v: &Value) -> (bool, String) {
         ExpectKind::ProcessesMax(max) => {
             let started = v.get("started").and_then(Value::as_u64).unwrap_or(0);
             // The probe itself is one process.
-            if started + 1 <= *max {
+            if started < *max {
                 (
                     true,
                     format!(
