@@ -74,6 +74,7 @@ module.exports = grammar({
       $.active_roots_statement,
       $.cgroup_statement,
       $.network_broker_statement,
+      $.expect_statement,
     ),
 
     // ------------------------------------------------------------ statements
@@ -229,6 +230,44 @@ module.exports = grammar({
     io_limit: $ => seq(field('direction', $.io_direction), field('value', $.quantity)),
 
     io_direction: _ => choice('read', 'write'),
+
+    // `expect { ... }`: entries separated by separators or blanks.
+    expect_statement: $ => seq('expect', $.expect_block),
+
+    expect_block: $ => seq('{', repeat(choice($._sep, $._expect_entry)), '}'),
+
+    _expect_entry: $ => choice(
+      $.expect_read_only,
+      $.expect_writable,
+      $.expect_hidden,
+      $.expect_exec,
+      $.expect_syscall,
+      $.expect_network,
+      $.expect_processes,
+      $.expect_user_namespaces,
+    ),
+
+    expect_read_only: $ => seq('read-only', field('path', $.string)),
+
+    expect_writable: $ => seq(
+      'writable',
+      field('path', $.string),
+      optional(seq('max', field('max', $.quantity))),
+    ),
+
+    expect_hidden: $ => seq('hidden', field('path', $.string)),
+
+    expect_exec: $ => seq('exec', choice('denied', 'allowed'), field('path', $.string)),
+
+    // A name is a word, so the keyword of an entry that follows on the same
+    // line ends the list, as in the pest grammar.
+    expect_syscall: $ => seq('syscall', 'denied', repeat1(alias($._word, $.syscall_name))),
+
+    expect_network: _ => seq('network', 'none'),
+
+    expect_processes: $ => seq('processes', 'max', field('max', $.quantity)),
+
+    expect_user_namespaces: _ => seq('user-namespaces', 'none'),
 
     // ---------------------------------------------------------------- values
 

@@ -231,6 +231,30 @@ pub const PAGES: &[Page] = &[
         ],
     },
     Page {
+        command: "test",
+        statuses: &[
+            s(0, "every expectation held, each denial against its control"),
+            s(
+                1,
+                "an expectation failed, or the policy or manifest has errors",
+            ),
+            s(
+                2,
+                "the test could not run or could not prove an expectation on this host (the reason is printed)",
+            ),
+        ],
+        examples: &[
+            e(
+                "splashc test policies/demo.splashpol",
+                "check the demo's `expect` block inside its sandbox",
+            ),
+            e(
+                "splashc test --format junit policy.splashpol > report.xml",
+                "a CI report",
+            ),
+        ],
+    },
+    Page {
         command: "lsp",
         statuses: &[
             s(0, "the client sent `shutdown`, then `exit`"),

@@ -8,7 +8,8 @@
 //! each bind source is resolved the way bind resolves it (canonicalized,
 //! symbolic links followed), so a source that leads elsewhere shows where;
 //! with `--plan-only` the sources stay unresolved and the output says so.
-//! `--dot` prints the mount graph for Graphviz.
+//! `--dot` prints the mount graph for Graphviz. The entries of the policy's
+//! `expect` block are listed last.
 //!
 //! Exit status: 0 explained, 1 the policy or manifest has errors, 2 usage or
 //! I/O problems.
@@ -31,6 +32,13 @@ pub fn run(args: &ExplainArgs) -> u8 {
             Err(code) => return code,
         };
     let mut explanation = explain::explain(&policy, &plan);
+    // The `expect` block is not part of the plan: it comes from the source
+    // (an artifact has none).
+    if let Ok(source) = std::fs::read_to_string(&args.policy)
+        && let Some((_, expectations)) = splashpol::expect::of_source(&source)
+    {
+        explanation.expectations = expectations.into_iter().map(|x| x.text).collect();
+    }
     if !args.plan_only && !args.dot && Some(arch) == Arch::host() {
         let preflight = splash_runtime::preflight(&plan, &splash_runtime::BindOptions::default());
         let gaps = doctor::diagnose(&doctor::RealHost, &plan, &preflight)

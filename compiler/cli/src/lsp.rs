@@ -401,7 +401,8 @@ fn hover(text: &str, at: Position) -> Option<Hover> {
     })
 }
 
-/// A syscall name of a `seccomp strict-allowlist` block at `at`: its number
+/// A syscall name of a `seccomp strict-allowlist` block or an `expect`
+/// block's `syscall denied` at `at`: its number
 /// on every architecture.
 fn syscall_hover(text: &str, at: usize) -> Option<(String, (usize, usize))> {
     let file = splashpol::parse::parse(text).file?;
@@ -413,6 +414,12 @@ fn syscall_hover(text: &str, at: usize) -> Option<(String, (usize, usize))> {
             Statement::Seccomp(Seccomp::StrictAllowlist { syscalls, .. }) => syscalls
                 .iter()
                 .find(|s| s.span.start <= at && at <= s.span.end),
+            Statement::Expect { entries, .. } => entries.iter().find_map(|e| match &e.node {
+                splashpol::ast::ExpectEntry::SyscallDenied { names } => names
+                    .iter()
+                    .find(|s| s.span.start <= at && at <= s.span.end),
+                _ => None,
+            }),
             _ => None,
         })?;
     let mut lines = vec![format!("syscall `{}`", name.node), String::new()];
@@ -561,6 +568,7 @@ fn place(text: &str, at: usize) -> Place {
         "landlock" => "landlock",
         "cgroup" => "cgroup",
         "io" => "io",
+        "expect" => "expect",
         _ => return Place::InEntry,
     };
     if !first_word_done {
@@ -689,6 +697,7 @@ fn complete(text: &str, at: Position) -> Vec<CompletionItem> {
             "landlock" => parse::LANDLOCK_KEYWORDS,
             "cgroup" => parse::CGROUP_KEYWORDS,
             "io" => parse::IO_KEYWORDS,
+            "expect" => parse::EXPECT_KEYWORDS,
             _ => parse::STATEMENT_KEYWORDS,
         }),
         Place::InStatement(first) => keywords(&statement_words(&first)),
@@ -939,6 +948,8 @@ mod tests {
         let limit = at("@LIMIT");
         assert!(limit.iter().any(|l| l == "cpu") && !limit.iter().any(|l| l == "worker"));
         assert_eq!(at("@TOP"), ["policy", "splashpol"]);
+        let text = "splashpol 1\npolicy \"p\" {\n  expect {\n    @\n  }\n}\n";
+        assert_eq!(labels(text, "@"), parse::EXPECT_KEYWORDS);
         // Tokens in strings and comments do not open or close blocks.
         let text = "splashpol 1\npolicy \"{\" { # }\n  @\n}\n";
         assert!(labels(text, "@").iter().any(|l| l == "worker"));

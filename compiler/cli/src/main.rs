@@ -21,6 +21,7 @@ mod help;
 mod lsp;
 mod run;
 mod sys;
+mod test;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -55,6 +56,9 @@ enum Command {
     Diff(DiffArgs),
     /// Rewrite policy files in the canonical layout, keeping comments.
     Fmt(FmtArgs),
+    /// Check the policy's `expect` block from inside the sandbox it
+    /// produces on this host, each denied attempt against a control.
+    Test(TestArgs),
     /// Serve the Language Server Protocol over standard input and output:
     /// live diagnostics, hover and completion for policy files.
     Lsp,
@@ -138,6 +142,20 @@ pub struct RunArgs {
     /// reviewed file. It detects change, not who made the file.
     #[arg(long, value_name = "HEX")]
     pub expect_digest: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    pub policy: PathBuf,
+    /// Capability manifest JSON: the session and file roots to test with;
+    /// without it every registered root is active.
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+    /// The static test probe (default: `splash-probe` beside `splashc`).
+    #[arg(long)]
+    pub probe: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "human")]
+    pub format: test::TestFormat,
 }
 
 #[derive(Debug, Args)]
@@ -255,6 +273,7 @@ fn run_command_line() -> u8 {
         Command::Explain(a) => explain::run(&a),
         Command::Diff(a) => diff::run(&a),
         Command::Fmt(a) => fmt::run(&a),
+        Command::Test(a) => test::run(&a),
         Command::Lsp => lsp::run(),
         Command::Completions(a) => help::completions(&a),
         Command::Man(a) => help::man(&a),

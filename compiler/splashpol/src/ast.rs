@@ -293,6 +293,14 @@ pub enum Statement {
         /// list; emptiness and duplicates are judged by the checker.
         ids: Node<Vec<Node<String>>>,
     },
+    /// `expect { ENTRY... }`: what the author relies on, checked from inside
+    /// the sandbox by `splashc test`; it has no effect on the sandbox.
+    Expect {
+        /// The entries that parsed, in source order.
+        entries: Vec<Node<ExpectEntry>>,
+        /// Whether every entry of the block parsed.
+        parsed: Parsed,
+    },
 }
 
 impl Statement {
@@ -321,6 +329,7 @@ impl Statement {
             Statement::Cgroup { .. } => "cgroup",
             Statement::Watchdog { .. } => "watchdog",
             Statement::NetworkBroker { .. } => "network-broker",
+            Statement::Expect { .. } => "expect",
         }
     }
 }
@@ -549,4 +558,58 @@ pub enum Catalog {
     Endpoint,
     /// `origin`: a reviewed exact-origin catalog (`HttpOriginCatalog`).
     Origin,
+}
+
+/// Whether an `exec` expectation says the program runs or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExecVerdict {
+    /// `exec denied PATH`: executing it fails.
+    Denied,
+    /// `exec allowed PATH`: executing it starts the program.
+    Allowed,
+}
+
+/// One entry of an `expect { ... }` block, as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExpectEntry {
+    /// `read-only SANDBOXPATH`: visible, and every write fails.
+    ReadOnly {
+        /// The worker-visible path, as written.
+        path: Node<String>,
+    },
+    /// `writable SANDBOXPATH [max SIZE]`: writes succeed (and stop at about
+    /// `SIZE`).
+    Writable {
+        /// The worker-visible directory, as written.
+        path: Node<String>,
+        /// The bound after `max`, as written.
+        max: Option<Node<Quantity>>,
+    },
+    /// `hidden SANDBOXPATH`: not visible.
+    Hidden {
+        /// The worker-visible path, as written.
+        path: Node<String>,
+    },
+    /// `exec denied|allowed SANDBOXPATH`.
+    Exec {
+        /// `denied` or `allowed`, with the span of the word.
+        verdict: Node<ExecVerdict>,
+        /// The worker-visible program, as written.
+        path: Node<String>,
+    },
+    /// `syscall denied NAME...`: each call fails with `EPERM` or `ENOSYS`,
+    /// or is killed with `SIGSYS`.
+    SyscallDenied {
+        /// The names as written, in source order (never empty).
+        names: Vec<Node<String>>,
+    },
+    /// `network none`: no interface but loopback, no route out.
+    NetworkNone,
+    /// `processes max COUNT`: at most this many processes at once.
+    ProcessesMax {
+        /// The bound as written.
+        max: Node<Quantity>,
+    },
+    /// `user-namespaces none`: no further user namespace can be made.
+    UserNamespacesNone,
 }

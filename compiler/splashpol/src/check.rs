@@ -25,12 +25,15 @@ use crate::model::{
 use crate::parse;
 use crate::span::{Node, Span};
 use crate::units::{self, Dimension};
+
+pub(crate) use expect::expectations;
 // The model types the unit tests (`tests.rs`, through `super::*`) name.
 #[cfg(test)]
 use crate::model::{BrokerCatalog, FileRootKind, IoMax};
 
 mod build;
 mod cgroup;
+mod expect;
 mod hardening;
 mod landlock;
 mod limits;
@@ -426,7 +429,12 @@ impl Checker {
         self.ephemeral(&c);
         self.hardening(&c);
 
-        self.build(policy, c)
+        let built = self.build(policy, c);
+        if let Some(p) = &built {
+            let (_, diagnostics) = expectations(file, p);
+            self.diags.extend(diagnostics);
+        }
+        built
     }
 }
 

@@ -254,6 +254,7 @@ fn effective(
         network: _,      // read from the plan (`network`)
         not_enforced: _, // derived from the rest
         on_this_host: _, // never probed here
+        expectations: _, // neutral: no effect on the sandbox
     } = ea;
     let skip_a = facts::overlays(a.plan);
     let skip_b = facts::overlays(b.plan);

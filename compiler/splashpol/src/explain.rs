@@ -960,6 +960,10 @@ pub struct Explanation {
     /// What this host cannot enforce; `None` when the host was not probed
     /// (a plan for another architecture, or `--plan-only`).
     pub on_this_host: Option<Vec<HostGap>>,
+    /// The entries of the policy's `expect` block, in canonical form, for
+    /// `splashc test` to check. The caller fills them in from the source
+    /// ([`crate::expect::of_source`]): the plan does not carry them.
+    pub expectations: Vec<String>,
 }
 
 impl Explanation {
@@ -1113,6 +1117,7 @@ pub fn explain(policy: &Policy, plan: &LaunchPlan) -> Explanation {
         network,
         not_enforced,
         on_this_host: None,
+        expectations: Vec::new(),
     }
 }
 
@@ -1930,6 +1935,15 @@ pub fn render_human(e: &Explanation) -> String {
     let _ = writeln!(t, "\nnot enforced:");
     for n in &e.not_enforced {
         let _ = writeln!(t, "  - {}", esc(&n.text(&e.writable)));
+    }
+    if !e.expectations.is_empty() {
+        let _ = writeln!(
+            t,
+            "\nexpected (`splashc test` checks each inside the sandbox):"
+        );
+        for x in &e.expectations {
+            let _ = writeln!(t, "  - {}", esc(x));
+        }
     }
     if let Some(gaps) = &e.on_this_host {
         let _ = writeln!(t, "\non this host:");

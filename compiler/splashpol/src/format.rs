@@ -14,7 +14,8 @@
 //! - a block opens at the end of its statement's line (`{`) and closes on a
 //!   line of its own, unless the author wrote it on one line without
 //!   comments (`io 8:0 { read 1 MiB/s }`); an empty block is `{}`;
-//! - a syscall allowlist keeps the author's grouping of names into lines;
+//! - a syscall allowlist keeps the author's grouping of names into lines, and
+//!   an `expect` block written on one line stays on one line;
 //! - one space between words, none inside `[ ]` or before `,`;
 //! - a string list stays on one line unless it spanned lines or holds a
 //!   comment, then it has one string per line, each with a trailing comma;
@@ -193,6 +194,7 @@ fn leaves<'a>(
             | Rule::landlock_block
             | Rule::cgroup_block
             | Rule::io_block
+            | Rule::expect_block
             | Rule::string_list
     );
     let mut inner = pair.clone().into_inner().peekable();

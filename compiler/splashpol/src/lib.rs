@@ -9,6 +9,9 @@
 //! 4. `lower` — pure, deterministic lowering to a [`plan::LaunchPlan`];
 //! 5. `emit` — render the launch plan (argv, JSON, cBPF).
 //!
+//! An `expect` block is checked against the policy ([`expect`]) but takes no
+//! part in activation, lowering or the plan.
+//!
 //! Nothing in this crate touches the host filesystem or starts a process.
 
 #![warn(missing_docs)]
@@ -20,6 +23,7 @@ mod check;
 mod diag;
 pub mod diff;
 pub mod emit;
+pub mod expect;
 pub mod explain;
 pub mod format;
 pub mod lower;

@@ -100,6 +100,7 @@ pub const STATEMENT_KEYWORDS: &[&str] = &[
     "cgroup",
     "watchdog",
     "network-broker",
+    "expect",
 ];
 /// Entry keywords of a `limits { }` block: exactly the values
 /// [`LimitKind::keyword`] returns.
@@ -117,6 +118,17 @@ pub const LANDLOCK_KEYWORDS: &[&str] = &["allow-exec"];
 pub const CGROUP_KEYWORDS: &[&str] = &["cpu", "memory", "swap", "pids", "io", "join-timeout"];
 /// Entry keywords of an `io MAJOR:MINOR { }` block inside a `cgroup` block.
 pub const IO_KEYWORDS: &[&str] = &["read", "write"];
+/// Entry keywords of an `expect { }` block.
+pub const EXPECT_KEYWORDS: &[&str] = &[
+    "read-only",
+    "writable",
+    "hidden",
+    "exec",
+    "syscall",
+    "network",
+    "processes",
+    "user-namespaces",
+];
 
 /// What [`parse`] produces: the tree (when the file's outline parsed) and
 /// every syntax diagnostic.
@@ -162,6 +174,7 @@ enum Context {
     Landlock,
     Cgroup,
     Io,
+    Expect,
 }
 
 impl Context {
@@ -172,6 +185,7 @@ impl Context {
             Context::Landlock => LANDLOCK_KEYWORDS,
             Context::Cgroup => CGROUP_KEYWORDS,
             Context::Io => IO_KEYWORDS,
+            Context::Expect => EXPECT_KEYWORDS,
         }
     }
 
@@ -183,6 +197,7 @@ impl Context {
             Context::Landlock => Rule::landlock_alone,
             Context::Cgroup => Rule::cgroup_alone,
             Context::Io => Rule::io_alone,
+            Context::Expect => Rule::expect_alone,
         }
     }
 
@@ -193,6 +208,7 @@ impl Context {
             Context::Landlock => "a `landlock` block",
             Context::Cgroup => "a `cgroup` block",
             Context::Io => "an `io` block",
+            Context::Expect => "an `expect` block",
         }
     }
 }
@@ -597,6 +613,14 @@ pub const KEYWORD_SPELLINGS: &[&str] = &[
     "origin",
     "ids",
     "unlimited",
+    "expect",
+    "writable",
+    "hidden",
+    "exec",
+    "denied",
+    "allowed",
+    "syscall",
+    "network",
 ];
 
 #[cfg(test)]

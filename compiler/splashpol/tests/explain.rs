@@ -42,7 +42,12 @@ fn lowered(source: &str, name: &str) -> (Policy, LaunchPlan) {
 
 fn explanation(source: &str, name: &str) -> explain::Explanation {
     let (policy, plan) = lowered(source, name);
-    explain::explain(&policy, &plan)
+    let mut e = explain::explain(&policy, &plan);
+    // As `splashc explain` does: the `expect` entries come from the source.
+    if let Some((_, xs)) = splashpol::expect::of_source(source) {
+        e.expectations = xs.into_iter().map(|x| x.text).collect();
+    }
+    e
 }
 
 /// Compares `text` with the expected file, or writes it under `SPLASH_BLESS=1`.

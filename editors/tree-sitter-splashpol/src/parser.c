@@ -7,16 +7,16 @@
 #endif
 
 #define LANGUAGE_VERSION 14
-#define STATE_COUNT 259
+#define STATE_COUNT 289
 #define LARGE_STATE_COUNT 2
-#define SYMBOL_COUNT 135
+#define SYMBOL_COUNT 156
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 79
+#define TOKEN_COUNT 87
 #define EXTERNAL_TOKEN_COUNT 0
 #define FIELD_COUNT 22
 #define MAX_ALIAS_SEQUENCE_LENGTH 8
 #define MAX_RESERVED_WORD_SET_SIZE 0
-#define PRODUCTION_ID_COUNT 22
+#define PRODUCTION_ID_COUNT 24
 #define SUPERTYPE_COUNT 0
 
 enum ts_symbol_identifiers {
@@ -88,72 +88,93 @@ enum ts_symbol_identifiers {
   anon_sym_io = 66,
   anon_sym_read = 67,
   anon_sym_write = 68,
-  anon_sym_unlimited = 69,
-  sym_number = 70,
-  sym_device = 71,
-  aux_sym_unit_token1 = 72,
-  sym_string = 73,
-  anon_sym_LBRACK = 74,
-  anon_sym_RBRACK = 75,
-  sym_comment = 76,
-  anon_sym_SEMI = 77,
-  sym__newline = 78,
-  sym_source_file = 79,
-  sym_header = 80,
-  sym_policy = 81,
-  sym_policy_body = 82,
-  sym__statement = 83,
-  sym_bubblewrap_statement = 84,
-  sym_worker_statement = 85,
-  sym_runtime_statement = 86,
-  sym_root_statement = 87,
-  sym_root_id = 88,
-  sym_access = 89,
-  sym_root_quota = 90,
-  sym_tmp_statement = 91,
-  sym_writes_statement = 92,
-  sym_host_writes_statement = 93,
-  sym_user_namespaces_statement = 94,
-  sym_pin_statement = 95,
-  sym_pin_item = 96,
-  sym_quota_statement = 97,
-  sym_tmpfs_statement = 98,
-  sym_active_roots_statement = 99,
-  sym_seccomp_statement = 100,
-  sym_syscall_block = 101,
-  sym_runner_statement = 102,
-  sym_watchdog_statement = 103,
-  sym_network_broker_statement = 104,
-  sym_catalog = 105,
-  sym_limits_statement = 106,
-  sym_limits_block = 107,
-  sym_limit_entry = 108,
-  sym_limit_name = 109,
-  sym_landlock_statement = 110,
-  sym_landlock_block = 111,
-  sym_allow_exec = 112,
-  sym_cgroup_statement = 113,
-  sym_cgroup_block = 114,
-  sym_cgroup_value = 115,
-  sym_cgroup_name = 116,
-  sym_io_entry = 117,
-  sym_io_block = 118,
-  sym_io_limit = 119,
-  sym_io_direction = 120,
-  sym_quantity = 121,
-  sym_unit = 122,
-  sym_string_list = 123,
-  sym__sep = 124,
-  aux_sym_source_file_repeat1 = 125,
-  aux_sym_policy_body_repeat1 = 126,
-  aux_sym_pin_statement_repeat1 = 127,
-  aux_sym_syscall_block_repeat1 = 128,
-  aux_sym_limits_block_repeat1 = 129,
-  aux_sym_landlock_block_repeat1 = 130,
-  aux_sym_cgroup_block_repeat1 = 131,
-  aux_sym_io_block_repeat1 = 132,
-  aux_sym_string_list_repeat1 = 133,
-  aux_sym_string_list_repeat2 = 134,
+  anon_sym_expect = 69,
+  anon_sym_writable = 70,
+  anon_sym_hidden = 71,
+  anon_sym_exec = 72,
+  anon_sym_denied = 73,
+  anon_sym_allowed = 74,
+  anon_sym_syscall = 75,
+  anon_sym_network = 76,
+  anon_sym_unlimited = 77,
+  sym_number = 78,
+  sym_device = 79,
+  aux_sym_unit_token1 = 80,
+  sym_string = 81,
+  anon_sym_LBRACK = 82,
+  anon_sym_RBRACK = 83,
+  sym_comment = 84,
+  anon_sym_SEMI = 85,
+  sym__newline = 86,
+  sym_source_file = 87,
+  sym_header = 88,
+  sym_policy = 89,
+  sym_policy_body = 90,
+  sym__statement = 91,
+  sym_bubblewrap_statement = 92,
+  sym_worker_statement = 93,
+  sym_runtime_statement = 94,
+  sym_root_statement = 95,
+  sym_root_id = 96,
+  sym_access = 97,
+  sym_root_quota = 98,
+  sym_tmp_statement = 99,
+  sym_writes_statement = 100,
+  sym_host_writes_statement = 101,
+  sym_user_namespaces_statement = 102,
+  sym_pin_statement = 103,
+  sym_pin_item = 104,
+  sym_quota_statement = 105,
+  sym_tmpfs_statement = 106,
+  sym_active_roots_statement = 107,
+  sym_seccomp_statement = 108,
+  sym_syscall_block = 109,
+  sym_runner_statement = 110,
+  sym_watchdog_statement = 111,
+  sym_network_broker_statement = 112,
+  sym_catalog = 113,
+  sym_limits_statement = 114,
+  sym_limits_block = 115,
+  sym_limit_entry = 116,
+  sym_limit_name = 117,
+  sym_landlock_statement = 118,
+  sym_landlock_block = 119,
+  sym_allow_exec = 120,
+  sym_cgroup_statement = 121,
+  sym_cgroup_block = 122,
+  sym_cgroup_value = 123,
+  sym_cgroup_name = 124,
+  sym_io_entry = 125,
+  sym_io_block = 126,
+  sym_io_limit = 127,
+  sym_io_direction = 128,
+  sym_expect_statement = 129,
+  sym_expect_block = 130,
+  sym__expect_entry = 131,
+  sym_expect_read_only = 132,
+  sym_expect_writable = 133,
+  sym_expect_hidden = 134,
+  sym_expect_exec = 135,
+  sym_expect_syscall = 136,
+  sym_expect_network = 137,
+  sym_expect_processes = 138,
+  sym_expect_user_namespaces = 139,
+  sym_quantity = 140,
+  sym_unit = 141,
+  sym_string_list = 142,
+  sym__sep = 143,
+  aux_sym_source_file_repeat1 = 144,
+  aux_sym_policy_body_repeat1 = 145,
+  aux_sym_pin_statement_repeat1 = 146,
+  aux_sym_syscall_block_repeat1 = 147,
+  aux_sym_limits_block_repeat1 = 148,
+  aux_sym_landlock_block_repeat1 = 149,
+  aux_sym_cgroup_block_repeat1 = 150,
+  aux_sym_io_block_repeat1 = 151,
+  aux_sym_expect_block_repeat1 = 152,
+  aux_sym_expect_syscall_repeat1 = 153,
+  aux_sym_string_list_repeat1 = 154,
+  aux_sym_string_list_repeat2 = 155,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -226,6 +247,14 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_io] = "io",
   [anon_sym_read] = "read",
   [anon_sym_write] = "write",
+  [anon_sym_expect] = "expect",
+  [anon_sym_writable] = "writable",
+  [anon_sym_hidden] = "hidden",
+  [anon_sym_exec] = "exec",
+  [anon_sym_denied] = "denied",
+  [anon_sym_allowed] = "allowed",
+  [anon_sym_syscall] = "syscall",
+  [anon_sym_network] = "network",
   [anon_sym_unlimited] = "unlimited",
   [sym_number] = "number",
   [sym_device] = "device",
@@ -278,6 +307,17 @@ static const char * const ts_symbol_names[] = {
   [sym_io_block] = "io_block",
   [sym_io_limit] = "io_limit",
   [sym_io_direction] = "io_direction",
+  [sym_expect_statement] = "expect_statement",
+  [sym_expect_block] = "expect_block",
+  [sym__expect_entry] = "_expect_entry",
+  [sym_expect_read_only] = "expect_read_only",
+  [sym_expect_writable] = "expect_writable",
+  [sym_expect_hidden] = "expect_hidden",
+  [sym_expect_exec] = "expect_exec",
+  [sym_expect_syscall] = "expect_syscall",
+  [sym_expect_network] = "expect_network",
+  [sym_expect_processes] = "expect_processes",
+  [sym_expect_user_namespaces] = "expect_user_namespaces",
   [sym_quantity] = "quantity",
   [sym_unit] = "unit",
   [sym_string_list] = "string_list",
@@ -290,6 +330,8 @@ static const char * const ts_symbol_names[] = {
   [aux_sym_landlock_block_repeat1] = "landlock_block_repeat1",
   [aux_sym_cgroup_block_repeat1] = "cgroup_block_repeat1",
   [aux_sym_io_block_repeat1] = "io_block_repeat1",
+  [aux_sym_expect_block_repeat1] = "expect_block_repeat1",
+  [aux_sym_expect_syscall_repeat1] = "expect_syscall_repeat1",
   [aux_sym_string_list_repeat1] = "string_list_repeat1",
   [aux_sym_string_list_repeat2] = "string_list_repeat2",
 };
@@ -364,6 +406,14 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_io] = anon_sym_io,
   [anon_sym_read] = anon_sym_read,
   [anon_sym_write] = anon_sym_write,
+  [anon_sym_expect] = anon_sym_expect,
+  [anon_sym_writable] = anon_sym_writable,
+  [anon_sym_hidden] = anon_sym_hidden,
+  [anon_sym_exec] = anon_sym_exec,
+  [anon_sym_denied] = anon_sym_denied,
+  [anon_sym_allowed] = anon_sym_allowed,
+  [anon_sym_syscall] = anon_sym_syscall,
+  [anon_sym_network] = anon_sym_network,
   [anon_sym_unlimited] = anon_sym_unlimited,
   [sym_number] = sym_number,
   [sym_device] = sym_device,
@@ -416,6 +466,17 @@ static const TSSymbol ts_symbol_map[] = {
   [sym_io_block] = sym_io_block,
   [sym_io_limit] = sym_io_limit,
   [sym_io_direction] = sym_io_direction,
+  [sym_expect_statement] = sym_expect_statement,
+  [sym_expect_block] = sym_expect_block,
+  [sym__expect_entry] = sym__expect_entry,
+  [sym_expect_read_only] = sym_expect_read_only,
+  [sym_expect_writable] = sym_expect_writable,
+  [sym_expect_hidden] = sym_expect_hidden,
+  [sym_expect_exec] = sym_expect_exec,
+  [sym_expect_syscall] = sym_expect_syscall,
+  [sym_expect_network] = sym_expect_network,
+  [sym_expect_processes] = sym_expect_processes,
+  [sym_expect_user_namespaces] = sym_expect_user_namespaces,
   [sym_quantity] = sym_quantity,
   [sym_unit] = sym_unit,
   [sym_string_list] = sym_string_list,
@@ -428,6 +489,8 @@ static const TSSymbol ts_symbol_map[] = {
   [aux_sym_landlock_block_repeat1] = aux_sym_landlock_block_repeat1,
   [aux_sym_cgroup_block_repeat1] = aux_sym_cgroup_block_repeat1,
   [aux_sym_io_block_repeat1] = aux_sym_io_block_repeat1,
+  [aux_sym_expect_block_repeat1] = aux_sym_expect_block_repeat1,
+  [aux_sym_expect_syscall_repeat1] = aux_sym_expect_syscall_repeat1,
   [aux_sym_string_list_repeat1] = aux_sym_string_list_repeat1,
   [aux_sym_string_list_repeat2] = aux_sym_string_list_repeat2,
 };
@@ -709,6 +772,38 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = false,
   },
+  [anon_sym_expect] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_writable] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_hidden] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_exec] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_denied] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_allowed] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_syscall] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_network] = {
+    .visible = true,
+    .named = false,
+  },
   [anon_sym_unlimited] = {
     .visible = true,
     .named = false,
@@ -917,6 +1012,50 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = true,
   },
+  [sym_expect_statement] = {
+    .visible = true,
+    .named = true,
+  },
+  [sym_expect_block] = {
+    .visible = true,
+    .named = true,
+  },
+  [sym__expect_entry] = {
+    .visible = false,
+    .named = true,
+  },
+  [sym_expect_read_only] = {
+    .visible = true,
+    .named = true,
+  },
+  [sym_expect_writable] = {
+    .visible = true,
+    .named = true,
+  },
+  [sym_expect_hidden] = {
+    .visible = true,
+    .named = true,
+  },
+  [sym_expect_exec] = {
+    .visible = true,
+    .named = true,
+  },
+  [sym_expect_syscall] = {
+    .visible = true,
+    .named = true,
+  },
+  [sym_expect_network] = {
+    .visible = true,
+    .named = true,
+  },
+  [sym_expect_processes] = {
+    .visible = true,
+    .named = true,
+  },
+  [sym_expect_user_namespaces] = {
+    .visible = true,
+    .named = true,
+  },
   [sym_quantity] = {
     .visible = true,
     .named = true,
@@ -962,6 +1101,14 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .named = false,
   },
   [aux_sym_io_block_repeat1] = {
+    .visible = false,
+    .named = false,
+  },
+  [aux_sym_expect_block_repeat1] = {
+    .visible = false,
+    .named = false,
+  },
+  [aux_sym_expect_syscall_repeat1] = {
     .visible = false,
     .named = false,
   },
@@ -1040,14 +1187,15 @@ static const TSMapSlice ts_field_map_slices[PRODUCTION_ID_COUNT] = {
   [11] = {.index = 12, .length = 1},
   [12] = {.index = 13, .length = 2},
   [13] = {.index = 15, .length = 2},
-  [14] = {.index = 17, .length = 2},
-  [15] = {.index = 19, .length = 2},
-  [16] = {.index = 21, .length = 4},
-  [17] = {.index = 25, .length = 3},
-  [18] = {.index = 28, .length = 4},
-  [19] = {.index = 32, .length = 1},
-  [20] = {.index = 33, .length = 2},
-  [21] = {.index = 35, .length = 3},
+  [15] = {.index = 17, .length = 2},
+  [16] = {.index = 19, .length = 2},
+  [17] = {.index = 21, .length = 2},
+  [18] = {.index = 23, .length = 4},
+  [19] = {.index = 27, .length = 3},
+  [20] = {.index = 30, .length = 4},
+  [21] = {.index = 34, .length = 1},
+  [22] = {.index = 35, .length = 2},
+  [23] = {.index = 37, .length = 3},
 };
 
 static const TSFieldMapEntry ts_field_map_entries[] = {
@@ -1088,25 +1236,28 @@ static const TSFieldMapEntry ts_field_map_entries[] = {
     {field_parent, 2},
     {field_runner, 4},
   [21] =
+    {field_max, 3},
+    {field_path, 1},
+  [23] =
     {field_access, 6},
     {field_destination, 5},
     {field_id, 1},
     {field_source, 3},
-  [25] =
+  [27] =
     {field_destination, 4},
     {field_id, 1},
     {field_size, 6},
-  [28] =
+  [30] =
     {field_catalog, 1},
     {field_destination, 5},
     {field_ids, 7},
     {field_parent, 3},
-  [32] =
+  [34] =
     {field_device, 1},
-  [33] =
+  [35] =
     {field_direction, 0},
     {field_value, 1},
-  [35] =
+  [37] =
     {field_bytes, 4},
     {field_inodes, 6},
     {field_project, 2},
@@ -1114,6 +1265,9 @@ static const TSFieldMapEntry ts_field_map_entries[] = {
 
 static const TSSymbol ts_alias_sequences[PRODUCTION_ID_COUNT][MAX_ALIAS_SEQUENCE_LENGTH] = {
   [0] = {0},
+  [14] = {
+    [0] = sym_syscall_name,
+  },
 };
 
 static const uint16_t ts_non_terminal_alias_map[] = {
@@ -1380,6 +1534,36 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [256] = 256,
   [257] = 257,
   [258] = 258,
+  [259] = 259,
+  [260] = 260,
+  [261] = 261,
+  [262] = 262,
+  [263] = 263,
+  [264] = 264,
+  [265] = 265,
+  [266] = 266,
+  [267] = 267,
+  [268] = 268,
+  [269] = 269,
+  [270] = 270,
+  [271] = 271,
+  [272] = 272,
+  [273] = 273,
+  [274] = 274,
+  [275] = 275,
+  [276] = 276,
+  [277] = 277,
+  [278] = 278,
+  [279] = 279,
+  [280] = 280,
+  [281] = 281,
+  [282] = 282,
+  [283] = 283,
+  [284] = 284,
+  [285] = 285,
+  [286] = 286,
+  [287] = 287,
+  [288] = 288,
 };
 
 static bool ts_lex(TSLexer *lexer, TSStateId state) {
@@ -1639,1187 +1823,1267 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
       if (lookahead == 'i') ADVANCE(37);
       END_STATE();
     case 7:
-      if (lookahead == 'o') ADVANCE(38);
+      if (lookahead == 'i') ADVANCE(38);
+      if (lookahead == 'o') ADVANCE(39);
       END_STATE();
     case 8:
-      if (lookahead == 'd') ADVANCE(39);
-      if (lookahead == 'n') ADVANCE(40);
-      if (lookahead == 'o') ADVANCE(41);
-      END_STATE();
-    case 9:
+      if (lookahead == 'd') ADVANCE(40);
+      if (lookahead == 'n') ADVANCE(41);
       if (lookahead == 'o') ADVANCE(42);
       END_STATE();
+    case 9:
+      if (lookahead == 'o') ADVANCE(43);
+      END_STATE();
     case 10:
-      if (lookahead == 'a') ADVANCE(43);
-      if (lookahead == 'i') ADVANCE(44);
+      if (lookahead == 'a') ADVANCE(44);
+      if (lookahead == 'i') ADVANCE(45);
       END_STATE();
     case 11:
-      if (lookahead == 'a') ADVANCE(45);
-      if (lookahead == 'e') ADVANCE(46);
-      if (lookahead == 'o') ADVANCE(47);
+      if (lookahead == 'a') ADVANCE(46);
+      if (lookahead == 'e') ADVANCE(47);
+      if (lookahead == 'o') ADVANCE(48);
       END_STATE();
     case 12:
-      if (lookahead == 'e') ADVANCE(48);
-      if (lookahead == 'o') ADVANCE(49);
+      if (lookahead == 'e') ADVANCE(49);
+      if (lookahead == 'o') ADVANCE(50);
       END_STATE();
     case 13:
-      if (lookahead == 'f') ADVANCE(50);
-      if (lookahead == 'p') ADVANCE(51);
-      if (lookahead == 'r') ADVANCE(52);
+      if (lookahead == 'f') ADVANCE(51);
+      if (lookahead == 'p') ADVANCE(52);
+      if (lookahead == 'r') ADVANCE(53);
       END_STATE();
     case 14:
-      if (lookahead == 'a') ADVANCE(53);
-      if (lookahead == 'i') ADVANCE(54);
-      if (lookahead == 'o') ADVANCE(55);
-      if (lookahead == 'r') ADVANCE(56);
+      if (lookahead == 'a') ADVANCE(54);
+      if (lookahead == 'i') ADVANCE(55);
+      if (lookahead == 'o') ADVANCE(56);
+      if (lookahead == 'r') ADVANCE(57);
       END_STATE();
     case 15:
-      if (lookahead == 'u') ADVANCE(57);
+      if (lookahead == 'u') ADVANCE(58);
       END_STATE();
     case 16:
-      if (lookahead == 'e') ADVANCE(58);
-      if (lookahead == 'o') ADVANCE(59);
-      if (lookahead == 'u') ADVANCE(60);
+      if (lookahead == 'e') ADVANCE(59);
+      if (lookahead == 'o') ADVANCE(60);
+      if (lookahead == 'u') ADVANCE(61);
       END_STATE();
     case 17:
-      if (lookahead == 'e') ADVANCE(61);
-      if (lookahead == 'i') ADVANCE(62);
-      if (lookahead == 'p') ADVANCE(63);
-      if (lookahead == 't') ADVANCE(64);
-      if (lookahead == 'w') ADVANCE(65);
+      if (lookahead == 'e') ADVANCE(62);
+      if (lookahead == 'i') ADVANCE(63);
+      if (lookahead == 'p') ADVANCE(64);
+      if (lookahead == 't') ADVANCE(65);
+      if (lookahead == 'w') ADVANCE(66);
+      if (lookahead == 'y') ADVANCE(67);
       END_STATE();
     case 18:
-      if (lookahead == 'm') ADVANCE(66);
+      if (lookahead == 'm') ADVANCE(68);
       END_STATE();
     case 19:
-      if (lookahead == 'n') ADVANCE(67);
-      if (lookahead == 's') ADVANCE(68);
+      if (lookahead == 'n') ADVANCE(69);
+      if (lookahead == 's') ADVANCE(70);
       END_STATE();
     case 20:
-      if (lookahead == 'a') ADVANCE(69);
-      if (lookahead == 'o') ADVANCE(70);
-      if (lookahead == 'r') ADVANCE(71);
+      if (lookahead == 'a') ADVANCE(71);
+      if (lookahead == 'o') ADVANCE(72);
+      if (lookahead == 'r') ADVANCE(73);
       END_STATE();
     case 21:
-      if (lookahead == 't') ADVANCE(72);
+      if (lookahead == 't') ADVANCE(74);
       END_STATE();
     case 22:
-      if (lookahead == 'd') ADVANCE(73);
+      if (lookahead == 'd') ADVANCE(75);
       END_STATE();
     case 23:
-      if (lookahead == 'g') ADVANCE(74);
+      if (lookahead == 'g') ADVANCE(76);
       END_STATE();
     case 24:
-      if (lookahead == 'l') ADVANCE(75);
+      if (lookahead == 'l') ADVANCE(77);
       END_STATE();
     case 25:
-      if (lookahead == 'g') ADVANCE(76);
+      if (lookahead == 'g') ADVANCE(78);
       END_STATE();
     case 26:
       ACCEPT_TOKEN(anon_sym_at);
       END_STATE();
     case 27:
-      if (lookahead == 'u') ADVANCE(77);
+      if (lookahead == 'u') ADVANCE(79);
       END_STATE();
     case 28:
-      if (lookahead == 'b') ADVANCE(78);
+      if (lookahead == 'b') ADVANCE(80);
       END_STATE();
     case 29:
-      if (lookahead == 't') ADVANCE(79);
+      if (lookahead == 't') ADVANCE(81);
       END_STATE();
     case 30:
-      if (lookahead == 'l') ADVANCE(80);
+      if (lookahead == 'l') ADVANCE(82);
       END_STATE();
     case 31:
-      if (lookahead == 'r') ADVANCE(81);
+      if (lookahead == 'r') ADVANCE(83);
       END_STATE();
     case 32:
-      if (lookahead == 'm') ADVANCE(82);
+      if (lookahead == 'm') ADVANCE(84);
       END_STATE();
     case 33:
-      if (lookahead == 'u') ADVANCE(83);
+      if (lookahead == 'u') ADVANCE(85);
       END_STATE();
     case 34:
-      if (lookahead == 'n') ADVANCE(84);
+      if (lookahead == 'n') ADVANCE(86);
       END_STATE();
     case 35:
-      if (lookahead == 'd') ADVANCE(85);
+      if (lookahead == 'd') ADVANCE(87);
       END_STATE();
     case 36:
-      if (lookahead == 'e') ADVANCE(86);
+      if (lookahead == 'e') ADVANCE(88);
+      if (lookahead == 'p') ADVANCE(89);
       END_STATE();
     case 37:
-      if (lookahead == 'l') ADVANCE(87);
+      if (lookahead == 'l') ADVANCE(90);
       END_STATE();
     case 38:
-      if (lookahead == 's') ADVANCE(88);
+      if (lookahead == 'd') ADVANCE(91);
       END_STATE();
     case 39:
-      if (lookahead == 's') ADVANCE(89);
+      if (lookahead == 's') ADVANCE(92);
       END_STATE();
     case 40:
-      if (lookahead == 'o') ADVANCE(90);
+      if (lookahead == 's') ADVANCE(93);
       END_STATE();
     case 41:
-      ACCEPT_TOKEN(anon_sym_io);
+      if (lookahead == 'o') ADVANCE(94);
       END_STATE();
     case 42:
-      if (lookahead == 'i') ADVANCE(91);
+      ACCEPT_TOKEN(anon_sym_io);
       END_STATE();
     case 43:
-      if (lookahead == 'n') ADVANCE(92);
+      if (lookahead == 'i') ADVANCE(95);
       END_STATE();
     case 44:
-      if (lookahead == 'm') ADVANCE(93);
+      if (lookahead == 'n') ADVANCE(96);
       END_STATE();
     case 45:
-      if (lookahead == 'x') ADVANCE(94);
+      if (lookahead == 'm') ADVANCE(97);
       END_STATE();
     case 46:
-      if (lookahead == 'm') ADVANCE(95);
+      if (lookahead == 'x') ADVANCE(98);
       END_STATE();
     case 47:
-      if (lookahead == 'u') ADVANCE(96);
+      if (lookahead == 'm') ADVANCE(99);
       END_STATE();
     case 48:
-      if (lookahead == 't') ADVANCE(97);
+      if (lookahead == 'u') ADVANCE(100);
       END_STATE();
     case 49:
-      if (lookahead == 'n') ADVANCE(98);
+      if (lookahead == 't') ADVANCE(101);
       END_STATE();
     case 50:
-      if (lookahead == 'f') ADVANCE(99);
+      if (lookahead == 'n') ADVANCE(102);
       END_STATE();
     case 51:
-      if (lookahead == 'e') ADVANCE(100);
+      if (lookahead == 'f') ADVANCE(103);
       END_STATE();
     case 52:
-      if (lookahead == 'i') ADVANCE(101);
+      if (lookahead == 'e') ADVANCE(104);
       END_STATE();
     case 53:
-      if (lookahead == 'r') ADVANCE(102);
+      if (lookahead == 'i') ADVANCE(105);
       END_STATE();
     case 54:
-      if (lookahead == 'd') ADVANCE(103);
-      if (lookahead == 'n') ADVANCE(104);
+      if (lookahead == 'r') ADVANCE(106);
       END_STATE();
     case 55:
-      if (lookahead == 'l') ADVANCE(105);
+      if (lookahead == 'd') ADVANCE(107);
+      if (lookahead == 'n') ADVANCE(108);
       END_STATE();
     case 56:
-      if (lookahead == 'i') ADVANCE(106);
-      if (lookahead == 'o') ADVANCE(107);
+      if (lookahead == 'l') ADVANCE(109);
       END_STATE();
     case 57:
-      if (lookahead == 'o') ADVANCE(108);
-      END_STATE();
-    case 58:
-      if (lookahead == 'a') ADVANCE(109);
-      if (lookahead == 'q') ADVANCE(110);
-      END_STATE();
-    case 59:
+      if (lookahead == 'i') ADVANCE(110);
       if (lookahead == 'o') ADVANCE(111);
       END_STATE();
+    case 58:
+      if (lookahead == 'o') ADVANCE(112);
+      END_STATE();
+    case 59:
+      if (lookahead == 'a') ADVANCE(113);
+      if (lookahead == 'q') ADVANCE(114);
+      END_STATE();
     case 60:
-      if (lookahead == 'n') ADVANCE(112);
+      if (lookahead == 'o') ADVANCE(115);
       END_STATE();
     case 61:
-      if (lookahead == 'c') ADVANCE(113);
-      if (lookahead == 's') ADVANCE(114);
+      if (lookahead == 'n') ADVANCE(116);
       END_STATE();
     case 62:
-      if (lookahead == 'z') ADVANCE(115);
+      if (lookahead == 'c') ADVANCE(117);
+      if (lookahead == 's') ADVANCE(118);
       END_STATE();
     case 63:
-      if (lookahead == 'l') ADVANCE(116);
+      if (lookahead == 'z') ADVANCE(119);
       END_STATE();
     case 64:
-      if (lookahead == 'r') ADVANCE(117);
+      if (lookahead == 'l') ADVANCE(120);
       END_STATE();
     case 65:
-      if (lookahead == 'a') ADVANCE(118);
+      if (lookahead == 'r') ADVANCE(121);
       END_STATE();
     case 66:
-      if (lookahead == 'p') ADVANCE(119);
+      if (lookahead == 'a') ADVANCE(122);
       END_STATE();
     case 67:
-      if (lookahead == 'b') ADVANCE(120);
-      if (lookahead == 'l') ADVANCE(121);
+      if (lookahead == 's') ADVANCE(123);
       END_STATE();
     case 68:
-      if (lookahead == 'e') ADVANCE(122);
+      if (lookahead == 'p') ADVANCE(124);
       END_STATE();
     case 69:
-      if (lookahead == 't') ADVANCE(123);
+      if (lookahead == 'b') ADVANCE(125);
+      if (lookahead == 'l') ADVANCE(126);
       END_STATE();
     case 70:
-      if (lookahead == 'r') ADVANCE(124);
+      if (lookahead == 'e') ADVANCE(127);
       END_STATE();
     case 71:
-      if (lookahead == 'i') ADVANCE(125);
+      if (lookahead == 't') ADVANCE(128);
       END_STATE();
     case 72:
-      if (lookahead == 'i') ADVANCE(126);
+      if (lookahead == 'r') ADVANCE(129);
       END_STATE();
     case 73:
-      if (lookahead == 'r') ADVANCE(127);
+      if (lookahead == 'i') ADVANCE(130);
       END_STATE();
     case 74:
-      if (lookahead == 'r') ADVANCE(128);
+      if (lookahead == 'i') ADVANCE(131);
       END_STATE();
     case 75:
-      if (lookahead == 'o') ADVANCE(129);
+      if (lookahead == 'r') ADVANCE(132);
       END_STATE();
     case 76:
-      if (lookahead == 's') ADVANCE(130);
+      if (lookahead == 'r') ADVANCE(133);
       END_STATE();
     case 77:
-      if (lookahead == 'n') ADVANCE(131);
+      if (lookahead == 'o') ADVANCE(134);
       END_STATE();
     case 78:
-      if (lookahead == 'b') ADVANCE(132);
+      if (lookahead == 's') ADVANCE(135);
       END_STATE();
     case 79:
-      if (lookahead == 'e') ADVANCE(133);
+      if (lookahead == 'n') ADVANCE(136);
       END_STATE();
     case 80:
-      if (lookahead == 'l') ADVANCE(134);
+      if (lookahead == 'b') ADVANCE(137);
       END_STATE();
     case 81:
-      if (lookahead == 'o') ADVANCE(135);
+      if (lookahead == 'e') ADVANCE(138);
       END_STATE();
     case 82:
-      if (lookahead == 'b') ADVANCE(136);
+      if (lookahead == 'l') ADVANCE(139);
       END_STATE();
     case 83:
-      ACCEPT_TOKEN(anon_sym_cpu);
+      if (lookahead == 'o') ADVANCE(140);
       END_STATE();
     case 84:
-      if (lookahead == 'y') ADVANCE(137);
+      if (lookahead == 'b') ADVANCE(141);
       END_STATE();
     case 85:
-      if (lookahead == 'p') ADVANCE(138);
+      ACCEPT_TOKEN(anon_sym_cpu);
       END_STATE();
     case 86:
-      if (lookahead == 'c') ADVANCE(139);
+      if (lookahead == 'i') ADVANCE(142);
+      if (lookahead == 'y') ADVANCE(143);
       END_STATE();
     case 87:
-      if (lookahead == 'e') ADVANCE(140);
+      if (lookahead == 'p') ADVANCE(144);
       END_STATE();
     case 88:
-      if (lookahead == 't') ADVANCE(141);
+      if (lookahead == 'c') ADVANCE(145);
       END_STATE();
     case 89:
-      ACCEPT_TOKEN(anon_sym_ids);
+      if (lookahead == 'e') ADVANCE(146);
       END_STATE();
     case 90:
-      if (lookahead == 'd') ADVANCE(142);
+      if (lookahead == 'e') ADVANCE(147);
       END_STATE();
     case 91:
-      if (lookahead == 'n') ADVANCE(143);
+      if (lookahead == 'd') ADVANCE(148);
       END_STATE();
     case 92:
-      if (lookahead == 'd') ADVANCE(144);
+      if (lookahead == 't') ADVANCE(149);
       END_STATE();
     case 93:
-      if (lookahead == 'i') ADVANCE(145);
+      ACCEPT_TOKEN(anon_sym_ids);
       END_STATE();
     case 94:
-      ACCEPT_TOKEN(anon_sym_max);
+      if (lookahead == 'd') ADVANCE(150);
       END_STATE();
     case 95:
-      if (lookahead == 'o') ADVANCE(146);
+      if (lookahead == 'n') ADVANCE(151);
       END_STATE();
     case 96:
-      if (lookahead == 'n') ADVANCE(147);
+      if (lookahead == 'd') ADVANCE(152);
       END_STATE();
     case 97:
-      if (lookahead == 'w') ADVANCE(148);
+      if (lookahead == 'i') ADVANCE(153);
       END_STATE();
     case 98:
-      if (lookahead == 'e') ADVANCE(149);
+      ACCEPT_TOKEN(anon_sym_max);
       END_STATE();
     case 99:
-      ACCEPT_TOKEN(anon_sym_off);
+      if (lookahead == 'o') ADVANCE(154);
       END_STATE();
     case 100:
-      if (lookahead == 'n') ADVANCE(150);
+      if (lookahead == 'n') ADVANCE(155);
       END_STATE();
     case 101:
-      if (lookahead == 'g') ADVANCE(151);
+      if (lookahead == 'w') ADVANCE(156);
       END_STATE();
     case 102:
-      if (lookahead == 'e') ADVANCE(152);
+      if (lookahead == 'e') ADVANCE(157);
       END_STATE();
     case 103:
-      if (lookahead == 's') ADVANCE(153);
+      ACCEPT_TOKEN(anon_sym_off);
       END_STATE();
     case 104:
-      ACCEPT_TOKEN(anon_sym_pin);
+      if (lookahead == 'n') ADVANCE(158);
       END_STATE();
     case 105:
-      if (lookahead == 'i') ADVANCE(154);
+      if (lookahead == 'g') ADVANCE(159);
       END_STATE();
     case 106:
-      if (lookahead == 'v') ADVANCE(155);
+      if (lookahead == 'e') ADVANCE(160);
       END_STATE();
     case 107:
-      if (lookahead == 'c') ADVANCE(156);
-      if (lookahead == 'j') ADVANCE(157);
+      if (lookahead == 's') ADVANCE(161);
       END_STATE();
     case 108:
-      if (lookahead == 't') ADVANCE(158);
+      ACCEPT_TOKEN(anon_sym_pin);
       END_STATE();
     case 109:
-      if (lookahead == 'd') ADVANCE(159);
+      if (lookahead == 'i') ADVANCE(162);
       END_STATE();
     case 110:
-      if (lookahead == 'u') ADVANCE(160);
+      if (lookahead == 'v') ADVANCE(163);
       END_STATE();
     case 111:
-      if (lookahead == 't') ADVANCE(161);
+      if (lookahead == 'c') ADVANCE(164);
+      if (lookahead == 'j') ADVANCE(165);
       END_STATE();
     case 112:
-      if (lookahead == 'n') ADVANCE(162);
-      if (lookahead == 't') ADVANCE(163);
+      if (lookahead == 't') ADVANCE(166);
       END_STATE();
     case 113:
-      if (lookahead == 'c') ADVANCE(164);
+      if (lookahead == 'd') ADVANCE(167);
       END_STATE();
     case 114:
-      if (lookahead == 's') ADVANCE(165);
+      if (lookahead == 'u') ADVANCE(168);
       END_STATE();
     case 115:
-      if (lookahead == 'e') ADVANCE(166);
+      if (lookahead == 't') ADVANCE(169);
       END_STATE();
     case 116:
-      if (lookahead == 'a') ADVANCE(167);
+      if (lookahead == 'n') ADVANCE(170);
+      if (lookahead == 't') ADVANCE(171);
       END_STATE();
     case 117:
-      if (lookahead == 'i') ADVANCE(168);
+      if (lookahead == 'c') ADVANCE(172);
       END_STATE();
     case 118:
-      if (lookahead == 'p') ADVANCE(169);
+      if (lookahead == 's') ADVANCE(173);
       END_STATE();
     case 119:
-      ACCEPT_TOKEN(anon_sym_tmp);
-      if (lookahead == 'f') ADVANCE(170);
+      if (lookahead == 'e') ADVANCE(174);
       END_STATE();
     case 120:
-      if (lookahead == 'o') ADVANCE(171);
+      if (lookahead == 'a') ADVANCE(175);
       END_STATE();
     case 121:
-      if (lookahead == 'i') ADVANCE(172);
+      if (lookahead == 'i') ADVANCE(176);
       END_STATE();
     case 122:
-      if (lookahead == 'r') ADVANCE(173);
+      if (lookahead == 'p') ADVANCE(177);
       END_STATE();
     case 123:
-      if (lookahead == 'c') ADVANCE(174);
+      if (lookahead == 'c') ADVANCE(178);
       END_STATE();
     case 124:
-      if (lookahead == 'k') ADVANCE(175);
+      ACCEPT_TOKEN(anon_sym_tmp);
+      if (lookahead == 'f') ADVANCE(179);
       END_STATE();
     case 125:
-      if (lookahead == 't') ADVANCE(176);
+      if (lookahead == 'o') ADVANCE(180);
       END_STATE();
     case 126:
-      if (lookahead == 'v') ADVANCE(177);
+      if (lookahead == 'i') ADVANCE(181);
       END_STATE();
     case 127:
-      if (lookahead == 'e') ADVANCE(178);
+      if (lookahead == 'r') ADVANCE(182);
       END_STATE();
     case 128:
-      if (lookahead == 'e') ADVANCE(179);
+      if (lookahead == 'c') ADVANCE(183);
       END_STATE();
     case 129:
-      if (lookahead == 'w') ADVANCE(180);
+      if (lookahead == 'k') ADVANCE(184);
       END_STATE();
     case 130:
-      ACCEPT_TOKEN(anon_sym_args);
+      if (lookahead == 't') ADVANCE(185);
       END_STATE();
     case 131:
-      if (lookahead == 'd') ADVANCE(181);
+      if (lookahead == 'v') ADVANCE(186);
       END_STATE();
     case 132:
-      if (lookahead == 'l') ADVANCE(182);
+      if (lookahead == 'e') ADVANCE(187);
       END_STATE();
     case 133:
-      if (lookahead == 's') ADVANCE(183);
+      if (lookahead == 'e') ADVANCE(188);
       END_STATE();
     case 134:
-      ACCEPT_TOKEN(anon_sym_call);
+      if (lookahead == 'w') ADVANCE(189);
       END_STATE();
     case 135:
-      if (lookahead == 'u') ADVANCE(184);
+      ACCEPT_TOKEN(anon_sym_args);
       END_STATE();
     case 136:
-      if (lookahead == 'i') ADVANCE(185);
+      if (lookahead == 'd') ADVANCE(190);
       END_STATE();
     case 137:
-      if (lookahead == '-') ADVANCE(186);
+      if (lookahead == 'l') ADVANCE(191);
       END_STATE();
     case 138:
-      if (lookahead == 'o') ADVANCE(187);
+      if (lookahead == 's') ADVANCE(192);
       END_STATE();
     case 139:
-      if (lookahead == 'u') ADVANCE(188);
+      ACCEPT_TOKEN(anon_sym_call);
       END_STATE();
     case 140:
-      if (lookahead == '-') ADVANCE(189);
+      if (lookahead == 'u') ADVANCE(193);
       END_STATE();
     case 141:
-      ACCEPT_TOKEN(anon_sym_host);
-      if (lookahead == '-') ADVANCE(190);
+      if (lookahead == 'i') ADVANCE(194);
       END_STATE();
     case 142:
-      if (lookahead == 'e') ADVANCE(191);
+      if (lookahead == 'e') ADVANCE(195);
       END_STATE();
     case 143:
-      if (lookahead == '-') ADVANCE(192);
+      if (lookahead == '-') ADVANCE(196);
       END_STATE();
     case 144:
-      if (lookahead == 'l') ADVANCE(193);
-      END_STATE();
-    case 145:
-      if (lookahead == 't') ADVANCE(194);
-      END_STATE();
-    case 146:
-      if (lookahead == 'r') ADVANCE(195);
-      END_STATE();
-    case 147:
-      if (lookahead == 't') ADVANCE(196);
-      END_STATE();
-    case 148:
       if (lookahead == 'o') ADVANCE(197);
       END_STATE();
+    case 145:
+      ACCEPT_TOKEN(anon_sym_exec);
+      if (lookahead == 'u') ADVANCE(198);
+      END_STATE();
+    case 146:
+      if (lookahead == 'c') ADVANCE(199);
+      END_STATE();
+    case 147:
+      if (lookahead == '-') ADVANCE(200);
+      END_STATE();
+    case 148:
+      if (lookahead == 'e') ADVANCE(201);
+      END_STATE();
     case 149:
-      ACCEPT_TOKEN(anon_sym_none);
+      ACCEPT_TOKEN(anon_sym_host);
+      if (lookahead == '-') ADVANCE(202);
       END_STATE();
     case 150:
-      if (lookahead == '-') ADVANCE(198);
-      END_STATE();
-    case 151:
-      if (lookahead == 'i') ADVANCE(199);
-      END_STATE();
-    case 152:
-      if (lookahead == 'n') ADVANCE(200);
-      END_STATE();
-    case 153:
-      ACCEPT_TOKEN(anon_sym_pids);
-      END_STATE();
-    case 154:
-      if (lookahead == 'c') ADVANCE(201);
-      END_STATE();
-    case 155:
-      if (lookahead == 'a') ADVANCE(202);
-      END_STATE();
-    case 156:
       if (lookahead == 'e') ADVANCE(203);
       END_STATE();
+    case 151:
+      if (lookahead == '-') ADVANCE(204);
+      END_STATE();
+    case 152:
+      if (lookahead == 'l') ADVANCE(205);
+      END_STATE();
+    case 153:
+      if (lookahead == 't') ADVANCE(206);
+      END_STATE();
+    case 154:
+      if (lookahead == 'r') ADVANCE(207);
+      END_STATE();
+    case 155:
+      if (lookahead == 't') ADVANCE(208);
+      END_STATE();
+    case 156:
+      if (lookahead == 'o') ADVANCE(209);
+      END_STATE();
     case 157:
-      if (lookahead == 'e') ADVANCE(204);
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 158:
-      if (lookahead == 'a') ADVANCE(205);
+      if (lookahead == '-') ADVANCE(210);
       END_STATE();
     case 159:
-      ACCEPT_TOKEN(anon_sym_read);
-      if (lookahead == '-') ADVANCE(206);
-      END_STATE();
-    case 160:
-      if (lookahead == 'i') ADVANCE(207);
-      END_STATE();
-    case 161:
-      ACCEPT_TOKEN(anon_sym_root);
-      END_STATE();
-    case 162:
-      if (lookahead == 'e') ADVANCE(208);
-      END_STATE();
-    case 163:
-      if (lookahead == 'i') ADVANCE(209);
-      END_STATE();
-    case 164:
-      if (lookahead == 'o') ADVANCE(210);
-      END_STATE();
-    case 165:
       if (lookahead == 'i') ADVANCE(211);
       END_STATE();
-    case 166:
-      ACCEPT_TOKEN(anon_sym_size);
+    case 160:
+      if (lookahead == 'n') ADVANCE(212);
       END_STATE();
-    case 167:
-      if (lookahead == 's') ADVANCE(212);
+    case 161:
+      ACCEPT_TOKEN(anon_sym_pids);
       END_STATE();
-    case 168:
+    case 162:
       if (lookahead == 'c') ADVANCE(213);
       END_STATE();
+    case 163:
+      if (lookahead == 'a') ADVANCE(214);
+      END_STATE();
+    case 164:
+      if (lookahead == 'e') ADVANCE(215);
+      END_STATE();
+    case 165:
+      if (lookahead == 'e') ADVANCE(216);
+      END_STATE();
+    case 166:
+      if (lookahead == 'a') ADVANCE(217);
+      END_STATE();
+    case 167:
+      ACCEPT_TOKEN(anon_sym_read);
+      if (lookahead == '-') ADVANCE(218);
+      END_STATE();
+    case 168:
+      if (lookahead == 'i') ADVANCE(219);
+      END_STATE();
     case 169:
-      ACCEPT_TOKEN(anon_sym_swap);
+      ACCEPT_TOKEN(anon_sym_root);
       END_STATE();
     case 170:
-      if (lookahead == 's') ADVANCE(214);
-      END_STATE();
-    case 171:
-      if (lookahead == 'u') ADVANCE(215);
-      END_STATE();
-    case 172:
-      if (lookahead == 'm') ADVANCE(216);
-      END_STATE();
-    case 173:
-      if (lookahead == '-') ADVANCE(217);
-      END_STATE();
-    case 174:
-      if (lookahead == 'h') ADVANCE(218);
-      END_STATE();
-    case 175:
-      if (lookahead == 'e') ADVANCE(219);
-      END_STATE();
-    case 176:
       if (lookahead == 'e') ADVANCE(220);
       END_STATE();
+    case 171:
+      if (lookahead == 'i') ADVANCE(221);
+      END_STATE();
+    case 172:
+      if (lookahead == 'o') ADVANCE(222);
+      END_STATE();
+    case 173:
+      if (lookahead == 'i') ADVANCE(223);
+      END_STATE();
+    case 174:
+      ACCEPT_TOKEN(anon_sym_size);
+      END_STATE();
+    case 175:
+      if (lookahead == 's') ADVANCE(224);
+      END_STATE();
+    case 176:
+      if (lookahead == 'c') ADVANCE(225);
+      END_STATE();
     case 177:
-      if (lookahead == 'e') ADVANCE(221);
+      ACCEPT_TOKEN(anon_sym_swap);
       END_STATE();
     case 178:
-      if (lookahead == 's') ADVANCE(222);
+      if (lookahead == 'a') ADVANCE(226);
       END_STATE();
     case 179:
-      if (lookahead == 'g') ADVANCE(223);
+      if (lookahead == 's') ADVANCE(227);
       END_STATE();
     case 180:
-      if (lookahead == '-') ADVANCE(224);
+      if (lookahead == 'u') ADVANCE(228);
       END_STATE();
     case 181:
-      if (lookahead == 'e') ADVANCE(225);
+      if (lookahead == 'm') ADVANCE(229);
       END_STATE();
     case 182:
-      if (lookahead == 'e') ADVANCE(226);
+      if (lookahead == '-') ADVANCE(230);
       END_STATE();
     case 183:
-      ACCEPT_TOKEN(anon_sym_bytes);
+      if (lookahead == 'h') ADVANCE(231);
       END_STATE();
     case 184:
-      if (lookahead == 'p') ADVANCE(227);
+      if (lookahead == 'e') ADVANCE(232);
       END_STATE();
     case 185:
-      if (lookahead == 'n') ADVANCE(228);
+      if (lookahead == 'a') ADVANCE(233);
+      if (lookahead == 'e') ADVANCE(234);
       END_STATE();
     case 186:
-      if (lookahead == 'k') ADVANCE(229);
+      if (lookahead == 'e') ADVANCE(235);
       END_STATE();
     case 187:
-      if (lookahead == 'i') ADVANCE(230);
+      if (lookahead == 's') ADVANCE(236);
       END_STATE();
     case 188:
-      if (lookahead == 't') ADVANCE(231);
+      if (lookahead == 'g') ADVANCE(237);
       END_STATE();
     case 189:
-      if (lookahead == 's') ADVANCE(232);
+      if (lookahead == '-') ADVANCE(238);
+      if (lookahead == 'e') ADVANCE(239);
       END_STATE();
     case 190:
-      if (lookahead == 'w') ADVANCE(233);
+      if (lookahead == 'e') ADVANCE(240);
       END_STATE();
     case 191:
-      if (lookahead == 's') ADVANCE(234);
+      if (lookahead == 'e') ADVANCE(241);
       END_STATE();
     case 192:
-      if (lookahead == 't') ADVANCE(235);
+      ACCEPT_TOKEN(anon_sym_bytes);
       END_STATE();
     case 193:
-      if (lookahead == 'o') ADVANCE(236);
+      if (lookahead == 'p') ADVANCE(242);
       END_STATE();
     case 194:
-      if (lookahead == 's') ADVANCE(237);
+      if (lookahead == 'n') ADVANCE(243);
       END_STATE();
     case 195:
-      if (lookahead == 'y') ADVANCE(238);
+      if (lookahead == 'd') ADVANCE(244);
       END_STATE();
     case 196:
-      if (lookahead == 's') ADVANCE(239);
+      if (lookahead == 'k') ADVANCE(245);
       END_STATE();
     case 197:
-      if (lookahead == 'r') ADVANCE(240);
+      if (lookahead == 'i') ADVANCE(246);
       END_STATE();
     case 198:
-      if (lookahead == 'f') ADVANCE(241);
+      if (lookahead == 't') ADVANCE(247);
       END_STATE();
     case 199:
-      if (lookahead == 'n') ADVANCE(242);
+      if (lookahead == 't') ADVANCE(248);
       END_STATE();
     case 200:
-      if (lookahead == 't') ADVANCE(243);
+      if (lookahead == 's') ADVANCE(249);
       END_STATE();
     case 201:
-      if (lookahead == 'y') ADVANCE(244);
+      if (lookahead == 'n') ADVANCE(250);
       END_STATE();
     case 202:
-      if (lookahead == 't') ADVANCE(245);
+      if (lookahead == 'w') ADVANCE(251);
       END_STATE();
     case 203:
-      if (lookahead == 's') ADVANCE(246);
+      if (lookahead == 's') ADVANCE(252);
       END_STATE();
     case 204:
-      if (lookahead == 'c') ADVANCE(247);
+      if (lookahead == 't') ADVANCE(253);
       END_STATE();
     case 205:
-      ACCEPT_TOKEN(anon_sym_quota);
-      END_STATE();
-    case 206:
-      if (lookahead == 'o') ADVANCE(248);
-      if (lookahead == 'w') ADVANCE(249);
-      END_STATE();
-    case 207:
-      if (lookahead == 'r') ADVANCE(250);
-      END_STATE();
-    case 208:
-      if (lookahead == 'r') ADVANCE(251);
-      END_STATE();
-    case 209:
-      if (lookahead == 'm') ADVANCE(252);
-      END_STATE();
-    case 210:
-      if (lookahead == 'm') ADVANCE(253);
-      END_STATE();
-    case 211:
       if (lookahead == 'o') ADVANCE(254);
       END_STATE();
+    case 206:
+      if (lookahead == 's') ADVANCE(255);
+      END_STATE();
+    case 207:
+      if (lookahead == 'y') ADVANCE(256);
+      END_STATE();
+    case 208:
+      if (lookahead == 's') ADVANCE(257);
+      END_STATE();
+    case 209:
+      if (lookahead == 'r') ADVANCE(258);
+      END_STATE();
+    case 210:
+      if (lookahead == 'f') ADVANCE(259);
+      END_STATE();
+    case 211:
+      if (lookahead == 'n') ADVANCE(260);
+      END_STATE();
     case 212:
-      if (lookahead == 'h') ADVANCE(255);
+      if (lookahead == 't') ADVANCE(261);
       END_STATE();
     case 213:
-      if (lookahead == 't') ADVANCE(256);
+      if (lookahead == 'y') ADVANCE(262);
       END_STATE();
     case 214:
-      ACCEPT_TOKEN(anon_sym_tmpfs);
+      if (lookahead == 't') ADVANCE(263);
       END_STATE();
     case 215:
-      if (lookahead == 'n') ADVANCE(257);
-      END_STATE();
-    case 216:
-      if (lookahead == 'i') ADVANCE(258);
-      END_STATE();
-    case 217:
-      if (lookahead == 'n') ADVANCE(259);
-      END_STATE();
-    case 218:
-      if (lookahead == 'd') ADVANCE(260);
-      END_STATE();
-    case 219:
-      if (lookahead == 'r') ADVANCE(261);
-      END_STATE();
-    case 220:
-      ACCEPT_TOKEN(anon_sym_write);
-      if (lookahead == 's') ADVANCE(262);
-      END_STATE();
-    case 221:
-      if (lookahead == '-') ADVANCE(263);
-      END_STATE();
-    case 222:
       if (lookahead == 's') ADVANCE(264);
       END_STATE();
+    case 216:
+      if (lookahead == 'c') ADVANCE(265);
+      END_STATE();
+    case 217:
+      ACCEPT_TOKEN(anon_sym_quota);
+      END_STATE();
+    case 218:
+      if (lookahead == 'o') ADVANCE(266);
+      if (lookahead == 'w') ADVANCE(267);
+      END_STATE();
+    case 219:
+      if (lookahead == 'r') ADVANCE(268);
+      END_STATE();
+    case 220:
+      if (lookahead == 'r') ADVANCE(269);
+      END_STATE();
+    case 221:
+      if (lookahead == 'm') ADVANCE(270);
+      END_STATE();
+    case 222:
+      if (lookahead == 'm') ADVANCE(271);
+      END_STATE();
     case 223:
-      if (lookahead == 'a') ADVANCE(265);
+      if (lookahead == 'o') ADVANCE(272);
       END_STATE();
     case 224:
-      if (lookahead == 'e') ADVANCE(266);
+      if (lookahead == 'h') ADVANCE(273);
       END_STATE();
     case 225:
-      if (lookahead == 'd') ADVANCE(267);
+      if (lookahead == 't') ADVANCE(274);
       END_STATE();
     case 226:
-      if (lookahead == 'w') ADVANCE(268);
+      if (lookahead == 'l') ADVANCE(275);
       END_STATE();
     case 227:
-      ACCEPT_TOKEN(anon_sym_cgroup);
+      ACCEPT_TOKEN(anon_sym_tmpfs);
       END_STATE();
     case 228:
-      if (lookahead == 'e') ADVANCE(269);
+      if (lookahead == 'n') ADVANCE(276);
       END_STATE();
     case 229:
-      if (lookahead == 'n') ADVANCE(270);
+      if (lookahead == 'i') ADVANCE(277);
       END_STATE();
     case 230:
-      if (lookahead == 'n') ADVANCE(271);
+      if (lookahead == 'n') ADVANCE(278);
       END_STATE();
     case 231:
-      if (lookahead == 'a') ADVANCE(272);
+      if (lookahead == 'd') ADVANCE(279);
       END_STATE();
     case 232:
-      if (lookahead == 'i') ADVANCE(273);
+      if (lookahead == 'r') ADVANCE(280);
       END_STATE();
     case 233:
-      if (lookahead == 'r') ADVANCE(274);
+      if (lookahead == 'b') ADVANCE(281);
       END_STATE();
     case 234:
-      ACCEPT_TOKEN(anon_sym_inodes);
+      ACCEPT_TOKEN(anon_sym_write);
+      if (lookahead == 's') ADVANCE(282);
       END_STATE();
     case 235:
-      if (lookahead == 'i') ADVANCE(275);
+      if (lookahead == '-') ADVANCE(283);
       END_STATE();
     case 236:
-      if (lookahead == 'c') ADVANCE(276);
+      if (lookahead == 's') ADVANCE(284);
       END_STATE();
     case 237:
-      ACCEPT_TOKEN(anon_sym_limits);
+      if (lookahead == 'a') ADVANCE(285);
       END_STATE();
     case 238:
-      ACCEPT_TOKEN(anon_sym_memory);
+      if (lookahead == 'e') ADVANCE(286);
       END_STATE();
     case 239:
-      ACCEPT_TOKEN(anon_sym_mounts);
+      if (lookahead == 'd') ADVANCE(287);
       END_STATE();
     case 240:
-      if (lookahead == 'k') ADVANCE(277);
+      if (lookahead == 'd') ADVANCE(288);
       END_STATE();
     case 241:
-      if (lookahead == 'i') ADVANCE(278);
+      if (lookahead == 'w') ADVANCE(289);
       END_STATE();
     case 242:
-      ACCEPT_TOKEN(anon_sym_origin);
+      ACCEPT_TOKEN(anon_sym_cgroup);
       END_STATE();
     case 243:
-      ACCEPT_TOKEN(anon_sym_parent);
+      if (lookahead == 'e') ADVANCE(290);
       END_STATE();
     case 244:
-      ACCEPT_TOKEN(anon_sym_policy);
+      ACCEPT_TOKEN(anon_sym_denied);
       END_STATE();
     case 245:
-      if (lookahead == 'e') ADVANCE(279);
+      if (lookahead == 'n') ADVANCE(291);
       END_STATE();
     case 246:
-      if (lookahead == 's') ADVANCE(280);
+      if (lookahead == 'n') ADVANCE(292);
       END_STATE();
     case 247:
-      if (lookahead == 't') ADVANCE(281);
+      if (lookahead == 'a') ADVANCE(293);
       END_STATE();
     case 248:
-      if (lookahead == 'n') ADVANCE(282);
+      ACCEPT_TOKEN(anon_sym_expect);
       END_STATE();
     case 249:
-      if (lookahead == 'r') ADVANCE(283);
+      if (lookahead == 'i') ADVANCE(294);
       END_STATE();
     case 250:
-      if (lookahead == 'e') ADVANCE(284);
+      ACCEPT_TOKEN(anon_sym_hidden);
       END_STATE();
     case 251:
-      ACCEPT_TOKEN(anon_sym_runner);
+      if (lookahead == 'r') ADVANCE(295);
       END_STATE();
     case 252:
-      if (lookahead == 'e') ADVANCE(285);
+      ACCEPT_TOKEN(anon_sym_inodes);
       END_STATE();
     case 253:
-      if (lookahead == 'p') ADVANCE(286);
+      if (lookahead == 'i') ADVANCE(296);
       END_STATE();
     case 254:
-      if (lookahead == 'n') ADVANCE(287);
+      if (lookahead == 'c') ADVANCE(297);
       END_STATE();
     case 255:
-      if (lookahead == 'p') ADVANCE(288);
+      ACCEPT_TOKEN(anon_sym_limits);
       END_STATE();
     case 256:
-      if (lookahead == '-') ADVANCE(289);
+      ACCEPT_TOKEN(anon_sym_memory);
       END_STATE();
     case 257:
-      if (lookahead == 'd') ADVANCE(290);
+      ACCEPT_TOKEN(anon_sym_mounts);
       END_STATE();
     case 258:
-      if (lookahead == 't') ADVANCE(291);
+      if (lookahead == 'k') ADVANCE(298);
       END_STATE();
     case 259:
-      if (lookahead == 'a') ADVANCE(292);
+      if (lookahead == 'i') ADVANCE(299);
       END_STATE();
     case 260:
-      if (lookahead == 'o') ADVANCE(293);
+      ACCEPT_TOKEN(anon_sym_origin);
       END_STATE();
     case 261:
-      ACCEPT_TOKEN(anon_sym_worker);
+      ACCEPT_TOKEN(anon_sym_parent);
       END_STATE();
     case 262:
-      ACCEPT_TOKEN(anon_sym_writes);
+      ACCEPT_TOKEN(anon_sym_policy);
       END_STATE();
     case 263:
-      if (lookahead == 'r') ADVANCE(294);
+      if (lookahead == 'e') ADVANCE(300);
       END_STATE();
     case 264:
-      if (lookahead == '-') ADVANCE(295);
+      if (lookahead == 's') ADVANCE(301);
       END_STATE();
     case 265:
-      if (lookahead == 't') ADVANCE(296);
+      if (lookahead == 't') ADVANCE(302);
       END_STATE();
     case 266:
-      if (lookahead == 'x') ADVANCE(297);
+      if (lookahead == 'n') ADVANCE(303);
       END_STATE();
     case 267:
-      ACCEPT_TOKEN(anon_sym_bounded);
+      if (lookahead == 'r') ADVANCE(304);
       END_STATE();
     case 268:
-      if (lookahead == 'r') ADVANCE(298);
+      if (lookahead == 'e') ADVANCE(305);
       END_STATE();
     case 269:
-      if (lookahead == 'd') ADVANCE(299);
+      ACCEPT_TOKEN(anon_sym_runner);
       END_STATE();
     case 270:
-      if (lookahead == 'o') ADVANCE(300);
+      if (lookahead == 'e') ADVANCE(306);
       END_STATE();
     case 271:
-      if (lookahead == 't') ADVANCE(301);
+      if (lookahead == 'p') ADVANCE(307);
       END_STATE();
     case 272:
-      if (lookahead == 'b') ADVANCE(302);
+      if (lookahead == 'n') ADVANCE(308);
       END_STATE();
     case 273:
-      if (lookahead == 'z') ADVANCE(303);
+      if (lookahead == 'p') ADVANCE(309);
       END_STATE();
     case 274:
-      if (lookahead == 'i') ADVANCE(304);
+      if (lookahead == '-') ADVANCE(310);
       END_STATE();
     case 275:
-      if (lookahead == 'm') ADVANCE(305);
+      if (lookahead == 'l') ADVANCE(311);
       END_STATE();
     case 276:
-      if (lookahead == 'k') ADVANCE(306);
-      END_STATE();
-    case 277:
-      if (lookahead == '-') ADVANCE(307);
-      END_STATE();
-    case 278:
-      if (lookahead == 'l') ADVANCE(308);
-      END_STATE();
-    case 279:
-      ACCEPT_TOKEN(anon_sym_private);
-      END_STATE();
-    case 280:
-      if (lookahead == 'e') ADVANCE(309);
-      END_STATE();
-    case 281:
-      ACCEPT_TOKEN(anon_sym_project);
-      END_STATE();
-    case 282:
-      if (lookahead == 'l') ADVANCE(310);
-      END_STATE();
-    case 283:
-      if (lookahead == 'i') ADVANCE(311);
-      END_STATE();
-    case 284:
       if (lookahead == 'd') ADVANCE(312);
       END_STATE();
-    case 285:
-      ACCEPT_TOKEN(anon_sym_runtime);
+    case 277:
+      if (lookahead == 't') ADVANCE(313);
       END_STATE();
-    case 286:
-      ACCEPT_TOKEN(anon_sym_seccomp);
-      END_STATE();
-    case 287:
-      ACCEPT_TOKEN(anon_sym_session);
-      END_STATE();
-    case 288:
-      if (lookahead == 'o') ADVANCE(313);
-      END_STATE();
-    case 289:
+    case 278:
       if (lookahead == 'a') ADVANCE(314);
       END_STATE();
+    case 279:
+      if (lookahead == 'o') ADVANCE(315);
+      END_STATE();
+    case 280:
+      ACCEPT_TOKEN(anon_sym_worker);
+      END_STATE();
+    case 281:
+      if (lookahead == 'l') ADVANCE(316);
+      END_STATE();
+    case 282:
+      ACCEPT_TOKEN(anon_sym_writes);
+      END_STATE();
+    case 283:
+      if (lookahead == 'r') ADVANCE(317);
+      END_STATE();
+    case 284:
+      if (lookahead == '-') ADVANCE(318);
+      END_STATE();
+    case 285:
+      if (lookahead == 't') ADVANCE(319);
+      END_STATE();
+    case 286:
+      if (lookahead == 'x') ADVANCE(320);
+      END_STATE();
+    case 287:
+      ACCEPT_TOKEN(anon_sym_allowed);
+      END_STATE();
+    case 288:
+      ACCEPT_TOKEN(anon_sym_bounded);
+      END_STATE();
+    case 289:
+      if (lookahead == 'r') ADVANCE(321);
+      END_STATE();
     case 290:
-      if (lookahead == 'e') ADVANCE(315);
+      if (lookahead == 'd') ADVANCE(322);
       END_STATE();
     case 291:
-      if (lookahead == 'e') ADVANCE(316);
+      if (lookahead == 'o') ADVANCE(323);
       END_STATE();
     case 292:
-      if (lookahead == 'm') ADVANCE(317);
+      if (lookahead == 't') ADVANCE(324);
       END_STATE();
     case 293:
-      if (lookahead == 'g') ADVANCE(318);
+      if (lookahead == 'b') ADVANCE(325);
       END_STATE();
     case 294:
-      if (lookahead == 'o') ADVANCE(319);
+      if (lookahead == 'z') ADVANCE(326);
       END_STATE();
     case 295:
-      if (lookahead == 's') ADVANCE(320);
+      if (lookahead == 'i') ADVANCE(327);
       END_STATE();
     case 296:
-      if (lookahead == 'e') ADVANCE(321);
+      if (lookahead == 'm') ADVANCE(328);
       END_STATE();
     case 297:
-      if (lookahead == 'e') ADVANCE(322);
+      if (lookahead == 'k') ADVANCE(329);
       END_STATE();
     case 298:
-      if (lookahead == 'a') ADVANCE(323);
+      ACCEPT_TOKEN(anon_sym_network);
+      if (lookahead == '-') ADVANCE(330);
       END_STATE();
     case 299:
-      ACCEPT_TOKEN(anon_sym_combined);
+      if (lookahead == 'l') ADVANCE(331);
       END_STATE();
     case 300:
-      if (lookahead == 'w') ADVANCE(324);
+      ACCEPT_TOKEN(anon_sym_private);
       END_STATE();
     case 301:
-      ACCEPT_TOKEN(anon_sym_endpoint);
+      if (lookahead == 'e') ADVANCE(332);
       END_STATE();
     case 302:
-      if (lookahead == 'l') ADVANCE(325);
+      ACCEPT_TOKEN(anon_sym_project);
       END_STATE();
     case 303:
-      if (lookahead == 'e') ADVANCE(326);
+      if (lookahead == 'l') ADVANCE(333);
       END_STATE();
     case 304:
-      if (lookahead == 't') ADVANCE(327);
+      if (lookahead == 'i') ADVANCE(334);
       END_STATE();
     case 305:
-      if (lookahead == 'e') ADVANCE(328);
+      if (lookahead == 'd') ADVANCE(335);
       END_STATE();
     case 306:
-      ACCEPT_TOKEN(anon_sym_landlock);
+      ACCEPT_TOKEN(anon_sym_runtime);
       END_STATE();
     case 307:
-      if (lookahead == 'b') ADVANCE(329);
+      ACCEPT_TOKEN(anon_sym_seccomp);
       END_STATE();
     case 308:
-      if (lookahead == 'e') ADVANCE(330);
+      ACCEPT_TOKEN(anon_sym_session);
       END_STATE();
     case 309:
-      if (lookahead == 's') ADVANCE(331);
+      if (lookahead == 'o') ADVANCE(336);
       END_STATE();
     case 310:
-      if (lookahead == 'y') ADVANCE(332);
+      if (lookahead == 'a') ADVANCE(337);
       END_STATE();
     case 311:
-      if (lookahead == 't') ADVANCE(333);
+      ACCEPT_TOKEN(anon_sym_syscall);
       END_STATE();
     case 312:
-      ACCEPT_TOKEN(anon_sym_required);
-      END_STATE();
-    case 313:
-      if (lookahead == 'l') ADVANCE(334);
-      END_STATE();
-    case 314:
-      if (lookahead == 'l') ADVANCE(335);
-      END_STATE();
-    case 315:
-      if (lookahead == 'd') ADVANCE(336);
-      END_STATE();
-    case 316:
-      if (lookahead == 'd') ADVANCE(337);
-      END_STATE();
-    case 317:
       if (lookahead == 'e') ADVANCE(338);
       END_STATE();
+    case 313:
+      if (lookahead == 'e') ADVANCE(339);
+      END_STATE();
+    case 314:
+      if (lookahead == 'm') ADVANCE(340);
+      END_STATE();
+    case 315:
+      if (lookahead == 'g') ADVANCE(341);
+      END_STATE();
+    case 316:
+      if (lookahead == 'e') ADVANCE(342);
+      END_STATE();
+    case 317:
+      if (lookahead == 'o') ADVANCE(343);
+      END_STATE();
     case 318:
-      ACCEPT_TOKEN(anon_sym_watchdog);
+      if (lookahead == 's') ADVANCE(344);
       END_STATE();
     case 319:
-      if (lookahead == 'o') ADVANCE(339);
-      END_STATE();
-    case 320:
-      if (lookahead == 'p') ADVANCE(340);
-      END_STATE();
-    case 321:
-      ACCEPT_TOKEN(anon_sym_aggregate);
-      END_STATE();
-    case 322:
-      if (lookahead == 'c') ADVANCE(341);
-      END_STATE();
-    case 323:
-      if (lookahead == 'p') ADVANCE(342);
-      END_STATE();
-    case 324:
-      if (lookahead == 'n') ADVANCE(343);
-      END_STATE();
-    case 325:
-      if (lookahead == 'e') ADVANCE(344);
-      END_STATE();
-    case 326:
-      ACCEPT_TOKEN(anon_sym_file_DASHsize);
-      END_STATE();
-    case 327:
       if (lookahead == 'e') ADVANCE(345);
       END_STATE();
+    case 320:
+      if (lookahead == 'e') ADVANCE(346);
+      END_STATE();
+    case 321:
+      if (lookahead == 'a') ADVANCE(347);
+      END_STATE();
+    case 322:
+      ACCEPT_TOKEN(anon_sym_combined);
+      END_STATE();
+    case 323:
+      if (lookahead == 'w') ADVANCE(348);
+      END_STATE();
+    case 324:
+      ACCEPT_TOKEN(anon_sym_endpoint);
+      END_STATE();
+    case 325:
+      if (lookahead == 'l') ADVANCE(349);
+      END_STATE();
+    case 326:
+      if (lookahead == 'e') ADVANCE(350);
+      END_STATE();
+    case 327:
+      if (lookahead == 't') ADVANCE(351);
+      END_STATE();
     case 328:
-      if (lookahead == 'o') ADVANCE(346);
+      if (lookahead == 'e') ADVANCE(352);
       END_STATE();
     case 329:
-      if (lookahead == 'r') ADVANCE(347);
+      ACCEPT_TOKEN(anon_sym_landlock);
       END_STATE();
     case 330:
-      if (lookahead == 's') ADVANCE(348);
+      if (lookahead == 'b') ADVANCE(353);
       END_STATE();
     case 331:
-      ACCEPT_TOKEN(anon_sym_processes);
+      if (lookahead == 'e') ADVANCE(354);
       END_STATE();
     case 332:
-      ACCEPT_TOKEN(anon_sym_read_DASHonly);
-      END_STATE();
-    case 333:
-      if (lookahead == 'e') ADVANCE(349);
-      END_STATE();
-    case 334:
-      ACCEPT_TOKEN(anon_sym_splashpol);
-      END_STATE();
-    case 335:
-      if (lookahead == 'l') ADVANCE(350);
-      END_STATE();
-    case 336:
-      ACCEPT_TOKEN(anon_sym_unbounded);
-      END_STATE();
-    case 337:
-      ACCEPT_TOKEN(anon_sym_unlimited);
-      END_STATE();
-    case 338:
-      if (lookahead == 's') ADVANCE(351);
-      END_STATE();
-    case 339:
-      if (lookahead == 't') ADVANCE(352);
-      END_STATE();
-    case 340:
-      if (lookahead == 'a') ADVANCE(353);
-      END_STATE();
-    case 341:
-      ACCEPT_TOKEN(anon_sym_allow_DASHexec);
-      END_STATE();
-    case 342:
-      ACCEPT_TOKEN(anon_sym_bubblewrap);
-      END_STATE();
-    case 343:
-      if (lookahead == '-') ADVANCE(354);
-      END_STATE();
-    case 344:
       if (lookahead == 's') ADVANCE(355);
       END_STATE();
+    case 333:
+      if (lookahead == 'y') ADVANCE(356);
+      END_STATE();
+    case 334:
+      if (lookahead == 't') ADVANCE(357);
+      END_STATE();
+    case 335:
+      ACCEPT_TOKEN(anon_sym_required);
+      END_STATE();
+    case 336:
+      if (lookahead == 'l') ADVANCE(358);
+      END_STATE();
+    case 337:
+      if (lookahead == 'l') ADVANCE(359);
+      END_STATE();
+    case 338:
+      if (lookahead == 'd') ADVANCE(360);
+      END_STATE();
+    case 339:
+      if (lookahead == 'd') ADVANCE(361);
+      END_STATE();
+    case 340:
+      if (lookahead == 'e') ADVANCE(362);
+      END_STATE();
+    case 341:
+      ACCEPT_TOKEN(anon_sym_watchdog);
+      END_STATE();
+    case 342:
+      ACCEPT_TOKEN(anon_sym_writable);
+      END_STATE();
+    case 343:
+      if (lookahead == 'o') ADVANCE(363);
+      END_STATE();
+    case 344:
+      if (lookahead == 'p') ADVANCE(364);
+      END_STATE();
     case 345:
-      if (lookahead == 's') ADVANCE(356);
+      ACCEPT_TOKEN(anon_sym_aggregate);
       END_STATE();
     case 346:
-      if (lookahead == 'u') ADVANCE(357);
+      if (lookahead == 'c') ADVANCE(365);
       END_STATE();
     case 347:
-      if (lookahead == 'o') ADVANCE(358);
+      if (lookahead == 'p') ADVANCE(366);
       END_STATE();
     case 348:
-      ACCEPT_TOKEN(anon_sym_open_DASHfiles);
+      if (lookahead == 'n') ADVANCE(367);
       END_STATE();
     case 349:
-      ACCEPT_TOKEN(anon_sym_read_DASHwrite);
-      END_STATE();
-    case 350:
-      if (lookahead == 'o') ADVANCE(359);
-      END_STATE();
-    case 351:
-      if (lookahead == 'p') ADVANCE(360);
-      END_STATE();
-    case 352:
-      if (lookahead == 's') ADVANCE(361);
-      END_STATE();
-    case 353:
-      if (lookahead == 'c') ADVANCE(362);
-      END_STATE();
-    case 354:
-      if (lookahead == 'e') ADVANCE(363);
-      END_STATE();
-    case 355:
-      ACCEPT_TOKEN(anon_sym_executables);
-      END_STATE();
-    case 356:
-      ACCEPT_TOKEN(anon_sym_host_DASHwrites);
-      END_STATE();
-    case 357:
-      if (lookahead == 't') ADVANCE(364);
-      END_STATE();
-    case 358:
-      if (lookahead == 'k') ADVANCE(365);
-      END_STATE();
-    case 359:
-      if (lookahead == 'w') ADVANCE(366);
-      END_STATE();
-    case 360:
-      if (lookahead == 'a') ADVANCE(367);
-      END_STATE();
-    case 361:
-      ACCEPT_TOKEN(anon_sym_active_DASHroots);
-      END_STATE();
-    case 362:
       if (lookahead == 'e') ADVANCE(368);
       END_STATE();
+    case 350:
+      ACCEPT_TOKEN(anon_sym_file_DASHsize);
+      END_STATE();
+    case 351:
+      if (lookahead == 'e') ADVANCE(369);
+      END_STATE();
+    case 352:
+      if (lookahead == 'o') ADVANCE(370);
+      END_STATE();
+    case 353:
+      if (lookahead == 'r') ADVANCE(371);
+      END_STATE();
+    case 354:
+      if (lookahead == 's') ADVANCE(372);
+      END_STATE();
+    case 355:
+      ACCEPT_TOKEN(anon_sym_processes);
+      END_STATE();
+    case 356:
+      ACCEPT_TOKEN(anon_sym_read_DASHonly);
+      END_STATE();
+    case 357:
+      if (lookahead == 'e') ADVANCE(373);
+      END_STATE();
+    case 358:
+      ACCEPT_TOKEN(anon_sym_splashpol);
+      END_STATE();
+    case 359:
+      if (lookahead == 'l') ADVANCE(374);
+      END_STATE();
+    case 360:
+      ACCEPT_TOKEN(anon_sym_unbounded);
+      END_STATE();
+    case 361:
+      ACCEPT_TOKEN(anon_sym_unlimited);
+      END_STATE();
+    case 362:
+      if (lookahead == 's') ADVANCE(375);
+      END_STATE();
     case 363:
-      if (lookahead == 's') ADVANCE(369);
+      if (lookahead == 't') ADVANCE(376);
       END_STATE();
     case 364:
-      ACCEPT_TOKEN(anon_sym_join_DASHtimeout);
-      END_STATE();
-    case 365:
-      if (lookahead == 'e') ADVANCE(370);
-      END_STATE();
-    case 366:
-      if (lookahead == 'l') ADVANCE(371);
-      END_STATE();
-    case 367:
-      if (lookahead == 'c') ADVANCE(372);
-      END_STATE();
-    case 368:
-      ACCEPT_TOKEN(anon_sym_address_DASHspace);
-      END_STATE();
-    case 369:
-      if (lookahead == 'c') ADVANCE(373);
-      END_STATE();
-    case 370:
-      if (lookahead == 'r') ADVANCE(374);
-      END_STATE();
-    case 371:
-      if (lookahead == 'i') ADVANCE(375);
-      END_STATE();
-    case 372:
-      if (lookahead == 'e') ADVANCE(376);
-      END_STATE();
-    case 373:
       if (lookahead == 'a') ADVANCE(377);
       END_STATE();
-    case 374:
-      ACCEPT_TOKEN(anon_sym_network_DASHbroker);
+    case 365:
+      ACCEPT_TOKEN(anon_sym_allow_DASHexec);
       END_STATE();
-    case 375:
-      if (lookahead == 's') ADVANCE(378);
+    case 366:
+      ACCEPT_TOKEN(anon_sym_bubblewrap);
       END_STATE();
-    case 376:
+    case 367:
+      if (lookahead == '-') ADVANCE(378);
+      END_STATE();
+    case 368:
       if (lookahead == 's') ADVANCE(379);
       END_STATE();
+    case 369:
+      if (lookahead == 's') ADVANCE(380);
+      END_STATE();
+    case 370:
+      if (lookahead == 'u') ADVANCE(381);
+      END_STATE();
+    case 371:
+      if (lookahead == 'o') ADVANCE(382);
+      END_STATE();
+    case 372:
+      ACCEPT_TOKEN(anon_sym_open_DASHfiles);
+      END_STATE();
+    case 373:
+      ACCEPT_TOKEN(anon_sym_read_DASHwrite);
+      END_STATE();
+    case 374:
+      if (lookahead == 'o') ADVANCE(383);
+      END_STATE();
+    case 375:
+      if (lookahead == 'p') ADVANCE(384);
+      END_STATE();
+    case 376:
+      if (lookahead == 's') ADVANCE(385);
+      END_STATE();
     case 377:
-      if (lookahead == 'p') ADVANCE(380);
+      if (lookahead == 'c') ADVANCE(386);
       END_STATE();
     case 378:
-      if (lookahead == 't') ADVANCE(381);
+      if (lookahead == 'e') ADVANCE(387);
       END_STATE();
     case 379:
-      ACCEPT_TOKEN(anon_sym_user_DASHnamespaces);
+      ACCEPT_TOKEN(anon_sym_executables);
       END_STATE();
     case 380:
-      if (lookahead == 'e') ADVANCE(382);
+      ACCEPT_TOKEN(anon_sym_host_DASHwrites);
       END_STATE();
     case 381:
-      ACCEPT_TOKEN(anon_sym_strict_DASHallowlist);
+      if (lookahead == 't') ADVANCE(388);
       END_STATE();
     case 382:
-      if (lookahead == '-') ADVANCE(383);
+      if (lookahead == 'k') ADVANCE(389);
       END_STATE();
     case 383:
-      if (lookahead == 's') ADVANCE(384);
+      if (lookahead == 'w') ADVANCE(390);
       END_STATE();
     case 384:
-      if (lookahead == 'u') ADVANCE(385);
+      if (lookahead == 'a') ADVANCE(391);
       END_STATE();
     case 385:
-      if (lookahead == 'r') ADVANCE(386);
+      ACCEPT_TOKEN(anon_sym_active_DASHroots);
       END_STATE();
     case 386:
-      if (lookahead == 'f') ADVANCE(387);
+      if (lookahead == 'e') ADVANCE(392);
       END_STATE();
     case 387:
-      if (lookahead == 'a') ADVANCE(388);
+      if (lookahead == 's') ADVANCE(393);
       END_STATE();
     case 388:
-      if (lookahead == 'c') ADVANCE(389);
+      ACCEPT_TOKEN(anon_sym_join_DASHtimeout);
       END_STATE();
     case 389:
-      if (lookahead == 'e') ADVANCE(390);
+      if (lookahead == 'e') ADVANCE(394);
       END_STATE();
     case 390:
+      if (lookahead == 'l') ADVANCE(395);
+      END_STATE();
+    case 391:
+      if (lookahead == 'c') ADVANCE(396);
+      END_STATE();
+    case 392:
+      ACCEPT_TOKEN(anon_sym_address_DASHspace);
+      END_STATE();
+    case 393:
+      if (lookahead == 'c') ADVANCE(397);
+      END_STATE();
+    case 394:
+      if (lookahead == 'r') ADVANCE(398);
+      END_STATE();
+    case 395:
+      if (lookahead == 'i') ADVANCE(399);
+      END_STATE();
+    case 396:
+      if (lookahead == 'e') ADVANCE(400);
+      END_STATE();
+    case 397:
+      if (lookahead == 'a') ADVANCE(401);
+      END_STATE();
+    case 398:
+      ACCEPT_TOKEN(anon_sym_network_DASHbroker);
+      END_STATE();
+    case 399:
+      if (lookahead == 's') ADVANCE(402);
+      END_STATE();
+    case 400:
+      if (lookahead == 's') ADVANCE(403);
+      END_STATE();
+    case 401:
+      if (lookahead == 'p') ADVANCE(404);
+      END_STATE();
+    case 402:
+      if (lookahead == 't') ADVANCE(405);
+      END_STATE();
+    case 403:
+      ACCEPT_TOKEN(anon_sym_user_DASHnamespaces);
+      END_STATE();
+    case 404:
+      if (lookahead == 'e') ADVANCE(406);
+      END_STATE();
+    case 405:
+      ACCEPT_TOKEN(anon_sym_strict_DASHallowlist);
+      END_STATE();
+    case 406:
+      if (lookahead == '-') ADVANCE(407);
+      END_STATE();
+    case 407:
+      if (lookahead == 's') ADVANCE(408);
+      END_STATE();
+    case 408:
+      if (lookahead == 'u') ADVANCE(409);
+      END_STATE();
+    case 409:
+      if (lookahead == 'r') ADVANCE(410);
+      END_STATE();
+    case 410:
+      if (lookahead == 'f') ADVANCE(411);
+      END_STATE();
+    case 411:
+      if (lookahead == 'a') ADVANCE(412);
+      END_STATE();
+    case 412:
+      if (lookahead == 'c') ADVANCE(413);
+      END_STATE();
+    case 413:
+      if (lookahead == 'e') ADVANCE(414);
+      END_STATE();
+    case 414:
       ACCEPT_TOKEN(anon_sym_deny_DASHknown_DASHescape_DASHsurface);
       END_STATE();
     default:
@@ -2858,15 +3122,15 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [27] = {.lex_state = 0},
   [28] = {.lex_state = 0},
   [29] = {.lex_state = 0},
-  [30] = {.lex_state = 1},
+  [30] = {.lex_state = 0},
   [31] = {.lex_state = 0},
   [32] = {.lex_state = 0},
-  [33] = {.lex_state = 1},
+  [33] = {.lex_state = 0},
   [34] = {.lex_state = 0},
   [35] = {.lex_state = 0},
   [36] = {.lex_state = 0},
   [37] = {.lex_state = 0},
-  [38] = {.lex_state = 1},
+  [38] = {.lex_state = 0},
   [39] = {.lex_state = 0},
   [40] = {.lex_state = 0},
   [41] = {.lex_state = 0},
@@ -2879,12 +3143,12 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [48] = {.lex_state = 0},
   [49] = {.lex_state = 0},
   [50] = {.lex_state = 0},
-  [51] = {.lex_state = 0},
+  [51] = {.lex_state = 1},
   [52] = {.lex_state = 0},
-  [53] = {.lex_state = 0},
+  [53] = {.lex_state = 1},
   [54] = {.lex_state = 0},
   [55] = {.lex_state = 0},
-  [56] = {.lex_state = 0},
+  [56] = {.lex_state = 1},
   [57] = {.lex_state = 0},
   [58] = {.lex_state = 0},
   [59] = {.lex_state = 0},
@@ -2947,9 +3211,9 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [116] = {.lex_state = 0},
   [117] = {.lex_state = 0},
   [118] = {.lex_state = 0},
-  [119] = {.lex_state = 3},
+  [119] = {.lex_state = 0},
   [120] = {.lex_state = 0},
-  [121] = {.lex_state = 3},
+  [121] = {.lex_state = 0},
   [122] = {.lex_state = 0},
   [123] = {.lex_state = 0},
   [124] = {.lex_state = 0},
@@ -2959,49 +3223,49 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [128] = {.lex_state = 0},
   [129] = {.lex_state = 0},
   [130] = {.lex_state = 0},
-  [131] = {.lex_state = 3},
-  [132] = {.lex_state = 0},
+  [131] = {.lex_state = 0},
+  [132] = {.lex_state = 3},
   [133] = {.lex_state = 0},
   [134] = {.lex_state = 0},
   [135] = {.lex_state = 0},
-  [136] = {.lex_state = 3},
+  [136] = {.lex_state = 0},
   [137] = {.lex_state = 0},
-  [138] = {.lex_state = 3},
+  [138] = {.lex_state = 0},
   [139] = {.lex_state = 0},
   [140] = {.lex_state = 0},
   [141] = {.lex_state = 0},
   [142] = {.lex_state = 0},
   [143] = {.lex_state = 0},
-  [144] = {.lex_state = 0},
+  [144] = {.lex_state = 3},
   [145] = {.lex_state = 0},
   [146] = {.lex_state = 0},
   [147] = {.lex_state = 0},
-  [148] = {.lex_state = 3},
+  [148] = {.lex_state = 0},
   [149] = {.lex_state = 0},
   [150] = {.lex_state = 0},
   [151] = {.lex_state = 0},
-  [152] = {.lex_state = 0},
+  [152] = {.lex_state = 3},
   [153] = {.lex_state = 0},
   [154] = {.lex_state = 0},
   [155] = {.lex_state = 0},
   [156] = {.lex_state = 0},
   [157] = {.lex_state = 0},
   [158] = {.lex_state = 0},
-  [159] = {.lex_state = 0},
+  [159] = {.lex_state = 3},
   [160] = {.lex_state = 0},
   [161] = {.lex_state = 0},
-  [162] = {.lex_state = 3},
+  [162] = {.lex_state = 0},
   [163] = {.lex_state = 0},
   [164] = {.lex_state = 0},
   [165] = {.lex_state = 0},
   [166] = {.lex_state = 0},
-  [167] = {.lex_state = 0},
+  [167] = {.lex_state = 3},
   [168] = {.lex_state = 0},
   [169] = {.lex_state = 0},
   [170] = {.lex_state = 0},
-  [171] = {.lex_state = 0},
+  [171] = {.lex_state = 3},
   [172] = {.lex_state = 0},
-  [173] = {.lex_state = 3},
+  [173] = {.lex_state = 0},
   [174] = {.lex_state = 3},
   [175] = {.lex_state = 0},
   [176] = {.lex_state = 0},
@@ -3013,55 +3277,55 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [182] = {.lex_state = 0},
   [183] = {.lex_state = 0},
   [184] = {.lex_state = 0},
-  [185] = {.lex_state = 0},
+  [185] = {.lex_state = 3},
   [186] = {.lex_state = 3},
-  [187] = {.lex_state = 3},
+  [187] = {.lex_state = 0},
   [188] = {.lex_state = 0},
   [189] = {.lex_state = 0},
-  [190] = {.lex_state = 3},
+  [190] = {.lex_state = 0},
   [191] = {.lex_state = 0},
   [192] = {.lex_state = 0},
   [193] = {.lex_state = 0},
   [194] = {.lex_state = 0},
   [195] = {.lex_state = 0},
   [196] = {.lex_state = 0},
-  [197] = {.lex_state = 3},
+  [197] = {.lex_state = 0},
   [198] = {.lex_state = 0},
   [199] = {.lex_state = 0},
   [200] = {.lex_state = 0},
-  [201] = {.lex_state = 0},
+  [201] = {.lex_state = 3},
   [202] = {.lex_state = 0},
   [203] = {.lex_state = 0},
   [204] = {.lex_state = 0},
-  [205] = {.lex_state = 0},
+  [205] = {.lex_state = 3},
   [206] = {.lex_state = 0},
-  [207] = {.lex_state = 0},
+  [207] = {.lex_state = 3},
   [208] = {.lex_state = 0},
-  [209] = {.lex_state = 3},
-  [210] = {.lex_state = 3},
-  [211] = {.lex_state = 0},
+  [209] = {.lex_state = 0},
+  [210] = {.lex_state = 0},
+  [211] = {.lex_state = 3},
   [212] = {.lex_state = 0},
   [213] = {.lex_state = 0},
   [214] = {.lex_state = 0},
   [215] = {.lex_state = 3},
   [216] = {.lex_state = 0},
   [217] = {.lex_state = 0},
-  [218] = {.lex_state = 0},
+  [218] = {.lex_state = 3},
   [219] = {.lex_state = 0},
   [220] = {.lex_state = 0},
   [221] = {.lex_state = 0},
   [222] = {.lex_state = 0},
-  [223] = {.lex_state = 0},
+  [223] = {.lex_state = 3},
   [224] = {.lex_state = 0},
-  [225] = {.lex_state = 3},
+  [225] = {.lex_state = 0},
   [226] = {.lex_state = 0},
-  [227] = {.lex_state = 3},
+  [227] = {.lex_state = 0},
   [228] = {.lex_state = 0},
-  [229] = {.lex_state = 0},
+  [229] = {.lex_state = 3},
   [230] = {.lex_state = 0},
   [231] = {.lex_state = 0},
   [232] = {.lex_state = 0},
-  [233] = {.lex_state = 0},
+  [233] = {.lex_state = 3},
   [234] = {.lex_state = 0},
   [235] = {.lex_state = 0},
   [236] = {.lex_state = 0},
@@ -3081,12 +3345,42 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [250] = {.lex_state = 0},
   [251] = {.lex_state = 0},
   [252] = {.lex_state = 0},
-  [253] = {.lex_state = 0},
+  [253] = {.lex_state = 4},
   [254] = {.lex_state = 0},
   [255] = {.lex_state = 0},
-  [256] = {.lex_state = 4},
-  [257] = {.lex_state = 0},
+  [256] = {.lex_state = 0},
+  [257] = {.lex_state = 3},
   [258] = {.lex_state = 0},
+  [259] = {.lex_state = 0},
+  [260] = {.lex_state = 0},
+  [261] = {.lex_state = 0},
+  [262] = {.lex_state = 0},
+  [263] = {.lex_state = 0},
+  [264] = {.lex_state = 0},
+  [265] = {.lex_state = 0},
+  [266] = {.lex_state = 0},
+  [267] = {.lex_state = 0},
+  [268] = {.lex_state = 0},
+  [269] = {.lex_state = 0},
+  [270] = {.lex_state = 3},
+  [271] = {.lex_state = 0},
+  [272] = {.lex_state = 0},
+  [273] = {.lex_state = 0},
+  [274] = {.lex_state = 0},
+  [275] = {.lex_state = 0},
+  [276] = {.lex_state = 0},
+  [277] = {.lex_state = 0},
+  [278] = {.lex_state = 0},
+  [279] = {.lex_state = 0},
+  [280] = {.lex_state = 0},
+  [281] = {.lex_state = 0},
+  [282] = {.lex_state = 0},
+  [283] = {.lex_state = 0},
+  [284] = {.lex_state = 0},
+  [285] = {.lex_state = 0},
+  [286] = {.lex_state = 0},
+  [287] = {.lex_state = 0},
+  [288] = {.lex_state = 0},
 };
 
 static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
@@ -3159,6 +3453,14 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_io] = ACTIONS(1),
     [anon_sym_read] = ACTIONS(1),
     [anon_sym_write] = ACTIONS(1),
+    [anon_sym_expect] = ACTIONS(1),
+    [anon_sym_writable] = ACTIONS(1),
+    [anon_sym_hidden] = ACTIONS(1),
+    [anon_sym_exec] = ACTIONS(1),
+    [anon_sym_denied] = ACTIONS(1),
+    [anon_sym_allowed] = ACTIONS(1),
+    [anon_sym_syscall] = ACTIONS(1),
+    [anon_sym_network] = ACTIONS(1),
     [anon_sym_unlimited] = ACTIONS(1),
     [sym_number] = ACTIONS(1),
     [sym_device] = ACTIONS(1),
@@ -3171,11 +3473,11 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [sym__newline] = ACTIONS(1),
   },
   [STATE(1)] = {
-    [sym_source_file] = STATE(246),
-    [sym_header] = STATE(82),
-    [sym_policy] = STATE(68),
-    [sym__sep] = STATE(25),
-    [aux_sym_source_file_repeat1] = STATE(25),
+    [sym_source_file] = STATE(273),
+    [sym_header] = STATE(101),
+    [sym_policy] = STATE(91),
+    [sym__sep] = STATE(43),
+    [aux_sym_source_file_repeat1] = STATE(43),
     [anon_sym_BOM] = ACTIONS(5),
     [anon_sym_splashpol] = ACTIONS(7),
     [anon_sym_policy] = ACTIONS(9),
@@ -3186,7 +3488,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
 };
 
 static const uint16_t ts_small_parse_table[] = {
-  [0] = 25,
+  [0] = 26,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(13), 1,
@@ -3229,87 +3531,17 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_landlock,
     ACTIONS(51), 1,
       anon_sym_cgroup,
-    STATE(5), 1,
-      aux_sym_policy_body_repeat1,
-    ACTIONS(53), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(3), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-    STATE(63), 20,
-      sym__statement,
-      sym_bubblewrap_statement,
-      sym_worker_statement,
-      sym_runtime_statement,
-      sym_root_statement,
-      sym_tmp_statement,
-      sym_writes_statement,
-      sym_host_writes_statement,
-      sym_user_namespaces_statement,
-      sym_pin_statement,
-      sym_quota_statement,
-      sym_tmpfs_statement,
-      sym_active_roots_statement,
-      sym_seccomp_statement,
-      sym_runner_statement,
-      sym_watchdog_statement,
-      sym_network_broker_statement,
-      sym_limits_statement,
-      sym_landlock_statement,
-      sym_cgroup_statement,
-  [97] = 25,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(15), 1,
-      anon_sym_bubblewrap,
-    ACTIONS(17), 1,
-      anon_sym_worker,
-    ACTIONS(19), 1,
-      anon_sym_runtime,
-    ACTIONS(21), 1,
-      anon_sym_root,
-    ACTIONS(23), 1,
-      anon_sym_tmpfs,
-    ACTIONS(25), 1,
-      anon_sym_quota,
-    ACTIONS(27), 1,
-      anon_sym_tmp,
-    ACTIONS(29), 1,
-      anon_sym_writes,
-    ACTIONS(31), 1,
-      anon_sym_host_DASHwrites,
-    ACTIONS(33), 1,
-      anon_sym_user_DASHnamespaces,
-    ACTIONS(35), 1,
-      anon_sym_pin,
-    ACTIONS(37), 1,
-      anon_sym_active_DASHroots,
-    ACTIONS(39), 1,
-      anon_sym_seccomp,
-    ACTIONS(41), 1,
-      anon_sym_runner,
-    ACTIONS(43), 1,
-      anon_sym_watchdog,
-    ACTIONS(45), 1,
-      anon_sym_network_DASHbroker,
-    ACTIONS(47), 1,
-      anon_sym_limits,
-    ACTIONS(49), 1,
-      anon_sym_landlock,
-    ACTIONS(51), 1,
-      anon_sym_cgroup,
-    ACTIONS(55), 1,
-      anon_sym_RBRACE,
+    ACTIONS(53), 1,
+      anon_sym_expect,
     STATE(4), 1,
       aux_sym_policy_body_repeat1,
-    ACTIONS(57), 2,
+    ACTIONS(55), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    STATE(75), 20,
+    STATE(73), 21,
       sym__statement,
       sym_bubblewrap_statement,
       sym_worker_statement,
@@ -3330,7 +3562,8 @@ static const uint16_t ts_small_parse_table[] = {
       sym_limits_statement,
       sym_landlock_statement,
       sym_cgroup_statement,
-  [194] = 23,
+      sym_expect_statement,
+  [101] = 26,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(15), 1,
@@ -3371,11 +3604,19 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_landlock,
     ACTIONS(51), 1,
       anon_sym_cgroup,
-    ACTIONS(59), 1,
+    ACTIONS(53), 1,
+      anon_sym_expect,
+    ACTIONS(57), 1,
       anon_sym_RBRACE,
-    STATE(6), 1,
+    STATE(5), 1,
       aux_sym_policy_body_repeat1,
-    STATE(46), 20,
+    ACTIONS(59), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(2), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+    STATE(89), 21,
       sym__statement,
       sym_bubblewrap_statement,
       sym_worker_statement,
@@ -3396,7 +3637,8 @@ static const uint16_t ts_small_parse_table[] = {
       sym_limits_statement,
       sym_landlock_statement,
       sym_cgroup_statement,
-  [283] = 23,
+      sym_expect_statement,
+  [202] = 24,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(15), 1,
@@ -3437,77 +3679,13 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_landlock,
     ACTIONS(51), 1,
       anon_sym_cgroup,
-    ACTIONS(55), 1,
-      anon_sym_RBRACE,
-    STATE(6), 1,
-      aux_sym_policy_body_repeat1,
-    STATE(75), 20,
-      sym__statement,
-      sym_bubblewrap_statement,
-      sym_worker_statement,
-      sym_runtime_statement,
-      sym_root_statement,
-      sym_tmp_statement,
-      sym_writes_statement,
-      sym_host_writes_statement,
-      sym_user_namespaces_statement,
-      sym_pin_statement,
-      sym_quota_statement,
-      sym_tmpfs_statement,
-      sym_active_roots_statement,
-      sym_seccomp_statement,
-      sym_runner_statement,
-      sym_watchdog_statement,
-      sym_network_broker_statement,
-      sym_limits_statement,
-      sym_landlock_statement,
-      sym_cgroup_statement,
-  [372] = 23,
-    ACTIONS(3), 1,
-      sym_comment,
+    ACTIONS(53), 1,
+      anon_sym_expect,
     ACTIONS(61), 1,
       anon_sym_RBRACE,
-    ACTIONS(63), 1,
-      anon_sym_bubblewrap,
-    ACTIONS(66), 1,
-      anon_sym_worker,
-    ACTIONS(69), 1,
-      anon_sym_runtime,
-    ACTIONS(72), 1,
-      anon_sym_root,
-    ACTIONS(75), 1,
-      anon_sym_tmpfs,
-    ACTIONS(78), 1,
-      anon_sym_quota,
-    ACTIONS(81), 1,
-      anon_sym_tmp,
-    ACTIONS(84), 1,
-      anon_sym_writes,
-    ACTIONS(87), 1,
-      anon_sym_host_DASHwrites,
-    ACTIONS(90), 1,
-      anon_sym_user_DASHnamespaces,
-    ACTIONS(93), 1,
-      anon_sym_pin,
-    ACTIONS(96), 1,
-      anon_sym_active_DASHroots,
-    ACTIONS(99), 1,
-      anon_sym_seccomp,
-    ACTIONS(102), 1,
-      anon_sym_runner,
-    ACTIONS(105), 1,
-      anon_sym_watchdog,
-    ACTIONS(108), 1,
-      anon_sym_network_DASHbroker,
-    ACTIONS(111), 1,
-      anon_sym_limits,
-    ACTIONS(114), 1,
-      anon_sym_landlock,
-    ACTIONS(117), 1,
-      anon_sym_cgroup,
     STATE(6), 1,
       aux_sym_policy_body_repeat1,
-    STATE(105), 20,
+    STATE(67), 21,
       sym__statement,
       sym_bubblewrap_statement,
       sym_worker_statement,
@@ -3528,19 +3706,158 @@ static const uint16_t ts_small_parse_table[] = {
       sym_limits_statement,
       sym_landlock_statement,
       sym_cgroup_statement,
-  [461] = 5,
+      sym_expect_statement,
+  [295] = 24,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(122), 2,
+    ACTIONS(13), 1,
+      anon_sym_RBRACE,
+    ACTIONS(15), 1,
+      anon_sym_bubblewrap,
+    ACTIONS(17), 1,
+      anon_sym_worker,
+    ACTIONS(19), 1,
+      anon_sym_runtime,
+    ACTIONS(21), 1,
+      anon_sym_root,
+    ACTIONS(23), 1,
+      anon_sym_tmpfs,
+    ACTIONS(25), 1,
+      anon_sym_quota,
+    ACTIONS(27), 1,
+      anon_sym_tmp,
+    ACTIONS(29), 1,
+      anon_sym_writes,
+    ACTIONS(31), 1,
+      anon_sym_host_DASHwrites,
+    ACTIONS(33), 1,
+      anon_sym_user_DASHnamespaces,
+    ACTIONS(35), 1,
+      anon_sym_pin,
+    ACTIONS(37), 1,
+      anon_sym_active_DASHroots,
+    ACTIONS(39), 1,
+      anon_sym_seccomp,
+    ACTIONS(41), 1,
+      anon_sym_runner,
+    ACTIONS(43), 1,
+      anon_sym_watchdog,
+    ACTIONS(45), 1,
+      anon_sym_network_DASHbroker,
+    ACTIONS(47), 1,
+      anon_sym_limits,
+    ACTIONS(49), 1,
+      anon_sym_landlock,
+    ACTIONS(51), 1,
+      anon_sym_cgroup,
+    ACTIONS(53), 1,
+      anon_sym_expect,
+    STATE(6), 1,
+      aux_sym_policy_body_repeat1,
+    STATE(73), 21,
+      sym__statement,
+      sym_bubblewrap_statement,
+      sym_worker_statement,
+      sym_runtime_statement,
+      sym_root_statement,
+      sym_tmp_statement,
+      sym_writes_statement,
+      sym_host_writes_statement,
+      sym_user_namespaces_statement,
+      sym_pin_statement,
+      sym_quota_statement,
+      sym_tmpfs_statement,
+      sym_active_roots_statement,
+      sym_seccomp_statement,
+      sym_runner_statement,
+      sym_watchdog_statement,
+      sym_network_broker_statement,
+      sym_limits_statement,
+      sym_landlock_statement,
+      sym_cgroup_statement,
+      sym_expect_statement,
+  [388] = 24,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(63), 1,
+      anon_sym_RBRACE,
+    ACTIONS(65), 1,
+      anon_sym_bubblewrap,
+    ACTIONS(68), 1,
+      anon_sym_worker,
+    ACTIONS(71), 1,
+      anon_sym_runtime,
+    ACTIONS(74), 1,
+      anon_sym_root,
+    ACTIONS(77), 1,
+      anon_sym_tmpfs,
+    ACTIONS(80), 1,
+      anon_sym_quota,
+    ACTIONS(83), 1,
+      anon_sym_tmp,
+    ACTIONS(86), 1,
+      anon_sym_writes,
+    ACTIONS(89), 1,
+      anon_sym_host_DASHwrites,
+    ACTIONS(92), 1,
+      anon_sym_user_DASHnamespaces,
+    ACTIONS(95), 1,
+      anon_sym_pin,
+    ACTIONS(98), 1,
+      anon_sym_active_DASHroots,
+    ACTIONS(101), 1,
+      anon_sym_seccomp,
+    ACTIONS(104), 1,
+      anon_sym_runner,
+    ACTIONS(107), 1,
+      anon_sym_watchdog,
+    ACTIONS(110), 1,
+      anon_sym_network_DASHbroker,
+    ACTIONS(113), 1,
+      anon_sym_limits,
+    ACTIONS(116), 1,
+      anon_sym_landlock,
+    ACTIONS(119), 1,
+      anon_sym_cgroup,
+    ACTIONS(122), 1,
+      anon_sym_expect,
+    STATE(6), 1,
+      aux_sym_policy_body_repeat1,
+    STATE(96), 21,
+      sym__statement,
+      sym_bubblewrap_statement,
+      sym_worker_statement,
+      sym_runtime_statement,
+      sym_root_statement,
+      sym_tmp_statement,
+      sym_writes_statement,
+      sym_host_writes_statement,
+      sym_user_namespaces_statement,
+      sym_pin_statement,
+      sym_quota_statement,
+      sym_tmpfs_statement,
+      sym_active_roots_statement,
+      sym_seccomp_statement,
+      sym_runner_statement,
+      sym_watchdog_statement,
+      sym_network_broker_statement,
+      sym_limits_statement,
+      sym_landlock_statement,
+      sym_cgroup_statement,
+      sym_expect_statement,
+  [481] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(127), 2,
       anon_sym_tmp,
       anon_sym_write,
-    ACTIONS(124), 2,
+    ACTIONS(129), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    ACTIONS(120), 34,
+    ACTIONS(125), 35,
       ts_builtin_sym_end,
       anon_sym_splashpol,
       anon_sym_policy,
@@ -3575,18 +3892,19 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_join_DASHtimeout,
       anon_sym_io,
       anon_sym_read,
-  [513] = 5,
+      anon_sym_expect,
+  [534] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(127), 1,
+    ACTIONS(132), 1,
       anon_sym_tmp,
-    ACTIONS(57), 2,
+    ACTIONS(55), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    ACTIONS(61), 19,
+    ACTIONS(63), 20,
       anon_sym_RBRACE,
       anon_sym_bubblewrap,
       anon_sym_worker,
@@ -3606,2843 +3924,3355 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_limits,
       anon_sym_landlock,
       anon_sym_cgroup,
-  [549] = 9,
+      anon_sym_expect,
+  [571] = 12,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(129), 1,
+    ACTIONS(134), 1,
       anon_sym_RBRACE,
-    ACTIONS(133), 1,
-      anon_sym_io,
-    STATE(13), 1,
-      aux_sym_cgroup_block_repeat1,
-    STATE(162), 1,
-      sym_cgroup_name,
-    ACTIONS(135), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(10), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-    STATE(66), 2,
-      sym_cgroup_value,
-      sym_io_entry,
-    ACTIONS(131), 5,
-      anon_sym_cpu,
-      anon_sym_memory,
-      anon_sym_swap,
-      anon_sym_pids,
-      anon_sym_join_DASHtimeout,
-  [584] = 9,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(133), 1,
-      anon_sym_io,
-    ACTIONS(137), 1,
-      anon_sym_RBRACE,
-    STATE(14), 1,
-      aux_sym_cgroup_block_repeat1,
-    STATE(162), 1,
-      sym_cgroup_name,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-    STATE(70), 2,
-      sym_cgroup_value,
-      sym_io_entry,
-    ACTIONS(131), 5,
-      anon_sym_cpu,
-      anon_sym_memory,
-      anon_sym_swap,
-      anon_sym_pids,
-      anon_sym_join_DASHtimeout,
-  [619] = 8,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(139), 1,
-      anon_sym_RBRACE,
-    STATE(20), 1,
-      aux_sym_limits_block_repeat1,
-    STATE(77), 1,
-      sym_limit_entry,
-    STATE(187), 1,
-      sym_limit_name,
-    ACTIONS(143), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(12), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-    ACTIONS(141), 5,
-      anon_sym_cpu,
-      anon_sym_address_DASHspace,
+    ACTIONS(136), 1,
+      anon_sym_read_DASHonly,
+    ACTIONS(138), 1,
+      anon_sym_user_DASHnamespaces,
+    ACTIONS(140), 1,
       anon_sym_processes,
-      anon_sym_open_DASHfiles,
-      anon_sym_file_DASHsize,
-  [650] = 8,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(145), 1,
-      anon_sym_RBRACE,
-    STATE(21), 1,
-      aux_sym_limits_block_repeat1,
-    STATE(52), 1,
-      sym_limit_entry,
-    STATE(187), 1,
-      sym_limit_name,
-    ACTIONS(57), 2,
+    ACTIONS(142), 1,
+      anon_sym_writable,
+    ACTIONS(144), 1,
+      anon_sym_hidden,
+    ACTIONS(146), 1,
+      anon_sym_exec,
+    ACTIONS(148), 1,
+      anon_sym_syscall,
+    ACTIONS(150), 1,
+      anon_sym_network,
+    ACTIONS(152), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(7), 2,
+    STATE(10), 11,
+      sym__expect_entry,
+      sym_expect_read_only,
+      sym_expect_writable,
+      sym_expect_hidden,
+      sym_expect_exec,
+      sym_expect_syscall,
+      sym_expect_network,
+      sym_expect_processes,
+      sym_expect_user_namespaces,
       sym__sep,
-      aux_sym_source_file_repeat1,
-    ACTIONS(141), 5,
-      anon_sym_cpu,
-      anon_sym_address_DASHspace,
+      aux_sym_expect_block_repeat1,
+  [619] = 12,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(136), 1,
+      anon_sym_read_DASHonly,
+    ACTIONS(138), 1,
+      anon_sym_user_DASHnamespaces,
+    ACTIONS(140), 1,
       anon_sym_processes,
-      anon_sym_open_DASHfiles,
-      anon_sym_file_DASHsize,
-  [681] = 7,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(133), 1,
-      anon_sym_io,
-    ACTIONS(137), 1,
-      anon_sym_RBRACE,
-    STATE(15), 1,
-      aux_sym_cgroup_block_repeat1,
-    STATE(162), 1,
-      sym_cgroup_name,
-    STATE(70), 2,
-      sym_cgroup_value,
-      sym_io_entry,
-    ACTIONS(131), 5,
-      anon_sym_cpu,
-      anon_sym_memory,
-      anon_sym_swap,
-      anon_sym_pids,
-      anon_sym_join_DASHtimeout,
-  [708] = 7,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(133), 1,
-      anon_sym_io,
-    ACTIONS(147), 1,
-      anon_sym_RBRACE,
-    STATE(15), 1,
-      aux_sym_cgroup_block_repeat1,
-    STATE(162), 1,
-      sym_cgroup_name,
-    STATE(72), 2,
-      sym_cgroup_value,
-      sym_io_entry,
-    ACTIONS(131), 5,
-      anon_sym_cpu,
-      anon_sym_memory,
-      anon_sym_swap,
-      anon_sym_pids,
-      anon_sym_join_DASHtimeout,
-  [735] = 7,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(149), 1,
-      anon_sym_RBRACE,
+    ACTIONS(142), 1,
+      anon_sym_writable,
+    ACTIONS(144), 1,
+      anon_sym_hidden,
+    ACTIONS(146), 1,
+      anon_sym_exec,
+    ACTIONS(148), 1,
+      anon_sym_syscall,
+    ACTIONS(150), 1,
+      anon_sym_network,
     ACTIONS(154), 1,
+      anon_sym_RBRACE,
+    ACTIONS(156), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(11), 11,
+      sym__expect_entry,
+      sym_expect_read_only,
+      sym_expect_writable,
+      sym_expect_hidden,
+      sym_expect_exec,
+      sym_expect_syscall,
+      sym_expect_network,
+      sym_expect_processes,
+      sym_expect_user_namespaces,
+      sym__sep,
+      aux_sym_expect_block_repeat1,
+  [667] = 12,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(158), 1,
+      anon_sym_RBRACE,
+    ACTIONS(160), 1,
+      anon_sym_read_DASHonly,
+    ACTIONS(163), 1,
+      anon_sym_user_DASHnamespaces,
+    ACTIONS(166), 1,
+      anon_sym_processes,
+    ACTIONS(169), 1,
+      anon_sym_writable,
+    ACTIONS(172), 1,
+      anon_sym_hidden,
+    ACTIONS(175), 1,
+      anon_sym_exec,
+    ACTIONS(178), 1,
+      anon_sym_syscall,
+    ACTIONS(181), 1,
+      anon_sym_network,
+    ACTIONS(184), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(11), 11,
+      sym__expect_entry,
+      sym_expect_read_only,
+      sym_expect_writable,
+      sym_expect_hidden,
+      sym_expect_exec,
+      sym_expect_syscall,
+      sym_expect_network,
+      sym_expect_processes,
+      sym_expect_user_namespaces,
+      sym__sep,
+      aux_sym_expect_block_repeat1,
+  [715] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(187), 1,
+      sym__word,
+    STATE(18), 1,
+      sym_unit,
+    ACTIONS(189), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+    ACTIONS(191), 10,
+      anon_sym_read_DASHonly,
+      anon_sym_inodes,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_call,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+  [742] = 9,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(193), 1,
+      anon_sym_RBRACE,
+    ACTIONS(197), 1,
       anon_sym_io,
-    STATE(15), 1,
+    STATE(25), 1,
       aux_sym_cgroup_block_repeat1,
-    STATE(162), 1,
+    STATE(171), 1,
       sym_cgroup_name,
-    STATE(101), 2,
+    ACTIONS(55), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+    STATE(84), 2,
       sym_cgroup_value,
       sym_io_entry,
-    ACTIONS(151), 5,
+    ACTIONS(195), 5,
       anon_sym_cpu,
       anon_sym_memory,
       anon_sym_swap,
       anon_sym_pids,
       anon_sym_join_DASHtimeout,
-  [762] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-    ACTIONS(149), 7,
-      anon_sym_RBRACE,
-      anon_sym_cpu,
-      anon_sym_memory,
-      anon_sym_swap,
-      anon_sym_pids,
-      anon_sym_join_DASHtimeout,
-      anon_sym_io,
-  [783] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-    ACTIONS(157), 6,
-      anon_sym_RBRACE,
-      anon_sym_cpu,
-      anon_sym_address_DASHspace,
-      anon_sym_processes,
-      anon_sym_open_DASHfiles,
-      anon_sym_file_DASHsize,
-  [803] = 8,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(159), 1,
-      anon_sym_RBRACE,
-    STATE(39), 1,
-      aux_sym_io_block_repeat1,
-    STATE(73), 1,
-      sym_io_limit,
-    STATE(186), 1,
-      sym_io_direction,
-    ACTIONS(161), 2,
-      anon_sym_read,
-      anon_sym_write,
-    ACTIONS(163), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(19), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [831] = 8,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(165), 1,
-      anon_sym_RBRACE,
-    STATE(41), 1,
-      aux_sym_io_block_repeat1,
-    STATE(76), 1,
-      sym_io_limit,
-    STATE(186), 1,
-      sym_io_direction,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    ACTIONS(161), 2,
-      anon_sym_read,
-      anon_sym_write,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [859] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(145), 1,
-      anon_sym_RBRACE,
-    STATE(22), 1,
-      aux_sym_limits_block_repeat1,
-    STATE(52), 1,
-      sym_limit_entry,
-    STATE(187), 1,
-      sym_limit_name,
-    ACTIONS(141), 5,
-      anon_sym_cpu,
-      anon_sym_address_DASHspace,
-      anon_sym_processes,
-      anon_sym_open_DASHfiles,
-      anon_sym_file_DASHsize,
-  [882] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(167), 1,
-      anon_sym_RBRACE,
-    STATE(22), 1,
-      aux_sym_limits_block_repeat1,
-    STATE(79), 1,
-      sym_limit_entry,
-    STATE(187), 1,
-      sym_limit_name,
-    ACTIONS(141), 5,
-      anon_sym_cpu,
-      anon_sym_address_DASHspace,
-      anon_sym_processes,
-      anon_sym_open_DASHfiles,
-      anon_sym_file_DASHsize,
-  [905] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(157), 1,
-      anon_sym_RBRACE,
-    STATE(22), 1,
-      aux_sym_limits_block_repeat1,
-    STATE(86), 1,
-      sym_limit_entry,
-    STATE(187), 1,
-      sym_limit_name,
-    ACTIONS(169), 5,
-      anon_sym_cpu,
-      anon_sym_address_DASHspace,
-      anon_sym_processes,
-      anon_sym_open_DASHfiles,
-      anon_sym_file_DASHsize,
-  [928] = 7,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(7), 1,
-      anon_sym_splashpol,
-    ACTIONS(9), 1,
-      anon_sym_policy,
-    STATE(67), 1,
-      sym_policy,
-    STATE(81), 1,
-      sym_header,
-    ACTIONS(172), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(24), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [952] = 7,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(7), 1,
-      anon_sym_splashpol,
-    ACTIONS(9), 1,
-      anon_sym_policy,
-    STATE(78), 1,
-      sym_policy,
-    STATE(91), 1,
-      sym_header,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [976] = 7,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(7), 1,
-      anon_sym_splashpol,
-    ACTIONS(9), 1,
-      anon_sym_policy,
-    STATE(67), 1,
-      sym_policy,
-    STATE(81), 1,
-      sym_header,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1000] = 7,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(174), 1,
-      anon_sym_RBRACE,
-    ACTIONS(176), 1,
-      anon_sym_allow_DASHexec,
-    STATE(43), 1,
-      sym_allow_exec,
-    STATE(100), 1,
-      aux_sym_landlock_block_repeat1,
-    ACTIONS(178), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(27), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1024] = 7,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(176), 1,
-      anon_sym_allow_DASHexec,
-    ACTIONS(180), 1,
-      anon_sym_RBRACE,
-    STATE(54), 1,
-      sym_allow_exec,
-    STATE(103), 1,
-      aux_sym_landlock_block_repeat1,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1048] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(182), 1,
-      sym__word,
-    STATE(48), 1,
-      sym_unit,
-    ACTIONS(186), 2,
-      anon_sym_inodes,
-      anon_sym_call,
-    ACTIONS(184), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [1067] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-    ACTIONS(188), 3,
-      anon_sym_RBRACE,
-      anon_sym_read,
-      anon_sym_write,
-  [1084] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(190), 1,
-      anon_sym_RBRACE,
-    STATE(38), 2,
-      sym__sep,
-      aux_sym_syscall_block_repeat1,
-    ACTIONS(192), 3,
-      sym_syscall_name,
-      anon_sym_SEMI,
-      sym__newline,
-  [1100] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(188), 1,
-      anon_sym_RBRACE,
-    STATE(31), 1,
-      aux_sym_io_block_repeat1,
-    STATE(111), 1,
-      sym_io_limit,
-    STATE(186), 1,
-      sym_io_direction,
-    ACTIONS(194), 2,
-      anon_sym_read,
-      anon_sym_write,
-  [1120] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(9), 1,
-      anon_sym_policy,
-    STATE(44), 1,
-      sym_policy,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1138] = 4,
+  [777] = 9,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(197), 1,
+      anon_sym_io,
+    ACTIONS(199), 1,
       anon_sym_RBRACE,
-    STATE(30), 2,
-      sym__sep,
-      aux_sym_syscall_block_repeat1,
-    ACTIONS(199), 3,
-      sym_syscall_name,
+    STATE(31), 1,
+      aux_sym_cgroup_block_repeat1,
+    STATE(171), 1,
+      sym_cgroup_name,
+    ACTIONS(201), 2,
       anon_sym_SEMI,
       sym__newline,
-  [1154] = 3,
+    STATE(13), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+    STATE(83), 2,
+      sym_cgroup_value,
+      sym_io_entry,
+    ACTIONS(195), 5,
+      anon_sym_cpu,
+      anon_sym_memory,
+      anon_sym_swap,
+      anon_sym_pids,
+      anon_sym_join_DASHtimeout,
+  [812] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(203), 1,
+    ACTIONS(205), 1,
       aux_sym_unit_token1,
-    ACTIONS(201), 5,
+    ACTIONS(203), 13,
       anon_sym_RBRACE,
+      anon_sym_read_DASHonly,
       anon_sym_inodes,
+      anon_sym_user_DASHnamespaces,
       anon_sym_call,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
       anon_sym_SEMI,
       sym__newline,
-  [1168] = 5,
+  [834] = 8,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(9), 1,
-      anon_sym_policy,
-    STATE(71), 1,
-      sym_policy,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1186] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(205), 1,
-      anon_sym_LBRACE,
-    ACTIONS(209), 1,
-      anon_sym_runner,
-    STATE(152), 1,
-      sym_landlock_block,
-    ACTIONS(207), 3,
+    ACTIONS(207), 1,
       anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [1204] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
+    STATE(39), 1,
+      aux_sym_limits_block_repeat1,
+    STATE(61), 1,
+      sym_limit_entry,
+    STATE(211), 1,
+      sym_limit_name,
     ACTIONS(211), 2,
-      anon_sym_RBRACE,
-      anon_sym_allow_DASHexec,
-    STATE(7), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(22), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1220] = 4,
+    ACTIONS(209), 5,
+      anon_sym_cpu,
+      anon_sym_address_DASHspace,
+      anon_sym_processes,
+      anon_sym_open_DASHfiles,
+      anon_sym_file_DASHsize,
+  [865] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(213), 1,
+    ACTIONS(189), 13,
       anon_sym_RBRACE,
-    STATE(38), 2,
-      sym__sep,
-      aux_sym_syscall_block_repeat1,
-    ACTIONS(215), 3,
-      sym_syscall_name,
+      anon_sym_read_DASHonly,
+      anon_sym_inodes,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_call,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
       anon_sym_SEMI,
       sym__newline,
-  [1236] = 6,
+  [884] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(165), 1,
+    ACTIONS(213), 13,
       anon_sym_RBRACE,
-    STATE(31), 1,
-      aux_sym_io_block_repeat1,
-    STATE(76), 1,
-      sym_io_limit,
-    STATE(186), 1,
-      sym_io_direction,
-    ACTIONS(161), 2,
-      anon_sym_read,
-      anon_sym_write,
-  [1256] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(9), 1,
-      anon_sym_policy,
-    STATE(78), 1,
-      sym_policy,
-    ACTIONS(57), 2,
+      anon_sym_read_DASHonly,
+      anon_sym_inodes,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_call,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
       anon_sym_SEMI,
       sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1274] = 6,
+  [903] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(218), 1,
+    ACTIONS(215), 13,
       anon_sym_RBRACE,
-    STATE(31), 1,
-      aux_sym_io_block_repeat1,
-    STATE(58), 1,
-      sym_io_limit,
-    STATE(186), 1,
-      sym_io_direction,
-    ACTIONS(161), 2,
-      anon_sym_read,
-      anon_sym_write,
-  [1294] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(220), 1,
-      anon_sym_RBRACE,
-    ACTIONS(222), 2,
+      anon_sym_read_DASHonly,
+      anon_sym_inodes,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_call,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
       anon_sym_SEMI,
       sym__newline,
-    STATE(37), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1309] = 4,
+  [922] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(180), 1,
-      anon_sym_RBRACE,
-    ACTIONS(222), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(37), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1324] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(224), 1,
-      ts_builtin_sym_end,
-    ACTIONS(226), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(69), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1339] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(205), 1,
-      anon_sym_LBRACE,
-    STATE(132), 1,
-      sym_landlock_block,
-    ACTIONS(228), 3,
+    ACTIONS(217), 1,
+      sym__word,
+    STATE(21), 1,
+      aux_sym_expect_syscall_repeat1,
+    ACTIONS(219), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [1354] = 4,
+    ACTIONS(221), 8,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+  [947] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(223), 1,
+      sym__word,
+    STATE(21), 1,
+      aux_sym_expect_syscall_repeat1,
+    ACTIONS(226), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+    ACTIONS(228), 8,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+  [972] = 8,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(230), 1,
       anon_sym_RBRACE,
-    ACTIONS(232), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(8), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1369] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(234), 1,
-      ts_builtin_sym_end,
-    ACTIONS(57), 2,
+    STATE(41), 1,
+      aux_sym_limits_block_repeat1,
+    STATE(70), 1,
+      sym_limit_entry,
+    STATE(211), 1,
+      sym_limit_name,
+    ACTIONS(55), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1384] = 2,
+    ACTIONS(209), 5,
+      anon_sym_cpu,
+      anon_sym_address_DASHspace,
+      anon_sym_processes,
+      anon_sym_open_DASHfiles,
+      anon_sym_file_DASHsize,
+  [1003] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(236), 5,
+    ACTIONS(234), 3,
       anon_sym_RBRACE,
-      anon_sym_inodes,
-      anon_sym_call,
       anon_sym_SEMI,
       sym__newline,
-  [1395] = 4,
+    ACTIONS(232), 9,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+      sym__word,
+  [1023] = 3,
     ACTIONS(3), 1,
       sym_comment,
+    ACTIONS(238), 1,
+      anon_sym_max,
+    ACTIONS(236), 11,
+      anon_sym_RBRACE,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+      anon_sym_SEMI,
+      sym__newline,
+  [1043] = 7,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(197), 1,
+      anon_sym_io,
     ACTIONS(240), 1,
-      anon_sym_COMMA,
-    STATE(49), 1,
-      aux_sym_pin_statement_repeat1,
-    ACTIONS(238), 3,
       anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [1410] = 4,
+    STATE(33), 1,
+      aux_sym_cgroup_block_repeat1,
+    STATE(171), 1,
+      sym_cgroup_name,
+    STATE(86), 2,
+      sym_cgroup_value,
+      sym_io_entry,
+    ACTIONS(195), 5,
+      anon_sym_cpu,
+      anon_sym_memory,
+      anon_sym_swap,
+      anon_sym_pids,
+      anon_sym_join_DASHtimeout,
+  [1070] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(243), 1,
-      ts_builtin_sym_end,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1425] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(224), 1,
-      ts_builtin_sym_end,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1440] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(167), 1,
+    ACTIONS(242), 11,
       anon_sym_RBRACE,
-    ACTIONS(245), 2,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
       anon_sym_SEMI,
       sym__newline,
-    STATE(17), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1455] = 2,
+  [1087] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(184), 5,
+    ACTIONS(244), 11,
       anon_sym_RBRACE,
-      anon_sym_inodes,
-      anon_sym_call,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
       anon_sym_SEMI,
       sym__newline,
-  [1466] = 4,
+  [1104] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(247), 1,
+    ACTIONS(246), 11,
       anon_sym_RBRACE,
-    ACTIONS(222), 2,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
       anon_sym_SEMI,
       sym__newline,
-    STATE(37), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1481] = 6,
+  [1121] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(249), 1,
-      anon_sym_COMMA,
-    ACTIONS(251), 1,
-      anon_sym_RBRACK,
-    ACTIONS(253), 1,
-      sym__newline,
-    STATE(60), 1,
-      aux_sym_string_list_repeat1,
-    STATE(146), 1,
-      aux_sym_string_list_repeat2,
-  [1500] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(255), 5,
+    ACTIONS(248), 11,
       anon_sym_RBRACE,
-      anon_sym_inodes,
-      anon_sym_call,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
       anon_sym_SEMI,
       sym__newline,
-  [1511] = 4,
+  [1138] = 2,
     ACTIONS(3), 1,
       sym_comment,
+    ACTIONS(250), 11,
+      anon_sym_RBRACE,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+      anon_sym_SEMI,
+      sym__newline,
+  [1155] = 7,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(193), 1,
+      anon_sym_RBRACE,
+    ACTIONS(197), 1,
+      anon_sym_io,
+    STATE(33), 1,
+      aux_sym_cgroup_block_repeat1,
+    STATE(171), 1,
+      sym_cgroup_name,
+    STATE(84), 2,
+      sym_cgroup_value,
+      sym_io_entry,
+    ACTIONS(195), 5,
+      anon_sym_cpu,
+      anon_sym_memory,
+      anon_sym_swap,
+      anon_sym_pids,
+      anon_sym_join_DASHtimeout,
+  [1182] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(252), 11,
+      anon_sym_RBRACE,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+      anon_sym_SEMI,
+      sym__newline,
+  [1199] = 7,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(254), 1,
+      anon_sym_RBRACE,
     ACTIONS(259), 1,
-      anon_sym_COMMA,
-    STATE(49), 1,
-      aux_sym_pin_statement_repeat1,
-    ACTIONS(257), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [1526] = 4,
+      anon_sym_io,
+    STATE(33), 1,
+      aux_sym_cgroup_block_repeat1,
+    STATE(171), 1,
+      sym_cgroup_name,
+    STATE(116), 2,
+      sym_cgroup_value,
+      sym_io_entry,
+    ACTIONS(256), 5,
+      anon_sym_cpu,
+      anon_sym_memory,
+      anon_sym_swap,
+      anon_sym_pids,
+      anon_sym_join_DASHtimeout,
+  [1226] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(261), 1,
-      anon_sym_RBRACE,
-    ACTIONS(263), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(29), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1541] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(265), 1,
-      ts_builtin_sym_end,
-    ACTIONS(57), 2,
+    ACTIONS(55), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1556] = 6,
+    ACTIONS(254), 7,
+      anon_sym_RBRACE,
+      anon_sym_cpu,
+      anon_sym_memory,
+      anon_sym_swap,
+      anon_sym_pids,
+      anon_sym_join_DASHtimeout,
+      anon_sym_io,
+  [1247] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(267), 1,
-      anon_sym_COMMA,
-    ACTIONS(269), 1,
-      anon_sym_RBRACK,
-    ACTIONS(271), 1,
+    ACTIONS(262), 11,
+      anon_sym_RBRACE,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+      anon_sym_SEMI,
       sym__newline,
-    STATE(62), 1,
-      aux_sym_string_list_repeat1,
-    STATE(157), 1,
-      aux_sym_string_list_repeat2,
-  [1575] = 6,
+  [1264] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(267), 1,
-      anon_sym_COMMA,
-    ACTIONS(269), 1,
-      anon_sym_RBRACK,
-    ACTIONS(273), 1,
+    ACTIONS(55), 2,
+      anon_sym_SEMI,
       sym__newline,
-    STATE(64), 1,
-      aux_sym_string_list_repeat1,
-    STATE(157), 1,
-      aux_sym_string_list_repeat2,
-  [1594] = 4,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+    ACTIONS(264), 6,
+      anon_sym_RBRACE,
+      anon_sym_cpu,
+      anon_sym_address_DASHspace,
+      anon_sym_processes,
+      anon_sym_open_DASHfiles,
+      anon_sym_file_DASHsize,
+  [1284] = 8,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(266), 1,
+      anon_sym_RBRACE,
+    STATE(58), 1,
+      aux_sym_io_block_repeat1,
+    STATE(87), 1,
+      sym_io_limit,
+    STATE(201), 1,
+      sym_io_direction,
+    ACTIONS(268), 2,
+      anon_sym_read,
+      anon_sym_write,
+    ACTIONS(270), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(38), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1312] = 8,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(272), 1,
+      anon_sym_RBRACE,
+    STATE(48), 1,
+      aux_sym_io_block_repeat1,
+    STATE(90), 1,
+      sym_io_limit,
+    STATE(201), 1,
+      sym_io_direction,
+    ACTIONS(55), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    ACTIONS(268), 2,
+      anon_sym_read,
+      anon_sym_write,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1340] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(230), 1,
+      anon_sym_RBRACE,
+    STATE(40), 1,
+      aux_sym_limits_block_repeat1,
+    STATE(70), 1,
+      sym_limit_entry,
+    STATE(211), 1,
+      sym_limit_name,
+    ACTIONS(209), 5,
+      anon_sym_cpu,
+      anon_sym_address_DASHspace,
+      anon_sym_processes,
+      anon_sym_open_DASHfiles,
+      anon_sym_file_DASHsize,
+  [1363] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(264), 1,
+      anon_sym_RBRACE,
+    STATE(40), 1,
+      aux_sym_limits_block_repeat1,
+    STATE(120), 1,
+      sym_limit_entry,
+    STATE(211), 1,
+      sym_limit_name,
+    ACTIONS(274), 5,
+      anon_sym_cpu,
+      anon_sym_address_DASHspace,
+      anon_sym_processes,
+      anon_sym_open_DASHfiles,
+      anon_sym_file_DASHsize,
+  [1386] = 6,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(277), 1,
-      sym__newline,
-    STATE(62), 1,
-      aux_sym_string_list_repeat1,
-    ACTIONS(275), 3,
-      anon_sym_COMMA,
-      sym_string,
-      anon_sym_RBRACK,
-  [1609] = 4,
+      anon_sym_RBRACE,
+    STATE(40), 1,
+      aux_sym_limits_block_repeat1,
+    STATE(76), 1,
+      sym_limit_entry,
+    STATE(211), 1,
+      sym_limit_name,
+    ACTIONS(209), 5,
+      anon_sym_cpu,
+      anon_sym_address_DASHspace,
+      anon_sym_processes,
+      anon_sym_open_DASHfiles,
+      anon_sym_file_DASHsize,
+  [1409] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(55), 1,
-      anon_sym_RBRACE,
-    ACTIONS(232), 2,
+    ACTIONS(7), 1,
+      anon_sym_splashpol,
+    ACTIONS(9), 1,
+      anon_sym_policy,
+    STATE(71), 1,
+      sym_policy,
+    STATE(119), 1,
+      sym_header,
+    ACTIONS(279), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(8), 2,
+    STATE(46), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1624] = 6,
+  [1433] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(271), 1,
-      sym__newline,
-    ACTIONS(280), 1,
-      anon_sym_COMMA,
-    ACTIONS(282), 1,
-      anon_sym_RBRACK,
-    STATE(62), 1,
-      aux_sym_string_list_repeat1,
-    STATE(167), 1,
-      aux_sym_string_list_repeat2,
-  [1643] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(286), 1,
-      anon_sym_quota,
-    STATE(168), 1,
-      sym_root_quota,
-    ACTIONS(284), 3,
-      anon_sym_RBRACE,
+    ACTIONS(7), 1,
+      anon_sym_splashpol,
+    ACTIONS(9), 1,
+      anon_sym_policy,
+    STATE(71), 1,
+      sym_policy,
+    STATE(119), 1,
+      sym_header,
+    ACTIONS(55), 2,
       anon_sym_SEMI,
       sym__newline,
-  [1658] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(137), 1,
-      anon_sym_RBRACE,
-    ACTIONS(288), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(16), 2,
+    STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1673] = 4,
+  [1457] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(265), 1,
-      ts_builtin_sym_end,
-    ACTIONS(290), 2,
+    ACTIONS(281), 1,
+      anon_sym_RBRACE,
+    ACTIONS(283), 1,
+      anon_sym_allow_DASHexec,
+    STATE(74), 1,
+      sym_allow_exec,
+    STATE(104), 1,
+      aux_sym_landlock_block_repeat1,
+    ACTIONS(55), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(47), 2,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1481] = 7,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(283), 1,
+      anon_sym_allow_DASHexec,
+    ACTIONS(285), 1,
+      anon_sym_RBRACE,
+    STATE(64), 1,
+      sym_allow_exec,
+    STATE(95), 1,
+      aux_sym_landlock_block_repeat1,
+    ACTIONS(287), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(44), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1505] = 7,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(7), 1,
+      anon_sym_splashpol,
+    ACTIONS(9), 1,
+      anon_sym_policy,
+    STATE(66), 1,
+      sym_policy,
+    STATE(121), 1,
+      sym_header,
+    ACTIONS(55), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1529] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(55), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+    ACTIONS(289), 3,
+      anon_sym_RBRACE,
+      anon_sym_read,
+      anon_sym_write,
+  [1546] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(291), 1,
+      anon_sym_RBRACE,
+    STATE(49), 1,
+      aux_sym_io_block_repeat1,
+    STATE(60), 1,
+      sym_io_limit,
+    STATE(201), 1,
+      sym_io_direction,
+    ACTIONS(268), 2,
+      anon_sym_read,
+      anon_sym_write,
+  [1566] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(289), 1,
+      anon_sym_RBRACE,
+    STATE(49), 1,
+      aux_sym_io_block_repeat1,
+    STATE(125), 1,
+      sym_io_limit,
+    STATE(201), 1,
+      sym_io_direction,
+    ACTIONS(293), 2,
+      anon_sym_read,
+      anon_sym_write,
+  [1586] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(9), 1,
+      anon_sym_policy,
+    STATE(66), 1,
+      sym_policy,
+    ACTIONS(55), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1604] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(296), 1,
+      anon_sym_RBRACE,
+    STATE(53), 2,
+      sym__sep,
+      aux_sym_syscall_block_repeat1,
+    ACTIONS(298), 3,
+      sym_syscall_name,
+      anon_sym_SEMI,
+      sym__newline,
+  [1620] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(9), 1,
+      anon_sym_policy,
+    STATE(69), 1,
+      sym_policy,
+    ACTIONS(55), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1638] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(300), 1,
+      anon_sym_RBRACE,
+    STATE(56), 2,
+      sym__sep,
+      aux_sym_syscall_block_repeat1,
+    ACTIONS(302), 3,
+      sym_syscall_name,
+      anon_sym_SEMI,
+      sym__newline,
+  [1654] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(9), 1,
+      anon_sym_policy,
+    STATE(62), 1,
+      sym_policy,
+    ACTIONS(55), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1672] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(55), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    ACTIONS(304), 2,
+      anon_sym_RBRACE,
+      anon_sym_allow_DASHexec,
+    STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
   [1688] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(292), 1,
-      ts_builtin_sym_end,
-    ACTIONS(294), 2,
+    ACTIONS(306), 1,
+      anon_sym_RBRACE,
+    STATE(56), 2,
+      sym__sep,
+      aux_sym_syscall_block_repeat1,
+    ACTIONS(308), 3,
+      sym_syscall_name,
       anon_sym_SEMI,
       sym__newline,
-    STATE(59), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1703] = 4,
+  [1704] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(296), 1,
+    ACTIONS(311), 1,
+      anon_sym_LBRACE,
+    ACTIONS(315), 1,
+      anon_sym_runner,
+    STATE(140), 1,
+      sym_landlock_block,
+    ACTIONS(313), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [1722] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(272), 1,
+      anon_sym_RBRACE,
+    STATE(49), 1,
+      aux_sym_io_block_repeat1,
+    STATE(90), 1,
+      sym_io_limit,
+    STATE(201), 1,
+      sym_io_direction,
+    ACTIONS(268), 2,
+      anon_sym_read,
+      anon_sym_write,
+  [1742] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(319), 1,
+      anon_sym_COMMA,
+    STATE(92), 1,
+      aux_sym_pin_statement_repeat1,
+    ACTIONS(317), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [1757] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(321), 1,
+      anon_sym_RBRACE,
+    ACTIONS(323), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(47), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1772] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(230), 1,
+      anon_sym_RBRACE,
+    ACTIONS(325), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(36), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1787] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(327), 1,
       ts_builtin_sym_end,
-    ACTIONS(57), 2,
+    ACTIONS(329), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(85), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1802] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(331), 1,
+      ts_builtin_sym_end,
+    ACTIONS(55), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1718] = 4,
+  [1817] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(147), 1,
+    ACTIONS(281), 1,
       anon_sym_RBRACE,
-    ACTIONS(288), 2,
+    ACTIONS(333), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(16), 2,
+    STATE(55), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1733] = 4,
+  [1832] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(296), 1,
+    ACTIONS(311), 1,
+      anon_sym_LBRACE,
+    STATE(213), 1,
+      sym_landlock_block,
+    ACTIONS(335), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [1847] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(331), 1,
       ts_builtin_sym_end,
-    ACTIONS(298), 2,
+    ACTIONS(337), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(72), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1862] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(339), 1,
+      anon_sym_RBRACE,
+    ACTIONS(341), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(8), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1877] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(345), 1,
+      anon_sym_COMMA,
+    STATE(68), 1,
+      aux_sym_pin_statement_repeat1,
+    ACTIONS(343), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [1892] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(348), 1,
+      ts_builtin_sym_end,
+    ACTIONS(350), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(77), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1907] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(277), 1,
+      anon_sym_RBRACE,
+    ACTIONS(325), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(36), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1922] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(352), 1,
+      ts_builtin_sym_end,
+    ACTIONS(354), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(63), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1937] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(348), 1,
+      ts_builtin_sym_end,
+    ACTIONS(55), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1952] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(61), 1,
+      anon_sym_RBRACE,
+    ACTIONS(341), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(8), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1967] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(356), 1,
+      anon_sym_RBRACE,
+    ACTIONS(333), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(55), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1982] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(358), 1,
+      anon_sym_COMMA,
+    ACTIONS(360), 1,
+      anon_sym_RBRACK,
+    ACTIONS(362), 1,
+      sym__newline,
+    STATE(78), 1,
+      aux_sym_string_list_repeat1,
+    STATE(148), 1,
+      aux_sym_string_list_repeat2,
+  [2001] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(364), 1,
+      anon_sym_RBRACE,
+    ACTIONS(325), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(36), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2016] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(327), 1,
+      ts_builtin_sym_end,
+    ACTIONS(55), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2031] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(366), 1,
+      anon_sym_COMMA,
+    ACTIONS(368), 1,
+      anon_sym_RBRACK,
+    ACTIONS(370), 1,
+      sym__newline,
+    STATE(80), 1,
+      aux_sym_string_list_repeat1,
+    STATE(163), 1,
+      aux_sym_string_list_repeat2,
+  [2050] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(366), 1,
+      anon_sym_COMMA,
+    ACTIONS(368), 1,
+      anon_sym_RBRACK,
+    ACTIONS(372), 1,
+      sym__newline,
+    STATE(81), 1,
+      aux_sym_string_list_repeat1,
+    STATE(163), 1,
+      aux_sym_string_list_repeat2,
+  [2069] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(376), 1,
+      sym__newline,
+    STATE(80), 1,
+      aux_sym_string_list_repeat1,
+    ACTIONS(374), 3,
+      anon_sym_COMMA,
+      sym_string,
+      anon_sym_RBRACK,
+  [2084] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(370), 1,
+      sym__newline,
+    ACTIONS(379), 1,
+      anon_sym_COMMA,
+    ACTIONS(381), 1,
+      anon_sym_RBRACK,
+    STATE(80), 1,
+      aux_sym_string_list_repeat1,
+    STATE(179), 1,
+      aux_sym_string_list_repeat2,
+  [2103] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(385), 1,
+      anon_sym_quota,
+    STATE(180), 1,
+      sym_root_quota,
+    ACTIONS(383), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2118] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(193), 1,
+      anon_sym_RBRACE,
+    ACTIONS(387), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(34), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2133] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(240), 1,
+      anon_sym_RBRACE,
+    ACTIONS(387), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(34), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2148] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(389), 1,
+      ts_builtin_sym_end,
+    ACTIONS(55), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2163] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(391), 1,
+      anon_sym_RBRACE,
+    ACTIONS(387), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(34), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2178] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(272), 1,
+      anon_sym_RBRACE,
+    ACTIONS(323), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(47), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2193] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(352), 1,
+      ts_builtin_sym_end,
+    ACTIONS(55), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2208] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(13), 1,
+      anon_sym_RBRACE,
+    ACTIONS(341), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(8), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2223] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(291), 1,
+      anon_sym_RBRACE,
+    ACTIONS(323), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(47), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2238] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(393), 1,
+      ts_builtin_sym_end,
+    ACTIONS(395), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(88), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2253] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(319), 1,
+      anon_sym_COMMA,
+    STATE(68), 1,
+      aux_sym_pin_statement_repeat1,
+    ACTIONS(397), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2268] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(399), 1,
+      anon_sym_RBRACE,
+    ACTIONS(333), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(55), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2283] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(401), 4,
+      anon_sym_RBRACE,
+      anon_sym_COMMA,
+      anon_sym_SEMI,
+      sym__newline,
+  [2293] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(281), 1,
+      anon_sym_RBRACE,
+    ACTIONS(283), 1,
+      anon_sym_allow_DASHexec,
+    STATE(74), 1,
+      sym_allow_exec,
+    STATE(109), 1,
+      aux_sym_landlock_block_repeat1,
+  [2309] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(341), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(8), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2321] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(403), 1,
+      sym_string,
+    ACTIONS(405), 1,
+      anon_sym_RBRACK,
+    ACTIONS(407), 1,
+      sym__newline,
+    STATE(115), 1,
+      aux_sym_string_list_repeat1,
+  [2337] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(411), 1,
+      sym__newline,
+    STATE(105), 1,
+      aux_sym_string_list_repeat1,
+    ACTIONS(409), 2,
+      anon_sym_COMMA,
+      anon_sym_RBRACK,
+  [2351] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(370), 1,
+      sym__newline,
+    ACTIONS(381), 1,
+      anon_sym_RBRACK,
+    ACTIONS(413), 1,
+      sym_string,
+    STATE(80), 1,
+      aux_sym_string_list_repeat1,
+  [2367] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(381), 1,
+      anon_sym_RBRACK,
+    ACTIONS(415), 1,
+      sym_string,
+    ACTIONS(417), 1,
+      sym__newline,
+    STATE(107), 1,
+      aux_sym_string_list_repeat1,
+  [2383] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(419), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(50), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1748] = 4,
+  [2395] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(300), 1,
-      anon_sym_RBRACE,
-    ACTIONS(288), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(16), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1763] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(165), 1,
-      anon_sym_RBRACE,
-    ACTIONS(263), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(29), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1778] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(259), 1,
-      anon_sym_COMMA,
-    STATE(57), 1,
-      aux_sym_pin_statement_repeat1,
-    ACTIONS(302), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [1793] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(59), 1,
-      anon_sym_RBRACE,
-    ACTIONS(232), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(8), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1808] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(218), 1,
-      anon_sym_RBRACE,
-    ACTIONS(263), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(29), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1823] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(145), 1,
-      anon_sym_RBRACE,
-    ACTIONS(245), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(17), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1838] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(234), 1,
-      ts_builtin_sym_end,
-    ACTIONS(304), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(51), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1853] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(306), 1,
-      anon_sym_RBRACE,
-    ACTIONS(245), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(17), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1868] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(308), 4,
+    ACTIONS(421), 4,
       anon_sym_RBRACE,
       anon_sym_quota,
       anon_sym_SEMI,
       sym__newline,
-  [1878] = 3,
+  [2405] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(310), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(32), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1890] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(312), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(40), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1902] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(238), 4,
+    ACTIONS(343), 4,
       anon_sym_RBRACE,
       anon_sym_COMMA,
       anon_sym_SEMI,
       sym__newline,
-  [1912] = 5,
+  [2415] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(314), 1,
-      anon_sym_LBRACE,
-    ACTIONS(316), 1,
-      anon_sym_runner,
-    ACTIONS(318), 1,
-      anon_sym_required,
-    STATE(145), 1,
-      sym_limits_block,
-  [1928] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(320), 1,
-      sym_string,
-    ACTIONS(322), 1,
-      anon_sym_RBRACK,
-    ACTIONS(324), 1,
-      sym__newline,
-    STATE(110), 1,
-      aux_sym_string_list_repeat1,
-  [1944] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(245), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(17), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1956] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(271), 1,
-      sym__newline,
-    STATE(62), 1,
-      aux_sym_string_list_repeat1,
-    ACTIONS(326), 2,
-      anon_sym_COMMA,
-      anon_sym_RBRACK,
-  [1970] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(328), 1,
-      sym__newline,
-    STATE(95), 1,
-      aux_sym_string_list_repeat1,
-    ACTIONS(326), 2,
-      anon_sym_COMMA,
-      anon_sym_RBRACK,
-  [1984] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(271), 1,
-      sym__newline,
-    ACTIONS(330), 1,
-      sym_string,
-    ACTIONS(332), 1,
-      anon_sym_RBRACK,
-    STATE(62), 1,
-      aux_sym_string_list_repeat1,
-  [2000] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(332), 1,
-      anon_sym_RBRACK,
-    ACTIONS(334), 1,
-      sym_string,
-    ACTIONS(336), 1,
-      sym__newline,
-    STATE(97), 1,
-      aux_sym_string_list_repeat1,
-  [2016] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(338), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(35), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2028] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(222), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(37), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2040] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(269), 1,
-      anon_sym_RBRACK,
-    ACTIONS(334), 1,
-      sym_string,
-    ACTIONS(340), 1,
-      sym__newline,
-    STATE(108), 1,
-      aux_sym_string_list_repeat1,
-  [2056] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(344), 1,
-      anon_sym_args,
-    ACTIONS(342), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2068] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(271), 1,
-      sym__newline,
-    STATE(62), 1,
-      aux_sym_string_list_repeat1,
-    ACTIONS(346), 2,
-      anon_sym_COMMA,
-      anon_sym_RBRACK,
-  [2082] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(350), 1,
-      anon_sym_size,
-    ACTIONS(348), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2094] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(271), 1,
-      sym__newline,
-    ACTIONS(330), 1,
-      sym_string,
-    ACTIONS(352), 1,
-      anon_sym_RBRACK,
-    STATE(62), 1,
-      aux_sym_string_list_repeat1,
-  [2110] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(334), 1,
-      sym_string,
-    ACTIONS(352), 1,
-      anon_sym_RBRACK,
-    ACTIONS(354), 1,
-      sym__newline,
-    STATE(102), 1,
-      aux_sym_string_list_repeat1,
-  [2126] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(356), 4,
-      anon_sym_RBRACE,
-      anon_sym_COMMA,
-      anon_sym_SEMI,
-      sym__newline,
-  [2136] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(176), 1,
+    ACTIONS(283), 1,
       anon_sym_allow_DASHexec,
-    ACTIONS(180), 1,
+    ACTIONS(356), 1,
       anon_sym_RBRACE,
-    STATE(54), 1,
+    STATE(93), 1,
       sym_allow_exec,
-    STATE(104), 1,
+    STATE(109), 1,
       aux_sym_landlock_block_repeat1,
-  [2152] = 3,
+  [2431] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(288), 2,
-      anon_sym_SEMI,
+    ACTIONS(370), 1,
       sym__newline,
-    STATE(16), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2164] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(271), 1,
-      sym__newline,
-    ACTIONS(330), 1,
-      sym_string,
-    ACTIONS(358), 1,
-      anon_sym_RBRACK,
-    STATE(62), 1,
+    STATE(80), 1,
       aux_sym_string_list_repeat1,
-  [2180] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(176), 1,
-      anon_sym_allow_DASHexec,
-    ACTIONS(247), 1,
-      anon_sym_RBRACE,
-    STATE(42), 1,
-      sym_allow_exec,
-    STATE(104), 1,
-      aux_sym_landlock_block_repeat1,
-  [2196] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(211), 1,
-      anon_sym_RBRACE,
-    ACTIONS(360), 1,
-      anon_sym_allow_DASHexec,
-    STATE(92), 1,
-      sym_allow_exec,
-    STATE(104), 1,
-      aux_sym_landlock_block_repeat1,
-  [2212] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(232), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(8), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2224] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(365), 1,
-      anon_sym_call,
-    ACTIONS(363), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2236] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(369), 1,
-      sym__newline,
-    STATE(87), 1,
-      aux_sym_string_list_repeat1,
-    ACTIONS(367), 2,
+    ACTIONS(423), 2,
       anon_sym_COMMA,
       anon_sym_RBRACK,
-  [2250] = 5,
+  [2445] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(271), 1,
+    ACTIONS(425), 1,
       sym__newline,
-    ACTIONS(282), 1,
-      anon_sym_RBRACK,
-    ACTIONS(330), 1,
-      sym_string,
-    STATE(62), 1,
+    STATE(112), 1,
       aux_sym_string_list_repeat1,
-  [2266] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(282), 1,
+    ACTIONS(423), 2,
+      anon_sym_COMMA,
       anon_sym_RBRACK,
-    ACTIONS(334), 1,
-      sym_string,
-    ACTIONS(371), 1,
-      sym__newline,
-    STATE(89), 1,
-      aux_sym_string_list_repeat1,
-  [2282] = 5,
+  [2459] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(251), 1,
+    ACTIONS(370), 1,
+      sym__newline,
+    ACTIONS(413), 1,
+      sym_string,
+    ACTIONS(427), 1,
       anon_sym_RBRACK,
-    ACTIONS(271), 1,
-      sym__newline,
-    ACTIONS(373), 1,
-      sym_string,
-    STATE(62), 1,
+    STATE(80), 1,
       aux_sym_string_list_repeat1,
-  [2298] = 3,
+  [2475] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(263), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(29), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2310] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(375), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2319] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(377), 3,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-  [2328] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(379), 3,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-  [2337] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(381), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2346] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(383), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2355] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(385), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2364] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(387), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2373] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(171), 1,
-      sym_quantity,
-  [2386] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(393), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2395] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(139), 1,
-      sym_quantity,
-  [2408] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(395), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2417] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(348), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2426] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(397), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2435] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(399), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2444] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(401), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2453] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(403), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2462] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(405), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2471] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(407), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2480] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(409), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2489] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(176), 1,
-      sym_quantity,
-  [2502] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(411), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2511] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(413), 3,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-  [2520] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(415), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2529] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(417), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2538] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(149), 1,
-      sym_quantity,
-  [2551] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(419), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2560] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(106), 1,
-      sym_quantity,
-  [2573] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(421), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2582] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(423), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2591] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(425), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2600] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(427), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2609] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
+    ACTIONS(415), 1,
+      sym_string,
+    ACTIONS(427), 1,
+      anon_sym_RBRACK,
     ACTIONS(429), 1,
-      anon_sym_LBRACE,
+      sym__newline,
+    STATE(113), 1,
+      aux_sym_string_list_repeat1,
+  [2491] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(304), 1,
+      anon_sym_RBRACE,
     ACTIONS(431), 1,
+      anon_sym_allow_DASHexec,
+    STATE(109), 1,
+      aux_sym_landlock_block_repeat1,
+    STATE(123), 1,
+      sym_allow_exec,
+  [2507] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(434), 1,
+      anon_sym_LBRACE,
+    ACTIONS(436), 1,
+      anon_sym_runner,
+    ACTIONS(438), 1,
       anon_sym_required,
-    STATE(154), 1,
-      sym_cgroup_block,
-  [2622] = 2,
+    STATE(129), 1,
+      sym_limits_block,
+  [2523] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(433), 3,
+    ACTIONS(442), 1,
+      anon_sym_call,
+    ACTIONS(440), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2631] = 2,
+  [2535] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(435), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
+    ACTIONS(370), 1,
       sym__newline,
-  [2640] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(267), 1,
+    STATE(80), 1,
+      aux_sym_string_list_repeat1,
+    ACTIONS(444), 2,
       anon_sym_COMMA,
-    ACTIONS(269), 1,
       anon_sym_RBRACK,
-    STATE(158), 1,
-      aux_sym_string_list_repeat2,
-  [2653] = 3,
+  [2549] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    STATE(65), 1,
-      sym_access,
-    ACTIONS(437), 2,
-      anon_sym_read_DASHonly,
-      anon_sym_read_DASHwrite,
-  [2664] = 4,
+    ACTIONS(370), 1,
+      sym__newline,
+    ACTIONS(413), 1,
+      sym_string,
+    ACTIONS(446), 1,
+      anon_sym_RBRACK,
+    STATE(80), 1,
+      aux_sym_string_list_repeat1,
+  [2565] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(159), 1,
-      sym_quantity,
-  [2677] = 2,
+    ACTIONS(415), 1,
+      sym_string,
+    ACTIONS(446), 1,
+      anon_sym_RBRACK,
+    ACTIONS(448), 1,
+      sym__newline,
+    STATE(117), 1,
+      aux_sym_string_list_repeat1,
+  [2581] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(439), 3,
+    ACTIONS(360), 1,
+      anon_sym_RBRACK,
+    ACTIONS(370), 1,
+      sym__newline,
+    ACTIONS(450), 1,
+      sym_string,
+    STATE(80), 1,
+      aux_sym_string_list_repeat1,
+  [2597] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(387), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(34), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2609] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(370), 1,
+      sym__newline,
+    ACTIONS(413), 1,
+      sym_string,
+    ACTIONS(452), 1,
+      anon_sym_RBRACK,
+    STATE(80), 1,
+      aux_sym_string_list_repeat1,
+  [2625] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(456), 1,
+      anon_sym_size,
+    ACTIONS(454), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2686] = 2,
+  [2637] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(441), 3,
+    ACTIONS(458), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(52), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2649] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(325), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(36), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2661] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(460), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(54), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2673] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(464), 1,
+      anon_sym_args,
+    ACTIONS(462), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2695] = 2,
+  [2685] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(443), 3,
+    ACTIONS(333), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(55), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2697] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(368), 1,
+      anon_sym_RBRACK,
+    ACTIONS(415), 1,
+      sym_string,
+    ACTIONS(466), 1,
+      sym__newline,
+    STATE(99), 1,
+      aux_sym_string_list_repeat1,
+  [2713] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(323), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(47), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2725] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(468), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2704] = 2,
+  [2734] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(445), 3,
+    ACTIONS(470), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2713] = 2,
+  [2743] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(447), 3,
+    ACTIONS(472), 3,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-  [2722] = 2,
+  [2752] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(449), 3,
+    ACTIONS(474), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2731] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(451), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2740] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(453), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2749] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(280), 1,
-      anon_sym_COMMA,
-    ACTIONS(282), 1,
-      anon_sym_RBRACK,
-    STATE(158), 1,
-      aux_sym_string_list_repeat2,
-  [2762] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(367), 1,
-      anon_sym_RBRACK,
-    ACTIONS(455), 1,
-      anon_sym_COMMA,
-    STATE(158), 1,
-      aux_sym_string_list_repeat2,
-  [2775] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(458), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2784] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(460), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2793] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    STATE(74), 1,
-      sym_pin_item,
-    ACTIONS(462), 2,
-      anon_sym_mounts,
-      anon_sym_executables,
-  [2804] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(172), 1,
-      sym_quantity,
-  [2817] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(464), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2826] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(466), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2835] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(470), 1,
-      anon_sym_strict_DASHallowlist,
-    ACTIONS(468), 2,
-      anon_sym_off,
-      anon_sym_deny_DASHknown_DASHescape_DASHsurface,
-  [2846] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(334), 1,
-      sym_string,
-    ACTIONS(472), 1,
-      sym__newline,
-    STATE(177), 1,
-      aux_sym_string_list_repeat1,
-  [2859] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(332), 1,
-      anon_sym_RBRACK,
-    ACTIONS(474), 1,
-      anon_sym_COMMA,
-    STATE(158), 1,
-      aux_sym_string_list_repeat2,
-  [2872] = 2,
+  [2761] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(476), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2881] = 2,
+  [2770] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(478), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2890] = 2,
+  [2779] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(480), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2899] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(482), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2908] = 2,
+    ACTIONS(480), 1,
+      anon_sym_unlimited,
+    ACTIONS(482), 1,
+      sym_number,
+    STATE(153), 1,
+      sym_quantity,
+  [2792] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(484), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2917] = 4,
+  [2801] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(253), 1,
-      sym_quantity,
-  [2930] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(118), 1,
-      sym_quantity,
-  [2943] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    STATE(83), 1,
-      sym_pin_item,
-    ACTIONS(462), 2,
-      anon_sym_mounts,
-      anon_sym_executables,
-  [2954] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(486), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2963] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(271), 1,
-      sym__newline,
-    ACTIONS(330), 1,
-      sym_string,
-    STATE(62), 1,
-      aux_sym_string_list_repeat1,
-  [2976] = 2,
+    ACTIONS(434), 1,
+      anon_sym_LBRACE,
+    ACTIONS(486), 1,
+      anon_sym_required,
+    STATE(198), 1,
+      sym_limits_block,
+  [2814] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(488), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2985] = 2,
+  [2823] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(490), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2994] = 2,
+  [2832] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(492), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3003] = 2,
+  [2841] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(494), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3012] = 3,
+  [2850] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    STATE(219), 1,
-      sym_catalog,
-    ACTIONS(496), 2,
-      anon_sym_endpoint,
-      anon_sym_origin,
-  [3023] = 2,
+    ACTIONS(496), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2859] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(498), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3032] = 2,
+  [2868] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(500), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3041] = 2,
+  [2877] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(502), 3,
-      anon_sym_RBRACE,
+      ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-  [3050] = 4,
+  [2886] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(389), 1,
+    ACTIONS(504), 1,
+      anon_sym_LBRACE,
+    ACTIONS(506), 1,
+      anon_sym_required,
+    STATE(157), 1,
+      sym_cgroup_block,
+  [2899] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(480), 1,
       anon_sym_unlimited,
-    ACTIONS(391), 1,
+    ACTIONS(482), 1,
       sym_number,
-    STATE(192), 1,
+    STATE(30), 1,
       sym_quantity,
-  [3063] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(124), 1,
-      sym_quantity,
-  [3076] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(504), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3085] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(506), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3094] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(251), 1,
-      sym_quantity,
-  [3107] = 2,
+  [2912] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(508), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3116] = 2,
+  [2921] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(510), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3125] = 4,
+  [2930] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(314), 1,
-      anon_sym_LBRACE,
-    ACTIONS(512), 1,
-      anon_sym_required,
-    STATE(127), 1,
-      sym_limits_block,
-  [3138] = 2,
+    ACTIONS(512), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2939] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(366), 1,
+      anon_sym_COMMA,
+    ACTIONS(368), 1,
+      anon_sym_RBRACK,
+    STATE(164), 1,
+      aux_sym_string_list_repeat2,
+  [2952] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(514), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3147] = 2,
+  [2961] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(516), 3,
-      anon_sym_RBRACE,
+      ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-  [3156] = 2,
+  [2970] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(518), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3165] = 4,
+    STATE(82), 1,
+      sym_access,
+    ACTIONS(518), 2,
+      anon_sym_read_DASHonly,
+      anon_sym_read_DASHwrite,
+  [2981] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(389), 1,
+    ACTIONS(480), 1,
       anon_sym_unlimited,
-    ACTIONS(391), 1,
+    ACTIONS(482), 1,
       sym_number,
-    STATE(156), 1,
+    STATE(168), 1,
       sym_quantity,
-  [3178] = 2,
+  [2994] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(520), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3187] = 2,
+  [3003] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(522), 3,
-      ts_builtin_sym_end,
+      anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3196] = 3,
+  [3012] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(429), 1,
-      anon_sym_LBRACE,
-    STATE(163), 1,
-      sym_cgroup_block,
-  [3206] = 3,
+    ACTIONS(524), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3021] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(314), 1,
-      anon_sym_LBRACE,
-    STATE(141), 1,
-      sym_limits_block,
-  [3216] = 3,
+    STATE(59), 1,
+      sym_pin_item,
+    ACTIONS(526), 2,
+      anon_sym_mounts,
+      anon_sym_executables,
+  [3032] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(524), 1,
-      anon_sym_LBRACK,
-    STATE(116), 1,
-      sym_string_list,
-  [3226] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(526), 1,
-      anon_sym_host,
-    ACTIONS(528), 1,
-      anon_sym_tmpfs,
-  [3236] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(530), 1,
-      anon_sym_LBRACE,
-    STATE(180), 1,
-      sym_io_block,
-  [3246] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(314), 1,
-      anon_sym_LBRACE,
-    STATE(194), 1,
-      sym_limits_block,
-  [3256] = 3,
+    ACTIONS(528), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3041] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(532), 1,
-      anon_sym_LBRACE,
-    STATE(153), 1,
-      sym_policy_body,
-  [3266] = 3,
+      anon_sym_strict_DASHallowlist,
+    ACTIONS(530), 2,
+      anon_sym_off,
+      anon_sym_deny_DASHknown_DASHescape_DASHsurface,
+  [3052] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(534), 1,
+    ACTIONS(480), 1,
+      anon_sym_unlimited,
+    ACTIONS(482), 1,
+      sym_number,
+    STATE(162), 1,
+      sym_quantity,
+  [3065] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(534), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3074] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(454), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3083] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(536), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3092] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(379), 1,
+      anon_sym_COMMA,
+    ACTIONS(381), 1,
+      anon_sym_RBRACK,
+    STATE(164), 1,
+      aux_sym_string_list_repeat2,
+  [3105] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(409), 1,
+      anon_sym_RBRACK,
+    ACTIONS(538), 1,
+      anon_sym_COMMA,
+    STATE(164), 1,
+      aux_sym_string_list_repeat2,
+  [3118] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(541), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3127] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(543), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3136] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(480), 1,
+      anon_sym_unlimited,
+    ACTIONS(482), 1,
+      sym_number,
+    STATE(252), 1,
+      sym_quantity,
+  [3149] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(545), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3158] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(547), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3167] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(549), 3,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+  [3176] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(480), 1,
+      anon_sym_unlimited,
+    ACTIONS(482), 1,
+      sym_number,
+    STATE(184), 1,
+      sym_quantity,
+  [3189] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(551), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3198] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(553), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3207] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(480), 1,
+      anon_sym_unlimited,
+    ACTIONS(482), 1,
+      sym_number,
+    STATE(29), 1,
+      sym_quantity,
+  [3220] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(555), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3229] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    STATE(103), 1,
+      sym_pin_item,
+    ACTIONS(526), 2,
+      anon_sym_mounts,
+      anon_sym_executables,
+  [3240] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(557), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3249] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(415), 1,
       sym_string,
-    STATE(203), 1,
-      sym_root_id,
-  [3276] = 3,
+    ACTIONS(559), 1,
+      sym__newline,
+    STATE(191), 1,
+      aux_sym_string_list_repeat1,
+  [3262] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(536), 1,
-      anon_sym_LBRACE,
-    STATE(178), 1,
-      sym_syscall_block,
-  [3286] = 2,
+    ACTIONS(427), 1,
+      anon_sym_RBRACK,
+    ACTIONS(561), 1,
+      anon_sym_COMMA,
+    STATE(164), 1,
+      aux_sym_string_list_repeat2,
+  [3275] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(538), 2,
-      anon_sym_unlimited,
-      sym_number,
-  [3294] = 2,
+    ACTIONS(563), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3284] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(540), 2,
-      anon_sym_unlimited,
-      sym_number,
+    ACTIONS(565), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3293] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(567), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
   [3302] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(542), 1,
-      anon_sym_off,
-    ACTIONS(544), 1,
-      anon_sym_private,
-  [3312] = 2,
+    STATE(238), 1,
+      sym_catalog,
+    ACTIONS(569), 2,
+      anon_sym_endpoint,
+      anon_sym_origin,
+  [3313] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(546), 2,
+    ACTIONS(571), 3,
+      anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3320] = 2,
+  [3322] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(548), 2,
-      anon_sym_host,
-      anon_sym_tmpfs,
-  [3328] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(524), 1,
-      anon_sym_LBRACK,
-    STATE(169), 1,
-      sym_string_list,
-  [3338] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(550), 2,
+    ACTIONS(480), 1,
       anon_sym_unlimited,
+    ACTIONS(482), 1,
       sym_number,
-  [3346] = 2,
+    STATE(188), 1,
+      sym_quantity,
+  [3335] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(552), 1,
-      anon_sym_none,
-  [3353] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(554), 1,
-      anon_sym_at,
-  [3360] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(556), 1,
-      sym_string,
-  [3367] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(558), 1,
-      anon_sym_parent,
-  [3374] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(560), 1,
-      anon_sym_aggregate,
-  [3381] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(562), 1,
-      sym_string,
-  [3388] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(564), 1,
-      anon_sym_combined,
-  [3395] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(566), 1,
-      anon_sym_bytes,
-  [3402] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(568), 1,
-      anon_sym_session,
-  [3409] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(570), 1,
+    ACTIONS(480), 1,
+      anon_sym_unlimited,
+    ACTIONS(482), 1,
       sym_number,
-  [3416] = 2,
+    STATE(135), 1,
+      sym_quantity,
+  [3348] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(572), 1,
+    ACTIONS(573), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3357] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(575), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3366] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(577), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3375] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(579), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3384] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(370), 1,
+      sym__newline,
+    ACTIONS(413), 1,
       sym_string,
-  [3423] = 2,
+    STATE(80), 1,
+      aux_sym_string_list_repeat1,
+  [3397] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(574), 1,
-      sym_number,
-  [3430] = 2,
+    ACTIONS(581), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3406] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(576), 1,
-      anon_sym_ids,
-  [3437] = 2,
+    ACTIONS(583), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3415] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(578), 1,
-      anon_sym_at,
-  [3444] = 2,
+    ACTIONS(585), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3424] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(580), 1,
-      anon_sym_at,
+    ACTIONS(587), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3433] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(589), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3442] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(591), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
   [3451] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(582), 1,
-      sym_string,
-  [3458] = 2,
+    ACTIONS(593), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3460] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(584), 1,
-      sym_string,
-  [3465] = 2,
+    ACTIONS(595), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3469] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(586), 1,
-      anon_sym_max,
-  [3472] = 2,
+    ACTIONS(597), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3478] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(588), 1,
-      sym_string,
-  [3479] = 2,
+    ACTIONS(480), 1,
+      anon_sym_unlimited,
+    ACTIONS(482), 1,
+      sym_number,
+    STATE(208), 1,
+      sym_quantity,
+  [3491] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(590), 1,
-      anon_sym_bytes,
-  [3486] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(592), 1,
-      sym_string,
-  [3493] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(594), 1,
-      anon_sym_runner,
+    ACTIONS(599), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
   [3500] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(596), 1,
-      sym_string,
-  [3507] = 2,
+    ACTIONS(601), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3509] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(598), 1,
-      anon_sym_size,
-  [3514] = 2,
+    ACTIONS(603), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3518] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(600), 1,
-      sym_string,
-  [3521] = 2,
+    ACTIONS(480), 1,
+      anon_sym_unlimited,
+    ACTIONS(482), 1,
+      sym_number,
+    STATE(281), 1,
+      sym_quantity,
+  [3531] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(602), 1,
-      sym_string,
-  [3528] = 2,
+    ACTIONS(605), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3540] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(604), 1,
-      anon_sym_aggregate,
-  [3535] = 2,
+    ACTIONS(480), 1,
+      anon_sym_unlimited,
+    ACTIONS(482), 1,
+      sym_number,
+    STATE(111), 1,
+      sym_quantity,
+  [3553] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(606), 1,
-      anon_sym_at,
-  [3542] = 2,
+    ACTIONS(607), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3562] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(608), 1,
-      sym_string,
-  [3549] = 2,
+    ACTIONS(609), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3571] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(610), 1,
-      anon_sym_bounded,
-  [3556] = 2,
+    ACTIONS(611), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3580] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(612), 1,
+    ACTIONS(480), 1,
+      anon_sym_unlimited,
+    ACTIONS(482), 1,
+      sym_number,
+    STATE(190), 1,
+      sym_quantity,
+  [3593] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(613), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3602] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(615), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3611] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(617), 3,
       ts_builtin_sym_end,
-  [3563] = 2,
+      anon_sym_SEMI,
+      sym__newline,
+  [3620] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(614), 1,
-      anon_sym_unbounded,
-  [3570] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(616), 1,
-      anon_sym_parent,
-  [3577] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(618), 1,
-      anon_sym_project,
-  [3584] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(620), 1,
-      sym_string,
-  [3591] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(622), 1,
-      anon_sym_inodes,
-  [3598] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(624), 1,
-      sym_string,
-  [3605] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(626), 1,
-      anon_sym_inodes,
-  [3612] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(628), 1,
-      sym_string,
-  [3619] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(630), 1,
-      anon_sym_parent,
-  [3626] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(632), 1,
-      sym_device,
+    ACTIONS(480), 1,
+      anon_sym_unlimited,
+    ACTIONS(482), 1,
+      sym_number,
+    STATE(217), 1,
+      sym_quantity,
   [3633] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(634), 1,
-      sym_string,
-  [3640] = 2,
+    ACTIONS(619), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3642] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(636), 1,
+    ACTIONS(621), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3651] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(480), 1,
+      anon_sym_unlimited,
+    ACTIONS(482), 1,
+      sym_number,
+    STATE(173), 1,
+      sym_quantity,
+  [3664] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(623), 1,
+      anon_sym_LBRACE,
+    STATE(141), 1,
+      sym_expect_block,
+  [3674] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(625), 2,
+      anon_sym_denied,
+      anon_sym_allowed,
+  [3682] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(627), 1,
+      anon_sym_LBRACK,
+    STATE(181), 1,
+      sym_string_list,
+  [3692] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(629), 1,
+      sym__word,
+    STATE(20), 1,
+      aux_sym_expect_syscall_repeat1,
+  [3702] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(631), 2,
+      anon_sym_unlimited,
+      sym_number,
+  [3710] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(633), 1,
       sym_string,
+    STATE(226), 1,
+      sym_root_id,
+  [3720] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(635), 1,
+      anon_sym_LBRACE,
+    STATE(195), 1,
+      sym_syscall_block,
+  [3730] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(637), 1,
+      anon_sym_host,
+    ACTIONS(639), 1,
+      anon_sym_tmpfs,
+  [3740] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(641), 1,
+      anon_sym_LBRACE,
+    STATE(193), 1,
+      sym_io_block,
+  [3750] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(643), 2,
+      anon_sym_SEMI,
+      sym__newline,
+  [3758] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(645), 2,
+      anon_sym_unlimited,
+      sym_number,
+  [3766] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(647), 1,
+      anon_sym_LBRACE,
+    STATE(170), 1,
+      sym_policy_body,
+  [3776] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(649), 1,
+      anon_sym_off,
+    ACTIONS(651), 1,
+      anon_sym_private,
+  [3786] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(627), 1,
+      anon_sym_LBRACK,
+    STATE(165), 1,
+      sym_string_list,
+  [3796] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(653), 2,
+      anon_sym_unlimited,
+      sym_number,
+  [3804] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(434), 1,
+      anon_sym_LBRACE,
+    STATE(137), 1,
+      sym_limits_block,
+  [3814] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(434), 1,
+      anon_sym_LBRACE,
+    STATE(139), 1,
+      sym_limits_block,
+  [3824] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(655), 2,
+      anon_sym_host,
+      anon_sym_tmpfs,
+  [3832] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(504), 1,
+      anon_sym_LBRACE,
+    STATE(172), 1,
+      sym_cgroup_block,
+  [3842] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(657), 1,
+      anon_sym_parent,
+  [3849] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(659), 1,
+      sym_string,
+  [3856] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(661), 1,
+      anon_sym_size,
+  [3863] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(663), 1,
+      anon_sym_aggregate,
+  [3870] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(665), 1,
+      anon_sym_project,
+  [3877] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(667), 1,
+      sym_string,
+  [3884] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(669), 1,
+      sym_string,
+  [3891] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(671), 1,
+      anon_sym_denied,
+  [3898] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(673), 1,
+      sym_string,
+  [3905] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(675), 1,
+      anon_sym_at,
+  [3912] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(677), 1,
+      sym_string,
+  [3919] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(679), 1,
+      sym_string,
+  [3926] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(681), 1,
+      sym_string,
+  [3933] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(683), 1,
+      anon_sym_parent,
+  [3940] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(685), 1,
+      anon_sym_inodes,
+  [3947] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(687), 1,
+      sym_device,
+  [3954] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(689), 1,
+      sym_string,
+  [3961] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(691), 1,
+      sym_string,
+  [3968] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(693), 1,
+      anon_sym_at,
+  [3975] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(695), 1,
+      sym_number,
+  [3982] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(697), 1,
+      anon_sym_parent,
+  [3989] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(699), 1,
+      anon_sym_none,
+  [3996] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(701), 1,
+      anon_sym_combined,
+  [4003] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(703), 1,
+      anon_sym_bounded,
+  [4010] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(705), 1,
+      sym_string,
+  [4017] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(707), 1,
+      anon_sym_none,
+  [4024] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(709), 1,
+      sym_string,
+  [4031] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(711), 1,
+      anon_sym_bytes,
+  [4038] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(713), 1,
+      anon_sym_at,
+  [4045] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(715), 1,
+      anon_sym_session,
+  [4052] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(717), 1,
+      sym_string,
+  [4059] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(719), 1,
+      anon_sym_at,
+  [4066] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(721), 1,
+      sym_number,
+  [4073] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(723), 1,
+      sym_string,
+  [4080] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(725), 1,
+      sym_string,
+  [4087] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(727), 1,
+      ts_builtin_sym_end,
+  [4094] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(729), 1,
+      anon_sym_aggregate,
+  [4101] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(731), 1,
+      sym_string,
+  [4108] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(733), 1,
+      anon_sym_ids,
+  [4115] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(735), 1,
+      anon_sym_bytes,
+  [4122] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(737), 1,
+      anon_sym_runner,
+  [4129] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(739), 1,
+      sym_string,
+  [4136] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(741), 1,
+      sym_string,
+  [4143] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(743), 1,
+      anon_sym_inodes,
+  [4150] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(745), 1,
+      sym_string,
+  [4157] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(747), 1,
+      anon_sym_max,
+  [4164] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(749), 1,
+      anon_sym_none,
+  [4171] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(751), 1,
+      anon_sym_max,
+  [4178] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(753), 1,
+      sym_string,
+  [4185] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(755), 1,
+      sym_string,
+  [4192] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(757), 1,
+      anon_sym_unbounded,
 };
 
 static const uint32_t ts_small_parse_table_map[] = {
   [SMALL_STATE(2)] = 0,
-  [SMALL_STATE(3)] = 97,
-  [SMALL_STATE(4)] = 194,
-  [SMALL_STATE(5)] = 283,
-  [SMALL_STATE(6)] = 372,
-  [SMALL_STATE(7)] = 461,
-  [SMALL_STATE(8)] = 513,
-  [SMALL_STATE(9)] = 549,
-  [SMALL_STATE(10)] = 584,
-  [SMALL_STATE(11)] = 619,
-  [SMALL_STATE(12)] = 650,
-  [SMALL_STATE(13)] = 681,
-  [SMALL_STATE(14)] = 708,
-  [SMALL_STATE(15)] = 735,
-  [SMALL_STATE(16)] = 762,
-  [SMALL_STATE(17)] = 783,
-  [SMALL_STATE(18)] = 803,
-  [SMALL_STATE(19)] = 831,
-  [SMALL_STATE(20)] = 859,
-  [SMALL_STATE(21)] = 882,
-  [SMALL_STATE(22)] = 905,
-  [SMALL_STATE(23)] = 928,
-  [SMALL_STATE(24)] = 952,
-  [SMALL_STATE(25)] = 976,
-  [SMALL_STATE(26)] = 1000,
-  [SMALL_STATE(27)] = 1024,
-  [SMALL_STATE(28)] = 1048,
-  [SMALL_STATE(29)] = 1067,
-  [SMALL_STATE(30)] = 1084,
-  [SMALL_STATE(31)] = 1100,
-  [SMALL_STATE(32)] = 1120,
-  [SMALL_STATE(33)] = 1138,
-  [SMALL_STATE(34)] = 1154,
-  [SMALL_STATE(35)] = 1168,
-  [SMALL_STATE(36)] = 1186,
-  [SMALL_STATE(37)] = 1204,
-  [SMALL_STATE(38)] = 1220,
-  [SMALL_STATE(39)] = 1236,
-  [SMALL_STATE(40)] = 1256,
-  [SMALL_STATE(41)] = 1274,
-  [SMALL_STATE(42)] = 1294,
-  [SMALL_STATE(43)] = 1309,
-  [SMALL_STATE(44)] = 1324,
-  [SMALL_STATE(45)] = 1339,
-  [SMALL_STATE(46)] = 1354,
-  [SMALL_STATE(47)] = 1369,
-  [SMALL_STATE(48)] = 1384,
-  [SMALL_STATE(49)] = 1395,
-  [SMALL_STATE(50)] = 1410,
-  [SMALL_STATE(51)] = 1425,
-  [SMALL_STATE(52)] = 1440,
-  [SMALL_STATE(53)] = 1455,
-  [SMALL_STATE(54)] = 1466,
-  [SMALL_STATE(55)] = 1481,
-  [SMALL_STATE(56)] = 1500,
-  [SMALL_STATE(57)] = 1511,
-  [SMALL_STATE(58)] = 1526,
-  [SMALL_STATE(59)] = 1541,
-  [SMALL_STATE(60)] = 1556,
-  [SMALL_STATE(61)] = 1575,
-  [SMALL_STATE(62)] = 1594,
-  [SMALL_STATE(63)] = 1609,
-  [SMALL_STATE(64)] = 1624,
-  [SMALL_STATE(65)] = 1643,
-  [SMALL_STATE(66)] = 1658,
-  [SMALL_STATE(67)] = 1673,
-  [SMALL_STATE(68)] = 1688,
-  [SMALL_STATE(69)] = 1703,
-  [SMALL_STATE(70)] = 1718,
-  [SMALL_STATE(71)] = 1733,
-  [SMALL_STATE(72)] = 1748,
-  [SMALL_STATE(73)] = 1763,
-  [SMALL_STATE(74)] = 1778,
-  [SMALL_STATE(75)] = 1793,
-  [SMALL_STATE(76)] = 1808,
-  [SMALL_STATE(77)] = 1823,
-  [SMALL_STATE(78)] = 1838,
-  [SMALL_STATE(79)] = 1853,
-  [SMALL_STATE(80)] = 1868,
-  [SMALL_STATE(81)] = 1878,
-  [SMALL_STATE(82)] = 1890,
-  [SMALL_STATE(83)] = 1902,
-  [SMALL_STATE(84)] = 1912,
-  [SMALL_STATE(85)] = 1928,
-  [SMALL_STATE(86)] = 1944,
-  [SMALL_STATE(87)] = 1956,
-  [SMALL_STATE(88)] = 1970,
-  [SMALL_STATE(89)] = 1984,
-  [SMALL_STATE(90)] = 2000,
-  [SMALL_STATE(91)] = 2016,
-  [SMALL_STATE(92)] = 2028,
-  [SMALL_STATE(93)] = 2040,
-  [SMALL_STATE(94)] = 2056,
-  [SMALL_STATE(95)] = 2068,
-  [SMALL_STATE(96)] = 2082,
-  [SMALL_STATE(97)] = 2094,
-  [SMALL_STATE(98)] = 2110,
-  [SMALL_STATE(99)] = 2126,
-  [SMALL_STATE(100)] = 2136,
-  [SMALL_STATE(101)] = 2152,
-  [SMALL_STATE(102)] = 2164,
-  [SMALL_STATE(103)] = 2180,
-  [SMALL_STATE(104)] = 2196,
-  [SMALL_STATE(105)] = 2212,
-  [SMALL_STATE(106)] = 2224,
-  [SMALL_STATE(107)] = 2236,
-  [SMALL_STATE(108)] = 2250,
-  [SMALL_STATE(109)] = 2266,
-  [SMALL_STATE(110)] = 2282,
-  [SMALL_STATE(111)] = 2298,
-  [SMALL_STATE(112)] = 2310,
-  [SMALL_STATE(113)] = 2319,
-  [SMALL_STATE(114)] = 2328,
-  [SMALL_STATE(115)] = 2337,
-  [SMALL_STATE(116)] = 2346,
-  [SMALL_STATE(117)] = 2355,
-  [SMALL_STATE(118)] = 2364,
-  [SMALL_STATE(119)] = 2373,
-  [SMALL_STATE(120)] = 2386,
-  [SMALL_STATE(121)] = 2395,
-  [SMALL_STATE(122)] = 2408,
-  [SMALL_STATE(123)] = 2417,
-  [SMALL_STATE(124)] = 2426,
-  [SMALL_STATE(125)] = 2435,
-  [SMALL_STATE(126)] = 2444,
-  [SMALL_STATE(127)] = 2453,
-  [SMALL_STATE(128)] = 2462,
-  [SMALL_STATE(129)] = 2471,
-  [SMALL_STATE(130)] = 2480,
-  [SMALL_STATE(131)] = 2489,
-  [SMALL_STATE(132)] = 2502,
-  [SMALL_STATE(133)] = 2511,
-  [SMALL_STATE(134)] = 2520,
-  [SMALL_STATE(135)] = 2529,
-  [SMALL_STATE(136)] = 2538,
-  [SMALL_STATE(137)] = 2551,
-  [SMALL_STATE(138)] = 2560,
-  [SMALL_STATE(139)] = 2573,
-  [SMALL_STATE(140)] = 2582,
-  [SMALL_STATE(141)] = 2591,
-  [SMALL_STATE(142)] = 2600,
-  [SMALL_STATE(143)] = 2609,
-  [SMALL_STATE(144)] = 2622,
-  [SMALL_STATE(145)] = 2631,
-  [SMALL_STATE(146)] = 2640,
-  [SMALL_STATE(147)] = 2653,
-  [SMALL_STATE(148)] = 2664,
-  [SMALL_STATE(149)] = 2677,
-  [SMALL_STATE(150)] = 2686,
-  [SMALL_STATE(151)] = 2695,
-  [SMALL_STATE(152)] = 2704,
-  [SMALL_STATE(153)] = 2713,
-  [SMALL_STATE(154)] = 2722,
-  [SMALL_STATE(155)] = 2731,
-  [SMALL_STATE(156)] = 2740,
-  [SMALL_STATE(157)] = 2749,
-  [SMALL_STATE(158)] = 2762,
-  [SMALL_STATE(159)] = 2775,
-  [SMALL_STATE(160)] = 2784,
-  [SMALL_STATE(161)] = 2793,
-  [SMALL_STATE(162)] = 2804,
-  [SMALL_STATE(163)] = 2817,
-  [SMALL_STATE(164)] = 2826,
-  [SMALL_STATE(165)] = 2835,
-  [SMALL_STATE(166)] = 2846,
-  [SMALL_STATE(167)] = 2859,
-  [SMALL_STATE(168)] = 2872,
-  [SMALL_STATE(169)] = 2881,
-  [SMALL_STATE(170)] = 2890,
-  [SMALL_STATE(171)] = 2899,
-  [SMALL_STATE(172)] = 2908,
-  [SMALL_STATE(173)] = 2917,
-  [SMALL_STATE(174)] = 2930,
-  [SMALL_STATE(175)] = 2943,
-  [SMALL_STATE(176)] = 2954,
-  [SMALL_STATE(177)] = 2963,
-  [SMALL_STATE(178)] = 2976,
-  [SMALL_STATE(179)] = 2985,
-  [SMALL_STATE(180)] = 2994,
-  [SMALL_STATE(181)] = 3003,
-  [SMALL_STATE(182)] = 3012,
-  [SMALL_STATE(183)] = 3023,
-  [SMALL_STATE(184)] = 3032,
-  [SMALL_STATE(185)] = 3041,
-  [SMALL_STATE(186)] = 3050,
-  [SMALL_STATE(187)] = 3063,
-  [SMALL_STATE(188)] = 3076,
-  [SMALL_STATE(189)] = 3085,
-  [SMALL_STATE(190)] = 3094,
-  [SMALL_STATE(191)] = 3107,
-  [SMALL_STATE(192)] = 3116,
-  [SMALL_STATE(193)] = 3125,
-  [SMALL_STATE(194)] = 3138,
-  [SMALL_STATE(195)] = 3147,
-  [SMALL_STATE(196)] = 3156,
-  [SMALL_STATE(197)] = 3165,
-  [SMALL_STATE(198)] = 3178,
-  [SMALL_STATE(199)] = 3187,
-  [SMALL_STATE(200)] = 3196,
-  [SMALL_STATE(201)] = 3206,
-  [SMALL_STATE(202)] = 3216,
-  [SMALL_STATE(203)] = 3226,
-  [SMALL_STATE(204)] = 3236,
-  [SMALL_STATE(205)] = 3246,
-  [SMALL_STATE(206)] = 3256,
-  [SMALL_STATE(207)] = 3266,
-  [SMALL_STATE(208)] = 3276,
-  [SMALL_STATE(209)] = 3286,
-  [SMALL_STATE(210)] = 3294,
-  [SMALL_STATE(211)] = 3302,
-  [SMALL_STATE(212)] = 3312,
-  [SMALL_STATE(213)] = 3320,
-  [SMALL_STATE(214)] = 3328,
-  [SMALL_STATE(215)] = 3338,
-  [SMALL_STATE(216)] = 3346,
-  [SMALL_STATE(217)] = 3353,
-  [SMALL_STATE(218)] = 3360,
-  [SMALL_STATE(219)] = 3367,
-  [SMALL_STATE(220)] = 3374,
-  [SMALL_STATE(221)] = 3381,
-  [SMALL_STATE(222)] = 3388,
-  [SMALL_STATE(223)] = 3395,
-  [SMALL_STATE(224)] = 3402,
-  [SMALL_STATE(225)] = 3409,
-  [SMALL_STATE(226)] = 3416,
-  [SMALL_STATE(227)] = 3423,
-  [SMALL_STATE(228)] = 3430,
-  [SMALL_STATE(229)] = 3437,
-  [SMALL_STATE(230)] = 3444,
-  [SMALL_STATE(231)] = 3451,
-  [SMALL_STATE(232)] = 3458,
-  [SMALL_STATE(233)] = 3465,
-  [SMALL_STATE(234)] = 3472,
-  [SMALL_STATE(235)] = 3479,
-  [SMALL_STATE(236)] = 3486,
-  [SMALL_STATE(237)] = 3493,
-  [SMALL_STATE(238)] = 3500,
-  [SMALL_STATE(239)] = 3507,
-  [SMALL_STATE(240)] = 3514,
-  [SMALL_STATE(241)] = 3521,
-  [SMALL_STATE(242)] = 3528,
-  [SMALL_STATE(243)] = 3535,
-  [SMALL_STATE(244)] = 3542,
-  [SMALL_STATE(245)] = 3549,
-  [SMALL_STATE(246)] = 3556,
-  [SMALL_STATE(247)] = 3563,
-  [SMALL_STATE(248)] = 3570,
-  [SMALL_STATE(249)] = 3577,
-  [SMALL_STATE(250)] = 3584,
-  [SMALL_STATE(251)] = 3591,
-  [SMALL_STATE(252)] = 3598,
-  [SMALL_STATE(253)] = 3605,
-  [SMALL_STATE(254)] = 3612,
-  [SMALL_STATE(255)] = 3619,
-  [SMALL_STATE(256)] = 3626,
-  [SMALL_STATE(257)] = 3633,
-  [SMALL_STATE(258)] = 3640,
+  [SMALL_STATE(3)] = 101,
+  [SMALL_STATE(4)] = 202,
+  [SMALL_STATE(5)] = 295,
+  [SMALL_STATE(6)] = 388,
+  [SMALL_STATE(7)] = 481,
+  [SMALL_STATE(8)] = 534,
+  [SMALL_STATE(9)] = 571,
+  [SMALL_STATE(10)] = 619,
+  [SMALL_STATE(11)] = 667,
+  [SMALL_STATE(12)] = 715,
+  [SMALL_STATE(13)] = 742,
+  [SMALL_STATE(14)] = 777,
+  [SMALL_STATE(15)] = 812,
+  [SMALL_STATE(16)] = 834,
+  [SMALL_STATE(17)] = 865,
+  [SMALL_STATE(18)] = 884,
+  [SMALL_STATE(19)] = 903,
+  [SMALL_STATE(20)] = 922,
+  [SMALL_STATE(21)] = 947,
+  [SMALL_STATE(22)] = 972,
+  [SMALL_STATE(23)] = 1003,
+  [SMALL_STATE(24)] = 1023,
+  [SMALL_STATE(25)] = 1043,
+  [SMALL_STATE(26)] = 1070,
+  [SMALL_STATE(27)] = 1087,
+  [SMALL_STATE(28)] = 1104,
+  [SMALL_STATE(29)] = 1121,
+  [SMALL_STATE(30)] = 1138,
+  [SMALL_STATE(31)] = 1155,
+  [SMALL_STATE(32)] = 1182,
+  [SMALL_STATE(33)] = 1199,
+  [SMALL_STATE(34)] = 1226,
+  [SMALL_STATE(35)] = 1247,
+  [SMALL_STATE(36)] = 1264,
+  [SMALL_STATE(37)] = 1284,
+  [SMALL_STATE(38)] = 1312,
+  [SMALL_STATE(39)] = 1340,
+  [SMALL_STATE(40)] = 1363,
+  [SMALL_STATE(41)] = 1386,
+  [SMALL_STATE(42)] = 1409,
+  [SMALL_STATE(43)] = 1433,
+  [SMALL_STATE(44)] = 1457,
+  [SMALL_STATE(45)] = 1481,
+  [SMALL_STATE(46)] = 1505,
+  [SMALL_STATE(47)] = 1529,
+  [SMALL_STATE(48)] = 1546,
+  [SMALL_STATE(49)] = 1566,
+  [SMALL_STATE(50)] = 1586,
+  [SMALL_STATE(51)] = 1604,
+  [SMALL_STATE(52)] = 1620,
+  [SMALL_STATE(53)] = 1638,
+  [SMALL_STATE(54)] = 1654,
+  [SMALL_STATE(55)] = 1672,
+  [SMALL_STATE(56)] = 1688,
+  [SMALL_STATE(57)] = 1704,
+  [SMALL_STATE(58)] = 1722,
+  [SMALL_STATE(59)] = 1742,
+  [SMALL_STATE(60)] = 1757,
+  [SMALL_STATE(61)] = 1772,
+  [SMALL_STATE(62)] = 1787,
+  [SMALL_STATE(63)] = 1802,
+  [SMALL_STATE(64)] = 1817,
+  [SMALL_STATE(65)] = 1832,
+  [SMALL_STATE(66)] = 1847,
+  [SMALL_STATE(67)] = 1862,
+  [SMALL_STATE(68)] = 1877,
+  [SMALL_STATE(69)] = 1892,
+  [SMALL_STATE(70)] = 1907,
+  [SMALL_STATE(71)] = 1922,
+  [SMALL_STATE(72)] = 1937,
+  [SMALL_STATE(73)] = 1952,
+  [SMALL_STATE(74)] = 1967,
+  [SMALL_STATE(75)] = 1982,
+  [SMALL_STATE(76)] = 2001,
+  [SMALL_STATE(77)] = 2016,
+  [SMALL_STATE(78)] = 2031,
+  [SMALL_STATE(79)] = 2050,
+  [SMALL_STATE(80)] = 2069,
+  [SMALL_STATE(81)] = 2084,
+  [SMALL_STATE(82)] = 2103,
+  [SMALL_STATE(83)] = 2118,
+  [SMALL_STATE(84)] = 2133,
+  [SMALL_STATE(85)] = 2148,
+  [SMALL_STATE(86)] = 2163,
+  [SMALL_STATE(87)] = 2178,
+  [SMALL_STATE(88)] = 2193,
+  [SMALL_STATE(89)] = 2208,
+  [SMALL_STATE(90)] = 2223,
+  [SMALL_STATE(91)] = 2238,
+  [SMALL_STATE(92)] = 2253,
+  [SMALL_STATE(93)] = 2268,
+  [SMALL_STATE(94)] = 2283,
+  [SMALL_STATE(95)] = 2293,
+  [SMALL_STATE(96)] = 2309,
+  [SMALL_STATE(97)] = 2321,
+  [SMALL_STATE(98)] = 2337,
+  [SMALL_STATE(99)] = 2351,
+  [SMALL_STATE(100)] = 2367,
+  [SMALL_STATE(101)] = 2383,
+  [SMALL_STATE(102)] = 2395,
+  [SMALL_STATE(103)] = 2405,
+  [SMALL_STATE(104)] = 2415,
+  [SMALL_STATE(105)] = 2431,
+  [SMALL_STATE(106)] = 2445,
+  [SMALL_STATE(107)] = 2459,
+  [SMALL_STATE(108)] = 2475,
+  [SMALL_STATE(109)] = 2491,
+  [SMALL_STATE(110)] = 2507,
+  [SMALL_STATE(111)] = 2523,
+  [SMALL_STATE(112)] = 2535,
+  [SMALL_STATE(113)] = 2549,
+  [SMALL_STATE(114)] = 2565,
+  [SMALL_STATE(115)] = 2581,
+  [SMALL_STATE(116)] = 2597,
+  [SMALL_STATE(117)] = 2609,
+  [SMALL_STATE(118)] = 2625,
+  [SMALL_STATE(119)] = 2637,
+  [SMALL_STATE(120)] = 2649,
+  [SMALL_STATE(121)] = 2661,
+  [SMALL_STATE(122)] = 2673,
+  [SMALL_STATE(123)] = 2685,
+  [SMALL_STATE(124)] = 2697,
+  [SMALL_STATE(125)] = 2713,
+  [SMALL_STATE(126)] = 2725,
+  [SMALL_STATE(127)] = 2734,
+  [SMALL_STATE(128)] = 2743,
+  [SMALL_STATE(129)] = 2752,
+  [SMALL_STATE(130)] = 2761,
+  [SMALL_STATE(131)] = 2770,
+  [SMALL_STATE(132)] = 2779,
+  [SMALL_STATE(133)] = 2792,
+  [SMALL_STATE(134)] = 2801,
+  [SMALL_STATE(135)] = 2814,
+  [SMALL_STATE(136)] = 2823,
+  [SMALL_STATE(137)] = 2832,
+  [SMALL_STATE(138)] = 2841,
+  [SMALL_STATE(139)] = 2850,
+  [SMALL_STATE(140)] = 2859,
+  [SMALL_STATE(141)] = 2868,
+  [SMALL_STATE(142)] = 2877,
+  [SMALL_STATE(143)] = 2886,
+  [SMALL_STATE(144)] = 2899,
+  [SMALL_STATE(145)] = 2912,
+  [SMALL_STATE(146)] = 2921,
+  [SMALL_STATE(147)] = 2930,
+  [SMALL_STATE(148)] = 2939,
+  [SMALL_STATE(149)] = 2952,
+  [SMALL_STATE(150)] = 2961,
+  [SMALL_STATE(151)] = 2970,
+  [SMALL_STATE(152)] = 2981,
+  [SMALL_STATE(153)] = 2994,
+  [SMALL_STATE(154)] = 3003,
+  [SMALL_STATE(155)] = 3012,
+  [SMALL_STATE(156)] = 3021,
+  [SMALL_STATE(157)] = 3032,
+  [SMALL_STATE(158)] = 3041,
+  [SMALL_STATE(159)] = 3052,
+  [SMALL_STATE(160)] = 3065,
+  [SMALL_STATE(161)] = 3074,
+  [SMALL_STATE(162)] = 3083,
+  [SMALL_STATE(163)] = 3092,
+  [SMALL_STATE(164)] = 3105,
+  [SMALL_STATE(165)] = 3118,
+  [SMALL_STATE(166)] = 3127,
+  [SMALL_STATE(167)] = 3136,
+  [SMALL_STATE(168)] = 3149,
+  [SMALL_STATE(169)] = 3158,
+  [SMALL_STATE(170)] = 3167,
+  [SMALL_STATE(171)] = 3176,
+  [SMALL_STATE(172)] = 3189,
+  [SMALL_STATE(173)] = 3198,
+  [SMALL_STATE(174)] = 3207,
+  [SMALL_STATE(175)] = 3220,
+  [SMALL_STATE(176)] = 3229,
+  [SMALL_STATE(177)] = 3240,
+  [SMALL_STATE(178)] = 3249,
+  [SMALL_STATE(179)] = 3262,
+  [SMALL_STATE(180)] = 3275,
+  [SMALL_STATE(181)] = 3284,
+  [SMALL_STATE(182)] = 3293,
+  [SMALL_STATE(183)] = 3302,
+  [SMALL_STATE(184)] = 3313,
+  [SMALL_STATE(185)] = 3322,
+  [SMALL_STATE(186)] = 3335,
+  [SMALL_STATE(187)] = 3348,
+  [SMALL_STATE(188)] = 3357,
+  [SMALL_STATE(189)] = 3366,
+  [SMALL_STATE(190)] = 3375,
+  [SMALL_STATE(191)] = 3384,
+  [SMALL_STATE(192)] = 3397,
+  [SMALL_STATE(193)] = 3406,
+  [SMALL_STATE(194)] = 3415,
+  [SMALL_STATE(195)] = 3424,
+  [SMALL_STATE(196)] = 3433,
+  [SMALL_STATE(197)] = 3442,
+  [SMALL_STATE(198)] = 3451,
+  [SMALL_STATE(199)] = 3460,
+  [SMALL_STATE(200)] = 3469,
+  [SMALL_STATE(201)] = 3478,
+  [SMALL_STATE(202)] = 3491,
+  [SMALL_STATE(203)] = 3500,
+  [SMALL_STATE(204)] = 3509,
+  [SMALL_STATE(205)] = 3518,
+  [SMALL_STATE(206)] = 3531,
+  [SMALL_STATE(207)] = 3540,
+  [SMALL_STATE(208)] = 3553,
+  [SMALL_STATE(209)] = 3562,
+  [SMALL_STATE(210)] = 3571,
+  [SMALL_STATE(211)] = 3580,
+  [SMALL_STATE(212)] = 3593,
+  [SMALL_STATE(213)] = 3602,
+  [SMALL_STATE(214)] = 3611,
+  [SMALL_STATE(215)] = 3620,
+  [SMALL_STATE(216)] = 3633,
+  [SMALL_STATE(217)] = 3642,
+  [SMALL_STATE(218)] = 3651,
+  [SMALL_STATE(219)] = 3664,
+  [SMALL_STATE(220)] = 3674,
+  [SMALL_STATE(221)] = 3682,
+  [SMALL_STATE(222)] = 3692,
+  [SMALL_STATE(223)] = 3702,
+  [SMALL_STATE(224)] = 3710,
+  [SMALL_STATE(225)] = 3720,
+  [SMALL_STATE(226)] = 3730,
+  [SMALL_STATE(227)] = 3740,
+  [SMALL_STATE(228)] = 3750,
+  [SMALL_STATE(229)] = 3758,
+  [SMALL_STATE(230)] = 3766,
+  [SMALL_STATE(231)] = 3776,
+  [SMALL_STATE(232)] = 3786,
+  [SMALL_STATE(233)] = 3796,
+  [SMALL_STATE(234)] = 3804,
+  [SMALL_STATE(235)] = 3814,
+  [SMALL_STATE(236)] = 3824,
+  [SMALL_STATE(237)] = 3832,
+  [SMALL_STATE(238)] = 3842,
+  [SMALL_STATE(239)] = 3849,
+  [SMALL_STATE(240)] = 3856,
+  [SMALL_STATE(241)] = 3863,
+  [SMALL_STATE(242)] = 3870,
+  [SMALL_STATE(243)] = 3877,
+  [SMALL_STATE(244)] = 3884,
+  [SMALL_STATE(245)] = 3891,
+  [SMALL_STATE(246)] = 3898,
+  [SMALL_STATE(247)] = 3905,
+  [SMALL_STATE(248)] = 3912,
+  [SMALL_STATE(249)] = 3919,
+  [SMALL_STATE(250)] = 3926,
+  [SMALL_STATE(251)] = 3933,
+  [SMALL_STATE(252)] = 3940,
+  [SMALL_STATE(253)] = 3947,
+  [SMALL_STATE(254)] = 3954,
+  [SMALL_STATE(255)] = 3961,
+  [SMALL_STATE(256)] = 3968,
+  [SMALL_STATE(257)] = 3975,
+  [SMALL_STATE(258)] = 3982,
+  [SMALL_STATE(259)] = 3989,
+  [SMALL_STATE(260)] = 3996,
+  [SMALL_STATE(261)] = 4003,
+  [SMALL_STATE(262)] = 4010,
+  [SMALL_STATE(263)] = 4017,
+  [SMALL_STATE(264)] = 4024,
+  [SMALL_STATE(265)] = 4031,
+  [SMALL_STATE(266)] = 4038,
+  [SMALL_STATE(267)] = 4045,
+  [SMALL_STATE(268)] = 4052,
+  [SMALL_STATE(269)] = 4059,
+  [SMALL_STATE(270)] = 4066,
+  [SMALL_STATE(271)] = 4073,
+  [SMALL_STATE(272)] = 4080,
+  [SMALL_STATE(273)] = 4087,
+  [SMALL_STATE(274)] = 4094,
+  [SMALL_STATE(275)] = 4101,
+  [SMALL_STATE(276)] = 4108,
+  [SMALL_STATE(277)] = 4115,
+  [SMALL_STATE(278)] = 4122,
+  [SMALL_STATE(279)] = 4129,
+  [SMALL_STATE(280)] = 4136,
+  [SMALL_STATE(281)] = 4143,
+  [SMALL_STATE(282)] = 4150,
+  [SMALL_STATE(283)] = 4157,
+  [SMALL_STATE(284)] = 4164,
+  [SMALL_STATE(285)] = 4171,
+  [SMALL_STATE(286)] = 4178,
+  [SMALL_STATE(287)] = 4185,
+  [SMALL_STATE(288)] = 4192,
 };
 
 static const TSParseActionEntry ts_parse_actions[] = {
   [0] = {.entry = {.count = 0, .reusable = false}},
   [1] = {.entry = {.count = 1, .reusable = false}}, RECOVER(),
   [3] = {.entry = {.count = 1, .reusable = true}}, SHIFT_EXTRA(),
-  [5] = {.entry = {.count = 1, .reusable = true}}, SHIFT(23),
-  [7] = {.entry = {.count = 1, .reusable = true}}, SHIFT(225),
-  [9] = {.entry = {.count = 1, .reusable = true}}, SHIFT(240),
-  [11] = {.entry = {.count = 1, .reusable = true}}, SHIFT(25),
-  [13] = {.entry = {.count = 1, .reusable = true}}, SHIFT(114),
-  [15] = {.entry = {.count = 1, .reusable = true}}, SHIFT(252),
-  [17] = {.entry = {.count = 1, .reusable = true}}, SHIFT(244),
-  [19] = {.entry = {.count = 1, .reusable = true}}, SHIFT(218),
-  [21] = {.entry = {.count = 1, .reusable = true}}, SHIFT(207),
-  [23] = {.entry = {.count = 1, .reusable = true}}, SHIFT(242),
-  [25] = {.entry = {.count = 1, .reusable = true}}, SHIFT(220),
-  [27] = {.entry = {.count = 1, .reusable = false}}, SHIFT(211),
-  [29] = {.entry = {.count = 1, .reusable = true}}, SHIFT(245),
-  [31] = {.entry = {.count = 1, .reusable = true}}, SHIFT(247),
-  [33] = {.entry = {.count = 1, .reusable = true}}, SHIFT(216),
-  [35] = {.entry = {.count = 1, .reusable = true}}, SHIFT(161),
-  [37] = {.entry = {.count = 1, .reusable = true}}, SHIFT(233),
-  [39] = {.entry = {.count = 1, .reusable = true}}, SHIFT(165),
-  [41] = {.entry = {.count = 1, .reusable = true}}, SHIFT(222),
-  [43] = {.entry = {.count = 1, .reusable = true}}, SHIFT(224),
-  [45] = {.entry = {.count = 1, .reusable = true}}, SHIFT(182),
-  [47] = {.entry = {.count = 1, .reusable = true}}, SHIFT(84),
-  [49] = {.entry = {.count = 1, .reusable = true}}, SHIFT(36),
-  [51] = {.entry = {.count = 1, .reusable = true}}, SHIFT(248),
-  [53] = {.entry = {.count = 1, .reusable = true}}, SHIFT(3),
-  [55] = {.entry = {.count = 1, .reusable = true}}, SHIFT(199),
-  [57] = {.entry = {.count = 1, .reusable = true}}, SHIFT(7),
-  [59] = {.entry = {.count = 1, .reusable = true}}, SHIFT(113),
-  [61] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0),
-  [63] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(252),
-  [66] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(244),
-  [69] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(218),
-  [72] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(207),
-  [75] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(242),
-  [78] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(220),
-  [81] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(211),
-  [84] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(245),
-  [87] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(247),
-  [90] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(216),
-  [93] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(161),
-  [96] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(233),
-  [99] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(165),
-  [102] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(222),
-  [105] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(224),
-  [108] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(182),
-  [111] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(84),
-  [114] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(36),
-  [117] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(248),
-  [120] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
-  [122] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
-  [124] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(7),
-  [127] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0),
-  [129] = {.entry = {.count = 1, .reusable = true}}, SHIFT(160),
-  [131] = {.entry = {.count = 1, .reusable = true}}, SHIFT(215),
-  [133] = {.entry = {.count = 1, .reusable = true}}, SHIFT(256),
-  [135] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
-  [137] = {.entry = {.count = 1, .reusable = true}}, SHIFT(170),
-  [139] = {.entry = {.count = 1, .reusable = true}}, SHIFT(184),
-  [141] = {.entry = {.count = 1, .reusable = true}}, SHIFT(210),
-  [143] = {.entry = {.count = 1, .reusable = true}}, SHIFT(12),
-  [145] = {.entry = {.count = 1, .reusable = true}}, SHIFT(122),
-  [147] = {.entry = {.count = 1, .reusable = true}}, SHIFT(181),
-  [149] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0),
-  [151] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0), SHIFT_REPEAT(215),
-  [154] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0), SHIFT_REPEAT(256),
-  [157] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_limits_block_repeat1, 2, 0, 0),
-  [159] = {.entry = {.count = 1, .reusable = true}}, SHIFT(185),
-  [161] = {.entry = {.count = 1, .reusable = true}}, SHIFT(209),
-  [163] = {.entry = {.count = 1, .reusable = true}}, SHIFT(19),
-  [165] = {.entry = {.count = 1, .reusable = true}}, SHIFT(191),
-  [167] = {.entry = {.count = 1, .reusable = true}}, SHIFT(140),
-  [169] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_limits_block_repeat1, 2, 0, 0), SHIFT_REPEAT(210),
-  [172] = {.entry = {.count = 1, .reusable = true}}, SHIFT(24),
-  [174] = {.entry = {.count = 1, .reusable = true}}, SHIFT(196),
-  [176] = {.entry = {.count = 1, .reusable = true}}, SHIFT(254),
-  [178] = {.entry = {.count = 1, .reusable = true}}, SHIFT(27),
-  [180] = {.entry = {.count = 1, .reusable = true}}, SHIFT(129),
-  [182] = {.entry = {.count = 1, .reusable = false}}, SHIFT(34),
-  [184] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quantity, 1, 0, 0),
-  [186] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_quantity, 1, 0, 0),
-  [188] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_io_block_repeat1, 2, 0, 0),
-  [190] = {.entry = {.count = 1, .reusable = true}}, SHIFT(137),
-  [192] = {.entry = {.count = 1, .reusable = true}}, SHIFT(38),
-  [194] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_io_block_repeat1, 2, 0, 0), SHIFT_REPEAT(209),
-  [197] = {.entry = {.count = 1, .reusable = true}}, SHIFT(120),
-  [199] = {.entry = {.count = 1, .reusable = true}}, SHIFT(30),
-  [201] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_unit, 1, 0, 0),
-  [203] = {.entry = {.count = 1, .reusable = true}}, SHIFT(56),
-  [205] = {.entry = {.count = 1, .reusable = true}}, SHIFT(26),
-  [207] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 1, 0, 0),
-  [209] = {.entry = {.count = 1, .reusable = true}}, SHIFT(221),
-  [211] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_landlock_block_repeat1, 2, 0, 0),
-  [213] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_syscall_block_repeat1, 2, 0, 0),
-  [215] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_syscall_block_repeat1, 2, 0, 0), SHIFT_REPEAT(38),
-  [218] = {.entry = {.count = 1, .reusable = true}}, SHIFT(195),
-  [220] = {.entry = {.count = 1, .reusable = true}}, SHIFT(151),
-  [222] = {.entry = {.count = 1, .reusable = true}}, SHIFT(37),
-  [224] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 4, 0, 0),
-  [226] = {.entry = {.count = 1, .reusable = true}}, SHIFT(69),
-  [228] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 3, 0, 8),
-  [230] = {.entry = {.count = 1, .reusable = true}}, SHIFT(133),
-  [232] = {.entry = {.count = 1, .reusable = true}}, SHIFT(8),
-  [234] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 3, 0, 0),
-  [236] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quantity, 2, 0, 0),
-  [238] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_pin_statement_repeat1, 2, 0, 0),
-  [240] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_pin_statement_repeat1, 2, 0, 0), SHIFT_REPEAT(175),
-  [243] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 6, 0, 0),
-  [245] = {.entry = {.count = 1, .reusable = true}}, SHIFT(17),
-  [247] = {.entry = {.count = 1, .reusable = true}}, SHIFT(142),
-  [249] = {.entry = {.count = 1, .reusable = true}}, SHIFT(93),
-  [251] = {.entry = {.count = 1, .reusable = true}}, SHIFT(144),
-  [253] = {.entry = {.count = 1, .reusable = true}}, SHIFT(60),
-  [255] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_unit, 2, 0, 0),
-  [257] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_statement, 3, 0, 0),
-  [259] = {.entry = {.count = 1, .reusable = true}}, SHIFT(175),
-  [261] = {.entry = {.count = 1, .reusable = true}}, SHIFT(198),
-  [263] = {.entry = {.count = 1, .reusable = true}}, SHIFT(29),
-  [265] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 2, 0, 0),
-  [267] = {.entry = {.count = 1, .reusable = true}}, SHIFT(109),
-  [269] = {.entry = {.count = 1, .reusable = true}}, SHIFT(155),
-  [271] = {.entry = {.count = 1, .reusable = true}}, SHIFT(62),
-  [273] = {.entry = {.count = 1, .reusable = true}}, SHIFT(64),
-  [275] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat1, 2, 0, 0),
-  [277] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_list_repeat1, 2, 0, 0), SHIFT_REPEAT(62),
-  [280] = {.entry = {.count = 1, .reusable = true}}, SHIFT(90),
-  [282] = {.entry = {.count = 1, .reusable = true}}, SHIFT(164),
-  [284] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 7, 0, 16),
-  [286] = {.entry = {.count = 1, .reusable = true}}, SHIFT(249),
-  [288] = {.entry = {.count = 1, .reusable = true}}, SHIFT(16),
-  [290] = {.entry = {.count = 1, .reusable = true}}, SHIFT(47),
-  [292] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 1, 0, 0),
-  [294] = {.entry = {.count = 1, .reusable = true}}, SHIFT(59),
-  [296] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 5, 0, 0),
-  [298] = {.entry = {.count = 1, .reusable = true}}, SHIFT(50),
-  [300] = {.entry = {.count = 1, .reusable = true}}, SHIFT(188),
-  [302] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_statement, 2, 0, 0),
-  [304] = {.entry = {.count = 1, .reusable = true}}, SHIFT(51),
-  [306] = {.entry = {.count = 1, .reusable = true}}, SHIFT(150),
-  [308] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_access, 1, 0, 0),
-  [310] = {.entry = {.count = 1, .reusable = true}}, SHIFT(32),
-  [312] = {.entry = {.count = 1, .reusable = true}}, SHIFT(40),
-  [314] = {.entry = {.count = 1, .reusable = true}}, SHIFT(11),
-  [316] = {.entry = {.count = 1, .reusable = true}}, SHIFT(250),
-  [318] = {.entry = {.count = 1, .reusable = true}}, SHIFT(205),
-  [320] = {.entry = {.count = 1, .reusable = true}}, SHIFT(55),
-  [322] = {.entry = {.count = 1, .reusable = true}}, SHIFT(135),
-  [324] = {.entry = {.count = 1, .reusable = true}}, SHIFT(110),
-  [326] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 3, 0, 0),
-  [328] = {.entry = {.count = 1, .reusable = true}}, SHIFT(95),
-  [330] = {.entry = {.count = 1, .reusable = true}}, SHIFT(88),
-  [332] = {.entry = {.count = 1, .reusable = true}}, SHIFT(112),
-  [334] = {.entry = {.count = 1, .reusable = true}}, SHIFT(107),
-  [336] = {.entry = {.count = 1, .reusable = true}}, SHIFT(97),
-  [338] = {.entry = {.count = 1, .reusable = true}}, SHIFT(35),
-  [340] = {.entry = {.count = 1, .reusable = true}}, SHIFT(108),
-  [342] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_worker_statement, 2, 0, 3),
-  [344] = {.entry = {.count = 1, .reusable = true}}, SHIFT(202),
-  [346] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 4, 0, 0),
-  [348] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmp_statement, 2, 0, 0),
-  [350] = {.entry = {.count = 1, .reusable = true}}, SHIFT(174),
-  [352] = {.entry = {.count = 1, .reusable = true}}, SHIFT(183),
-  [354] = {.entry = {.count = 1, .reusable = true}}, SHIFT(102),
-  [356] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_item, 1, 0, 0),
-  [358] = {.entry = {.count = 1, .reusable = true}}, SHIFT(189),
-  [360] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_landlock_block_repeat1, 2, 0, 0), SHIFT_REPEAT(254),
-  [363] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_watchdog_statement, 3, 0, 7),
-  [365] = {.entry = {.count = 1, .reusable = true}}, SHIFT(121),
-  [367] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 2, 0, 0),
-  [369] = {.entry = {.count = 1, .reusable = true}}, SHIFT(87),
-  [371] = {.entry = {.count = 1, .reusable = true}}, SHIFT(89),
-  [373] = {.entry = {.count = 1, .reusable = true}}, SHIFT(61),
-  [375] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 6, 0, 0),
-  [377] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 4, 0, 0),
-  [379] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 2, 0, 0),
-  [381] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bubblewrap_statement, 2, 0, 3),
-  [383] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_worker_statement, 4, 0, 9),
-  [385] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runtime_statement, 4, 0, 10),
-  [387] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmp_statement, 4, 0, 11),
-  [389] = {.entry = {.count = 1, .reusable = true}}, SHIFT(53),
-  [391] = {.entry = {.count = 1, .reusable = true}}, SHIFT(28),
-  [393] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_syscall_block, 2, 0, 0),
-  [395] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 3, 0, 0),
-  [397] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limit_entry, 2, 0, 12),
-  [399] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_writes_statement, 2, 0, 0),
-  [401] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_host_writes_statement, 2, 0, 0),
-  [403] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 4, 0, 8),
-  [405] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_allow_exec, 2, 0, 3),
-  [407] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 3, 0, 0),
-  [409] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_user_namespaces_statement, 2, 0, 0),
-  [411] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 4, 0, 8),
-  [413] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 5, 0, 0),
-  [415] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_seccomp_statement, 2, 0, 0),
-  [417] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 2, 0, 0),
-  [419] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_syscall_block, 3, 0, 0),
-  [421] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_watchdog_statement, 5, 0, 13),
-  [423] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 4, 0, 0),
-  [425] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 5, 0, 8),
-  [427] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 4, 0, 0),
-  [429] = {.entry = {.count = 1, .reusable = true}}, SHIFT(9),
-  [431] = {.entry = {.count = 1, .reusable = true}}, SHIFT(200),
-  [433] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 3, 0, 0),
-  [435] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 2, 0, 0),
-  [437] = {.entry = {.count = 1, .reusable = true}}, SHIFT(80),
-  [439] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quota_statement, 6, 0, 14),
-  [441] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 5, 0, 0),
-  [443] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 5, 0, 0),
-  [445] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 2, 0, 0),
-  [447] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy, 3, 0, 2),
-  [449] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_statement, 6, 0, 15),
-  [451] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 4, 0, 0),
-  [453] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_quota, 7, 0, 21),
-  [455] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 2, 0, 0), SHIFT_REPEAT(166),
-  [458] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 7, 0, 17),
-  [460] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 2, 0, 0),
-  [462] = {.entry = {.count = 1, .reusable = true}}, SHIFT(99),
-  [464] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_statement, 7, 0, 15),
-  [466] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 5, 0, 0),
-  [468] = {.entry = {.count = 1, .reusable = true}}, SHIFT(134),
-  [470] = {.entry = {.count = 1, .reusable = true}}, SHIFT(208),
-  [472] = {.entry = {.count = 1, .reusable = true}}, SHIFT(177),
-  [474] = {.entry = {.count = 1, .reusable = true}}, SHIFT(98),
-  [476] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 8, 0, 16),
-  [478] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_network_broker_statement, 8, 0, 18),
-  [480] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 3, 0, 0),
-  [482] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmpfs_statement, 3, 0, 4),
-  [484] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_value, 2, 0, 12),
-  [486] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_active_roots_statement, 3, 0, 5),
-  [488] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_seccomp_statement, 3, 0, 0),
-  [490] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runner_statement, 3, 0, 6),
-  [492] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_entry, 3, 0, 19),
-  [494] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 4, 0, 0),
-  [496] = {.entry = {.count = 1, .reusable = true}}, SHIFT(255),
-  [498] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 7, 0, 0),
-  [500] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 2, 0, 0),
-  [502] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 2, 0, 0),
-  [504] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 5, 0, 0),
-  [506] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 8, 0, 0),
-  [508] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 3, 0, 0),
-  [510] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_limit, 2, 0, 20),
-  [512] = {.entry = {.count = 1, .reusable = true}}, SHIFT(201),
-  [514] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 3, 0, 0),
-  [516] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 4, 0, 0),
-  [518] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 2, 0, 0),
-  [520] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 5, 0, 0),
-  [522] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 3, 0, 0),
-  [524] = {.entry = {.count = 1, .reusable = true}}, SHIFT(85),
-  [526] = {.entry = {.count = 1, .reusable = true}}, SHIFT(236),
-  [528] = {.entry = {.count = 1, .reusable = true}}, SHIFT(217),
-  [530] = {.entry = {.count = 1, .reusable = true}}, SHIFT(18),
-  [532] = {.entry = {.count = 1, .reusable = true}}, SHIFT(2),
-  [534] = {.entry = {.count = 1, .reusable = true}}, SHIFT(213),
-  [536] = {.entry = {.count = 1, .reusable = true}}, SHIFT(33),
-  [538] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_direction, 1, 0, 0),
-  [540] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limit_name, 1, 0, 0),
-  [542] = {.entry = {.count = 1, .reusable = true}}, SHIFT(123),
-  [544] = {.entry = {.count = 1, .reusable = true}}, SHIFT(96),
-  [546] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_header, 2, 0, 1),
-  [548] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_id, 1, 0, 0),
-  [550] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_name, 1, 0, 0),
-  [552] = {.entry = {.count = 1, .reusable = true}}, SHIFT(130),
-  [554] = {.entry = {.count = 1, .reusable = true}}, SHIFT(231),
-  [556] = {.entry = {.count = 1, .reusable = true}}, SHIFT(243),
-  [558] = {.entry = {.count = 1, .reusable = true}}, SHIFT(232),
-  [560] = {.entry = {.count = 1, .reusable = true}}, SHIFT(223),
-  [562] = {.entry = {.count = 1, .reusable = true}}, SHIFT(45),
-  [564] = {.entry = {.count = 1, .reusable = true}}, SHIFT(241),
-  [566] = {.entry = {.count = 1, .reusable = true}}, SHIFT(173),
-  [568] = {.entry = {.count = 1, .reusable = true}}, SHIFT(138),
-  [570] = {.entry = {.count = 1, .reusable = true}}, SHIFT(212),
-  [572] = {.entry = {.count = 1, .reusable = true}}, SHIFT(143),
-  [574] = {.entry = {.count = 1, .reusable = true}}, SHIFT(235),
-  [576] = {.entry = {.count = 1, .reusable = true}}, SHIFT(214),
-  [578] = {.entry = {.count = 1, .reusable = true}}, SHIFT(257),
-  [580] = {.entry = {.count = 1, .reusable = true}}, SHIFT(234),
-  [582] = {.entry = {.count = 1, .reusable = true}}, SHIFT(239),
-  [584] = {.entry = {.count = 1, .reusable = true}}, SHIFT(229),
-  [586] = {.entry = {.count = 1, .reusable = true}}, SHIFT(131),
-  [588] = {.entry = {.count = 1, .reusable = true}}, SHIFT(147),
-  [590] = {.entry = {.count = 1, .reusable = true}}, SHIFT(190),
-  [592] = {.entry = {.count = 1, .reusable = true}}, SHIFT(230),
-  [594] = {.entry = {.count = 1, .reusable = true}}, SHIFT(226),
-  [596] = {.entry = {.count = 1, .reusable = true}}, SHIFT(117),
-  [598] = {.entry = {.count = 1, .reusable = true}}, SHIFT(148),
-  [600] = {.entry = {.count = 1, .reusable = true}}, SHIFT(206),
-  [602] = {.entry = {.count = 1, .reusable = true}}, SHIFT(179),
-  [604] = {.entry = {.count = 1, .reusable = true}}, SHIFT(119),
-  [606] = {.entry = {.count = 1, .reusable = true}}, SHIFT(238),
-  [608] = {.entry = {.count = 1, .reusable = true}}, SHIFT(94),
-  [610] = {.entry = {.count = 1, .reusable = true}}, SHIFT(125),
-  [612] = {.entry = {.count = 1, .reusable = true}},  ACCEPT_INPUT(),
-  [614] = {.entry = {.count = 1, .reusable = true}}, SHIFT(126),
-  [616] = {.entry = {.count = 1, .reusable = true}}, SHIFT(258),
-  [618] = {.entry = {.count = 1, .reusable = true}}, SHIFT(227),
-  [620] = {.entry = {.count = 1, .reusable = true}}, SHIFT(193),
-  [622] = {.entry = {.count = 1, .reusable = true}}, SHIFT(197),
-  [624] = {.entry = {.count = 1, .reusable = true}}, SHIFT(115),
-  [626] = {.entry = {.count = 1, .reusable = true}}, SHIFT(136),
-  [628] = {.entry = {.count = 1, .reusable = true}}, SHIFT(128),
-  [630] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_catalog, 1, 0, 0),
-  [632] = {.entry = {.count = 1, .reusable = true}}, SHIFT(204),
-  [634] = {.entry = {.count = 1, .reusable = true}}, SHIFT(228),
-  [636] = {.entry = {.count = 1, .reusable = true}}, SHIFT(237),
+  [5] = {.entry = {.count = 1, .reusable = true}}, SHIFT(42),
+  [7] = {.entry = {.count = 1, .reusable = true}}, SHIFT(270),
+  [9] = {.entry = {.count = 1, .reusable = true}}, SHIFT(262),
+  [11] = {.entry = {.count = 1, .reusable = true}}, SHIFT(43),
+  [13] = {.entry = {.count = 1, .reusable = true}}, SHIFT(142),
+  [15] = {.entry = {.count = 1, .reusable = true}}, SHIFT(244),
+  [17] = {.entry = {.count = 1, .reusable = true}}, SHIFT(246),
+  [19] = {.entry = {.count = 1, .reusable = true}}, SHIFT(254),
+  [21] = {.entry = {.count = 1, .reusable = true}}, SHIFT(224),
+  [23] = {.entry = {.count = 1, .reusable = true}}, SHIFT(274),
+  [25] = {.entry = {.count = 1, .reusable = true}}, SHIFT(241),
+  [27] = {.entry = {.count = 1, .reusable = false}}, SHIFT(231),
+  [29] = {.entry = {.count = 1, .reusable = true}}, SHIFT(261),
+  [31] = {.entry = {.count = 1, .reusable = true}}, SHIFT(288),
+  [33] = {.entry = {.count = 1, .reusable = true}}, SHIFT(263),
+  [35] = {.entry = {.count = 1, .reusable = true}}, SHIFT(156),
+  [37] = {.entry = {.count = 1, .reusable = true}}, SHIFT(283),
+  [39] = {.entry = {.count = 1, .reusable = true}}, SHIFT(158),
+  [41] = {.entry = {.count = 1, .reusable = true}}, SHIFT(260),
+  [43] = {.entry = {.count = 1, .reusable = true}}, SHIFT(267),
+  [45] = {.entry = {.count = 1, .reusable = true}}, SHIFT(183),
+  [47] = {.entry = {.count = 1, .reusable = true}}, SHIFT(110),
+  [49] = {.entry = {.count = 1, .reusable = true}}, SHIFT(57),
+  [51] = {.entry = {.count = 1, .reusable = true}}, SHIFT(258),
+  [53] = {.entry = {.count = 1, .reusable = true}}, SHIFT(219),
+  [55] = {.entry = {.count = 1, .reusable = true}}, SHIFT(7),
+  [57] = {.entry = {.count = 1, .reusable = true}}, SHIFT(214),
+  [59] = {.entry = {.count = 1, .reusable = true}}, SHIFT(2),
+  [61] = {.entry = {.count = 1, .reusable = true}}, SHIFT(150),
+  [63] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0),
+  [65] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(244),
+  [68] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(246),
+  [71] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(254),
+  [74] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(224),
+  [77] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(274),
+  [80] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(241),
+  [83] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(231),
+  [86] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(261),
+  [89] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(288),
+  [92] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(263),
+  [95] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(156),
+  [98] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(283),
+  [101] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(158),
+  [104] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(260),
+  [107] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(267),
+  [110] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(183),
+  [113] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(110),
+  [116] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(57),
+  [119] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(258),
+  [122] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(219),
+  [125] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
+  [127] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
+  [129] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(7),
+  [132] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0),
+  [134] = {.entry = {.count = 1, .reusable = true}}, SHIFT(147),
+  [136] = {.entry = {.count = 1, .reusable = true}}, SHIFT(282),
+  [138] = {.entry = {.count = 1, .reusable = true}}, SHIFT(284),
+  [140] = {.entry = {.count = 1, .reusable = true}}, SHIFT(285),
+  [142] = {.entry = {.count = 1, .reusable = true}}, SHIFT(286),
+  [144] = {.entry = {.count = 1, .reusable = true}}, SHIFT(287),
+  [146] = {.entry = {.count = 1, .reusable = true}}, SHIFT(220),
+  [148] = {.entry = {.count = 1, .reusable = true}}, SHIFT(245),
+  [150] = {.entry = {.count = 1, .reusable = true}}, SHIFT(259),
+  [152] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
+  [154] = {.entry = {.count = 1, .reusable = true}}, SHIFT(127),
+  [156] = {.entry = {.count = 1, .reusable = true}}, SHIFT(11),
+  [158] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0),
+  [160] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(282),
+  [163] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(284),
+  [166] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(285),
+  [169] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(286),
+  [172] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(287),
+  [175] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(220),
+  [178] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(245),
+  [181] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(259),
+  [184] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(11),
+  [187] = {.entry = {.count = 1, .reusable = false}}, SHIFT(15),
+  [189] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quantity, 1, 0, 0),
+  [191] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_quantity, 1, 0, 0),
+  [193] = {.entry = {.count = 1, .reusable = true}}, SHIFT(182),
+  [195] = {.entry = {.count = 1, .reusable = true}}, SHIFT(223),
+  [197] = {.entry = {.count = 1, .reusable = true}}, SHIFT(253),
+  [199] = {.entry = {.count = 1, .reusable = true}}, SHIFT(169),
+  [201] = {.entry = {.count = 1, .reusable = true}}, SHIFT(13),
+  [203] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_unit, 1, 0, 0),
+  [205] = {.entry = {.count = 1, .reusable = true}}, SHIFT(19),
+  [207] = {.entry = {.count = 1, .reusable = true}}, SHIFT(209),
+  [209] = {.entry = {.count = 1, .reusable = true}}, SHIFT(229),
+  [211] = {.entry = {.count = 1, .reusable = true}}, SHIFT(22),
+  [213] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quantity, 2, 0, 0),
+  [215] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_unit, 2, 0, 0),
+  [217] = {.entry = {.count = 1, .reusable = false}}, SHIFT(23),
+  [219] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_syscall, 3, 0, 0),
+  [221] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_expect_syscall, 3, 0, 0),
+  [223] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_expect_syscall_repeat1, 2, 0, 0), SHIFT_REPEAT(23),
+  [226] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_expect_syscall_repeat1, 2, 0, 0),
+  [228] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_expect_syscall_repeat1, 2, 0, 0),
+  [230] = {.entry = {.count = 1, .reusable = true}}, SHIFT(187),
+  [232] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_expect_syscall_repeat1, 1, 0, 14),
+  [234] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_expect_syscall_repeat1, 1, 0, 14),
+  [236] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_writable, 2, 0, 3),
+  [238] = {.entry = {.count = 1, .reusable = true}}, SHIFT(144),
+  [240] = {.entry = {.count = 1, .reusable = true}}, SHIFT(194),
+  [242] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_network, 2, 0, 0),
+  [244] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_exec, 3, 0, 6),
+  [246] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_hidden, 2, 0, 3),
+  [248] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_processes, 3, 0, 5),
+  [250] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_writable, 4, 0, 17),
+  [252] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_read_only, 2, 0, 3),
+  [254] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0),
+  [256] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0), SHIFT_REPEAT(223),
+  [259] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0), SHIFT_REPEAT(253),
+  [262] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_user_namespaces, 2, 0, 0),
+  [264] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_limits_block_repeat1, 2, 0, 0),
+  [266] = {.entry = {.count = 1, .reusable = true}}, SHIFT(199),
+  [268] = {.entry = {.count = 1, .reusable = true}}, SHIFT(233),
+  [270] = {.entry = {.count = 1, .reusable = true}}, SHIFT(38),
+  [272] = {.entry = {.count = 1, .reusable = true}}, SHIFT(206),
+  [274] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_limits_block_repeat1, 2, 0, 0), SHIFT_REPEAT(229),
+  [277] = {.entry = {.count = 1, .reusable = true}}, SHIFT(136),
+  [279] = {.entry = {.count = 1, .reusable = true}}, SHIFT(46),
+  [281] = {.entry = {.count = 1, .reusable = true}}, SHIFT(202),
+  [283] = {.entry = {.count = 1, .reusable = true}}, SHIFT(271),
+  [285] = {.entry = {.count = 1, .reusable = true}}, SHIFT(138),
+  [287] = {.entry = {.count = 1, .reusable = true}}, SHIFT(44),
+  [289] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_io_block_repeat1, 2, 0, 0),
+  [291] = {.entry = {.count = 1, .reusable = true}}, SHIFT(212),
+  [293] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_io_block_repeat1, 2, 0, 0), SHIFT_REPEAT(233),
+  [296] = {.entry = {.count = 1, .reusable = true}}, SHIFT(177),
+  [298] = {.entry = {.count = 1, .reusable = true}}, SHIFT(53),
+  [300] = {.entry = {.count = 1, .reusable = true}}, SHIFT(133),
+  [302] = {.entry = {.count = 1, .reusable = true}}, SHIFT(56),
+  [304] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_landlock_block_repeat1, 2, 0, 0),
+  [306] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_syscall_block_repeat1, 2, 0, 0),
+  [308] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_syscall_block_repeat1, 2, 0, 0), SHIFT_REPEAT(56),
+  [311] = {.entry = {.count = 1, .reusable = true}}, SHIFT(45),
+  [313] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 1, 0, 0),
+  [315] = {.entry = {.count = 1, .reusable = true}}, SHIFT(275),
+  [317] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_statement, 2, 0, 0),
+  [319] = {.entry = {.count = 1, .reusable = true}}, SHIFT(176),
+  [321] = {.entry = {.count = 1, .reusable = true}}, SHIFT(216),
+  [323] = {.entry = {.count = 1, .reusable = true}}, SHIFT(47),
+  [325] = {.entry = {.count = 1, .reusable = true}}, SHIFT(36),
+  [327] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 5, 0, 0),
+  [329] = {.entry = {.count = 1, .reusable = true}}, SHIFT(85),
+  [331] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 3, 0, 0),
+  [333] = {.entry = {.count = 1, .reusable = true}}, SHIFT(55),
+  [335] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 3, 0, 8),
+  [337] = {.entry = {.count = 1, .reusable = true}}, SHIFT(72),
+  [339] = {.entry = {.count = 1, .reusable = true}}, SHIFT(128),
+  [341] = {.entry = {.count = 1, .reusable = true}}, SHIFT(8),
+  [343] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_pin_statement_repeat1, 2, 0, 0),
+  [345] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_pin_statement_repeat1, 2, 0, 0), SHIFT_REPEAT(176),
+  [348] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 4, 0, 0),
+  [350] = {.entry = {.count = 1, .reusable = true}}, SHIFT(77),
+  [352] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 2, 0, 0),
+  [354] = {.entry = {.count = 1, .reusable = true}}, SHIFT(63),
+  [356] = {.entry = {.count = 1, .reusable = true}}, SHIFT(126),
+  [358] = {.entry = {.count = 1, .reusable = true}}, SHIFT(124),
+  [360] = {.entry = {.count = 1, .reusable = true}}, SHIFT(146),
+  [362] = {.entry = {.count = 1, .reusable = true}}, SHIFT(78),
+  [364] = {.entry = {.count = 1, .reusable = true}}, SHIFT(154),
+  [366] = {.entry = {.count = 1, .reusable = true}}, SHIFT(100),
+  [368] = {.entry = {.count = 1, .reusable = true}}, SHIFT(160),
+  [370] = {.entry = {.count = 1, .reusable = true}}, SHIFT(80),
+  [372] = {.entry = {.count = 1, .reusable = true}}, SHIFT(81),
+  [374] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat1, 2, 0, 0),
+  [376] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_list_repeat1, 2, 0, 0), SHIFT_REPEAT(80),
+  [379] = {.entry = {.count = 1, .reusable = true}}, SHIFT(108),
+  [381] = {.entry = {.count = 1, .reusable = true}}, SHIFT(175),
+  [383] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 7, 0, 18),
+  [385] = {.entry = {.count = 1, .reusable = true}}, SHIFT(242),
+  [387] = {.entry = {.count = 1, .reusable = true}}, SHIFT(34),
+  [389] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 6, 0, 0),
+  [391] = {.entry = {.count = 1, .reusable = true}}, SHIFT(203),
+  [393] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 1, 0, 0),
+  [395] = {.entry = {.count = 1, .reusable = true}}, SHIFT(88),
+  [397] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_statement, 3, 0, 0),
+  [399] = {.entry = {.count = 1, .reusable = true}}, SHIFT(155),
+  [401] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_item, 1, 0, 0),
+  [403] = {.entry = {.count = 1, .reusable = true}}, SHIFT(75),
+  [405] = {.entry = {.count = 1, .reusable = true}}, SHIFT(130),
+  [407] = {.entry = {.count = 1, .reusable = true}}, SHIFT(115),
+  [409] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 2, 0, 0),
+  [411] = {.entry = {.count = 1, .reusable = true}}, SHIFT(105),
+  [413] = {.entry = {.count = 1, .reusable = true}}, SHIFT(106),
+  [415] = {.entry = {.count = 1, .reusable = true}}, SHIFT(98),
+  [417] = {.entry = {.count = 1, .reusable = true}}, SHIFT(107),
+  [419] = {.entry = {.count = 1, .reusable = true}}, SHIFT(50),
+  [421] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_access, 1, 0, 0),
+  [423] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 3, 0, 0),
+  [425] = {.entry = {.count = 1, .reusable = true}}, SHIFT(112),
+  [427] = {.entry = {.count = 1, .reusable = true}}, SHIFT(189),
+  [429] = {.entry = {.count = 1, .reusable = true}}, SHIFT(113),
+  [431] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_landlock_block_repeat1, 2, 0, 0), SHIFT_REPEAT(271),
+  [434] = {.entry = {.count = 1, .reusable = true}}, SHIFT(16),
+  [436] = {.entry = {.count = 1, .reusable = true}}, SHIFT(272),
+  [438] = {.entry = {.count = 1, .reusable = true}}, SHIFT(234),
+  [440] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_watchdog_statement, 3, 0, 7),
+  [442] = {.entry = {.count = 1, .reusable = true}}, SHIFT(186),
+  [444] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 4, 0, 0),
+  [446] = {.entry = {.count = 1, .reusable = true}}, SHIFT(197),
+  [448] = {.entry = {.count = 1, .reusable = true}}, SHIFT(117),
+  [450] = {.entry = {.count = 1, .reusable = true}}, SHIFT(79),
+  [452] = {.entry = {.count = 1, .reusable = true}}, SHIFT(204),
+  [454] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmp_statement, 2, 0, 0),
+  [456] = {.entry = {.count = 1, .reusable = true}}, SHIFT(218),
+  [458] = {.entry = {.count = 1, .reusable = true}}, SHIFT(52),
+  [460] = {.entry = {.count = 1, .reusable = true}}, SHIFT(54),
+  [462] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_worker_statement, 2, 0, 3),
+  [464] = {.entry = {.count = 1, .reusable = true}}, SHIFT(232),
+  [466] = {.entry = {.count = 1, .reusable = true}}, SHIFT(99),
+  [468] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 4, 0, 0),
+  [470] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_block, 3, 0, 0),
+  [472] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 5, 0, 0),
+  [474] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 2, 0, 0),
+  [476] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 2, 0, 0),
+  [478] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_writes_statement, 2, 0, 0),
+  [480] = {.entry = {.count = 1, .reusable = true}}, SHIFT(17),
+  [482] = {.entry = {.count = 1, .reusable = true}}, SHIFT(12),
+  [484] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_syscall_block, 3, 0, 0),
+  [486] = {.entry = {.count = 1, .reusable = true}}, SHIFT(235),
+  [488] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_watchdog_statement, 5, 0, 13),
+  [490] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 4, 0, 0),
+  [492] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 3, 0, 0),
+  [494] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 2, 0, 0),
+  [496] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 5, 0, 8),
+  [498] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 2, 0, 0),
+  [500] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_statement, 2, 0, 0),
+  [502] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 3, 0, 0),
+  [504] = {.entry = {.count = 1, .reusable = true}}, SHIFT(14),
+  [506] = {.entry = {.count = 1, .reusable = true}}, SHIFT(237),
+  [508] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_host_writes_statement, 2, 0, 0),
+  [510] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 3, 0, 0),
+  [512] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_block, 2, 0, 0),
+  [514] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_user_namespaces_statement, 2, 0, 0),
+  [516] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 4, 0, 0),
+  [518] = {.entry = {.count = 1, .reusable = true}}, SHIFT(102),
+  [520] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quota_statement, 6, 0, 15),
+  [522] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 5, 0, 0),
+  [524] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 5, 0, 0),
+  [526] = {.entry = {.count = 1, .reusable = true}}, SHIFT(94),
+  [528] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_statement, 6, 0, 16),
+  [530] = {.entry = {.count = 1, .reusable = true}}, SHIFT(192),
+  [532] = {.entry = {.count = 1, .reusable = true}}, SHIFT(225),
+  [534] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 4, 0, 0),
+  [536] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmpfs_statement, 3, 0, 4),
+  [538] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 2, 0, 0), SHIFT_REPEAT(178),
+  [541] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_worker_statement, 4, 0, 9),
+  [543] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runtime_statement, 4, 0, 10),
+  [545] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 7, 0, 19),
+  [547] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 2, 0, 0),
+  [549] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy, 3, 0, 2),
+  [551] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_statement, 7, 0, 16),
+  [553] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmp_statement, 4, 0, 11),
+  [555] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 5, 0, 0),
+  [557] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_syscall_block, 2, 0, 0),
+  [559] = {.entry = {.count = 1, .reusable = true}}, SHIFT(191),
+  [561] = {.entry = {.count = 1, .reusable = true}}, SHIFT(114),
+  [563] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 8, 0, 18),
+  [565] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_network_broker_statement, 8, 0, 20),
+  [567] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 3, 0, 0),
+  [569] = {.entry = {.count = 1, .reusable = true}}, SHIFT(251),
+  [571] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_value, 2, 0, 12),
+  [573] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 3, 0, 0),
+  [575] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_active_roots_statement, 3, 0, 5),
+  [577] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 6, 0, 0),
+  [579] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limit_entry, 2, 0, 12),
+  [581] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_seccomp_statement, 2, 0, 0),
+  [583] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_entry, 3, 0, 21),
+  [585] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 4, 0, 0),
+  [587] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_seccomp_statement, 3, 0, 0),
+  [589] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runner_statement, 3, 0, 6),
+  [591] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 7, 0, 0),
+  [593] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 4, 0, 8),
+  [595] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 2, 0, 0),
+  [597] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_allow_exec, 2, 0, 3),
+  [599] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 3, 0, 0),
+  [601] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 5, 0, 0),
+  [603] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 8, 0, 0),
+  [605] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 3, 0, 0),
+  [607] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_limit, 2, 0, 22),
+  [609] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 2, 0, 0),
+  [611] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bubblewrap_statement, 2, 0, 3),
+  [613] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 4, 0, 0),
+  [615] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 4, 0, 8),
+  [617] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 2, 0, 0),
+  [619] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 5, 0, 0),
+  [621] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_quota, 7, 0, 23),
+  [623] = {.entry = {.count = 1, .reusable = true}}, SHIFT(9),
+  [625] = {.entry = {.count = 1, .reusable = true}}, SHIFT(279),
+  [627] = {.entry = {.count = 1, .reusable = true}}, SHIFT(97),
+  [629] = {.entry = {.count = 1, .reusable = true}}, SHIFT(23),
+  [631] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_name, 1, 0, 0),
+  [633] = {.entry = {.count = 1, .reusable = true}}, SHIFT(236),
+  [635] = {.entry = {.count = 1, .reusable = true}}, SHIFT(51),
+  [637] = {.entry = {.count = 1, .reusable = true}}, SHIFT(268),
+  [639] = {.entry = {.count = 1, .reusable = true}}, SHIFT(269),
+  [641] = {.entry = {.count = 1, .reusable = true}}, SHIFT(37),
+  [643] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_header, 2, 0, 1),
+  [645] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limit_name, 1, 0, 0),
+  [647] = {.entry = {.count = 1, .reusable = true}}, SHIFT(3),
+  [649] = {.entry = {.count = 1, .reusable = true}}, SHIFT(161),
+  [651] = {.entry = {.count = 1, .reusable = true}}, SHIFT(118),
+  [653] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_direction, 1, 0, 0),
+  [655] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_id, 1, 0, 0),
+  [657] = {.entry = {.count = 1, .reusable = true}}, SHIFT(250),
+  [659] = {.entry = {.count = 1, .reusable = true}}, SHIFT(151),
+  [661] = {.entry = {.count = 1, .reusable = true}}, SHIFT(152),
+  [663] = {.entry = {.count = 1, .reusable = true}}, SHIFT(277),
+  [665] = {.entry = {.count = 1, .reusable = true}}, SHIFT(257),
+  [667] = {.entry = {.count = 1, .reusable = true}}, SHIFT(196),
+  [669] = {.entry = {.count = 1, .reusable = true}}, SHIFT(210),
+  [671] = {.entry = {.count = 1, .reusable = true}}, SHIFT(222),
+  [673] = {.entry = {.count = 1, .reusable = true}}, SHIFT(122),
+  [675] = {.entry = {.count = 1, .reusable = true}}, SHIFT(239),
+  [677] = {.entry = {.count = 1, .reusable = true}}, SHIFT(276),
+  [679] = {.entry = {.count = 1, .reusable = true}}, SHIFT(240),
+  [681] = {.entry = {.count = 1, .reusable = true}}, SHIFT(266),
+  [683] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_catalog, 1, 0, 0),
+  [685] = {.entry = {.count = 1, .reusable = true}}, SHIFT(132),
+  [687] = {.entry = {.count = 1, .reusable = true}}, SHIFT(227),
+  [689] = {.entry = {.count = 1, .reusable = true}}, SHIFT(256),
+  [691] = {.entry = {.count = 1, .reusable = true}}, SHIFT(143),
+  [693] = {.entry = {.count = 1, .reusable = true}}, SHIFT(264),
+  [695] = {.entry = {.count = 1, .reusable = true}}, SHIFT(265),
+  [697] = {.entry = {.count = 1, .reusable = true}}, SHIFT(280),
+  [699] = {.entry = {.count = 1, .reusable = true}}, SHIFT(26),
+  [701] = {.entry = {.count = 1, .reusable = true}}, SHIFT(243),
+  [703] = {.entry = {.count = 1, .reusable = true}}, SHIFT(131),
+  [705] = {.entry = {.count = 1, .reusable = true}}, SHIFT(230),
+  [707] = {.entry = {.count = 1, .reusable = true}}, SHIFT(149),
+  [709] = {.entry = {.count = 1, .reusable = true}}, SHIFT(166),
+  [711] = {.entry = {.count = 1, .reusable = true}}, SHIFT(205),
+  [713] = {.entry = {.count = 1, .reusable = true}}, SHIFT(248),
+  [715] = {.entry = {.count = 1, .reusable = true}}, SHIFT(207),
+  [717] = {.entry = {.count = 1, .reusable = true}}, SHIFT(247),
+  [719] = {.entry = {.count = 1, .reusable = true}}, SHIFT(249),
+  [721] = {.entry = {.count = 1, .reusable = true}}, SHIFT(228),
+  [723] = {.entry = {.count = 1, .reusable = true}}, SHIFT(200),
+  [725] = {.entry = {.count = 1, .reusable = true}}, SHIFT(134),
+  [727] = {.entry = {.count = 1, .reusable = true}},  ACCEPT_INPUT(),
+  [729] = {.entry = {.count = 1, .reusable = true}}, SHIFT(159),
+  [731] = {.entry = {.count = 1, .reusable = true}}, SHIFT(65),
+  [733] = {.entry = {.count = 1, .reusable = true}}, SHIFT(221),
+  [735] = {.entry = {.count = 1, .reusable = true}}, SHIFT(167),
+  [737] = {.entry = {.count = 1, .reusable = true}}, SHIFT(255),
+  [739] = {.entry = {.count = 1, .reusable = true}}, SHIFT(27),
+  [741] = {.entry = {.count = 1, .reusable = true}}, SHIFT(278),
+  [743] = {.entry = {.count = 1, .reusable = true}}, SHIFT(215),
+  [745] = {.entry = {.count = 1, .reusable = true}}, SHIFT(32),
+  [747] = {.entry = {.count = 1, .reusable = true}}, SHIFT(185),
+  [749] = {.entry = {.count = 1, .reusable = true}}, SHIFT(35),
+  [751] = {.entry = {.count = 1, .reusable = true}}, SHIFT(174),
+  [753] = {.entry = {.count = 1, .reusable = true}}, SHIFT(24),
+  [755] = {.entry = {.count = 1, .reusable = true}}, SHIFT(28),
+  [757] = {.entry = {.count = 1, .reusable = true}}, SHIFT(145),
 };
 
 #ifdef __cplusplus

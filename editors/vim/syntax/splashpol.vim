@@ -20,6 +20,7 @@ syntax keyword splashpolKeyword project quota read read-only read-write required
 syntax keyword splashpolKeyword runner runtime seccomp session size splashpol
 syntax keyword splashpolKeyword strict-allowlist swap tmp tmpfs unbounded unlimited
 syntax keyword splashpolKeyword user-namespaces watchdog worker write writes
+syntax keyword splashpolKeyword allowed denied exec expect hidden network syscall writable
 
 syntax match splashpolNumber "\<\d[0-9_]*\(\.\d[0-9_]*\)\="
 " Defined after numbers so a `MAJOR:MINOR` device wins over its first number.

@@ -12,6 +12,7 @@
 //! | `probe.create` | `{"dir", "count"}` | files created and the errno that stopped the creation |
 //! | `probe.exec` | `{"argv"}` | exit status or signal, or the errno of the failed exec |
 //! | `probe.try` | `{"op"}` | success or the failing step and errno of one escape attempt |
+//! | `probe.syscall` | `{"nr"}` | one raw system call with zero arguments, in a child: success, errno or signal |
 //! | `probe.http` | `{"socket", "id", "method", "path", ...}` | one request through the network broker's client |
 //! | `probe.spin` | `{"seconds"}` | a busy loop (cancellable); wall and CPU time |
 //! | `probe.fork` | `{"max"}` | how many waiting children could be forked, and the errno that stopped it |
@@ -48,13 +49,14 @@ use splash_protocol::{CancelSignal, CapabilityManifest, Journal, Token, ToolFail
 
 /// The tools the probe has handlers for; a manifest that grants any other
 /// tool is refused when the session opens.
-const TOOLS: [&str; 12] = [
+const TOOLS: [&str; 13] = [
     "probe.report",
     "probe.path",
     "probe.write",
     "probe.create",
     "probe.exec",
     "probe.try",
+    "probe.syscall",
     "probe.http",
     "probe.spin",
     "probe.fork",
@@ -82,6 +84,7 @@ fn dispatch(
         "probe.create" => tools::create(&input),
         "probe.exec" => tools::exec(&input),
         "probe.try" => tools::try_op(&input),
+        "probe.syscall" => tools::syscall(&input),
         "probe.http" => tools::http(&input, manifest),
         "probe.spin" => return tools::spin(&input, cancel),
         "probe.sleep" => return tools::sleep(&input, cancel),

@@ -155,15 +155,27 @@ pub enum ChildOutcome {
 #[derive(Debug)]
 pub enum ChildOp {
     Unshare(libc::c_int),
-    MountTmpfs { target: CString },
-    Setns { path: CString },
-    Chroot { path: CString },
-    PtraceSeize { pid: i32 },
+    MountTmpfs {
+        target: CString,
+    },
+    Setns {
+        path: CString,
+    },
+    Chroot {
+        path: CString,
+    },
+    PtraceSeize {
+        pid: i32,
+    },
+    /// One raw system call by number with every argument zero.
+    Syscall {
+        nr: libc::c_long,
+    },
 }
 
 /// Step names, indexed by the byte the child reports.
-const STEPS: [&str; 7] = [
-    "unshare", "mount", "umount", "open", "setns", "chroot", "ptrace",
+const STEPS: [&str; 8] = [
+    "unshare", "mount", "umount", "open", "setns", "chroot", "ptrace", "syscall",
 ];
 
 fn step_index(step: &str) -> u8 {
@@ -180,7 +192,7 @@ pub fn in_child(op: &ChildOp) -> io::Result<ChildOutcome> {
     let write_fd = writer.as_raw_fd();
     // Indices computed before the fork, so the child only copies bytes.
     let idx = |s: &str| step_index(s);
-    let (i_unshare, i_mount, i_umount, i_open, i_setns, i_chroot, i_ptrace) = (
+    let (i_unshare, i_mount, i_umount, i_open, i_setns, i_chroot, i_ptrace, i_syscall) = (
         idx("unshare"),
         idx("mount"),
         idx("umount"),
@@ -188,6 +200,7 @@ pub fn in_child(op: &ChildOp) -> io::Result<ChildOutcome> {
         idx("setns"),
         idx("chroot"),
         idx("ptrace"),
+        idx("syscall"),
     );
     // SAFETY: the child below only makes async-signal-safe raw system calls
     // on memory prepared before the fork and leaves through `_exit`, so no
@@ -273,11 +286,26 @@ pub fn in_child(op: &ChildOp) -> io::Result<ChildOutcome> {
                     report(i_ptrace, errno());
                 }
             }
+            ChildOp::Syscall { nr } => {
+                // SAFETY: every argument is zero, so a call that takes
+                // pointers gets NULL, which the kernel rejects with EFAULT
+                // instead of touching memory; a call that blocks is ended by
+                // the parent's deadline (the child is killed).
+                let rc =
+                    unsafe { libc::syscall(*nr, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize) };
+                if rc < 0 {
+                    report(i_syscall, errno());
+                }
+            }
         }
         report(ok, 0);
     }
     drop(writer);
-    let status = wait(pid)?;
+    let status = if matches!(op, ChildOp::Syscall { .. }) {
+        wait_deadline(pid, std::time::Duration::from_secs(2))?
+    } else {
+        wait(pid)?
+    };
     let mut msg = Vec::new();
     reader.read_to_end(&mut msg)?;
     if let [step, a, b, c, d] = msg[..] {
@@ -289,6 +317,37 @@ pub fn in_child(op: &ChildOp) -> io::Result<ChildOutcome> {
         return Ok(ChildOutcome::Reported(Err((name, err))));
     }
     Ok(status)
+}
+
+/// Waits up to `limit` for `pid`; a child still running then is killed
+/// (and reported as killed by `SIGKILL`).
+fn wait_deadline(pid: libc::pid_t, limit: std::time::Duration) -> io::Result<ChildOutcome> {
+    let start = std::time::Instant::now();
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: `status` is a valid out pointer; `pid` is our child.
+        let rc = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        if rc == pid {
+            return Ok(if libc::WIFSIGNALED(status) {
+                ChildOutcome::Signaled(libc::WTERMSIG(status))
+            } else {
+                ChildOutcome::Exited(libc::WEXITSTATUS(status))
+            });
+        }
+        if rc < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+        if start.elapsed() >= limit {
+            // SAFETY: `pid` is our unreaped child, so the number cannot
+            // name another process.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            return wait(pid);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }
 
 /// Waits for `pid` and describes how it ended.

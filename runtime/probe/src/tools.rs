@@ -416,6 +416,17 @@ fn raw_broker_exchange(socket: &str, raw: &str) -> Value {
     }
 }
 
+/// `probe.syscall {nr}`: one raw system call by number, every argument
+/// zero, in a child: whether it returned, with which errno, or the signal
+/// that killed the child (`SIGSYS` from a seccomp filter; `SIGKILL` when it
+/// still ran after 2 s).
+pub fn syscall(input: &Value) -> Result<Value, String> {
+    let nr = u64_field(input, "nr")?;
+    let nr = libc::c_long::try_from(nr).map_err(|_| format!("`nr` {nr} is too large"))?;
+    let outcome = child(ChildOp::Syscall { nr })?;
+    Ok(describe("syscall", outcome))
+}
+
 fn child(op: ChildOp) -> Result<ChildOutcome, String> {
     sys::in_child(&op).map_err(|e| format!("failed to run the attempt in a child: {e}"))
 }

@@ -198,6 +198,10 @@ codes! {
     /// The worker-visible broker socket path, the `network-broker` destination and
     /// `/broker.sock`, is longer than the 107 bytes a Unix socket address holds.
     BrokerSocketPathTooLong = "splash::check::broker-socket-path-too-long",
+    /// An `expect` entry the policy can never meet: `writable` on a read-only mount,
+    /// `exec allowed` outside the Landlock list, `syscall denied` of a syscall the filter
+    /// allows, a bound the policy does not set.
+    ImpossibleExpectation = "splash::check::impossible-expectation",
 }
 
 impl fmt::Display for Code {

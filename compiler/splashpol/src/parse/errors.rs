@@ -34,7 +34,8 @@ fn describe(rule: Rule) -> Option<String> {
         Rule::limit_name => "a limit such as `cpu`",
         Rule::cgroup_name => "a cgroup limit such as `memory`",
         Rule::io_direction => "`read` or `write`",
-        Rule::syscall_name => "a syscall name",
+        Rule::syscall_name | Rule::expect_syscall_name => "a syscall name",
+        Rule::exec_verdict => "`denied` or `allowed`",
         Rule::header => "the `splashpol 1` header",
         Rule::policy => "`policy \"NAME\" {`",
         Rule::root_host => "`host`",
@@ -47,7 +48,8 @@ fn describe(rule: Rule) -> Option<String> {
         | Rule::landlock_block
         | Rule::cgroup_block
         | Rule::io_block
-        | Rule::syscall_block => "`{`",
+        | Rule::syscall_block
+        | Rule::expect_block => "`{`",
         _ => return None,
     };
     Some(words.to_string())
@@ -68,6 +70,7 @@ fn rule_keywords(rule: Rule) -> Vec<&'static str> {
         Rule::tmp_private => vec!["private"],
         Rule::strict_allowlist => vec!["strict-allowlist"],
         Rule::root_quota => vec!["quota"],
+        Rule::exec_verdict => vec!["denied", "allowed"],
         _ => {
             let name = format!("{rule:?}");
             match name.strip_prefix("kw_") {

@@ -320,6 +320,20 @@ impl Parsing {
                     ids: ids?,
                 }
             }
+            Rule::expect_stmt => {
+                let block = it.find(|p| p.as_rule() == Rule::expect_block)?;
+                let mut entries = Vec::new();
+                let mut parsed = Parsed::Clean;
+                for e in inner(block) {
+                    if e.as_rule() == Rule::bad_entry {
+                        parsed = Parsed::Recovered;
+                        self.bad(&e, Context::Expect);
+                    } else {
+                        entries.push(expect_entry(e)?);
+                    }
+                }
+                Statement::Expect { entries, parsed }
+            }
             _ => return None,
         };
         Some(Stmt {
@@ -442,4 +456,65 @@ fn limit_entry(pair: Pair<'_, Rule>) -> Option<Node<LimitEntry>> {
         },
         sp,
     ))
+}
+
+fn expect_entry(pair: Pair<'_, Rule>) -> Option<Node<ExpectEntry>> {
+    let sp = span(&pair);
+    let rule = pair.as_rule();
+    let mut it = pair
+        .into_inner()
+        .filter(|p| !matches!(p.as_rule(), Rule::kw_max | Rule::kw_none));
+    let _kw = next(&mut it)?;
+    let entry = match rule {
+        Rule::expect_read_only => ExpectEntry::ReadOnly {
+            path: string(next(&mut it)?),
+        },
+        Rule::expect_writable => {
+            let path = string(next(&mut it)?);
+            let max = match it.next() {
+                Some(q) => Some(quantity(q)?),
+                None => None,
+            };
+            ExpectEntry::Writable { path, max }
+        }
+        Rule::expect_hidden => ExpectEntry::Hidden {
+            path: string(next(&mut it)?),
+        },
+        Rule::expect_exec => {
+            let v = next(&mut it)?;
+            let vs = span(&v);
+            let verdict = match v.into_inner().next().map(|k| k.as_rule()) {
+                Some(Rule::kw_denied) => ExecVerdict::Denied,
+                Some(Rule::kw_allowed) => ExecVerdict::Allowed,
+                _ => return None,
+            };
+            ExpectEntry::Exec {
+                verdict: Node::new(verdict, vs),
+                path: string(next(&mut it)?),
+            }
+        }
+        Rule::expect_syscall => {
+            let mut names = Vec::new();
+            for p in it {
+                match p.as_rule() {
+                    Rule::kw_denied => {}
+                    Rule::expect_syscall_name => {
+                        names.push(Node::new(p.as_str().to_string(), span(&p)));
+                    }
+                    _ => return None,
+                }
+            }
+            if names.is_empty() {
+                return None;
+            }
+            ExpectEntry::SyscallDenied { names }
+        }
+        Rule::expect_network => ExpectEntry::NetworkNone,
+        Rule::expect_processes => ExpectEntry::ProcessesMax {
+            max: quantity(next(&mut it)?)?,
+        },
+        Rule::expect_userns => ExpectEntry::UserNamespacesNone,
+        _ => return None,
+    };
+    Some(Node::new(entry, sp))
 }

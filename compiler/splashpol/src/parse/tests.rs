@@ -710,6 +710,10 @@ const STATEMENT_EXAMPLES: &[(&str, &str)] = &[
         "network_broker_stmt",
         "network-broker origin parent \"/p\" at \"/b\" ids [\"a\", \"b\"]",
     ),
+    (
+        "expect_stmt",
+        "expect {\n read-only \"/usr\"; writable \"/w\" max 8 MiB\n hidden \"/etc\"  exec denied \"/s\"  exec allowed \"/t\"\n syscall denied unshare bpf network none\n processes max 64; user-namespaces none\n}",
+    ),
 ];
 
 /// The statement rules of `grammar/splashpol.pest`: every rule named `*_stmt`.

@@ -1,0 +1,953 @@
+//! `splashc test POLICY [--manifest M] [--probe PATH] [--format F]`: checks
+//! each entry of the policy's `expect` block from inside the sandbox the
+//! policy produces on this host.
+//!
+//! The runtime library launches the static test probe (`splash-probe`,
+//! found beside `splashc` or given with `--probe`) at the worker's path, in
+//! the policy's own sandbox: the plan is the one `splashc run` would launch
+//! with only the worker's file (and its fixed arguments) replaced, so every
+//! mount, runner, Landlock list, seccomp filter, limit and cgroup is the
+//! policy's. A second, control launch removes the layers that should stop
+//! each denied or hidden attempt (the seccomp filter, `--disable-userns`,
+//! the Landlock runner, the read-only mount or the missing mount) and makes
+//! the same attempts: an expectation holds only when its attempt fails in
+//! the sandbox and succeeds in the control, so none passes vacuously.
+//!
+//! Exit status: 0 every expectation held; 1 one failed (or the policy has
+//! errors, such as an expectation it can never meet); 2 the test could not
+//! run or could not prove an expectation on this host (the reason is
+//! printed).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, ResourceKind, Token};
+use splash_runtime::{BindOptions, BoundCommand, Deadlines, LaunchError, LoadedPolicy, Session};
+use splashpol::expect::{ExpectKind, Expectation};
+use splashpol::model::{HostPath, Policy, SandboxPath};
+use splashpol::plan::{BwrapOp, ExecArg, LaunchPlan, MountSource, PinRole, RawPlan};
+
+use crate::TestArgs;
+use crate::emit::load_manifest;
+
+/// The probe tools a test session is granted.
+const PROBE_TOOLS: [&str; 6] = [
+    "probe.path",
+    "probe.write",
+    "probe.exec",
+    "probe.syscall",
+    "probe.try",
+    "probe.fork",
+];
+
+/// Output format of `splashc test`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TestFormat {
+    Human,
+    Tap,
+    Junit,
+    Json,
+}
+
+/// How one expectation came out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Verdict {
+    /// The attempt came out as expected, and its control (if it needs one)
+    /// shows that the layer under test is what made it so.
+    Held,
+    /// The attempt did not come out as expected.
+    Failed,
+    /// The attempt came out as expected, but the control did not show that
+    /// the policy's layer is the reason: not proven on this host.
+    Unproven,
+}
+
+#[derive(Debug)]
+struct Outcome {
+    text: String,
+    line: usize,
+    verdict: Verdict,
+    /// What the attempt in the sandbox gave.
+    detail: String,
+    /// What the control attempt gave, when the expectation has one.
+    control: Option<String>,
+}
+
+pub fn run(args: &TestArgs) -> u8 {
+    match test_main(args) {
+        Ok(code) => code,
+        Err(code) => code,
+    }
+}
+
+/// Reports why the test could not run and returns status 2.
+fn cannot(reason: impl std::fmt::Display) -> u8 {
+    eprintln!("splashc test: cannot run: {reason}");
+    2
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = splashpol::text::escaped(&e.to_string()).to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&splashpol::text::escaped(&s.to_string()).to_string());
+        source = s.source();
+    }
+    text
+}
+
+/// The probe: `--probe`, or `splash-probe` beside this `splashc`.
+fn probe_path(args: &TestArgs) -> Result<PathBuf, u8> {
+    let path = match &args.probe {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()
+            .map_err(|e| cannot(format_args!("cannot find this program's directory: {e}")))?
+            .with_file_name("splash-probe"),
+    };
+    let canonical = std::fs::canonicalize(&path).map_err(|e| {
+        cannot(format_args!(
+            "no test probe at `{}` ({e}); build `splash-probe` beside `splashc` or pass `--probe PATH`",
+            path.display()
+        ))
+    })?;
+    Ok(canonical)
+}
+
+fn test_main(args: &TestArgs) -> Result<u8, u8> {
+    // The policy: its checked form (errors are exit 1) and its expectations.
+    let loaded = LoadedPolicy::from_path(&args.policy).map_err(|e| match &e {
+        LaunchError::Check { rendered, .. } => {
+            eprint!("{rendered}");
+            eprintln!(
+                "splashc test: the policy has errors (an `expect` entry it can never meet is `splash::check::impossible-expectation`)"
+            );
+            1
+        }
+        LaunchError::Read { .. } => cannot(chain(&e)),
+        _ => {
+            eprintln!("splashc test: {}", chain(&e));
+            1
+        }
+    })?;
+    let source = std::fs::read_to_string(&args.policy).map_err(|_| {
+        cannot("`splashc test` needs the policy's source (a compiled artifact carries no `expect` block)")
+    })?;
+    let Some((_, expectations)) = splashpol::expect::of_source(&source) else {
+        return Err(cannot(
+            "`splashc test` needs the policy's source (a compiled artifact carries no `expect` block)",
+        ));
+    };
+    if expectations.is_empty() {
+        return Err(cannot(
+            "the policy has no `expect` block: nothing to test (docs/testing-policies.md)",
+        ));
+    }
+    let probe = probe_path(args)?;
+    let user_manifest = match &args.manifest {
+        Some(p) => Some(load_manifest(p)?),
+        None => None,
+    };
+    let manifest = probe_manifest(&loaded.policy, user_manifest.as_ref())?;
+    let plan = loaded.plan(&manifest).map_err(|e| {
+        eprintln!("splashc test: {}", chain(&e));
+        1
+    })?;
+    if let Some(missing) = missing_startup_syscalls(&loaded.policy) {
+        return Err(cannot(format_args!(
+            "the strict allowlist does not list {} that the test probe needs to start and make its attempts ({}); splashc never widens a policy to test it",
+            if missing.len() == 1 {
+                "a syscall"
+            } else {
+                "syscalls"
+            },
+            missing.join(" ")
+        )));
+    }
+
+    // The policy's own sandbox, with the probe at the worker's path.
+    let tested = with_probe(plan.clone(), &probe, loaded.policy.worker())?;
+    let results = attempts(tested, &manifest, &expectations)
+        .map_err(|reason| cannot(format_args!("the sandbox of the policy: {reason}")))?;
+    // The control: the same sandbox without the layers under test.
+    let controls = if expectations.iter().any(needs_control) {
+        let (control_plan, notes) = control_plan(plan, &probe, &loaded.policy, &expectations)?;
+        let found = attempts(control_plan, &manifest, &expectations)
+            .map_err(|reason| cannot(format_args!("the control launch: {reason}")))?;
+        Some((found, notes))
+    } else {
+        None
+    };
+
+    let outcomes: Vec<Outcome> = expectations
+        .iter()
+        .enumerate()
+        .map(|(i, x)| {
+            let control = controls
+                .as_ref()
+                .map(|(found, notes)| (&found[i], &notes[i]));
+            judge(x, &source, &results[i], control)
+        })
+        .collect();
+    print_report(args.format, loaded.policy.name(), &outcomes);
+    let code = if outcomes.iter().any(|o| o.verdict == Verdict::Failed) {
+        1
+    } else if outcomes.iter().any(|o| o.verdict == Verdict::Unproven) {
+        2
+    } else {
+        0
+    };
+    Ok(code)
+}
+
+/// A manifest for the probe: the session and file roots of `user` (or,
+/// without one, a fresh session with every registered root), granting the
+/// probe's tools.
+fn probe_manifest(
+    policy: &Policy,
+    user: Option<&CapabilityManifest>,
+) -> Result<CapabilityManifest, u8> {
+    let (session_id, resources) = match user {
+        Some(m) => (
+            m.session_id.clone(),
+            m.grants
+                .iter()
+                .flat_map(|g| g.resources.iter().cloned())
+                .collect::<BTreeSet<_>>(),
+        ),
+        None => {
+            let mut buf = [0u8; 8];
+            getrandom::fill(&mut buf)
+                .map_err(|e| cannot(format_args!("cannot read the random source: {e}")))?;
+            let hex: String = buf.iter().map(|b| format!("{b:02x}")).collect();
+            let id = Token::new(format!("test-{hex}"))
+                .map_err(|e| cannot(format_args!("cannot make a session id: {e}")))?;
+            let roots = policy
+                .file_roots()
+                .iter()
+                .map(|r| Resource::new(ResourceKind::FileRoot, r.id.clone()));
+            let origins = policy.network_broker().into_iter().flat_map(|b| {
+                b.ids
+                    .iter()
+                    .map(|id| Resource::new(ResourceKind::NetworkOrigin, id.clone()))
+            });
+            (id, roots.chain(origins).collect())
+        }
+    };
+    let mut grants = Vec::new();
+    for tool in PROBE_TOOLS {
+        let tool = Token::new(tool).map_err(|e| cannot(format_args!("tool name: {e}")))?;
+        let mut g = Grant::new(tool, GrantFormat::Json);
+        g.max_calls = 4096;
+        g.max_input_bytes = 64 * 1024;
+        g.max_output_bytes = 1024 * 1024;
+        g.resources = resources.clone();
+        grants.push(g);
+    }
+    Ok(CapabilityManifest {
+        protocol_version: splash_protocol::PROTOCOL_VERSION,
+        session_id,
+        grants,
+    })
+}
+
+/// The syscalls the probe makes to start, serve its session and make its
+/// attempts (measured on x86_64 with `strace -f`), when a strict allowlist
+/// leaves some of them out.
+fn missing_startup_syscalls(policy: &Policy) -> Option<Vec<&'static str>> {
+    let splashpol::model::SeccompPolicy::StrictAllowlist { syscalls } = policy.seccomp() else {
+        return None;
+    };
+    let listed: BTreeSet<&str> = syscalls.iter().map(|s| s.as_str()).collect();
+    let arch = splash_seccomp::Arch::host();
+    let missing: Vec<&'static str> = PROBE_SYSCALLS
+        .iter()
+        .copied()
+        .filter(|s| !listed.contains(s) && splash_seccomp::denied_syscall(s).is_none())
+        .filter(|s| arch.is_some_and(|a| splash_seccomp::syscall_number(a, s).is_some()))
+        .collect();
+    (!missing.is_empty()).then_some(missing)
+}
+
+/// What the probe calls from its start to its last attempt, measured on
+/// x86_64 with `strace -f` over `splashc test` runs of every kind of
+/// expectation: the attempts themselves (`unshare`, `socket`, `bpf`, ...)
+/// are left out, since a filter that kills them answers the expectation.
+const PROBE_SYSCALLS: &[&str] = &[
+    "access",
+    "arch_prctl",
+    "brk",
+    "clock_nanosleep",
+    "clone",
+    "close",
+    "dup2",
+    "execve",
+    "exit",
+    "exit_group",
+    "fcntl",
+    "fsync",
+    "futex",
+    "getegid",
+    "geteuid",
+    "getgid",
+    "getpid",
+    "getppid",
+    "getrandom",
+    "gettid",
+    "getuid",
+    "ioctl",
+    "madvise",
+    "mmap",
+    "mprotect",
+    "munmap",
+    "newfstatat",
+    "openat",
+    "pipe2",
+    "poll",
+    "prctl",
+    "pread64",
+    "prlimit64",
+    "read",
+    "readlink",
+    "rseq",
+    "rt_sigaction",
+    "rt_sigprocmask",
+    "sched_getaffinity",
+    "set_robust_list",
+    "set_tid_address",
+    "sigaltstack",
+    "statx",
+    "unlink",
+    "wait4",
+    "write",
+];
+
+/// The plan with the probe in place of the worker's file and no worker
+/// arguments.
+fn with_probe(plan: LaunchPlan, probe: &Path, worker: &SandboxPath) -> Result<LaunchPlan, u8> {
+    let mut raw = plan.into_raw();
+    let probe_host = HostPath::new(probe.to_string_lossy().into_owned())
+        .map_err(|e| cannot(format_args!("the probe's path `{}`: {e}", probe.display())))?;
+    let mut pinned = false;
+    for pin in &mut raw.pins {
+        if pin.role == PinRole::Worker {
+            pin.host_path = probe_host.clone();
+            pinned = true;
+        }
+    }
+    if !pinned {
+        // Executables are not pinned: bind the probe over the worker's path.
+        insert_before_final_remounts(
+            &mut raw,
+            BwrapOp::RoBind {
+                source: MountSource::Path(probe_host),
+                destination: worker.clone(),
+            },
+        );
+    }
+    let last = raw
+        .command
+        .iter()
+        .rposition(|a| matches!(a, ExecArg::Literal(s) if s == worker.as_str()))
+        .ok_or_else(|| cannot("the plan's command does not end with the worker"))?;
+    raw.command.truncate(last + 1);
+    LaunchPlan::try_from(raw).map_err(|e| cannot(format_args!("the test plan: {e}")))
+}
+
+/// Inserts `op` before the `--remount-ro` operations that end the setup.
+fn insert_before_final_remounts(raw: &mut RawPlan, op: BwrapOp) {
+    let mut at = raw.ops.len();
+    while at > 0 && matches!(raw.ops[at - 1], BwrapOp::RemountRo(_)) {
+        at -= 1;
+    }
+    raw.ops.insert(at, op);
+}
+
+fn needs_control(x: &Expectation) -> bool {
+    matches!(
+        x.kind,
+        ExpectKind::ReadOnly(_)
+            | ExpectKind::Hidden(_)
+            | ExpectKind::ExecDenied(_)
+            | ExpectKind::SyscallDenied(_)
+            | ExpectKind::UserNamespacesNone
+    )
+}
+
+/// The control plan: the tested plan without the seccomp filter, without
+/// `--disable-userns`, without the Landlock runner, with a tmpfs over each
+/// `read-only` directory and the host's object bound at each `hidden` path.
+/// Also, per expectation, why it has no control (when it cannot have one).
+fn control_plan(
+    plan: LaunchPlan,
+    probe: &Path,
+    policy: &Policy,
+    expectations: &[Expectation],
+) -> Result<(LaunchPlan, Vec<Option<String>>), u8> {
+    let mut raw = with_probe(plan, probe, policy.worker())?.into_raw();
+    let mut notes = vec![None; expectations.len()];
+    // Seccomp: from Bubblewrap, or from a runner's descriptor handoff.
+    raw.seccomp = None;
+    raw.ops.retain(|op| !matches!(op, BwrapOp::Seccomp));
+    let mut i = 0;
+    while i < raw.command.len() {
+        if matches!(raw.command.get(i + 1), Some(ExecArg::Slot(_)))
+            && matches!(&raw.command[i], ExecArg::Literal(s) if s.starts_with("--seccomp"))
+        {
+            raw.command.drain(i..i + 2);
+        } else {
+            i += 1;
+        }
+    }
+    // `--disable-userns` comes only with a required user namespace.
+    raw.ops
+        .retain(|op| !matches!(op, BwrapOp::DisableUserns | BwrapOp::UnshareUser));
+    // The Landlock runner segment: its path up to its `--`.
+    let landlock = match policy.runners() {
+        splashpol::model::Runners::Separate {
+            landlock: Some(l), ..
+        } => Some(l.path.as_str().to_owned()),
+        _ => None,
+    };
+    let combined = matches!(policy.runners(), splashpol::model::Runners::Combined { .. });
+    if let Some(path) = &landlock
+        && let Some(start) = raw
+            .command
+            .iter()
+            .position(|a| matches!(a, ExecArg::Literal(s) if s == path))
+        && let Some(len) = raw.command[start..]
+            .iter()
+            .position(|a| matches!(a, ExecArg::Literal(s) if s == "--"))
+    {
+        raw.command.drain(start..=start + len);
+    }
+    for (n, x) in expectations.iter().enumerate() {
+        match &x.kind {
+            ExpectKind::ReadOnly(p) => {
+                let is_dir = std::fs::metadata(host_guess(policy, p)).is_ok_and(|m| m.is_dir());
+                if !is_dir {
+                    notes[n] = Some(format!(
+                        "no control: `{p}` is not a directory, so no tmpfs can stand in for its mount"
+                    ));
+                    continue;
+                }
+                if launch_programs(policy).iter().any(|prog| prog.is_within(p)) {
+                    notes[n] = Some(format!(
+                        "no control: a tmpfs over `{p}` would hide the worker or a runner"
+                    ));
+                    continue;
+                }
+                insert_before_final_remounts(
+                    &mut raw,
+                    BwrapOp::Tmpfs {
+                        destination: p.clone(),
+                        size_bytes: Some(1 << 20),
+                    },
+                );
+            }
+            ExpectKind::Hidden(p) => {
+                if std::fs::symlink_metadata(p.as_str()).is_err() {
+                    notes[n] = Some(format!(
+                        "no control: nothing at `{p}` on this host either, so its absence proves nothing"
+                    ));
+                    continue;
+                }
+                match HostPath::new(p.as_str().to_owned()) {
+                    Ok(h) => insert_before_final_remounts(
+                        &mut raw,
+                        BwrapOp::RoBind {
+                            source: MountSource::Path(h),
+                            destination: p.clone(),
+                        },
+                    ),
+                    Err(e) => notes[n] = Some(format!("no control: {e}")),
+                }
+            }
+            ExpectKind::ExecDenied(_) if combined => {
+                notes[n] = Some(
+                    "no control: the one-hop runner applies Landlock together with the limits"
+                        .to_owned(),
+                );
+            }
+            _ => {}
+        }
+    }
+    let plan =
+        LaunchPlan::try_from(raw).map_err(|e| cannot(format_args!("the control plan: {e}")))?;
+    Ok((plan, notes))
+}
+
+/// The worker and the runners the sandbox executes.
+fn launch_programs(policy: &Policy) -> Vec<&SandboxPath> {
+    let mut out = vec![policy.worker()];
+    match policy.runners() {
+        splashpol::model::Runners::None => {}
+        splashpol::model::Runners::Separate { limit, landlock } => {
+            out.extend(limit.as_ref().map(|l| &l.path));
+            out.extend(landlock.as_ref().map(|l| &l.path));
+        }
+        splashpol::model::Runners::Combined { path, .. } => out.push(path),
+        // A kind of runner this version does not know: no control hides
+        // anything it could not name, so a missing program fails the
+        // control launch instead.
+        _ => {}
+    }
+    out
+}
+
+/// The host path behind a worker-visible path through the runtime mounts
+/// (for the control's "is it a directory").
+fn host_guess(policy: &Policy, p: &SandboxPath) -> PathBuf {
+    for m in policy.runtime_mounts().iter().rev() {
+        if p.is_within(&m.destination) {
+            let rest = &p.as_str()[m.destination.as_str().len()..];
+            return PathBuf::from(format!("{}{rest}", m.source.as_str()));
+        }
+    }
+    PathBuf::from(p.as_str())
+}
+
+/// Launches `plan`, makes the attempt of every expectation and returns what
+/// each gave.
+fn attempts(
+    plan: LaunchPlan,
+    manifest: &CapabilityManifest,
+    expectations: &[Expectation],
+) -> Result<Vec<Value>, String> {
+    let bound = BoundCommand::bind_with(plan, BindOptions::default())
+        .map_err(|e| format!("bind refused: {}", chain(&e)))?;
+    let deadlines = Deadlines::session(Duration::from_secs(120)).with_call(Duration::from_secs(30));
+    let mut session = Session::open_owned(bound, manifest.clone(), deadlines)
+        .map_err(|e| format!("the launch failed: {}", chain(&e)))?;
+    let arch = splash_seccomp::Arch::host();
+    let mut out = Vec::new();
+    for (n, x) in expectations.iter().enumerate() {
+        let mut call = |tool: &str, input: Value| -> Result<Value, String> {
+            session
+                .call(tool, input)
+                .map_err(|e| format!("`{tool}` for `{}`: {}", x.text, chain(&e)))
+        };
+        let v = match &x.kind {
+            ExpectKind::ReadOnly(p) | ExpectKind::Hidden(p) => {
+                call("probe.path", json!({"path": p.as_str()}))?
+            }
+            ExpectKind::Writable { path, max_bytes } => {
+                let bytes = max_bytes.map_or(1 << 20, |m| m.saturating_add(1 << 20));
+                call(
+                    "probe.write",
+                    json!({"path": format!("{}/.splash-test-{n}", path.as_str()), "bytes": bytes, "remove": true}),
+                )?
+            }
+            ExpectKind::ExecDenied(p) | ExpectKind::ExecAllowed(p) => {
+                call("probe.exec", json!({"argv": [p.as_str()]}))?
+            }
+            ExpectKind::SyscallDenied(name) => {
+                match arch.and_then(|a| splash_seccomp::syscall_number(a, name)) {
+                    Some(nr) => call("probe.syscall", json!({"nr": nr}))?,
+                    None => json!({"absent": true}),
+                }
+            }
+            ExpectKind::NetworkNone => call("probe.try", json!({"op": "socket-inet"}))?,
+            ExpectKind::ProcessesMax(max) => {
+                call("probe.fork", json!({"max": max.saturating_add(16)}))?
+            }
+            ExpectKind::UserNamespacesNone => call("probe.try", json!({"op": "unshare-user"}))?,
+        };
+        out.push(v);
+    }
+    let _ = session.close(Duration::from_secs(5));
+    Ok(out)
+}
+
+fn errno_name(v: &Value) -> String {
+    v.get("name")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| v.get("errno").map(|e| format!("errno {e}")))
+        .unwrap_or_else(|| "an error".to_owned())
+}
+
+/// Whether a `probe.syscall` or `probe.try` result is a seccomp denial:
+/// `EPERM`, `ENOSYS`, or death by `SIGSYS`.
+fn denied(v: &Value) -> Option<String> {
+    if v.get("ok").and_then(Value::as_bool) == Some(true) {
+        return None;
+    }
+    if let Some(sig) = v.get("signal").and_then(Value::as_i64) {
+        return (sig == i64::from(libc::SIGSYS)).then(|| "killed by SIGSYS".to_owned());
+    }
+    let name = v.get("error").map(errno_name).unwrap_or_default();
+    matches!(name.as_str(), "EPERM" | "ENOSYS").then(|| format!("failed with {name}"))
+}
+
+/// What a result did, in words.
+fn said(v: &Value) -> String {
+    if v.get("ok").and_then(Value::as_bool) == Some(true) {
+        return "succeeded".to_owned();
+    }
+    if let Some(sig) = v.get("signal") {
+        return format!("was killed by signal {sig}");
+    }
+    match v.get("error") {
+        Some(e) if !e.is_null() => format!("failed with {}", errno_name(e)),
+        _ => format!("gave {v}"),
+    }
+}
+
+fn line_of(source: &str, x: &Expectation) -> usize {
+    source[..x.span.start.min(source.len())]
+        .matches('\n')
+        .count()
+        + 1
+}
+
+/// Decides one expectation from its attempt and its control.
+fn judge(
+    x: &Expectation,
+    source: &str,
+    v: &Value,
+    control: Option<(&Value, &Option<String>)>,
+) -> Outcome {
+    let (held, detail) = attempt_held(x, v);
+    let needs = needs_control(x);
+    let (verdict, control_text) = match (held, needs, control) {
+        (false, false, _) => (Verdict::Failed, None),
+        (false, true, _) => (
+            Verdict::Failed,
+            control.and_then(|(c, note)| note.clone().or_else(|| Some(control_said(x, c)))),
+        ),
+        (true, false, _) => (Verdict::Held, None),
+        (true, true, None) => (Verdict::Unproven, Some("no control launch".to_owned())),
+        (true, true, Some((_, Some(note)))) => (Verdict::Unproven, Some(note.clone())),
+        (true, true, Some((c, None))) => {
+            let (ok, text) = control_succeeded(x, c);
+            (
+                if ok { Verdict::Held } else { Verdict::Unproven },
+                Some(text),
+            )
+        }
+    };
+    Outcome {
+        text: x.text.clone(),
+        line: line_of(source, x),
+        verdict,
+        detail,
+        control: control_text,
+    }
+}
+
+fn exists(v: &Value) -> bool {
+    v.get("exists").and_then(Value::as_bool) == Some(true)
+}
+
+fn writable(v: &Value) -> Option<&Value> {
+    v.get("writable")
+}
+
+/// Whether the attempt in the policy's sandbox came out as expected, and
+/// what it did.
+fn attempt_held(x: &Expectation, v: &Value) -> (bool, String) {
+    match &x.kind {
+        ExpectKind::ReadOnly(_) => {
+            if !exists(v) {
+                return (false, "not visible in the sandbox".to_owned());
+            }
+            match writable(v) {
+                Some(w) if w.get("ok").and_then(Value::as_bool) == Some(false) => {
+                    (true, format!("visible; a write {}", said(w)))
+                }
+                _ => (false, "visible, and a write succeeded".to_owned()),
+            }
+        }
+        ExpectKind::Hidden(_) => {
+            if exists(v) {
+                (false, "visible in the sandbox".to_owned())
+            } else {
+                (true, "not visible in the sandbox".to_owned())
+            }
+        }
+        ExpectKind::Writable { max_bytes, .. } => {
+            let written = v.get("written").and_then(Value::as_u64).unwrap_or(0);
+            let stopped = v.get("error").filter(|e| !e.is_null());
+            match max_bytes {
+                None if written > 0 && stopped.is_none() => {
+                    (true, format!("wrote {written} bytes"))
+                }
+                None => (false, format!("a write {}", said(v))),
+                Some(max) => {
+                    let slack = max / 100 + 64 * 1024;
+                    match stopped {
+                        Some(e) if written > 0 && written <= max.saturating_add(slack) => (
+                            true,
+                            format!("wrote {written} bytes, then {}", errno_name(e)),
+                        ),
+                        Some(e) => (
+                            false,
+                            format!(
+                                "wrote {written} bytes before {} (bound {max})",
+                                errno_name(e)
+                            ),
+                        ),
+                        None => (
+                            false,
+                            format!("wrote {written} bytes without being stopped (bound {max})"),
+                        ),
+                    }
+                }
+            }
+        }
+        ExpectKind::ExecDenied(_) => {
+            if v.get("spawned").and_then(Value::as_bool) == Some(false) {
+                let e = v.get("error").map(errno_name).unwrap_or_default();
+                (true, format!("the exec failed with {e}"))
+            } else {
+                (false, "the program started".to_owned())
+            }
+        }
+        ExpectKind::ExecAllowed(_) => {
+            if v.get("spawned").and_then(Value::as_bool) == Some(false) {
+                let e = v.get("error").map(errno_name).unwrap_or_default();
+                (false, format!("the exec failed with {e}"))
+            } else {
+                (true, "the program started".to_owned())
+            }
+        }
+        ExpectKind::SyscallDenied(_) => {
+            if v.get("absent").is_some() {
+                return (false, "no such syscall on this architecture".to_owned());
+            }
+            match denied(v) {
+                Some(how) => (true, how),
+                None => (false, format!("the call {}", said(v))),
+            }
+        }
+        ExpectKind::NetworkNone => {
+            if v.get("ok").and_then(Value::as_bool) == Some(true) {
+                (false, "a connection to 1.1.1.1:53 succeeded".to_owned())
+            } else {
+                (true, format!("a connection to 1.1.1.1:53 {}", said(v)))
+            }
+        }
+        ExpectKind::ProcessesMax(max) => {
+            let started = v.get("started").and_then(Value::as_u64).unwrap_or(0);
+            // The probe itself is one process.
+            if started < *max {
+                (
+                    true,
+                    format!(
+                        "{} processes at most (a fork then {})",
+                        started + 1,
+                        v.get("error").map(errno_name).unwrap_or_default()
+                    ),
+                )
+            } else {
+                (false, format!("{} processes ran at once", started + 1))
+            }
+        }
+        ExpectKind::UserNamespacesNone => {
+            if v.get("ok").and_then(Value::as_bool) == Some(true) {
+                (false, "a user namespace was created".to_owned())
+            } else {
+                (true, format!("creating a user namespace {}", said(v)))
+            }
+        }
+    }
+}
+
+fn control_said(x: &Expectation, c: &Value) -> String {
+    control_succeeded(x, c).1
+}
+
+/// Whether the control attempt (without the layer) succeeded.
+fn control_succeeded(x: &Expectation, c: &Value) -> (bool, String) {
+    match &x.kind {
+        ExpectKind::ReadOnly(_) => match writable(c) {
+            Some(w) if w.get("ok").and_then(Value::as_bool) == Some(true) => (
+                true,
+                "control: a write succeeded on a tmpfs in its place".to_owned(),
+            ),
+            _ => (
+                false,
+                "control: a write failed on a tmpfs in its place too".to_owned(),
+            ),
+        },
+        ExpectKind::Hidden(_) => {
+            if exists(c) {
+                (
+                    true,
+                    "control: visible once the host's object is bound there".to_owned(),
+                )
+            } else {
+                (
+                    false,
+                    "control: not visible even when bound there".to_owned(),
+                )
+            }
+        }
+        ExpectKind::ExecDenied(_) => {
+            if c.get("spawned").and_then(Value::as_bool) == Some(false) {
+                (
+                    false,
+                    "control: the exec fails without Landlock too".to_owned(),
+                )
+            } else {
+                (
+                    true,
+                    "control: the program starts without the Landlock runner".to_owned(),
+                )
+            }
+        }
+        ExpectKind::SyscallDenied(_) => match denied(c) {
+            Some(how) => (
+                false,
+                format!(
+                    "control: without the filter the call {how} too, so the filter's part cannot be told"
+                ),
+            ),
+            None => (
+                true,
+                format!("control: without the filter the call {}", said(c)),
+            ),
+        },
+        ExpectKind::UserNamespacesNone => {
+            if c.get("ok").and_then(Value::as_bool) == Some(true) {
+                (true, "control: a user namespace is created without `--disable-userns` and the filter".to_owned())
+            } else {
+                (
+                    false,
+                    format!(
+                        "control: it {} without `--disable-userns` and the filter too",
+                        said(c)
+                    ),
+                )
+            }
+        }
+        _ => (true, String::new()),
+    }
+}
+
+fn status_word(v: &Verdict) -> &'static str {
+    match v {
+        Verdict::Held => "held",
+        Verdict::Failed => "failed",
+        Verdict::Unproven => "unproven",
+    }
+}
+
+fn xml(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn print_report(format: TestFormat, policy: &str, outcomes: &[Outcome]) {
+    let failed = outcomes
+        .iter()
+        .filter(|o| o.verdict == Verdict::Failed)
+        .count();
+    let unproven = outcomes
+        .iter()
+        .filter(|o| o.verdict == Verdict::Unproven)
+        .count();
+    let mut text = String::new();
+    match format {
+        TestFormat::Human => {
+            for o in outcomes {
+                let word = match o.verdict {
+                    Verdict::Held => "ok      ",
+                    Verdict::Failed => "FAILED  ",
+                    Verdict::Unproven => "UNPROVEN",
+                };
+                text.push_str(&format!(
+                    "{word} {} (line {}): {}",
+                    o.text, o.line, o.detail
+                ));
+                if let Some(c) = &o.control {
+                    text.push_str(&format!("; {c}"));
+                }
+                text.push('\n');
+            }
+            text.push_str(&format!(
+                "policy `{}`: {} held, {failed} failed, {unproven} unproven\n",
+                splashpol::text::escaped(policy),
+                outcomes.len() - failed - unproven
+            ));
+        }
+        TestFormat::Tap => {
+            text.push_str(&format!("1..{}\n", outcomes.len()));
+            for (i, o) in outcomes.iter().enumerate() {
+                let ok = if o.verdict == Verdict::Held {
+                    "ok"
+                } else {
+                    "not ok"
+                };
+                text.push_str(&format!("{ok} {} - {}", i + 1, o.text));
+                if o.verdict == Verdict::Unproven {
+                    text.push_str(" # unproven");
+                }
+                text.push('\n');
+                text.push_str(&format!("  # {}\n", o.detail));
+                if let Some(c) = &o.control {
+                    text.push_str(&format!("  # {c}\n"));
+                }
+            }
+        }
+        TestFormat::Junit => {
+            text.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+            text.push_str(&format!(
+                "<testsuite name=\"{}\" tests=\"{}\" failures=\"{failed}\" skipped=\"{unproven}\">\n",
+                xml(policy),
+                outcomes.len()
+            ));
+            for o in outcomes {
+                let message = match &o.control {
+                    Some(c) => format!("{}; {c}", o.detail),
+                    None => o.detail.clone(),
+                };
+                text.push_str(&format!(
+                    "  <testcase name=\"{}\" classname=\"expect\">",
+                    xml(&o.text)
+                ));
+                match o.verdict {
+                    Verdict::Held => {}
+                    Verdict::Failed => {
+                        text.push_str(&format!("<failure message=\"{}\"/>", xml(&message)))
+                    }
+                    Verdict::Unproven => {
+                        text.push_str(&format!("<skipped message=\"{}\"/>", xml(&message)))
+                    }
+                }
+                text.push_str("</testcase>\n");
+            }
+            text.push_str("</testsuite>\n");
+        }
+        TestFormat::Json => {
+            let list: Vec<Value> = outcomes
+                .iter()
+                .map(|o| {
+                    json!({
+                        "expectation": o.text,
+                        "line": o.line,
+                        "status": status_word(&o.verdict),
+                        "detail": o.detail,
+                        "control": o.control,
+                    })
+                })
+                .collect();
+            let v = json!({
+                "policy": policy,
+                "expectations": list,
+                "held": outcomes.len() - failed - unproven,
+                "failed": failed,
+                "unproven": unproven,
+            });
+            text = format!("{}\n", serde_json::to_string_pretty(&v).unwrap_or_default());
+        }
+    }
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
