@@ -102,6 +102,17 @@ pub fn run(args: &crate::CheckArgs) -> u8 {
     }
 }
 
+/// Prints `outcome`'s diagnostics on stderr as `check` does (colour only
+/// where [`crate::stderr_color`] allows it): how `run` and `test` report a
+/// policy the runtime refused with [`splash_runtime::LaunchError::Check`].
+pub(crate) fn eprint_diagnostics(name: &str, text: &str, outcome: &splashpol::CheckOutcome) {
+    let options = RenderOptions {
+        color: crate::stderr_color(),
+        ..RenderOptions::default()
+    };
+    eprint!("{}", outcome.render_human_with(name, text, options));
+}
+
 fn report_io(format: Format, reports: &mut Vec<serde_json::Value>, name: &str, error: &str) {
     match format {
         Format::Human => eprintln!("error: cannot read `{name}`: {error}"),

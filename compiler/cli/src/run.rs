@@ -124,11 +124,7 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
             text,
             outcome,
         } => {
-            let options = splashpol::RenderOptions {
-                color: crate::stderr_color(),
-                ..splashpol::RenderOptions::default()
-            };
-            eprint!("{}", outcome.render_human_with(name, text, options));
+            crate::check::eprint_diagnostics(name, text, outcome);
             1
         }
         _ => launch_failed(&e),

@@ -119,8 +119,12 @@ fn probe_path(args: &TestArgs) -> Result<PathBuf, u8> {
 fn test_main(args: &TestArgs) -> Result<u8, u8> {
     // The policy: its checked form (errors are exit 1) and its expectations.
     let loaded = LoadedPolicy::from_path(&args.policy).map_err(|e| match &e {
-        LaunchError::Check { rendered, .. } => {
-            eprint!("{rendered}");
+        LaunchError::Check {
+            name,
+            text,
+            outcome,
+        } => {
+            crate::check::eprint_diagnostics(name, text, outcome);
             eprintln!(
                 "splashc test: the policy has errors (an `expect` entry it can never meet is `splash::check::impossible-expectation`)"
             );
