@@ -120,6 +120,7 @@ pub fn display_slot(plan: &LaunchPlan, slot: Slot) -> String {
         }
         Slot::BwrapSeccomp => "{fd:seccomp}".to_string(),
         Slot::RunnerSeccomp => "{fd:runner-seccomp}".to_string(),
+        Slot::LearnListener => "{fd:learn-listener}".to_string(),
         Slot::Device(node) => format!("{{dev:{}}}", node.name()),
     }
 }

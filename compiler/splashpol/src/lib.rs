@@ -22,6 +22,7 @@ pub mod diff;
 pub mod emit;
 pub mod explain;
 pub mod format;
+pub mod learn;
 pub mod lower;
 pub mod model;
 pub mod parse;
