@@ -79,6 +79,11 @@ use crate::sys;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BindError {
+    /// The plan is a learning plan ([`LaunchPlan::is_learning`]).
+    #[error(
+        "the plan is a learning plan, whose filter only records system calls; it runs only under `splashc learn`, and a production launch refuses it"
+    )]
+    LearningPlan,
     /// The plan does not start with the fixed hardening prefix: operation `position` should be `expected`, found `found`.
     #[error(
         "the plan does not start with the fixed hardening prefix: operation {position} should be `{expected}`, found {}; the launch is refused",
@@ -477,6 +482,8 @@ pub struct BindOptions {
     pub(crate) preparations: Vec<Box<dyn LaunchPreparation>>,
     pub(crate) device_parent: PathBuf,
     pub(crate) network_broker: Option<splash_broker::BrokerMount>,
+    /// Set only by [`crate::learn`]: a learning plan may be bound.
+    pub(crate) learning: bool,
 }
 
 /// A [`QuotaInspector`] that can be printed in debug output.
@@ -490,6 +497,7 @@ impl Default for BindOptions {
             preparations: Vec::new(),
             device_parent: PathBuf::from(DEFAULT_DEVICE_PARENT),
             network_broker: None,
+            learning: false,
         }
     }
 }
@@ -1200,6 +1208,9 @@ impl BoundCommand {
     /// to 8 are the checks of [`preflight`](mod@crate::preflight), run in
     /// its order until the first failure, which is the error.
     pub fn bind_with(plan: LaunchPlan, options: BindOptions) -> Result<Self, BindError> {
+        if plan.is_learning() && !options.learning {
+            return Err(BindError::LearningPlan);
+        }
         let mut run = crate::preflight::Binding::new(&plan, &options, crate::preflight::Mode::Bind);
         let _ = run.run();
         let bound = run.into_bound()?;

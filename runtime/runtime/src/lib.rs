@@ -40,6 +40,7 @@ pub mod broker;
 pub mod cgroup;
 pub mod devices;
 pub mod launch;
+pub mod learn;
 pub mod lifecycle;
 pub mod nosuid;
 pub mod preflight;

@@ -223,6 +223,23 @@ impl LaunchSpec {
         self.inherit.iter().map(AsRawFd::as_raw_fd).collect()
     }
 
+    /// Puts `fd` where the plan holds its learning listener slot and makes
+    /// it inherited; `false` when the arguments hold no such slot.
+    pub(crate) fn fill_learn_listener(&mut self, fd: OwnedFd) -> bool {
+        let number = fd.as_raw_fd().to_string();
+        let mut filled = false;
+        for arg in &mut self.args {
+            if arg == crate::learn::LISTENER_PLACEHOLDER {
+                arg.clone_from(&number);
+                filled = true;
+            }
+        }
+        if filled {
+            self.inherit.push(fd);
+        }
+        filled
+    }
+
     /// Prefixes the launch with `program prefix_args...`: the old program
     /// becomes the first argument after `prefix_args`. A descriptor the old
     /// program is reached through (`/proc/self/fd/N` of the pinned
@@ -313,6 +330,9 @@ impl BoundCommand {
         let mut render = |slot: Slot| -> String {
             let fd = match slot {
                 Slot::Device(node) => return devices::source(node, device_directory.as_ref()),
+                // Filled by the learning launch's preparation, or refused
+                // after the preparations ran.
+                Slot::LearnListener => return crate::learn::LISTENER_PLACEHOLDER.to_owned(),
                 Slot::Pin(p) => fresh.get(usize::from(p.0)).and_then(Option::as_ref),
                 other => seccomp
                     .as_ref()
@@ -407,6 +427,13 @@ impl BoundCommand {
                     step: step.name().to_owned(),
                     source,
                 })?;
+        }
+        if spec
+            .args
+            .iter()
+            .any(|a| a == crate::learn::LISTENER_PLACEHOLDER)
+        {
+            return Err(SpawnError::UnpreparedSlot(Slot::LearnListener));
         }
         // The cgroup runner wraps last, so it is the first program to run.
         let mut cgroup = match &self.cgroup {

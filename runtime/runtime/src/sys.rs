@@ -35,6 +35,8 @@
     reason = "the one module of this crate that makes raw system calls"
 )]
 
+pub(crate) mod notify;
+
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
