@@ -37,6 +37,11 @@ use crate::LearnArgs;
 const LAUNCH_FAILED: u8 = 3;
 /// How long the runner has to hand the listener over.
 const LISTENER_TIMEOUT: Duration = Duration::from_secs(30);
+/// A phase ends once no call was answered for this long: the worker waits
+/// for its next request.
+const QUIET: Duration = Duration::from_millis(100);
+/// The longest wait for a phase to end.
+const SETTLE_MAX: Duration = Duration::from_secs(10);
 
 pub fn run(args: &LearnArgs) -> u8 {
     match learn_main(args) {
@@ -206,15 +211,23 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
         LAUNCH_FAILED
     })?;
     for (i, (tool, input)) in calls.iter().enumerate() {
+        settle(&recorder);
         recorder.set_phase(i as u32 + 1);
-        if let Err(e) = session.call(tool.as_str(), input.clone()) {
-            eprintln!("splashc learn: `{tool}`: {}", chain(&e));
-            if e.leaves_session() == SessionState::Usable {
-                let _ = session.stop();
+        match session.call(tool.as_str(), input.clone()) {
+            Ok(response) => eprintln!(
+                "splashc learn: `{tool}` answered {}",
+                splashpol::text::escaped(&response.to_string())
+            ),
+            Err(e) => {
+                eprintln!("splashc learn: `{tool}`: {}", chain(&e));
+                if e.leaves_session() == SessionState::Usable {
+                    let _ = session.stop();
+                }
+                return Err(LAUNCH_FAILED);
             }
-            return Err(LAUNCH_FAILED);
         }
     }
+    settle(&recorder);
     recorder.set_phase(calls.len() as u32 + 1);
     let status = session
         .send_close()
@@ -273,6 +286,15 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
         }
     }
     Ok(())
+}
+
+/// Waits for the worker to go quiet, so the next phase starts clean.
+fn settle(recorder: &splash_runtime::learn::Recorder) {
+    if !recorder.settle(QUIET, SETTLE_MAX) {
+        eprintln!(
+            "splashc learn: the worker did not go quiet within {SETTLE_MAX:?}; later calls may be attributed to the next phase"
+        );
+    }
 }
 
 /// `splashc diff INPUT PROPOSAL` on standard output.

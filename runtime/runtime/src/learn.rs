@@ -35,7 +35,7 @@ use std::io::{self, Read};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -217,11 +217,17 @@ pub fn bind_learning(
     let bound = BoundCommand::bind_with(learning.plan, options)?;
     let phase = Arc::new(AtomicU32::new(0));
     let stop = Arc::new(AtomicBool::new(false));
+    let activity = Arc::new(Activity {
+        epoch: Instant::now(),
+        listening: AtomicBool::new(false),
+        last_ms: AtomicU64::new(0),
+    });
     let state = Answering {
         arch,
         production,
         phase: Arc::clone(&phase),
         stop: Arc::clone(&stop),
+        activity: Arc::clone(&activity),
         recording: Recording {
             arch,
             syscalls: BTreeMap::new(),
@@ -242,9 +248,24 @@ pub fn bind_learning(
         Recorder {
             phase,
             stop,
+            activity,
             thread: Some(thread),
         },
     ))
+}
+
+/// When the recording thread last answered a call.
+#[derive(Debug)]
+struct Activity {
+    epoch: Instant,
+    listening: AtomicBool,
+    last_ms: AtomicU64,
+}
+
+impl Activity {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
 }
 
 /// The recording thread of one learning launch.
@@ -252,6 +273,7 @@ pub fn bind_learning(
 pub struct Recorder {
     phase: Arc<AtomicU32>,
     stop: Arc<AtomicBool>,
+    activity: Arc<Activity>,
     thread: Option<JoinHandle<Result<Recording, LearnError>>>,
 }
 
@@ -260,6 +282,28 @@ impl Recorder {
     /// caller numbers its session calls from 1).
     pub fn set_phase(&self, phase: u32) {
         self.phase.store(phase, Ordering::SeqCst);
+    }
+
+    /// Waits until the listener has arrived and no call has been answered
+    /// for `quiet` (the worker waits for its next request), or until `max`
+    /// has passed; returns whether it settled. Calls are attributed to the
+    /// phase current when they are answered, so a caller settles before it
+    /// changes the phase.
+    pub fn settle(&self, quiet: Duration, max: Duration) -> bool {
+        let deadline = Instant::now() + max;
+        let quiet_ms = u64::try_from(quiet.as_millis()).unwrap_or(u64::MAX);
+        loop {
+            let a = &self.activity;
+            if a.listening.load(Ordering::SeqCst)
+                && a.now_ms().saturating_sub(a.last_ms.load(Ordering::SeqCst)) >= quiet_ms
+            {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// Waits for the recording to end (every filtered process is gone) and
@@ -293,6 +337,7 @@ struct Answering {
     production: Option<Vec<SockFilter>>,
     phase: Arc<AtomicU32>,
     stop: Arc<AtomicBool>,
+    activity: Arc<Activity>,
     recording: Recording,
     /// Per caller: the index of its last exec and the target's identity.
     pending_exec: BTreeMap<u32, (usize, Option<(u64, u64)>)>,
@@ -327,6 +372,10 @@ impl Answering {
             }
         };
         drop(socket);
+        self.activity
+            .last_ms
+            .store(self.activity.now_ms(), Ordering::SeqCst);
+        self.activity.listening.store(true, Ordering::SeqCst);
         loop {
             if self.stop.load(Ordering::SeqCst) {
                 break;
@@ -349,6 +398,9 @@ impl Answering {
                 Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {}
                 Err(e) => return Err(LearnError::Answer(e)),
             }
+            self.activity
+                .last_ms
+                .store(self.activity.now_ms(), Ordering::SeqCst);
         }
         for (index, _) in std::mem::take(&mut self.pending_exec).into_values() {
             self.recording.execs[index].result = ExecResult::Unknown;
