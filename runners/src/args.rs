@@ -339,6 +339,40 @@ mod tests {
     }
 
     #[test]
+    fn learn_fd_alone_selects_the_combined_runner_and_excludes_seccomp_fd() {
+        let inv = run(
+            RunnerKind::Combined,
+            &["--learn-fd", "5", "--", "/bin/true"],
+        )
+        .expect("valid");
+        assert_eq!(inv.learn_fd, Some(5));
+        assert_eq!(inv.seccomp_fd, None);
+        let both = run(
+            RunnerKind::Combined,
+            &["--seccomp-fd", "4", "--learn-fd", "5", "--", "/bin/true"],
+        );
+        assert!(both.is_err_and(|f| f.code == crate::exit::USAGE && f.message.contains("exclude")));
+        let twice = run(
+            RunnerKind::Combined,
+            &["--learn-fd", "5", "--learn-fd", "6", "--", "/bin/true"],
+        );
+        assert!(twice.is_err_and(|f| f.message.contains("more than once")));
+        let stdio = run(
+            RunnerKind::Combined,
+            &["--learn-fd", "2", "--", "/bin/true"],
+        );
+        assert!(stdio.is_err_and(|f| {
+            f.message
+                .contains("`--learn-fd` value `2` is a standard stream")
+        }));
+        let limit = run(
+            RunnerKind::Limit,
+            &["--cpu-seconds", "1", "--learn-fd", "5", "--", "/bin/true"],
+        );
+        assert!(limit.is_err_and(|f| f.message.contains("unknown flag `--learn-fd`")));
+    }
+
+    #[test]
     fn normalized_paths() {
         for bad in ["", "/", "rel/x", "/a//b", "/a/", "/a/./b", "/a/../b", "/."] {
             assert!(check_absolute_normalized(bad.as_bytes()).is_err(), "{bad}");
