@@ -71,9 +71,12 @@ fn random_hex(bytes: usize) -> Result<String, u8> {
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// A manifest for a fresh session granting every tool called and every
-/// registered root.
-fn generated_manifest(policy: &Policy, tools: &BTreeSet<Token>) -> Result<CapabilityManifest, u8> {
+/// A manifest for a fresh session granting every tool called (as many calls
+/// as are made) and every registered root.
+fn generated_manifest(
+    policy: &Policy,
+    tools: &BTreeMap<Token, u32>,
+) -> Result<CapabilityManifest, u8> {
     let session = Token::new(format!("learn-{}", random_hex(8)?)).map_err(|e| {
         eprintln!("splashc learn: cannot make a session id: {e}");
         2
@@ -85,8 +88,9 @@ fn generated_manifest(policy: &Policy, tools: &BTreeSet<Token>) -> Result<Capabi
         .collect();
     let grants = tools
         .iter()
-        .map(|tool| {
+        .map(|(tool, calls)| {
             let mut grant = Grant::new(tool.clone(), GrantFormat::Json);
+            grant.max_calls = (*calls).max(1);
             grant.max_input_bytes = 64 * 1024;
             grant.max_output_bytes = 1024 * 1024;
             grant.resources = resources.clone();
@@ -169,7 +173,10 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
             m
         }
         None => {
-            let tools = calls.iter().map(|(t, _)| t.clone()).collect();
+            let mut tools: BTreeMap<Token, u32> = BTreeMap::new();
+            for (tool, _) in &calls {
+                *tools.entry(tool.clone()).or_insert(0) += 1;
+            }
             generated_manifest(&loaded.policy, &tools)?
         }
     };
