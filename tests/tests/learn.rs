@@ -38,6 +38,10 @@ struct Setup {
 }
 
 fn setup() -> Option<Setup> {
+    setup_with(&[])
+}
+
+fn setup_with(extra: &[&str]) -> Option<Setup> {
     let (bwrap, probe_dir) = host_with_probe()?;
     let splashc = splashc()?;
     let runner = bin_dir().join("splash-runner");
@@ -55,6 +59,7 @@ fn setup() -> Option<Setup> {
     policy.no_user_namespaces = true;
     policy.binding = Binding::PinnedMountsAndExecutables;
     policy.seccomp = Some("deny-known-escape-surface".into());
+    policy.extra = extra.iter().map(|e| (*e).to_owned()).collect();
     let text = policy.render();
     let work = TempDir::new("learn");
     let path = work.path().join("input.splashpol");
@@ -252,5 +257,58 @@ fn the_worker_never_holds_the_listener_and_production_refuses_a_learning_plan() 
     assert_eq!(
         recording.execs[0].named,
         format!("{WORKER_DIR}/splash-probe")
+    );
+}
+
+/// The dynamic loader as the sandbox resolves `/lib64/ld-linux-x86-64.so.2`
+/// on this host, if the host has the usual layout.
+fn loader() -> Option<String> {
+    let resolved = std::fs::canonicalize("/lib64/ld-linux-x86-64.so.2").ok()?;
+    Some(resolved.display().to_string())
+}
+
+#[test]
+fn programs_that_ran_become_the_allow_exec_list_and_a_refused_one_is_reported() {
+    let _serial = serial();
+    let Some(ld) = loader() else {
+        splash_tests::require_host(false, "an x86_64 loader at /lib64/ld-linux-x86-64.so.2");
+        return;
+    };
+    let landlock = format!(
+        "landlock runner \"{WORKER_DIR}/splash-runner\" {{ allow-exec \"/usr/bin/true\"; allow-exec \"/usr/bin/false\"; allow-exec \"{ld}\" }}"
+    );
+    let extra = [landlock.as_str()];
+    let Some(s) = setup_with(&extra) else { return };
+    let out = s.work.path().join("exec.splashpol");
+    let (proposal, stderr) = learn(
+        &s,
+        &out,
+        &[
+            ("probe.exec", json!({"argv": ["/usr/bin/true"]})),
+            ("probe.exec", json!({"argv": ["/usr/bin/ls"]})),
+        ],
+    );
+    assert!(
+        proposal.contains("allow-exec \"/usr/bin/true\" # call 1 `probe.exec`"),
+        "{proposal}"
+    );
+    // `false` never ran: it leaves the list.
+    assert!(!proposal.contains("/usr/bin/false"), "{proposal}");
+    // The loader `true` needs is listed.
+    assert!(proposal.contains("loader of `/usr/bin/true`"), "{proposal}");
+    // `ls` is not on the input's list: Landlock refused it, it is reported
+    // and not added.
+    assert!(
+        stderr.contains("exec of `/usr/bin/ls` (resolved `/usr/bin/ls`) did not take effect"),
+        "{stderr}"
+    );
+    assert!(!proposal.contains("/usr/bin/ls"), "{proposal}");
+    let ran = run(&s, &out, "probe.exec", &json!({"argv": ["/usr/bin/true"]}));
+    let answer: Value = serde_json::from_slice(&ran.stdout).unwrap_or(Value::Null);
+    assert_eq!(
+        answer["exit_code"],
+        0,
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
     );
 }
