@@ -530,7 +530,8 @@ impl Answering {
         };
         let resolved = absolute.as_deref().and_then(|p| resolve_in(&root, p));
         let identity = resolved.as_deref().and_then(|r| {
-            std::fs::metadata(root.join(r.trim_start_matches('/')))
+            notify::open_in_root(&root, r)
+                .and_then(|f| f.metadata())
                 .ok()
                 .map(|m| (m.dev(), m.ino()))
         });
@@ -584,7 +585,9 @@ fn read_string(pid: u32, address: u64) -> Option<String> {
 }
 
 /// `path` (absolute, as the sandbox sees it) with every symbolic link
-/// resolved inside the sandbox whose root is `root`.
+/// resolved inside the sandbox whose root is `root`: the name to report.
+/// Files are only ever opened through [`notify::open_in_root`], which
+/// cannot leave the sandbox's root; this walk only yields a name.
 fn resolve_in(root: &Path, path: &str) -> Option<String> {
     let mut done: Vec<String> = Vec::new();
     let mut todo: Vec<String> = components(path).into_iter().rev().collect();
@@ -637,7 +640,7 @@ fn components(path: &str) -> Vec<String> {
 /// The resolved ELF interpreter and `#!` interpreter of the file at
 /// sandbox path `resolved`.
 fn interpreters(root: &Path, resolved: &str) -> (Option<String>, Option<String>) {
-    let Ok(mut file) = File::open(root.join(resolved.trim_start_matches('/'))) else {
+    let Ok(mut file) = notify::open_in_root(root, resolved) else {
         return (None, None);
     };
     let mut head = vec![0u8; 64 * 1024];

@@ -205,3 +205,30 @@ pub(crate) fn notif_id_valid(listener: BorrowedFd<'_>, id: u64) -> bool {
     };
     ret == 0
 }
+
+/// Opens `path` (absolute, as a sandbox sees it) for reading, resolved
+/// entirely inside the directory tree of `root` (`/proc/PID/root`):
+/// `openat2(2)` with `RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS`, so neither a
+/// symbolic link nor `..` can lead the host outside the sandbox's root,
+/// however the sandbox changes its files meanwhile. Only a regular file is
+/// returned.
+pub(crate) fn open_in_root(root: &std::path::Path, path: &str) -> io::Result<std::fs::File> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    let dir = rustix::fs::open(
+        root,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let fd = rustix::fs::openat2(
+        &dir,
+        path.trim_start_matches('/'),
+        OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NOCTTY | OFlags::NONBLOCK,
+        Mode::empty(),
+        ResolveFlags::IN_ROOT | ResolveFlags::NO_MAGICLINKS,
+    )?;
+    let file = std::fs::File::from(fd);
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other("not a regular file"));
+    }
+    Ok(file)
+}
