@@ -149,16 +149,14 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
         );
         return Err(2);
     };
+    // The CLI's own loader renders every diagnostic (and the warnings) the
+    // way `check` does; the runtime's loader then gives the launch its
+    // policy.
+    crate::emit::policy_from_bytes(&args.policy, source_bytes.clone())?;
     let loaded = LoadedPolicy::from_bytes(&args.policy.display().to_string(), source_bytes)
-        .map_err(|e| match &e {
-            splash_runtime::LaunchError::Check { rendered, .. } => {
-                eprint!("{rendered}");
-                1
-            }
-            _ => {
-                eprintln!("splashc learn: {}", chain(&e));
-                1
-            }
+        .map_err(|e| {
+            eprintln!("splashc learn: {}", chain(&e));
+            1
         })?;
     let manifest = match &args.manifest {
         Some(path) => {
