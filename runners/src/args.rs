@@ -112,6 +112,9 @@ pub struct Invocation {
     pub allowed: Vec<AllowedPath>,
     /// The descriptor holding the strict seccomp program.
     pub seccomp_fd: Option<RawFd>,
+    /// The socket a learning run's listener is handed to the host on
+    /// ([`crate::learn`]); never together with `seccomp_fd`.
+    pub learn_fd: Option<RawFd>,
     /// The program to execute (absolute).
     pub program: CString,
     /// The complete argument vector for the program, `argv[0]` included.
@@ -131,6 +134,7 @@ pub fn parse(
     let mut limits = BTreeMap::new();
     let mut allowed: Vec<AllowedPath> = Vec::new();
     let mut seccomp_fd = None;
+    let mut learn_fd = None;
     let mut saw_separator = false;
 
     while let Some(arg) = args.next() {
@@ -167,6 +171,12 @@ pub fn parse(
                 return Err(usage(format!("`{flag}` is given more than once")));
             }
             seccomp_fd = Some(parse_fd(&value)?);
+        } else if flag == "--learn-fd" && kind.accepts_landlock() {
+            let value = flag_value(&mut args, &flag)?;
+            if learn_fd.is_some() {
+                return Err(usage(format!("`{flag}` is given more than once")));
+            }
+            learn_fd = Some(parse_fd_of("--learn-fd", &value)?);
         } else if flag.starts_with('-') {
             return Err(usage(format!("unknown flag `{flag}`")));
         } else {
@@ -187,6 +197,11 @@ pub fn parse(
         )));
     }
 
+    if seccomp_fd.is_some() && learn_fd.is_some() {
+        return Err(usage(
+            "`--seccomp-fd` and `--learn-fd` exclude each other".to_owned(),
+        ));
+    }
     match kind {
         RunnerKind::Limit if limits.is_empty() => {
             return Err(usage("no limit selected".to_owned()));
@@ -194,7 +209,12 @@ pub fn parse(
         RunnerKind::Landlock if allowed.is_empty() => {
             return Err(usage("no `--allow` path given".to_owned()));
         }
-        RunnerKind::Combined if limits.is_empty() && allowed.is_empty() && seccomp_fd.is_none() => {
+        RunnerKind::Combined
+            if limits.is_empty()
+                && allowed.is_empty()
+                && seccomp_fd.is_none()
+                && learn_fd.is_none() =>
+        {
             return Err(usage(
                 "nothing selected: give a limit, `--allow` or `--seccomp-fd`".to_owned(),
             ));
@@ -225,6 +245,7 @@ pub fn parse(
         limits,
         allowed,
         seccomp_fd,
+        learn_fd,
         program,
         argv,
     })
@@ -269,14 +290,17 @@ fn parse_limit(flag: &str, raw: &OsStr) -> Result<u64, Failure> {
 }
 
 fn parse_fd(raw: &OsStr) -> Result<RawFd, Failure> {
-    let value = parse_decimal("--seccomp-fd", raw)?;
+    parse_fd_of("--seccomp-fd", raw)
+}
+
+fn parse_fd_of(flag: &str, raw: &OsStr) -> Result<RawFd, Failure> {
+    let value = parse_decimal(flag, raw)?;
     if value < 3 {
         return Err(usage(format!(
-            "`--seccomp-fd` value `{value}` is a standard stream"
+            "`{flag}` value `{value}` is a standard stream"
         )));
     }
-    RawFd::try_from(value)
-        .map_err(|_| usage(format!("`--seccomp-fd` value `{value}` is too large")))
+    RawFd::try_from(value).map_err(|_| usage(format!("`{flag}` value `{value}` is too large")))
 }
 
 #[cfg(test)]
@@ -312,6 +336,40 @@ mod tests {
         assert_eq!(inv.limits.len(), 5);
         assert_eq!(inv.argv.len(), 3);
         assert_eq!(inv.program.as_bytes(), b"/bin/cat");
+    }
+
+    #[test]
+    fn learn_fd_alone_selects_the_combined_runner_and_excludes_seccomp_fd() {
+        let inv = run(
+            RunnerKind::Combined,
+            &["--learn-fd", "5", "--", "/bin/true"],
+        )
+        .expect("valid");
+        assert_eq!(inv.learn_fd, Some(5));
+        assert_eq!(inv.seccomp_fd, None);
+        let both = run(
+            RunnerKind::Combined,
+            &["--seccomp-fd", "4", "--learn-fd", "5", "--", "/bin/true"],
+        );
+        assert!(both.is_err_and(|f| f.code == crate::exit::USAGE && f.message.contains("exclude")));
+        let twice = run(
+            RunnerKind::Combined,
+            &["--learn-fd", "5", "--learn-fd", "6", "--", "/bin/true"],
+        );
+        assert!(twice.is_err_and(|f| f.message.contains("more than once")));
+        let stdio = run(
+            RunnerKind::Combined,
+            &["--learn-fd", "2", "--", "/bin/true"],
+        );
+        assert!(stdio.is_err_and(|f| {
+            f.message
+                .contains("`--learn-fd` value `2` is a standard stream")
+        }));
+        let limit = run(
+            RunnerKind::Limit,
+            &["--cpu-seconds", "1", "--learn-fd", "5", "--", "/bin/true"],
+        );
+        assert!(limit.is_err_and(|f| f.message.contains("unknown flag `--learn-fd`")));
     }
 
     #[test]

@@ -36,6 +36,11 @@
 //! 6. build the `execv` argument vector (no allocation happens after this);
 //! 7. with `--seccomp-fd`: set `no_new_privs` and install the filter
 //!    ([`filter`]); failure: 71;
+//!
+//!    or, with `--learn-fd N` instead (a learning run, [`learn`]; `N` was
+//!    checked to be a socket right after step 2): install the recording
+//!    filter with a new listener, hand the listener to the host over `N`
+//!    and close both; failure: 71;
 //! 8. `execv(PROGRAM, [PROGRAM, ARGS...])` with the environment unchanged;
 //!    failure: 127 when the program does not exist, 126 otherwise.
 //!
@@ -49,6 +54,7 @@ pub mod cgroup;
 pub mod fds;
 pub mod filter;
 pub mod landlock;
+pub mod learn;
 pub mod limits;
 mod sys;
 
@@ -125,6 +131,7 @@ fn run(
         .seccomp_fd
         .map(filter::read_program)
         .transpose()?;
+    let learn = invocation.learn_fd.map(learn::adopt_socket).transpose()?;
     if !invocation.allowed.is_empty() {
         landlock::enforce(&invocation.allowed)?;
     }
@@ -135,6 +142,9 @@ fn run(
     let exec = sys::ExecVector::new(invocation.program, invocation.argv);
     if let Some(program) = &program {
         filter::install(program)?;
+    }
+    if let Some(socket) = learn {
+        learn::install_and_hand_over(socket)?;
     }
     let error = exec.exec();
     let code = match error.raw_os_error() {

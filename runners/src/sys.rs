@@ -6,7 +6,9 @@
 //! `unsafe`.
 //!
 //! The runners are single-threaded for their whole life (nothing spawns a
-//! thread before the final `execve`), which several notes below rely on.
+//! thread before the final `execve`), which several notes below rely on;
+//! the one exception is the learning hand-over thread ([`crate::learn`]),
+//! started after every step those notes concern.
 #![expect(
     unsafe_code,
     reason = "the one place where the runners call the kernel directly"
@@ -258,6 +260,82 @@ pub fn seccomp_set_filter(program: &[libc::sock_filter]) -> io::Result<()> {
         tid => Err(io::Error::other(format!(
             "thread {tid} could not be synchronised"
         ))),
+    }
+}
+
+/// Installs `program` on the calling thread only (no
+/// `SECCOMP_FILTER_FLAG_TSYNC`) with `SECCOMP_FILTER_FLAG_NEW_LISTENER`,
+/// and returns the listener (opened close-on-exec by the kernel).
+/// `no_new_privs` must already be set.
+pub fn seccomp_new_listener(program: &[libc::sock_filter]) -> io::Result<OwnedFd> {
+    let len =
+        u16::try_from(program.len()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    let fprog = libc::sock_fprog {
+        len,
+        filter: program.as_ptr().cast_mut(),
+    };
+    // SAFETY: `fprog` points at `program`, which is live and `len`
+    // instructions long; the kernel copies it during the call.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_seccomp,
+            libc::SECCOMP_SET_MODE_FILTER,
+            libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+            &raw const fprog,
+        )
+    };
+    let fd = RawFd::try_from(check(ret)?).map_err(|_| io::Error::other("listener out of range"))?;
+    // SAFETY: on success the kernel returned a new descriptor that nothing
+    // else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Whether `fd` is a socket (`fstat`).
+pub fn is_socket(fd: BorrowedFd<'_>) -> io::Result<bool> {
+    let mut buf = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: `buf` is a writable `struct stat`; `fd` is a live descriptor.
+    check_int(unsafe { libc::fstat(fd.as_raw_fd(), buf.as_mut_ptr()) })?;
+    // SAFETY: `fstat` succeeded and filled `buf`.
+    let stat = unsafe { buf.assume_init() };
+    Ok(stat.st_mode & libc::S_IFMT == libc::S_IFSOCK)
+}
+
+/// Sends `fd` over the Unix socket `socket` with `SCM_RIGHTS` and a
+/// one-byte payload.
+pub fn send_fd(socket: BorrowedFd<'_>, fd: BorrowedFd<'_>) -> io::Result<()> {
+    let mut byte = [b'L'];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    // Room for one `cmsghdr` carrying one descriptor, aligned for it.
+    let mut control = [0u64; 4];
+    // SAFETY: `CMSG_SPACE` only computes a size.
+    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
+    if space > std::mem::size_of_val(&control) {
+        return Err(io::Error::other("control buffer too small"));
+    }
+    // SAFETY: an all-zero `msghdr` is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &raw mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = space as _;
+    // SAFETY: `msg` points at a control buffer of `space` bytes, enough for
+    // one header and one descriptor, so `CMSG_FIRSTHDR` is non-null and
+    // `CMSG_DATA` has room for a `RawFd`; the buffer is 8-byte aligned.
+    let ret = unsafe {
+        let cmsg = libc::CMSG_FIRSTHDR(&raw const msg);
+        (*cmsg).cmsg_level = libc::SOL_SOCKET;
+        (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+        (*cmsg).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<RawFd>() as u32) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), fd.as_raw_fd());
+        libc::sendmsg(socket.as_raw_fd(), &raw const msg, libc::MSG_NOSIGNAL)
+    };
+    match ret {
+        1 => Ok(()),
+        n if n < 0 => Err(io::Error::last_os_error()),
+        _ => Err(io::Error::other("short send of the listener")),
     }
 }
 

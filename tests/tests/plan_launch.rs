@@ -409,6 +409,7 @@ fn pinned_plan_launches_through_descriptors() {
         Slot::Pin(PinSlot(n)) => (FIRST_PIN_FD + n).to_string(),
         Slot::BwrapSeccomp => "9".to_string(),
         Slot::RunnerSeccomp => panic!("no runner in this plan"),
+        Slot::LearnListener => panic!("not a learning plan"),
         Slot::Device(node) => splashpol::emit::device_destination(node),
     };
     let mut line = vec![plan.bwrap_program(&mut render)];

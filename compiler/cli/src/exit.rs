@@ -207,6 +207,22 @@ pub const PAGES: &[Page] = &[
         )],
     },
     Page {
+        command: "learn",
+        statuses: &[
+            s(0, "the proposal was written"),
+            s(
+                1,
+                "the policy or manifest has errors, or the proposal does not check",
+            ),
+            s(2, "a usage error, or a file that cannot be read or written"),
+            s(3, "bind, launch, session or recording failure"),
+        ],
+        examples: &[e(
+            "splashc learn policies/demo.splashpol --invoke probe.echo --input '{\"input\":1}' -o p.splashpol",
+            "record one call in the policy's sandbox and propose a strict allowlist",
+        )],
+    },
+    Page {
         command: "fmt",
         statuses: &[
             s(

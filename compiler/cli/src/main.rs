@@ -18,6 +18,7 @@ mod exit;
 mod explain;
 mod fmt;
 mod help;
+mod learn;
 mod lsp;
 mod run;
 mod sys;
@@ -54,6 +55,9 @@ enum Command {
     Explain(ExplainArgs),
     /// Compare two policies layer by layer; exit 1 when B widens A.
     Diff(DiffArgs),
+    /// Run the worker in the policy's sandbox under a recording filter and
+    /// propose the narrowest strict allowlist for the same run.
+    Learn(LearnArgs),
     /// Rewrite policy files in the canonical layout, keeping comments.
     Fmt(FmtArgs),
     /// Check the policy's `expect` block from inside the sandbox it
@@ -156,6 +160,32 @@ pub struct TestArgs {
     pub probe: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "human")]
     pub format: test::TestFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct LearnArgs {
+    /// The policy to learn from (source, not an artifact).
+    pub policy: PathBuf,
+    /// Capability manifest JSON; without it a manifest granting every tool
+    /// called and activating every registered root is generated. Without
+    /// `--invoke`, each granted tool is called with `{}`.
+    #[arg(long)]
+    pub manifest: Option<PathBuf>,
+    /// A tool to call; repeat for several calls, in order.
+    #[arg(long)]
+    pub invoke: Vec<String>,
+    /// JSON input of the `--invoke` it follows (default `{}`).
+    #[arg(long)]
+    pub input: Vec<String>,
+    /// Worker-visible path of a runner that accepts `--learn-fd`, used when
+    /// the policy's own runner does not install its filter (default:
+    /// `splash-runner` beside the worker).
+    #[arg(long, value_name = "PATH")]
+    pub runner: Option<String>,
+    /// Where to write the proposal (default: standard output, without the
+    /// comparison).
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -272,6 +302,7 @@ fn run_command_line() -> u8 {
         Command::Doctor(a) => doctor::run(&a),
         Command::Explain(a) => explain::run(&a),
         Command::Diff(a) => diff::run(&a),
+        Command::Learn(a) => learn::run(&a),
         Command::Fmt(a) => fmt::run(&a),
         Command::Test(a) => test::run(&a),
         Command::Lsp => lsp::run(),

@@ -120,6 +120,7 @@ pub fn display_slot(plan: &LaunchPlan, slot: Slot) -> String {
         }
         Slot::BwrapSeccomp => "{fd:seccomp}".to_string(),
         Slot::RunnerSeccomp => "{fd:runner-seccomp}".to_string(),
+        Slot::LearnListener => "{fd:learn-listener}".to_string(),
         Slot::Device(node) => format!("{{dev:{}}}", node.name()),
     }
 }
@@ -133,6 +134,7 @@ pub fn display_op(op: &BwrapOp) -> String {
         Slot::Pin(pin) => format!("{{fd:pin:{}}}", pin.0),
         Slot::BwrapSeccomp => "{fd:seccomp}".to_string(),
         Slot::RunnerSeccomp => "{fd:runner-seccomp}".to_string(),
+        Slot::LearnListener => "{fd:learn-listener}".to_string(),
         Slot::Device(node) => format!("{{dev:{}}}", node.name()),
     };
     let mut out = Vec::new();

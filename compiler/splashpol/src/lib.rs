@@ -26,6 +26,7 @@ pub mod emit;
 pub mod expect;
 pub mod explain;
 pub mod format;
+pub mod learn;
 pub mod lower;
 pub mod model;
 pub mod parse;

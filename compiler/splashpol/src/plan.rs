@@ -53,6 +53,11 @@ pub enum Slot {
     /// (a path, not a descriptor: Bubblewrap has no descriptor form of
     /// `--dev-bind`).
     Device(DeviceNode),
+    /// The host's end of a learning run's listener socket, after a runner's
+    /// `--learn-fd` ([`crate::learn`]). A plan holding it is a learning
+    /// plan ([`LaunchPlan::is_learning`]), which only the learning launch
+    /// accepts.
+    LearnListener,
 }
 
 /// A device node that Bubblewrap's `--dev` binds from the host's `/dev`.
@@ -880,6 +885,16 @@ impl LaunchPlan {
     /// The host wall-clock watchdog, if configured.
     pub fn watchdog(&self) -> Option<Watchdog> {
         self.raw.watchdog
+    }
+
+    /// Whether this is a learning plan: its command hands a recording
+    /// filter's listener to the host ([`Slot::LearnListener`]). Only
+    /// `splashc learn` makes and launches one; a production launch refuses
+    /// it.
+    pub fn is_learning(&self) -> bool {
+        self.raw
+            .command
+            .contains(&ExecArg::Slot(Slot::LearnListener))
     }
 
     /// What the worker-visible `path` is reached through in this plan's

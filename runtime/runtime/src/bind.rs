@@ -107,6 +107,8 @@ pub struct BindOptions {
     pub(crate) preparations: Vec<Box<dyn LaunchPreparation>>,
     pub(crate) device_parent: PathBuf,
     pub(crate) network_broker: Option<splash_broker::BrokerMount>,
+    /// Set only by [`crate::learn`]: a learning plan may be bound.
+    pub(crate) learning: bool,
 }
 
 /// A [`QuotaInspector`] that can be printed in debug output.
@@ -120,6 +122,7 @@ impl Default for BindOptions {
             preparations: Vec::new(),
             device_parent: PathBuf::from(DEFAULT_DEVICE_PARENT),
             network_broker: None,
+            learning: false,
         }
     }
 }
@@ -187,6 +190,9 @@ impl BoundCommand {
     /// to 8 are the checks of [`preflight`](mod@crate::preflight), run in
     /// its order until the first failure, which is the error.
     pub fn bind_with(plan: LaunchPlan, options: BindOptions) -> Result<Self, BindError> {
+        if plan.is_learning() && !options.learning {
+            return Err(BindError::LearningPlan);
+        }
         let mut run = Binding::new(&plan, &options, Mode::Bind);
         let _ = run.run();
         let bound = run.into_bound()?;

@@ -23,6 +23,12 @@ use crate::status::{LaunchFailure, WorkerStatus};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BindError {
+    /// The plan is a learning plan
+    /// ([`LaunchPlan::is_learning`](splashpol::plan::LaunchPlan::is_learning)).
+    #[error(
+        "the plan is a learning plan, whose filter only records system calls; it runs only under `splashc learn`, and a production launch refuses it"
+    )]
+    LearningPlan,
     /// The plan does not start with the fixed hardening prefix: operation `position` should be `expected`, found `found`.
     #[error(
         "the plan does not start with the fixed hardening prefix: operation {position} should be `{expected}`, found {}; the launch is refused",

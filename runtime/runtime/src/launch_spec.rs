@@ -52,6 +52,23 @@ impl LaunchSpec {
         self.inherit.iter().map(AsRawFd::as_raw_fd).collect()
     }
 
+    /// Puts `fd` where the plan holds its learning listener slot and makes
+    /// it inherited; `false` when the arguments hold no such slot.
+    pub(crate) fn fill_learn_listener(&mut self, fd: OwnedFd) -> bool {
+        let number = fd.as_raw_fd().to_string();
+        let mut filled = false;
+        for arg in &mut self.args {
+            if arg == crate::learn::LISTENER_PLACEHOLDER {
+                arg.clone_from(&number);
+                filled = true;
+            }
+        }
+        if filled {
+            self.inherit.push(fd);
+        }
+        filled
+    }
+
     /// Prefixes the launch with `program prefix_args...`: the old program
     /// becomes the first argument after `prefix_args`. A descriptor the old
     /// program is reached through (`/proc/self/fd/N` of the pinned

@@ -43,6 +43,7 @@ pub mod devices;
 pub mod error;
 pub mod launch;
 pub mod launch_spec;
+pub mod learn;
 pub mod lifecycle;
 pub mod nosuid;
 pub mod pin;

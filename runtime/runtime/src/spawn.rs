@@ -107,6 +107,9 @@ impl BoundCommand {
         let mut render = |slot: Slot| -> String {
             let fd = match slot {
                 Slot::Device(node) => return devices::source(node, device_directory.as_ref()),
+                // Filled by the learning launch's preparation, or refused
+                // after the preparations ran.
+                Slot::LearnListener => return crate::learn::LISTENER_PLACEHOLDER.to_owned(),
                 Slot::Pin(p) => fresh.get(usize::from(p.0)).and_then(Option::as_ref),
                 other => seccomp
                     .as_ref()
@@ -201,6 +204,13 @@ impl BoundCommand {
                     step: step.name().to_owned(),
                     source,
                 })?;
+        }
+        if spec
+            .args
+            .iter()
+            .any(|a| a == crate::learn::LISTENER_PLACEHOLDER)
+        {
+            return Err(SpawnError::UnpreparedSlot(Slot::LearnListener));
         }
         // The cgroup runner wraps last, so it is the first program to run.
         let mut cgroup = match &self.cgroup {

@@ -123,6 +123,7 @@ const RUNNER_OPTIONS_WITH_VALUE: &[&str] = &[
     "--file-size-bytes",
     "--allow",
     "--seccomp-fd",
+    "--learn-fd",
 ];
 
 /// The programs a launch may execute, as the plan's command names them.

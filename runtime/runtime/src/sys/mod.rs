@@ -40,13 +40,18 @@
 //! - `poll`: `pipe2(2)`, `eventfd(2)` and `poll(2)` (a session waiting for
 //!   the worker's first answer, a reader released by a stop).
 //!
-//! Only `quota` and `launch` hold `unsafe`, each block with a `SAFETY`
-//! note.
+//! - `notify`: seccomp user notifications of a learning run (`splashc
+//!   learn`): receiving, validating and answering them, and the listener's
+//!   hand-over from the runner.
+//!
+//! Only `quota`, `launch` and `notify` hold `unsafe`, each block with a
+//! `SAFETY` note.
 
 mod devnode;
 mod dirfd;
 mod launch;
 mod memfd;
+pub(crate) mod notify;
 mod pin;
 mod poll;
 mod process;
