@@ -20,6 +20,7 @@ mod fmt;
 mod help;
 mod lsp;
 mod run;
+mod serve;
 mod sys;
 
 #[derive(Debug, Parser)]
@@ -45,6 +46,9 @@ enum Command {
     /// Launch a worker under a policy and open an authenticated session.
     #[command(about = RUN_ABOUT)]
     Run(RunArgs),
+    /// Drive sessions over a JSON-lines control protocol on standard input
+    /// and output: launch, invoke, start, cancel, close, several at once.
+    Serve(ServeArgs),
     /// Prove that this host can enforce every control of a policy, or name
     /// what is missing and the fix.
     Doctor(DoctorArgs),
@@ -143,6 +147,14 @@ pub struct RunArgs {
     /// reviewed file. It detects change, not who made the file.
     #[arg(long, value_name = "HEX")]
     pub expect_digest: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Read control lines on standard input and write events on standard
+    /// output (the only transport).
+    #[arg(long, required = true)]
+    pub stdio: bool,
 }
 
 #[derive(Debug, Args)]
@@ -258,6 +270,7 @@ fn run_command_line() -> u8 {
         Command::Emit(a) => emit::run(&a),
         Command::Compile(a) => compile::run(&a),
         Command::Run(a) => run::run(&a, matches.subcommand_matches("run")),
+        Command::Serve(a) => serve::run(&a),
         Command::Doctor(a) => doctor::run(&a),
         Command::Explain(a) => explain::run(&a),
         Command::Diff(a) => diff::run(&a),
