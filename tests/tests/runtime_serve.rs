@@ -401,8 +401,13 @@ fn the_end_of_the_control_stream_stops_and_reaps_every_sandbox() {
     );
     serve.wait_event("started", "busy");
     assert_eq!(running(&probe, 3), 3);
+    // `stop` ends one session at once, and only that one.
+    serve.send(&json!({"op": "stop", "session": "third"}));
+    let stopped = serve.wait_event("exited", "third");
+    assert_eq!(stopped["how"], "stopped", "{stopped}");
+    assert_eq!(running(&probe, 2), 2);
 
-    // The stream ends: every session is stopped and reaped.
+    // The stream ends: every session left is stopped and reaped.
     let ended = Instant::now();
     let (rest, status) = serve.finish();
     assert!(
@@ -412,7 +417,7 @@ fn the_end_of_the_control_stream_stops_and_reaps_every_sandbox() {
     );
     assert!(status.success(), "{status}");
     let exited: Vec<&Value> = rest.iter().filter(|e| e["event"] == "exited").collect();
-    assert_eq!(exited.len(), 3, "{rest:?}");
+    assert_eq!(exited.len(), 2, "{rest:?}");
     assert!(exited.iter().all(|e| e["how"] == "stopped"), "{rest:?}");
     // The call in flight has an indeterminate outcome, and says so.
     let busy = rest

@@ -288,7 +288,7 @@ fn run_main(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<(), u8> {
     };
     if calls.is_empty() {
         calls.push(Call {
-            tool: Token::new(DEFAULT_TOOL).map_err(|e| usage(e))?,
+            tool: Token::new(DEFAULT_TOOL).map_err(usage)?,
             input: Value::Object(serde_json::Map::new()),
         });
     }

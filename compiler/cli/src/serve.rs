@@ -49,6 +49,7 @@ pub fn run(args: &ServeArgs) -> u8 {
     let mut server = Server {
         out: out.clone(),
         sessions: BTreeMap::new(),
+        ending: Vec::new(),
         failed: Arc::new(Mutex::new(false)),
     };
     let stdin = std::io::stdin();
@@ -170,6 +171,9 @@ struct Handle {
 struct Server {
     out: Output,
     sessions: BTreeMap<String, Handle>,
+    /// The threads of sessions closed or stopped, which may still be
+    /// ending.
+    ending: Vec<JoinHandle<()>>,
     /// Set when some sandbox could not be torn down.
     failed: Arc<Mutex<bool>>,
 }
@@ -287,6 +291,7 @@ impl Server {
                 if let Some(old) = self.sessions.remove(&name) {
                     let _ = old.thread.join();
                 }
+                self.reap_ended();
                 let handle = self.spawn(name.clone(), launch)?;
                 self.sessions.insert(name, handle);
                 Ok(())
@@ -319,10 +324,11 @@ impl Server {
                 let grace = fields.millis("grace_ms")?.unwrap_or(DEFAULT_GRACE);
                 fields.finish()?;
                 self.send(&name, Request::Close { grace })?;
-                // The thread ends after the close; the name is free again.
+                // The thread ends after the close (the other sessions do
+                // not wait for it); the name is free again.
                 if let Some(handle) = self.sessions.remove(&name) {
                     drop(handle.requests);
-                    let _ = handle.thread.join();
+                    self.ending.push(handle.thread);
                 }
                 Ok(())
             }
@@ -337,16 +343,27 @@ impl Server {
                 let Some(handle) = self.sessions.remove(&name) else {
                     return Err(format!("no session `{name}` is open"));
                 };
-                // Force-stop (unblocking a call in flight), then let the
-                // thread see the end of its requests and report the exit.
+                // Force-stop (unblocking a call in flight); the thread then
+                // sees the end of its requests and reports the exit.
                 if let Some(stop) = stop {
                     let _ = stop.stop();
                 }
                 drop(handle.requests);
-                let _ = handle.thread.join();
+                self.ending.push(handle.thread);
                 Ok(())
             }
             _ => Err(format!("unknown `op` `{op}`")),
+        }
+    }
+
+    /// Joins the threads of sessions that have ended.
+    fn reap_ended(&mut self) {
+        let (done, running) = std::mem::take(&mut self.ending)
+            .into_iter()
+            .partition::<Vec<_>, _>(JoinHandle::is_finished);
+        self.ending = running;
+        for thread in done {
+            let _ = thread.join();
         }
     }
 
@@ -398,9 +415,12 @@ impl Server {
                 let _ = stop.stop();
             }
         }
-        for (_, handle) in sessions {
+        for handle in sessions.into_values() {
             drop(handle.requests);
             let _ = handle.thread.join();
+        }
+        for thread in std::mem::take(&mut self.ending) {
+            let _ = thread.join();
         }
     }
 }
