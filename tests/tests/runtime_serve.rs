@@ -360,6 +360,29 @@ fn a_malformed_line_gets_an_error_and_changes_nothing() {
         let text = error["error"].as_str().expect("text");
         assert!(text.contains(says), "{line}: {text}");
     }
+    // A policy with errors: the launch fails with its diagnostics, once,
+    // and nothing runs under the name.
+    let broken = work.path().join("broken.splashpol");
+    std::fs::write(&broken, "splashpol 1\npolicy \"x\" {\n  bogus\n}\n").expect("policy");
+    serve.send(&json!({"op": "launch", "session": "broken",
+                       "policy": broken.to_str().expect("UTF-8"), "manifest": manifest("id-b")}));
+    let failed = serve.wait_event("failed", "broken");
+    assert_eq!(failed["outcome"], "launch_failed", "{failed}");
+    let diagnostics = failed["diagnostics"].as_str().expect("diagnostics");
+    assert!(
+        diagnostics.contains("splash::parse::unknown-keyword"),
+        "{diagnostics}"
+    );
+    assert!(
+        !failed["error"]
+            .as_str()
+            .expect("error")
+            .contains("splash::"),
+        "{failed}"
+    );
+    serve.send(&json!({"op": "invoke", "session": "broken", "tool": "probe.echo"}));
+    assert_eq!(serve.next()["event"], "error");
+
     // Nothing changed: one sandbox, and the session's first call is its
     // first request.
     assert_eq!(running(&probe_dir.path().join("splash-probe"), 1), 1);

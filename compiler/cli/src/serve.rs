@@ -164,6 +164,9 @@ enum Request {
 #[derive(Debug)]
 struct Handle {
     requests: Sender<Request>,
+    /// Set, under its lock, once the session's thread takes no more
+    /// requests; a request is sent only under this lock.
+    ended: Arc<Mutex<bool>>,
     stop: Arc<Mutex<Option<StopHandle>>>,
     thread: JoinHandle<()>,
 }
@@ -281,11 +284,7 @@ impl Server {
             "launch" => {
                 let launch = parse_launch(&mut fields)?;
                 fields.finish()?;
-                if self
-                    .sessions
-                    .get(&name)
-                    .is_some_and(|h| !h.thread.is_finished())
-                {
+                if self.open(&name).is_ok() {
                     return Err(format!("session `{name}` is already open"));
                 }
                 if let Some(old) = self.sessions.remove(&name) {
@@ -370,12 +369,17 @@ impl Server {
     fn open(&self, name: &str) -> Result<&Handle, String> {
         self.sessions
             .get(name)
-            .filter(|h| !h.thread.is_finished())
+            .filter(|h| !*h.ended.lock().unwrap_or_else(PoisonError::into_inner))
             .ok_or_else(|| format!("no session `{name}` is open"))
     }
 
     fn send(&self, name: &str, request: Request) -> Result<(), String> {
-        self.open(name)?
+        let handle = self.open(name)?;
+        let ended = handle.ended.lock().unwrap_or_else(PoisonError::into_inner);
+        if *ended {
+            return Err(format!("no session `{name}` is open"));
+        }
+        handle
             .requests
             .send(request)
             .map_err(|_| format!("no session `{name}` is open"))
@@ -384,7 +388,9 @@ impl Server {
     fn spawn(&self, name: String, launch: Launch) -> Result<Handle, String> {
         let (requests, receiver) = mpsc::channel();
         let stop = Arc::new(Mutex::new(None));
+        let ended = Arc::new(Mutex::new(false));
         let worker = SessionThread {
+            ended: Arc::clone(&ended),
             name: name.clone(),
             out: self.out.clone(),
             requests: receiver,
@@ -397,6 +403,7 @@ impl Server {
             .map_err(|e| format!("cannot start a thread for session `{name}`: {e}"))?;
         Ok(Handle {
             requests,
+            ended,
             stop,
             thread,
         })
@@ -465,6 +472,8 @@ fn parse_launch(fields: &mut Fields) -> Result<Launch, String> {
 
 /// A session's own thread.
 struct SessionThread {
+    /// Shared with the main thread's [`Handle`].
+    ended: Arc<Mutex<bool>>,
     name: String,
     out: Output,
     requests: Receiver<Request>,
@@ -490,25 +499,36 @@ impl SessionThread {
     }
 
     fn run(self, launch: Launch) {
+        let policy = launch.policy.display().to_string();
         let mut session = match self.launch(launch) {
             Ok(session) => session,
             Err(LaunchFailure::Unreadable(error)) => {
-                self.event(
-                    "failed",
-                    json!({"op": "launch", "outcome": "launch_failed", "error": error}),
-                );
+                self.launch_failed(json!({
+                    "op": "launch",
+                    "outcome": "launch_failed",
+                    "error": error,
+                }));
                 return;
             }
             Err(LaunchFailure::Launch(e)) => {
-                let mut fields = json!({
-                    "op": "launch",
-                    "outcome": "launch_failed",
-                    "error": chain(&e),
-                });
-                if let LaunchError::Check { rendered, .. } = &e {
-                    fields["diagnostics"] = rendered.clone().into();
-                }
-                self.event("failed", fields);
+                let fields = match check_diagnostics(&e) {
+                    // The diagnostics are the cause; they are given once.
+                    Some(diagnostics) => json!({
+                        "op": "launch",
+                        "outcome": "launch_failed",
+                        "error": format!(
+                            "policy `{}` has errors",
+                            splashpol::text::escaped(&policy)
+                        ),
+                        "diagnostics": diagnostics,
+                    }),
+                    None => json!({
+                        "op": "launch",
+                        "outcome": "launch_failed",
+                        "error": chain(&e),
+                    }),
+                };
+                self.launch_failed(fields);
                 return;
             }
         };
@@ -543,6 +563,25 @@ impl SessionThread {
                     Err(_) => return self.stop_now(session),
                 }
             }
+        }
+    }
+
+    /// Reports a failed launch; requests written before the client could
+    /// see it get a `failed` event each, and no more are taken.
+    fn launch_failed(&self, fields: Value) {
+        *self.ended.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.event("failed", fields);
+        while let Ok(request) = self.requests.try_recv() {
+            let op = match request {
+                Request::Invoke { .. } => "invoke",
+                Request::Start { .. } => "start",
+                Request::Cancel { .. } => "cancel",
+                Request::Close { .. } => "close",
+            };
+            self.event(
+                "failed",
+                json!({"op": op, "outcome": "launch_failed", "error": "the session did not launch"}),
+            );
         }
     }
 
@@ -707,6 +746,15 @@ impl SessionThread {
                 );
             }
         }
+    }
+}
+
+/// A policy's check diagnostics, rendered without colour, when they are
+/// why the launch failed.
+fn check_diagnostics(e: &LaunchError) -> Option<String> {
+    match e {
+        LaunchError::Check { rendered, .. } => Some(rendered.clone()),
+        _ => None,
     }
 }
 
