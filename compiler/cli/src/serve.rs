@@ -96,7 +96,11 @@ fn read_line(input: &mut impl BufRead, max: usize) -> std::io::Result<Line> {
     let mut line = Vec::new();
     let mut too_long = false;
     loop {
-        let buf = input.fill_buf()?;
+        let buf = match input.fill_buf() {
+            Ok(buf) => buf,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
         if buf.is_empty() {
             return Ok(if too_long {
                 Line::TooLong
@@ -803,5 +807,69 @@ fn status_json(status: WorkerStatus) -> Value {
         WorkerStatus::Running => json!({"running": true}),
         WorkerStatus::Exited(code) => json!({"exited": code}),
         WorkerStatus::Killed(signal) => json!({"killed": signal}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8], max: usize) -> Vec<String> {
+        let mut reader = std::io::BufReader::with_capacity(4, input);
+        let mut out = Vec::new();
+        loop {
+            match read_line(&mut reader, max).expect("read") {
+                Line::End => return out,
+                Line::TooLong => out.push("<too long>".to_owned()),
+                Line::Text(t) => out.push(String::from_utf8(t).expect("UTF-8")),
+            }
+        }
+    }
+
+    #[test]
+    fn lines_are_bounded_and_a_long_one_is_skipped_to_its_end() {
+        assert_eq!(lines(b"ab\ncdef\n\nxy", 4), ["ab", "cdef", "", "xy"]);
+        assert_eq!(
+            lines(b"abcdefghij\nok\nabcdefghij", 4),
+            ["<too long>", "ok", "<too long>"]
+        );
+        assert!(lines(b"", 4).is_empty());
+    }
+
+    #[test]
+    fn malformed_requests_are_refused_before_anything_happens() {
+        let mut server = Server {
+            out: Output::default(),
+            sessions: BTreeMap::new(),
+            ending: Vec::new(),
+            failed: Arc::new(Mutex::new(false)),
+        };
+        for (line, says) in [
+            ("1", "a control line is a JSON object"),
+            (r#"{"op":1,"session":"a"}"#, "`op` must be a string"),
+            (r#"{"op":"launch"}"#, "needs `session`"),
+            (r#"{"op":"launch","session":"a"}"#, "needs `policy`"),
+            (
+                r#"{"op":"launch","session":"a","policy":"p"}"#,
+                "needs `manifest`",
+            ),
+            (
+                r#"{"op":"launch","session":"a","policy":"p","manifest":3}"#,
+                "a file name or a manifest object",
+            ),
+            (
+                r#"{"op":"launch","session":"a","policy":"p","manifest":"m","expect_digest":"x"}"#,
+                "BLAKE3",
+            ),
+            (
+                r#"{"op":"launch","session":"a","policy":"p","manifest":"m","deadlines":{"call_ms":0}}"#,
+                "above 0",
+            ),
+            (r#"{"op":"stop","session":"a"}"#, "no session `a` is open"),
+        ] {
+            let e = server.handle(line.as_bytes()).expect_err(line);
+            assert!(e.contains(says), "{line}: {e}");
+        }
+        assert!(server.sessions.is_empty());
     }
 }
