@@ -195,3 +195,143 @@ fn run_enforces_the_policy_watchdog_and_names_what_happened() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn run_makes_several_calls_in_order_and_closes_the_session_after_a_refusal() {
+    let _serial = serial();
+    let Some((_bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let Some(splashc) = splashc() else { return };
+    let work = TempDir::new("cli-calls");
+    let policy_path = work.path().join("policy.splashpol");
+    std::fs::write(&policy_path, policy(&probe_dir)).expect("policy");
+    let lines = |stdout: &[u8]| -> Vec<Value> {
+        String::from_utf8_lossy(stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("one JSON value per line"))
+            .collect()
+    };
+
+    // Pairs in order; a call without `--input` gets `{}`.
+    let out = Command::new(&splashc)
+        .arg("run")
+        .arg(&policy_path)
+        .args(["--invoke", "probe.echo", "--input", r#"{"input":1}"#])
+        .args([
+            "--invoke",
+            "probe.path",
+            "--input",
+            r#"{"path":"/workspace/scratch"}"#,
+        ])
+        .args(["--invoke", "probe.echo", "--input", r#"{"input":2}"#])
+        .args(["--invoke", "probe.echo"])
+        .output()
+        .expect("run splashc");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let results = lines(&out.stdout);
+    assert_eq!(results.len(), 4, "{results:?}");
+    assert_eq!(results[0], serde_json::json!({"input": 1}));
+    assert_eq!(results[1]["exists"], true);
+    assert_eq!(results[2], serde_json::json!({"input": 2}));
+    assert_eq!(results[3], serde_json::json!({"input": null}));
+
+    // The same calls from a file.
+    let calls = work.path().join("calls.jsonl");
+    std::fs::write(
+        &calls,
+        "{\"tool\":\"probe.echo\",\"input\":{\"input\":\"a\"}}\n{\"tool\":\"probe.echo\",\"input\":{\"input\":\"b\"}}\n",
+    )
+    .expect("calls");
+    let out = Command::new(&splashc)
+        .arg("run")
+        .arg(&policy_path)
+        .arg("--calls")
+        .arg(&calls)
+        .output()
+        .expect("run splashc");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        lines(&out.stdout),
+        [
+            serde_json::json!({"input": "a"}),
+            serde_json::json!({"input": "b"})
+        ]
+    );
+
+    // A call refused before it was sent: the results before it are out,
+    // the refusal states its cause once, and the session is still closed
+    // with `close_session` (the worker exits by itself with status 0; a
+    // stopped worker would end with a signal).
+    let deep = format!("{}{}", "[".repeat(33), "]".repeat(33));
+    let out = Command::new(&splashc)
+        .arg("run")
+        .arg(&policy_path)
+        .args(["--invoke", "probe.echo", "--input", r#"{"input":1}"#])
+        .args(["--invoke", "probe.echo", "--input", &deep])
+        .args(["--invoke", "probe.echo", "--input", r#"{"input":3}"#])
+        .output()
+        .expect("run splashc");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert_eq!(lines(&out.stdout), [serde_json::json!({"input": 1})]);
+    assert!(
+        stderr.contains("call 2 of 3 (`probe.echo`): the call was refused before it was sent"),
+        "{stderr}"
+    );
+    assert_eq!(
+        stderr.matches("nested deeper than 32 levels").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("worker closed; bubblewrap ended with exit status 0"),
+        "{stderr}"
+    );
+
+    // Malformed call lists are usage errors, before anything launches.
+    for (args, says) in [
+        (
+            vec!["--input", "{}", "--invoke", "probe.echo"],
+            "must follow",
+        ),
+        (
+            vec!["--invoke", "probe.echo", "--input", "{}", "--input", "{}"],
+            "more than one `--input`",
+        ),
+        (
+            vec!["--invoke", "probe.echo", "--input", "{"],
+            "is not JSON",
+        ),
+    ] {
+        let out = Command::new(&splashc)
+            .arg("run")
+            .arg(&policy_path)
+            .args(&args)
+            .output()
+            .expect("run splashc");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(!stderr.contains("launched"), "{stderr}");
+    }
+    std::fs::write(&calls, "{\"tool\":\"probe.echo\"}\n{\"tool\":7}\n").expect("calls");
+    let out = Command::new(&splashc)
+        .arg("run")
+        .arg(&policy_path)
+        .arg("--calls")
+        .arg(&calls)
+        .output()
+        .expect("run splashc");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("line 2: `tool` must be a string"),
+        "{stderr}"
+    );
+}

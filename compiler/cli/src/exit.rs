@@ -132,17 +132,41 @@ pub const PAGES: &[Page] = &[
     Page {
         command: "run",
         statuses: &[
-            s(0, "the call succeeded and the worker exited cleanly"),
+            s(0, "every call succeeded and the worker exited cleanly"),
             s(
                 1,
                 "the policy or manifest has errors, or the policy file is not the one `--expect-digest` names",
             ),
-            s(2, USAGE_OR_IO),
+            s(
+                2,
+                "a usage error (a malformed `--invoke`/`--input` pair or `--calls` line), or a file that cannot be read",
+            ),
             s(3, "bind, launch, session or tool failure"),
         ],
+        examples: &[
+            e(
+                "splashc run policies/demo.splashpol --invoke probe.echo --input '{\"x\":1}'",
+                "launch the demo worker and make one call",
+            ),
+            e(
+                "splashc run policies/demo.splashpol --calls calls.jsonl",
+                "make the calls of a file in order, one result line each",
+            ),
+        ],
+    },
+    Page {
+        command: "serve",
+        statuses: &[
+            s(
+                0,
+                "standard input ended and every sandbox was stopped and reaped",
+            ),
+            s(2, "a usage error, or standard input cannot be read"),
+            s(3, "a sandbox could not be torn down"),
+        ],
         examples: &[e(
-            "splashc run policies/demo.splashpol --invoke probe.echo --input '{\"x\":1}'",
-            "launch the demo worker and make one call",
+            "python3 examples/stdio_client.py --splashc \"$(command -v splashc)\"",
+            "a host in Python driving `splashc serve --stdio`",
         )],
     },
     Page {

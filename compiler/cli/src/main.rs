@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 mod bpf;
 mod check;
@@ -21,6 +21,7 @@ mod help;
 mod learn;
 mod lsp;
 mod run;
+mod serve;
 mod sys;
 mod test;
 
@@ -47,6 +48,9 @@ enum Command {
     /// Launch a worker under a policy and open an authenticated session.
     #[command(about = RUN_ABOUT)]
     Run(RunArgs),
+    /// Drive sessions over a JSON-lines control protocol on standard input
+    /// and output: launch, invoke, start, cancel, close, several at once.
+    Serve(ServeArgs),
     /// Prove that this host can enforce every control of a policy, or name
     /// what is missing and the fix.
     Doctor(DoctorArgs),
@@ -135,12 +139,17 @@ pub struct RunArgs {
     /// registered root is generated for a fresh session.
     #[arg(long)]
     pub manifest: Option<PathBuf>,
-    /// Tool to call (default `probe.report`, the bundled probe's report).
-    #[arg(long)]
-    pub invoke: Option<String>,
-    /// JSON input of the call (default `{}`).
-    #[arg(long, requires = "invoke")]
-    pub input: Option<String>,
+    /// Tool to call; repeat for several calls, made in order (default
+    /// `probe.report`, the bundled probe's report).
+    #[arg(long, value_name = "TOOL")]
+    pub invoke: Vec<String>,
+    /// JSON input of the `--invoke` before it (default `{}`).
+    #[arg(long, value_name = "JSON", requires = "invoke")]
+    pub input: Vec<String>,
+    /// Make the calls of FILE (`-`: standard input), one JSON object
+    /// `{"tool": TOOL, "input": JSON}` per line, instead of `--invoke`.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["invoke", "input"])]
+    pub calls: Option<PathBuf>,
     /// Refuse to run unless the policy file's BLAKE3 digest (64 lowercase
     /// hex digits, as `b3sum` prints it) is HEX: binds the run to one
     /// reviewed file. It detects change, not who made the file.
@@ -186,6 +195,14 @@ pub struct LearnArgs {
     /// comparison).
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Read control lines on standard input and write events on standard
+    /// output (the only transport).
+    #[arg(long, required = true)]
+    pub stdio: bool,
 }
 
 #[derive(Debug, Args)]
@@ -294,11 +311,14 @@ fn color_allowed(
 
 /// Runs the command line: the process's exit status.
 fn run_command_line() -> u8 {
-    match Cli::parse().command {
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    match cli.command {
         Command::Check(a) => check::run(&a),
         Command::Emit(a) => emit::run(&a),
         Command::Compile(a) => compile::run(&a),
-        Command::Run(a) => run::run(&a),
+        Command::Run(a) => run::run(&a, matches.subcommand_matches("run")),
+        Command::Serve(a) => serve::run(&a),
         Command::Doctor(a) => doctor::run(&a),
         Command::Explain(a) => explain::run(&a),
         Command::Diff(a) => diff::run(&a),

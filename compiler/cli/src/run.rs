@@ -1,84 +1,125 @@
-//! `splashc run POLICY [--manifest FILE] [--invoke TOOL --input JSON]`.
+//! `splashc run POLICY [--manifest FILE] [--invoke TOOL [--input JSON]]...
+//! [--calls FILE]`.
 //!
 //! A thin user of the runtime's host API ([`splash_runtime::LoadedPolicy`],
 //! [`splash_runtime::Session`]): check (or load a compiled artifact),
 //! activate, lower for this host's architecture, bind, spawn under the
 //! watchdog (the policy's `watchdog` block is enforced) with a fresh CSPRNG
-//! session key, open the authenticated session, make one call, print the
-//! authenticated response on stdout, close, reap.
+//! session key, open the authenticated session, make the calls in order,
+//! print each authenticated result as one JSON line on stdout, close, reap.
+//!
+//! The calls are repeated `--invoke TOOL --input JSON` pairs (an `--input`
+//! belongs to the `--invoke` before it; without one the input is `{}`), or
+//! `--calls FILE` (`-` for standard input): one JSON object per line,
+//! `{"tool": TOOL, "input": JSON}`, `input` optional. The first call that
+//! fails ends the run: a refusal decided before anything was sent leaves
+//! the session usable, so it is still closed with `close_session`; a
+//! poisoned session's worker is already stopped and reaped.
 //!
 //! Without `--manifest` a manifest is generated for a fresh session: a random
-//! session id, one grant for the tool to call, and every file root the policy
-//! registers. The run says so on stderr. Without `--invoke` the call is
-//! `probe.report` with input `{}` (the bundled probe worker's report).
+//! session id, one grant per tool called (allowing as many calls as the run
+//! makes of it), and every file root the policy registers. The run says so
+//! on stderr. Without any call the call is `probe.report` with input `{}`
+//! (the bundled probe worker's report).
 //!
 //! With `--expect-digest HEX` the policy file must have that BLAKE3 digest
 //! ([`LoadedPolicy::from_path_expecting`]), or the run is refused (exit 1)
 //! naming both digests before the file is parsed.
 //!
-//! Exit status: 0 the call succeeded and the worker exited cleanly; 1 the
-//! policy or manifest has errors or is not the pinned file; 2 usage or I/O problems; 3 bind, launch,
-//! session or tool failure.
+//! Exit status: 0 every call succeeded and the worker exited cleanly; 1 the
+//! policy or manifest has errors or is not the pinned file; 2 usage or I/O
+//! problems (a malformed `--calls` line included); 3 bind, launch, session
+//! or tool failure.
 
-use std::collections::BTreeSet;
-use std::io::Write;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{Read, Write};
+use std::path::Path;
 use std::time::Duration;
 
+use clap::ArgMatches;
 use serde_json::Value;
 use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, ResourceKind, Token};
 use splash_runtime::{
-    BindOptions, Deadlines, LaunchError, LoadedPolicy, Session, SessionState, WorkerStatus,
+    BindOptions, CallError, Deadlines, LaunchError, LoadedPolicy, Session, SessionState,
+    WorkerStatus,
 };
 use splashpol::model::Policy;
 
 use crate::RunArgs;
-use crate::emit::load_manifest;
+use crate::emit::{load_manifest, read_bounded};
 
 /// Exit status of a launch or session failure.
 const LAUNCH_FAILED: u8 = 3;
 /// The default tool: the probe's report.
 const DEFAULT_TOOL: &str = "probe.report";
+/// The largest `--calls` file read.
+const MAX_CALLS_BYTES: u64 = 16 * 1024 * 1024;
+/// How long a closed worker is given to exit before it is force-stopped.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
 
-pub fn run(args: &RunArgs) -> u8 {
-    match run_main(args) {
+/// One call of a run, in order.
+#[derive(Debug)]
+pub struct Call {
+    /// The tool.
+    pub tool: Token,
+    /// Its input.
+    pub input: Value,
+}
+
+pub fn run(args: &RunArgs, matches: Option<&ArgMatches>) -> u8 {
+    match run_main(args, matches) {
         Ok(()) => 0,
         Err(code) => code,
     }
 }
 
 /// `bytes` bytes of the operating system's CSPRNG (`getrandom(2)`), as hex.
-fn random_hex(bytes: usize) -> Result<String, u8> {
+pub fn random_hex(bytes: usize) -> Result<String, String> {
     let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf).map_err(|e| {
-        eprintln!("splashc run: cannot read the random source: {e}");
-        2
-    })?;
+    getrandom::fill(&mut buf).map_err(|e| format!("cannot read the random source: {e}"))?;
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// A manifest for a fresh session granting `tool` and every registered root.
-fn generated_manifest(policy: &Policy, tool: &Token) -> Result<CapabilityManifest, u8> {
-    let session = Token::new(format!("run-{}", random_hex(8)?)).map_err(|e| {
-        eprintln!("splashc run: cannot make a session id: {e}");
-        2
-    })?;
-    let mut grant = Grant::new(tool.clone(), GrantFormat::Json);
-    grant.max_input_bytes = 64 * 1024;
-    grant.max_output_bytes = 1024 * 1024;
-    grant.resources = policy
+/// A manifest for a fresh session (its id prefixed `prefix`) granting each
+/// of `tools` as many calls as given and every registered root.
+pub fn generated_manifest(
+    policy: &Policy,
+    prefix: &str,
+    tools: &BTreeMap<Token, u32>,
+) -> Result<CapabilityManifest, String> {
+    let session = Token::new(format!("{prefix}-{}", random_hex(8)?))
+        .map_err(|e| format!("cannot make a session id: {e}"))?;
+    let resources = policy
         .file_roots()
         .iter()
         .map(|r| Resource::new(ResourceKind::FileRoot, r.id.clone()))
         .collect::<BTreeSet<_>>();
+    let grants = tools
+        .iter()
+        .map(|(tool, calls)| {
+            let mut grant = Grant::new(tool.clone(), GrantFormat::Json);
+            grant.max_calls = *calls;
+            grant.max_input_bytes = 64 * 1024;
+            grant.max_output_bytes = 1024 * 1024;
+            grant.resources = resources.clone();
+            grant
+        })
+        .collect();
     Ok(CapabilityManifest {
         protocol_version: splash_protocol::PROTOCOL_VERSION,
         session_id: session,
-        grants: vec![grant],
+        grants,
     })
 }
 
 fn launch_failed(e: &LaunchError) -> u8 {
     eprintln!("splashc run: {}", chain(e));
+    launch_status(e)
+}
+
+/// The exit status of a launch error: 2 for a file that cannot be read, 1
+/// for a policy or manifest problem, 3 for anything else.
+pub fn launch_status(e: &LaunchError) -> u8 {
     match e {
         LaunchError::Read { .. } => 2,
         LaunchError::Artifact { .. }
@@ -92,19 +133,165 @@ fn launch_failed(e: &LaunchError) -> u8 {
     }
 }
 
-fn run_main(args: &RunArgs) -> Result<(), u8> {
-    let tool_name = args.invoke.as_deref().unwrap_or(DEFAULT_TOOL);
-    let tool = Token::new(tool_name).map_err(|e| {
-        eprintln!("splashc run: `--invoke {tool_name}` is not a tool name: {e}");
-        2
-    })?;
-    let input: Value = match &args.input {
-        Some(text) => serde_json::from_str(text).map_err(|e| {
-            eprintln!("splashc run: `--input` is not JSON: {e}");
-            2
-        })?,
-        None => Value::Object(serde_json::Map::new()),
+fn usage(message: impl std::fmt::Display) -> u8 {
+    eprintln!("splashc run: {message}");
+    2
+}
+
+/// The `--invoke`/`--input` pairs in command-line order: each `--input`
+/// belongs to the `--invoke` before it.
+fn paired_calls(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<Vec<Call>, u8> {
+    let invoke_at: Vec<usize> = matches
+        .and_then(|m| m.indices_of("invoke"))
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    let input_at: Vec<usize> = matches
+        .and_then(|m| m.indices_of("input"))
+        .map(Iterator::collect)
+        .unwrap_or_default();
+    if invoke_at.len() != args.invoke.len() || input_at.len() != args.input.len() {
+        return Err(usage(
+            "cannot tell which `--input` belongs to which `--invoke`",
+        ));
+    }
+    let mut inputs: Vec<Option<&str>> = vec![None; args.invoke.len()];
+    for (at, text) in input_at.iter().zip(&args.input) {
+        let Some(owner) = invoke_at.iter().rposition(|i| i < at) else {
+            return Err(usage("`--input` must follow the `--invoke` it belongs to"));
+        };
+        if inputs[owner].replace(text).is_some() {
+            return Err(usage(format_args!(
+                "`--invoke {}` has more than one `--input`",
+                splashpol::text::escaped(&args.invoke[owner])
+            )));
+        }
+    }
+    args.invoke
+        .iter()
+        .zip(inputs)
+        .enumerate()
+        .map(|(n, (tool, input))| {
+            let tool = Token::new(tool.as_str()).map_err(|e| {
+                usage(format_args!(
+                    "`--invoke {}` is not a tool name: {e}",
+                    splashpol::text::escaped(tool)
+                ))
+            })?;
+            let input = match input {
+                Some(text) => serde_json::from_str(text).map_err(|e| {
+                    usage(format_args!(
+                        "the `--input` of call {} is not JSON: {e}",
+                        n + 1
+                    ))
+                })?,
+                None => Value::Object(serde_json::Map::new()),
+            };
+            Ok(Call { tool, input })
+        })
+        .collect()
+}
+
+/// The calls of a `--calls` file: one `{"tool", "input"?}` object per line.
+fn calls_from_file(path: &Path) -> Result<Vec<Call>, u8> {
+    let bytes = if path == Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .lock()
+            .take(MAX_CALLS_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| {
+                usage(format_args!(
+                    "cannot read the calls from standard input: {e}"
+                ))
+            })?;
+        if bytes.len() as u64 > MAX_CALLS_BYTES {
+            return Err(usage(format_args!(
+                "the calls on standard input exceed {MAX_CALLS_BYTES} bytes"
+            )));
+        }
+        bytes
+    } else {
+        read_bounded(path, "calls", MAX_CALLS_BYTES)?
     };
+    let text = std::str::from_utf8(&bytes).map_err(|e| {
+        usage(format_args!(
+            "calls `{}` are not UTF-8: {e}",
+            path.display()
+        ))
+    })?;
+    let calls = text
+        .lines()
+        .enumerate()
+        .map(|(n, line)| {
+            parse_call(line).map_err(|why| {
+                usage(format_args!(
+                    "calls `{}` line {}: {why}",
+                    path.display(),
+                    n + 1
+                ))
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if calls.is_empty() {
+        return Err(usage(format_args!(
+            "calls `{}` has no call",
+            path.display()
+        )));
+    }
+    Ok(calls)
+}
+
+/// One call line: a JSON object with a string `tool` and an optional
+/// `input`, nothing else.
+pub fn parse_call(line: &str) -> Result<Call, String> {
+    let value: Value = serde_json::from_str(line)
+        .map_err(|e| format!("not JSON: {}", splashpol::text::escaped(&e.to_string())))?;
+    let Value::Object(mut fields) = value else {
+        return Err("not a call object `{\"tool\": TOOL, \"input\": JSON}`".to_owned());
+    };
+    if let Some(key) = fields.keys().find(|k| *k != "tool" && *k != "input") {
+        return Err(format!(
+            "unknown field `{}`; a call has `tool` and `input`",
+            splashpol::text::escaped(key)
+        ));
+    }
+    let tool = match fields.remove("tool") {
+        Some(Value::String(name)) => Token::new(name.as_str()).map_err(|e| {
+            format!(
+                "`{}` is not a tool name: {e}",
+                splashpol::text::escaped(&name)
+            )
+        })?,
+        Some(_) => return Err("`tool` must be a string".to_owned()),
+        None => return Err("a call needs a `tool`".to_owned()),
+    };
+    let input = fields
+        .remove("input")
+        .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+    Ok(Call { tool, input })
+}
+
+/// How many calls of each tool `calls` makes.
+pub fn call_counts<'a>(calls: impl IntoIterator<Item = &'a Token>) -> BTreeMap<Token, u32> {
+    let mut counts = BTreeMap::new();
+    for tool in calls {
+        let n: &mut u32 = counts.entry(tool.clone()).or_default();
+        *n = n.saturating_add(1);
+    }
+    counts
+}
+
+fn run_main(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<(), u8> {
+    let mut calls = match &args.calls {
+        Some(path) => calls_from_file(path)?,
+        None => paired_calls(args, matches)?,
+    };
+    if calls.is_empty() {
+        calls.push(Call {
+            tool: Token::new(DEFAULT_TOOL).map_err(usage)?,
+            input: Value::Object(serde_json::Map::new()),
+        });
+    }
 
     // Load (check or validate), then the manifest.
     let loaded = match &args.expect_digest {
@@ -135,16 +322,19 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
     let manifest = match &args.manifest {
         Some(path) => load_manifest(path)?,
         None => {
-            let m = generated_manifest(&loaded.policy, &tool)?;
+            let counts = call_counts(calls.iter().map(|c| &c.tool));
+            let m = generated_manifest(&loaded.policy, "run", &counts).map_err(usage)?;
             let roots: Vec<String> = loaded
                 .policy
                 .file_roots()
                 .iter()
                 .map(|r| format!("`{}`", r.id))
                 .collect();
+            let tools: Vec<String> = counts.keys().map(|t| format!("`{t}`")).collect();
             say(format_args!(
-                "note: no manifest given; generated session `{}` granting `{tool}` and activating every registered file root ({})",
+                "note: no manifest given; generated session `{}` granting {} and activating every registered file root ({})",
                 m.session_id,
+                tools.join(", "),
                 if roots.is_empty() {
                     "none".to_owned()
                 } else {
@@ -154,9 +344,13 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
             m
         }
     };
-    if manifest.grant(tool.as_str()).is_none() {
+    if let Some(call) = calls
+        .iter()
+        .find(|c| manifest.grant(c.tool.as_str()).is_none())
+    {
         eprintln!(
-            "splashc run: the manifest does not grant `{tool}`; name a granted tool with `--invoke`"
+            "splashc run: the manifest does not grant `{}`; name a granted tool with `--invoke`",
+            call.tool
         );
         return Err(1);
     }
@@ -192,34 +386,32 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
         "launched bubblewrap pid {}; session `{session_id}` open",
         session.pid()
     ));
-    let response = match session.call(tool.as_str(), input) {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!("splashc run: `{tool}`: {}", chain(&e));
-            if e.leaves_session() == SessionState::Usable {
-                let _ = session.stop();
-            }
-            return Err(LAUNCH_FAILED);
-        }
+
+    let total = calls.len();
+    let Some(last) = calls.pop() else {
+        return Err(usage("there is no call to make"));
     };
-
-    // `close_session` goes first: the worker exits while the result is
-    // written out (which happens whether or not the close went through).
-    let closing = session.send_close();
-    let text = serde_json::to_string_pretty(&response).map_err(|e| {
-        eprintln!("splashc run: cannot render the response: {e}");
-        2
-    })?;
     let mut out = std::io::stdout().lock();
-    out.write_all(format!("{text}\n").as_bytes())
-        .and_then(|()| out.flush())
-        .map_err(|e| {
-            eprintln!("splashc run: cannot write the output: {e}");
-            2
-        })?;
-
+    for (n, call) in calls.into_iter().enumerate() {
+        let response = match session.call(call.tool.as_str(), call.input) {
+            Ok(v) => v,
+            Err(e) => return Err(call_failed(session, &e, n, total, &call.tool)),
+        };
+        if let Err(code) = write_response(&mut out, &response) {
+            let _ = session.close(CLOSE_GRACE);
+            return Err(code);
+        }
+    }
+    let response = match session.call(last.tool.as_str(), last.input) {
+        Ok(v) => v,
+        Err(e) => return Err(call_failed(session, &e, total - 1, total, &last.tool)),
+    };
+    // `close_session` goes first: the worker exits while the last result
+    // is written out (which happens whether or not the close went through).
+    let closing = session.send_close();
+    write_response(&mut out, &response)?;
     let status = closing
-        .and_then(|closing| closing.wait(Duration::from_secs(5)))
+        .and_then(|closing| closing.wait(CLOSE_GRACE))
         .map_err(|e| {
             eprintln!("splashc run: closing the session: {}", chain(&e));
             LAUNCH_FAILED
@@ -233,9 +425,46 @@ fn run_main(args: &RunArgs) -> Result<(), u8> {
     }
 }
 
+/// Reports call `n` (0-based) of `total` failing and ends the session: a
+/// refusal decided before anything was sent leaves it healthy, so it is
+/// closed as any other; a poisoned session's worker is already reaped.
+fn call_failed(session: Session, e: &CallError, n: usize, total: usize, tool: &Token) -> u8 {
+    let which = if total == 1 {
+        format!("`{tool}`")
+    } else {
+        format!("call {} of {total} (`{tool}`)", n + 1)
+    };
+    eprintln!("splashc run: {which}: {}", chain(e));
+    if e.leaves_session() == SessionState::Usable {
+        match session.close(CLOSE_GRACE) {
+            Ok(status) => say(format_args!(
+                "worker closed; bubblewrap ended with {status}"
+            )),
+            Err(e) => eprintln!("splashc run: closing the session: {}", chain(&e)),
+        }
+    }
+    LAUNCH_FAILED
+}
+
+/// Writes `response` as one JSON line and flushes it.
+fn write_response(out: &mut impl Write, response: &Value) -> Result<(), u8> {
+    let line = serde_json::to_string(response).map_err(|e| {
+        eprintln!("splashc run: cannot render the response: {e}");
+        2
+    })?;
+    write_line(out, &line).map_err(|e| {
+        eprintln!("splashc run: cannot write the output: {e}");
+        2
+    })
+}
+
+fn write_line(out: &mut impl Write, line: &str) -> std::io::Result<()> {
+    out.write_all(format!("{line}\n").as_bytes())?;
+    out.flush()
+}
 /// Writes one status line to stderr with a single `write`: stderr is
 /// unbuffered, so `eprintln!` would write each formatted piece separately.
-fn say(line: std::fmt::Arguments<'_>) {
+pub fn say(line: std::fmt::Arguments<'_>) {
     let mut text = line.to_string();
     text.push('\n');
     let _ = std::io::stderr().write_all(text.as_bytes());
@@ -245,7 +474,7 @@ fn say(line: std::fmt::Arguments<'_>) {
 /// `e` and its sources, each with control and bidirectional formatting
 /// characters escaped (a source such as a JSON decoder's error may quote
 /// the untrusted file).
-fn chain(e: &dyn std::error::Error) -> String {
+pub fn chain(e: &dyn std::error::Error) -> String {
     let mut text = splashpol::text::escaped(&e.to_string()).to_string();
     let mut source = e.source();
     while let Some(s) = source {

@@ -148,7 +148,7 @@ pub enum ManifestError {
     /// [`CapabilityManifest::from_json`] the message names the field and ends
     /// with the line and column in the document.
     #[error("manifest is not a valid protocol v5 manifest: {0}")]
-    Decode(#[from] serde_json::Error),
+    Decode(serde_json::Error),
     /// A position that must hold a JSON object holds something else (for
     /// example the array form serde would accept for a struct).
     #[error("manifest `{path}` must be a JSON object")]
@@ -191,6 +191,13 @@ pub enum ManifestError {
         /// The repeated resource's id.
         id: Token,
     },
+}
+
+// The decoder's error is in the message, so it is not a source as well.
+impl From<serde_json::Error> for ManifestError {
+    fn from(error: serde_json::Error) -> Self {
+        Self::Decode(error)
+    }
 }
 
 /// A grant bound that must be at least 1.

@@ -225,7 +225,7 @@ pub enum AuthError {
     },
     /// The signed data could not be serialized.
     #[error("failed to serialize the authenticated data: {0}")]
-    Encode(#[source] serde_json::Error),
+    Encode(serde_json::Error),
     /// The signed data is over the line bound (its size).
     #[error("the authenticated data of a frame is {0} bytes; the maximum is {MAX_LINE_BYTES}")]
     TooLarge(usize),
@@ -243,7 +243,6 @@ pub enum AuthError {
         /// The message type.
         kind: &'static str,
         /// The broken rule.
-        #[source]
         error: MessageError,
     },
 }

@@ -167,7 +167,7 @@ pub enum BootstrapError {
     },
     /// Reading failed.
     #[error("failed to read the bootstrap preamble: {0}")]
-    Io(#[source] io::Error),
+    Io(io::Error),
     /// The first 8 bytes are not `SPLPBOOT`.
     #[error("bootstrap preamble has a bad magic; expected `SPLPBOOT`")]
     BadMagic,
@@ -182,7 +182,7 @@ pub enum BootstrapError {
     OversizedIdLength(u8),
     /// The session id breaks the token rule.
     #[error("bootstrap preamble session id is not a token: {0}")]
-    InvalidSessionId(#[source] TokenError),
+    InvalidSessionId(TokenError),
     /// The key is all zero.
     #[error("bootstrap preamble carries an all-zero session key")]
     ZeroKey,

@@ -41,7 +41,7 @@ pub enum SessionError {
     Manifest(#[from] ManifestError),
     /// The worker could not take over its standard streams.
     #[error("failed to take over the standard streams: {0}")]
-    Stdio(#[source] std::io::Error),
+    Stdio(std::io::Error),
     /// The peer closed the channel early.
     #[error("the peer closed the channel while `{expected}` was expected")]
     Closed {
@@ -112,12 +112,11 @@ pub enum SessionError {
         /// Whether the input or the output does not fit.
         what: PayloadSide,
         /// What is wrong with it.
-        #[source]
         error: PayloadError,
     },
     /// A request that breaks a message rule (refused before sending).
     #[error("invalid request: {0}")]
-    InvalidRequest(#[source] MessageError),
+    InvalidRequest(MessageError),
     /// A compensation for a tool whose grant allows none.
     #[error("tool `{0}` is not granted any compensations")]
     CompensationNotGranted(Token),
@@ -223,7 +222,7 @@ pub enum Refusal {
     Unsettled(Token),
     /// The journal could not record the operation's start.
     #[error("the journal cannot record the start: {0}")]
-    JournalStart(#[source] std::io::Error),
+    JournalStart(std::io::Error),
     /// A reconciliation of an operation the journal has no record of.
     #[error("the operation journal has no record of operation `{key}` of tool `{tool}`")]
     NoRecord {

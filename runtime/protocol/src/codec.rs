@@ -33,13 +33,13 @@ pub enum CodecError {
     NotAnObject,
     /// A line that is not the expected JSON (syntax, shape, duplicate key).
     #[error("line does not decode: {0}")]
-    Decode(#[source] serde_json::Error),
+    Decode(serde_json::Error),
     /// A value that could not be serialized.
     #[error("failed to encode a line: {0}")]
-    Encode(#[source] serde_json::Error),
+    Encode(serde_json::Error),
     /// Reading or writing the stream failed.
     #[error("channel I/O failed: {0}")]
-    Io(#[source] io::Error),
+    Io(io::Error),
 }
 
 /// Reads one bounded JSON object per line.

@@ -48,13 +48,12 @@ const INPUT_DOMAIN: &[u8] = b"splash-operation-input-v1";
 #[non_exhaustive]
 pub enum JournalError {
     /// Reading, writing, syncing or locking the journal file failed.
-    #[error("operation journal `{path}`: {source}")]
+    #[error("operation journal `{path}`: {error}")]
     Io {
         /// The journal file.
         path: PathBuf,
         /// The failed operation's error.
-        #[source]
-        source: io::Error,
+        error: io::Error,
     },
     /// Another process holds the journal's exclusive lock.
     #[error("operation journal `{0}` is in use by another process")]
@@ -90,7 +89,7 @@ pub enum RecordDefect {
     HashMismatch,
     /// The record's JSON is not a journal record.
     #[error("the record does not decode: {0}")]
-    Decode(#[source] serde_json::Error),
+    Decode(serde_json::Error),
     /// A second start of the operation (its key).
     #[error("operation `{0}` started twice")]
     StartedTwice(Token),
@@ -154,9 +153,9 @@ impl Journal {
     /// every record and drops a torn last record.
     pub fn open(dir: &Path) -> Result<Self, JournalError> {
         let path = dir.join(JOURNAL_FILE);
-        let io_err = |source| JournalError::Io {
+        let io_err = |error| JournalError::Io {
             path: path.clone(),
-            source,
+            error,
         };
         let mut file = OpenOptions::new()
             .read(true)

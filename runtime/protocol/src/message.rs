@@ -524,7 +524,13 @@ pub enum MessageError {
     FailureTooLong(usize),
     /// The payload does not fit the rules for payloads.
     #[error("payload: {0}")]
-    Payload(#[from] PayloadError),
+    Payload(PayloadError),
+}
+
+impl From<PayloadError> for MessageError {
+    fn from(error: PayloadError) -> Self {
+        Self::Payload(error)
+    }
 }
 
 impl OperationStatus {

@@ -73,6 +73,19 @@ fn start(session: &str) -> (HostSession<PipeReader, PipeWriter>, WorkerThread) {
 }
 
 /// A value nested `depth` levels (the root counts as 1).
+/// No error in `e`'s chain repeats the message of its source: printed as
+/// `error: source: ...`, each cause appears once.
+fn assert_cause_stated_once(e: &dyn std::error::Error) {
+    let mut outer = e;
+    while let Some(inner) = outer.source() {
+        assert!(
+            !outer.to_string().contains(&inner.to_string()),
+            "`{outer}` repeats its source `{inner}`"
+        );
+        outer = inner;
+    }
+}
+
 fn nested(depth: usize) -> Value {
     let mut v = json!([]);
     for _ in 1..depth {
@@ -104,6 +117,7 @@ fn host_and_worker_round_trip_and_host_refusals_send_nothing() {
     for r in refusals {
         let e = r.expect_err("refused");
         assert_eq!(e.leaves_session(), SessionState::Usable, "{e}");
+        assert_cause_stated_once(&e);
         assert!(
             matches!(
                 e,
