@@ -293,6 +293,23 @@ pub enum Statement {
         /// list; emptiness and duplicates are judged by the checker.
         ids: Node<Vec<Node<String>>>,
     },
+    /// `identity user UID group GID` / `identity dynamic`: the host identity
+    /// the worker runs as.
+    Identity(Identity),
+}
+
+/// The `identity` statement as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Identity {
+    /// `identity user UID group GID`: one fixed host uid and gid.
+    Fixed {
+        /// The uid as written; the checker requires 1 to 4294967294.
+        user: Node<NumberLit>,
+        /// The gid as written; the checker requires 1 to 4294967294.
+        group: Node<NumberLit>,
+    },
+    /// `identity dynamic`: a fresh uid and gid leased for each session.
+    Dynamic,
 }
 
 impl Statement {
@@ -321,6 +338,7 @@ impl Statement {
             Statement::Cgroup { .. } => "cgroup",
             Statement::Watchdog { .. } => "watchdog",
             Statement::NetworkBroker { .. } => "network-broker",
+            Statement::Identity(_) => "identity",
         }
     }
 }

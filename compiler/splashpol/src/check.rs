@@ -32,6 +32,7 @@ use crate::model::{BrokerCatalog, FileRootKind, IoMax};
 mod build;
 mod cgroup;
 mod hardening;
+mod identity;
 mod landlock;
 mod limits;
 mod mounts;
@@ -253,6 +254,8 @@ struct Collected {
     cgroup: Option<(Checked<CgroupPolicy>, bool)>,
     watchdog: Option<Watchdog>,
     broker: Option<(NetworkBroker, Span, Span)>,
+    /// The checked `identity` and the statement's span.
+    identity: Option<(Checked<model::WorkerIdentity>, Span)>,
     /// The destination of every runtime mount, also of those whose source
     /// is invalid (they still count as covering executables). Where one is
     /// [`Reported`], which executables it would cover is unknown, so none is
@@ -425,6 +428,7 @@ impl Checker {
         self.storage(&c);
         self.ephemeral(&c);
         self.hardening(&c);
+        self.identity_roots(&c);
 
         self.build(policy, c)
     }

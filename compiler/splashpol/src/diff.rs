@@ -253,6 +253,7 @@ fn effective(
         namespaces,
         network: _,      // read from the plan (`network`)
         not_enforced: _, // derived from the rest
+        identity: _,     // read from the plan (`facts::plan`: `identity`)
         on_this_host: _, // never probed here
     } = ea;
     let skip_a = facts::overlays(a.plan);

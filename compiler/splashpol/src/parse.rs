@@ -100,6 +100,7 @@ pub const STATEMENT_KEYWORDS: &[&str] = &[
     "cgroup",
     "watchdog",
     "network-broker",
+    "identity",
 ];
 /// Entry keywords of a `limits { }` block: exactly the values
 /// [`LimitKind::keyword`] returns.
@@ -597,6 +598,10 @@ pub const KEYWORD_SPELLINGS: &[&str] = &[
     "origin",
     "ids",
     "unlimited",
+    "identity",
+    "user",
+    "group",
+    "dynamic",
 ];
 
 #[cfg(test)]

@@ -240,6 +240,9 @@ impl Checker {
                     });
                 }
             }
+            Statement::Identity(identity) => {
+                c.identity = Some((self.identity(identity).ok_or(super::Reported), stmt.span));
+            }
             Statement::NetworkBroker {
                 catalog,
                 parent,

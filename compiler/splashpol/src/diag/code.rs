@@ -198,6 +198,11 @@ codes! {
     /// The worker-visible broker socket path, the `network-broker` destination and
     /// `/broker.sock`, is longer than the 107 bytes a Unix socket address holds.
     BrokerSocketPathTooLong = "splash::check::broker-socket-path-too-long",
+    /// An `identity user` or `group` id of 0 (root) or above 4294967294.
+    IdentityIdOutOfRange = "splash::check::identity-id-out-of-range",
+    /// `identity dynamic` with a read-write host root: a later session may get the same uid
+    /// and own what this one wrote.
+    DynamicIdentityWritableRoot = "splash::check::dynamic-identity-writable-root",
 }
 
 impl fmt::Display for Code {

@@ -320,6 +320,7 @@ impl Parsing {
                     ids: ids?,
                 }
             }
+            Rule::identity_stmt => Statement::Identity(identity(next(&mut it)?)?),
             _ => return None,
         };
         Some(Stmt {
@@ -442,4 +443,19 @@ fn limit_entry(pair: Pair<'_, Rule>) -> Option<Node<LimitEntry>> {
         },
         sp,
     ))
+}
+
+/// The part of an `identity` statement after its keyword.
+fn identity(pair: Pair<'_, Rule>) -> Option<Identity> {
+    match pair.as_rule() {
+        Rule::kw_dynamic => Some(Identity::Dynamic),
+        Rule::identity_fixed => {
+            let mut ids = pair.into_inner().filter(|p| p.as_rule() == Rule::number);
+            Some(Identity::Fixed {
+                user: number(next(&mut ids)?),
+                group: number(next(&mut ids)?),
+            })
+        }
+        _ => None,
+    }
 }
