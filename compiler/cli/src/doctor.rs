@@ -349,6 +349,10 @@ fn passed_detail(plan: &LaunchPlan, check: &Check) -> String {
             "read-write root `{s}` is on `nosuid` host mounts only, so what the worker (host uid 0) makes there cannot gain privileges on the host"
         ),
         Step::DeviceNodes => format!("the sandbox's device nodes can be provided {s}"),
+        Step::Identity if s == "none" => {
+            "the policy sets no identity: the worker runs as the launching uid".to_owned()
+        }
+        Step::Identity => format!("the launch can run the worker as `identity {s}`"),
         _ => format!("`{s}` passed"),
     }
 }

@@ -260,6 +260,9 @@ pub enum BindError {
     /// A read-write root of a root launch would honour set-user-ID bits.
     #[error(transparent)]
     SetId(#[from] crate::nosuid::SetIdError),
+    /// The plan's worker identity cannot be used on this host.
+    #[error(transparent)]
+    Identity(#[from] crate::identity::IdentityError),
     /// Failed to bind the network broker.
     #[error("failed to bind the network broker")]
     Broker(#[from] crate::broker::BrokerBindError),
@@ -477,6 +480,7 @@ pub struct BindOptions {
     pub(crate) preparations: Vec<Box<dyn LaunchPreparation>>,
     pub(crate) device_parent: PathBuf,
     pub(crate) network_broker: Option<splash_broker::BrokerMount>,
+    pub(crate) identities: crate::identity::DynamicIdentities,
 }
 
 /// A [`QuotaInspector`] that can be printed in debug output.
@@ -490,6 +494,7 @@ impl Default for BindOptions {
             preparations: Vec::new(),
             device_parent: PathBuf::from(DEFAULT_DEVICE_PARENT),
             network_broker: None,
+            identities: crate::identity::DynamicIdentities::default(),
         }
     }
 }
@@ -506,6 +511,17 @@ impl BindOptions {
     /// (or sticky), on a filesystem not mounted `nodev`.
     pub fn with_device_directory(mut self, parent: impl Into<PathBuf>) -> Self {
         self.device_parent = parent.into();
+        self
+    }
+
+    /// Replaces where `identity dynamic` leases its ids from (default
+    /// [`crate::identity::IdentityRange::DEFAULT`] in
+    /// [`crate::identity::DEFAULT_LEASE_DIRECTORY`]).
+    pub fn with_dynamic_identities(
+        mut self,
+        identities: crate::identity::DynamicIdentities,
+    ) -> Self {
+        self.identities = identities;
         self
     }
 
@@ -545,6 +561,7 @@ pub struct BoundCommand {
     pub(crate) preparations: Vec<Box<dyn LaunchPreparation>>,
     pub(crate) cgroup: Option<CgroupBoundary>,
     pub(crate) devices: DeviceSources,
+    pub(crate) identity: crate::identity::IdentitySwitch,
 }
 
 fn type_name(meta: &Metadata) -> &'static str {
@@ -1212,6 +1229,7 @@ impl BoundCommand {
             preparations: Vec::new(),
             cgroup: bound.cgroup,
             devices: bound.devices,
+            identity: bound.identity,
         };
 
         // 9. Launch preparations.
@@ -1231,6 +1249,11 @@ impl BoundCommand {
     /// the host's).
     pub fn private_device_nodes(&self) -> bool {
         self.devices.private()
+    }
+
+    /// What each launch does about the worker's identity.
+    pub fn identity(&self) -> &crate::identity::IdentitySwitch {
+        &self.identity
     }
 
     /// The plan this command was bound from.

@@ -39,6 +39,7 @@ pub mod bind;
 pub mod broker;
 pub mod cgroup;
 pub mod devices;
+pub mod identity;
 pub mod launch;
 pub mod lifecycle;
 pub mod nosuid;
@@ -59,6 +60,9 @@ pub use bind::{
 pub use broker::{BrokerBindError, BrokerPlanDefect};
 pub use cgroup::{CgroupBoundary, CgroupError, RunnerDefect, WorkerCgroup};
 pub use devices::{DeviceDirectory, DeviceError, DeviceSources, ParentDefect};
+pub use identity::{
+    DynamicIdentities, IdentityError, IdentityLease, IdentityRange, IdentitySwitch,
+};
 pub use launch::{LaunchError, LaunchOptions, LoadedPolicy, launch};
 pub use lifecycle::{LaunchFailure, WorkerLifecycle, WorkerStatus};
 pub use nosuid::SetIdError;

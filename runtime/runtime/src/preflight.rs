@@ -66,6 +66,9 @@ pub enum Step {
     Quotas,
     /// 7: the cgroup-v2 parent and runner.
     Cgroup,
+    /// 7: the worker's identity: whether the launch switches to it, and
+    /// that it can write every read-write host root.
+    Identity,
     /// 8: read-write host roots of a worker that runs as host uid 0.
     WritableRoots,
     /// 8: the sandbox's device nodes.
@@ -85,6 +88,7 @@ impl Step {
             Self::BubblewrapOptions => "bubblewrap options",
             Self::Quotas => "quota",
             Self::Cgroup => "cgroup",
+            Self::Identity => "identity",
             Self::WritableRoots => "read-write roots",
             Self::DeviceNodes => "device nodes",
         }
@@ -172,6 +176,7 @@ pub(crate) struct Bound {
     pub quotas: Vec<VerifiedQuota>,
     pub cgroup: Option<CgroupBoundary>,
     pub devices: DeviceSources,
+    pub identity: crate::identity::IdentitySwitch,
 }
 
 /// The state of one run of the steps.
@@ -186,6 +191,7 @@ pub(crate) struct Binding<'a> {
     quotas: Vec<VerifiedQuota>,
     cgroup: Option<CgroupBoundary>,
     devices: Option<DeviceSources>,
+    identity: Option<crate::identity::IdentitySwitch>,
     checks: Vec<(Check, Outcome)>,
 }
 
@@ -201,6 +207,7 @@ impl<'a> Binding<'a> {
             quotas: Vec::new(),
             cgroup: None,
             devices: None,
+            identity: None,
             checks: Vec::new(),
         }
     }
@@ -209,7 +216,7 @@ impl<'a> Binding<'a> {
     pub(crate) fn run(&mut self) -> ControlFlow<()> {
         // The one list of steps, in bind's order; each reports its checks
         // through `report`.
-        let steps: [fn(&mut Self) -> ControlFlow<()>; 11] = [
+        let steps: [fn(&mut Self) -> ControlFlow<()>; 12] = [
             Self::plan_step,
             Self::broker_step,
             Self::bubblewrap_step,
@@ -219,6 +226,7 @@ impl<'a> Binding<'a> {
             Self::bubblewrap_options_step,
             Self::quotas_step,
             Self::cgroup_step,
+            Self::identity_step,
             Self::writable_roots_step,
             Self::device_nodes_step,
         ];
@@ -250,6 +258,7 @@ impl<'a> Binding<'a> {
             quotas: self.quotas,
             cgroup: self.cgroup,
             devices: self.devices.expect(PRODUCT),
+            identity: self.identity.expect(PRODUCT),
         })
     }
 
@@ -572,9 +581,76 @@ impl<'a> Binding<'a> {
         ControlFlow::Continue(())
     }
 
+    /// 7. The worker's identity: what the launch switches to
+    ///    ([`crate::identity`]), and for a switch to a fixed identity, that
+    ///    it can write each read-write host root.
+    fn identity_step(&mut self) -> ControlFlow<()> {
+        let plan = self.plan;
+        let subject = plan
+            .identity()
+            .map_or_else(|| "none".to_owned(), |i| i.to_string());
+        let decided = crate::identity::decide_for(plan, &self.options.identities);
+        let switch = match decided {
+            Ok(switch) => switch,
+            Err(e) => return self.report(Step::Identity, subject, Err(e.into())),
+        };
+        self.report(Step::Identity, subject, Ok(()))?;
+        if let crate::identity::IdentitySwitch::Fixed { .. } = switch {
+            for op in plan.ops() {
+                let BwrapOp::Bind {
+                    source,
+                    destination,
+                } = op
+                else {
+                    continue;
+                };
+                let root = plan
+                    .active_roots()
+                    .iter()
+                    .find(|r| r.destination == *destination)
+                    .map_or_else(|| destination.to_string(), |r| r.id.to_string());
+                let meta = match source {
+                    MountSource::Pinned(slot) => match self.pin(slot.0) {
+                        Some(pinned) => pinned
+                            .fd
+                            .try_clone()
+                            .and_then(|fd| std::fs::File::from(fd).metadata())
+                            .map(|m| (pinned.canonical.clone(), m))
+                            .map_err(|source| BindError::Pin {
+                                path: pinned.canonical.clone(),
+                                source,
+                            }),
+                        None => {
+                            self.not_run(Step::Identity, root, Step::Pins);
+                            continue;
+                        }
+                    },
+                    MountSource::Path(p) => canonical(p.as_str()).and_then(|c| {
+                        std::fs::metadata(&c)
+                            .map(|m| (c.clone(), m))
+                            .map_err(|source| BindError::Pin { path: c, source })
+                    }),
+                };
+                let result = meta.and_then(|(path, meta)| {
+                    switch
+                        .check_writable(&root, &path, &meta)
+                        .map_err(BindError::from)
+                });
+                self.report(Step::Identity, root, result)?;
+            }
+        }
+        self.identity = Some(switch);
+        ControlFlow::Continue(())
+    }
+
     /// The host uid the worker will run as: what the last preparation that
     /// changes it says, or this process's real uid.
     fn worker_uid(&self) -> u32 {
+        if let Some(switch) = &self.identity
+            && *switch != crate::identity::IdentitySwitch::Unchanged
+        {
+            return switch.worker_uid(sys::real_uid());
+        }
         self.options
             .preparations
             .iter()

@@ -110,6 +110,9 @@ pub enum SpawnError {
     /// Failed to make the launch's private device nodes.
     #[error("failed to make the launch's private device nodes")]
     Devices(#[from] crate::devices::DeviceError),
+    /// The launch's identity could not be leased.
+    #[error("the worker's identity could not be leased; nothing was started")]
+    Identity(#[source] crate::identity::IdentityError),
     /// The plan's argument list uses a slot this launch did not prepare.
     #[error("the plan's argument list uses {0:?}, which this launch did not prepare")]
     UnpreparedSlot(Slot),
@@ -422,8 +425,10 @@ impl BoundCommand {
                 SpawnError::Supervision(io::Error::other("the report pipe was already taken"))
             })?;
         let inherited = spec.inherited();
+        let identity = self.identity.for_launch().map_err(SpawnError::Identity)?;
+        let ids = identity.as_ref().map(|i| (i.uid, i.gid));
         let started = Instant::now();
-        let spawned = sys::spawn_child(&spec.program, &spec.args, &inherited);
+        let spawned = sys::spawn_child_as(&spec.program, &spec.args, &inherited, ids);
         // The child has its copies (or never started): close the parent's.
         let shown = spec.shown.clone();
         drop(spec);
@@ -444,6 +449,7 @@ impl BoundCommand {
         let stdout = ChildStdout::from(child.stdout);
         // From here every stop goes through `WorkerLifecycle::terminate`.
         let mut lifecycle = WorkerLifecycle::new(process, cgroup, devices, init);
+        lifecycle.hold_identity(identity.and_then(|i| i.lease));
         if let Some(boundary) = self.cgroup.as_ref() {
             lifecycle
                 .await_cgroup_join(boundary.join_timeout())

@@ -491,6 +491,10 @@ struct ChildSetup {
     parent: libc::pid_t,
     /// The `errno` of the step that failed, or 0 (written by the child).
     error: libc::c_int,
+    /// The uid and gid to switch to before the exec, or `None`.
+    identity: Option<(u32, u32)>,
+    /// Set by the child when the identity switch failed.
+    identity_failed: bool,
 }
 
 /// The bytes of the child's own stack (it runs until `execve`).
@@ -557,6 +561,16 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
                 fail(setup);
             }
         }
+        // The identity switch comes before the parent-death signal, which
+        // the kernel clears on a change of credentials.
+        if let Some((uid, gid)) = (*setup).identity {
+            let errno = switch_task_identity(uid, gid);
+            if errno != 0 {
+                (*setup).identity_failed = true;
+                *libc::__errno_location() = errno;
+                fail(setup);
+            }
+        }
         // SIGKILL when the thread that spawned it exits, and so when the
         // host dies by SIGKILL: the signal is kept across the exec (the
         // programs are not set-user-ID). A parent already gone before the
@@ -608,7 +622,21 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
 /// (a `fork` of a large host does both). Every signal is blocked around the
 /// `clone`. An `execve` (or earlier) failure is the returned error, and the
 /// child is reaped before it is returned.
+#[cfg(test)]
 pub fn spawn_child(program: &Path, args: &[String], inherit: &[RawFd]) -> io::Result<SpawnedChild> {
+    spawn_child_as(program, args, inherit, None)
+}
+
+/// [`spawn_child`], switching the child to `identity` (uid, gid) before
+/// its exec ([`switch_task_identity`]); a failed switch is an error of kind
+/// [`io::ErrorKind::PermissionDenied`] naming the ids, and nothing is
+/// executed.
+pub fn spawn_child_as(
+    program: &Path,
+    args: &[String],
+    inherit: &[RawFd],
+    identity: Option<(u32, u32)>,
+) -> io::Result<SpawnedChild> {
     use std::os::unix::ffi::OsStrExt;
 
     let invalid = || io::Error::from(io::ErrorKind::InvalidInput);
@@ -647,6 +675,8 @@ pub fn spawn_child(program: &Path, args: &[String], inherit: &[RawFd]) -> io::Re
         inherit_len: inherit.len(),
         parent: rustix::process::getpid().as_raw_nonzero().get(),
         error: 0,
+        identity,
+        identity_failed: false,
     };
     // Left uninitialized: only the child writes it, and only its top pages
     // (zeroing all of it would touch every page).
@@ -697,6 +727,17 @@ pub fn spawn_child(program: &Path, args: &[String], inherit: &[RawFd]) -> io::Re
     if error != 0 {
         // The child exited with 127: reap it so that it is not a zombie.
         let _ = wait_child(pidfd.as_fd(), true);
+        // SAFETY: as `error` above.
+        let switch_failed = unsafe { std::ptr::read_volatile(&raw const setup.identity_failed) };
+        if let (true, Some((uid, gid))) = (switch_failed, identity) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "switching to uid {uid} gid {gid} failed: {}",
+                    io::Error::from_raw_os_error(error)
+                ),
+            ));
+        }
         return Err(io::Error::from_raw_os_error(error));
     }
     Ok(SpawnedChild {
@@ -1041,4 +1082,77 @@ mod tests {
             .expect_err("an argument with NUL");
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
     }
+}
+
+// ---- identity ----
+
+/// The process's real group id.
+pub fn real_gid() -> u32 {
+    rustix::process::getgid().as_raw()
+}
+
+/// Switches the calling task to `uid` and `gid` with no supplementary group
+/// (`setgroups(0)`, `setresgid`, then `setresuid`, each as a raw system call
+/// so that only this task changes: the C library's wrappers would signal
+/// every thread of the process to change too, which in the launch's
+/// `CLONE_VM` child means the host's own threads), then reads back the
+/// real, effective and saved ids and the group list. Returns 0, or the
+/// `errno` of the failed step (`EPERM` when a read-back differs).
+///
+/// Async-signal-safe and allocation-free: the child of [`spawn_child_as`]
+/// calls it between `clone` and `execve`. Called anywhere else it changes
+/// the calling thread's credentials.
+pub(crate) fn switch_task_identity(uid: u32, gid: u32) -> libc::c_int {
+    let errno = || {
+        io::Error::last_os_error()
+            .raw_os_error()
+            .unwrap_or(libc::EPERM)
+    };
+    // SAFETY: `setgroups` with a count of 0 reads no memory; `setresgid`
+    // and `setresuid` take plain integers. Each changes only the calling
+    // task's credentials.
+    unsafe {
+        if libc::syscall(libc::SYS_setgroups, 0usize, std::ptr::null::<libc::gid_t>()) != 0 {
+            return errno();
+        }
+        if libc::syscall(libc::SYS_setresgid, gid, gid, gid) != 0 {
+            return errno();
+        }
+        if libc::syscall(libc::SYS_setresuid, uid, uid, uid) != 0 {
+            return errno();
+        }
+    }
+    let ([ru, eu, su], [rg, eg, sg], groups) = task_identity();
+    if [ru, eu, su] != [uid; 3] || [rg, eg, sg] != [gid; 3] || groups != 0 {
+        return libc::EPERM;
+    }
+    0
+}
+
+/// The calling task's real, effective and saved uids and gids and its
+/// number of supplementary groups (raw system calls; async-signal-safe).
+/// A failed read reports `u32::MAX` ids and `usize::MAX` groups, which
+/// match no identity.
+pub(crate) fn task_identity() -> ([u32; 3], [u32; 3], usize) {
+    let mut u: [libc::uid_t; 3] = [u32::MAX; 3];
+    let mut g: [libc::gid_t; 3] = [u32::MAX; 3];
+    // SAFETY: each pointer names a live, writable `uid_t`/`gid_t` of this
+    // frame; `getgroups` with a size of 0 writes nothing and returns the
+    // count.
+    let groups = unsafe {
+        let up = u.as_mut_ptr();
+        if libc::syscall(libc::SYS_getresuid, up, up.add(1), up.add(2)) != 0 {
+            u = [u32::MAX; 3];
+        }
+        let gp = g.as_mut_ptr();
+        if libc::syscall(libc::SYS_getresgid, gp, gp.add(1), gp.add(2)) != 0 {
+            g = [u32::MAX; 3];
+        }
+        libc::syscall(
+            libc::SYS_getgroups,
+            0usize,
+            std::ptr::null_mut::<libc::gid_t>(),
+        )
+    };
+    (u, g, usize::try_from(groups).unwrap_or(usize::MAX))
 }

@@ -16,7 +16,10 @@ impl Checker {
             ast::Identity::Fixed { user, group } => {
                 let uid = self.identity_id(user, "user");
                 let gid = self.identity_id(group, "group");
-                Some(WorkerIdentity::Fixed { uid: uid?, gid: gid? })
+                Some(WorkerIdentity::Fixed {
+                    uid: uid?,
+                    gid: gid?,
+                })
             }
         }
     }

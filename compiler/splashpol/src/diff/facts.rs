@@ -489,11 +489,7 @@ fn identity_change(d: &mut Differ<'_>, a: Option<WorkerIdentity>, b: Option<Work
         (Some(_), None) | (Some(_), Some(_)) => Change::Widened,
         (None, None) => return,
     };
-    let what = format!(
-        "the worker runs as {} instead of {}",
-        shown(b),
-        shown(a)
-    );
+    let what = format!("the worker runs as {} instead of {}", shown(b), shown(a));
     d.push("isolation", change, what, |s| s.keyword("identity"));
 }
 
