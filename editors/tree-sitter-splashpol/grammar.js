@@ -74,6 +74,7 @@ module.exports = grammar({
       $.active_roots_statement,
       $.cgroup_statement,
       $.network_broker_statement,
+      $.identity_statement,
     ),
 
     // ------------------------------------------------------------ statements
@@ -183,6 +184,14 @@ module.exports = grammar({
     ),
 
     catalog: _ => choice('endpoint', 'origin'),
+
+    identity_statement: $ => seq(
+      'identity',
+      choice(
+        seq('user', field('user', $.number), 'group', field('group', $.number)),
+        'dynamic',
+      ),
+    ),
 
     // `limits [runner PATH] [required] { cpu 30 s; ... }`
     limits_statement: $ => seq(

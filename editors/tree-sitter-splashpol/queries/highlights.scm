@@ -34,5 +34,5 @@
   "processes" "open-files" "file-size" "landlock" "allow-exec" "combined"
   "cgroup" "parent" "memory" "swap" "pids" "io" "read" "write"
   "join-timeout" "watchdog" "session" "call" "network-broker" "endpoint"
-  "origin" "ids" "unlimited"
+  "origin" "ids" "identity" "user" "group" "dynamic" "unlimited"
 ] @keyword
