@@ -7,16 +7,16 @@
 #endif
 
 #define LANGUAGE_VERSION 14
-#define STATE_COUNT 259
+#define STATE_COUNT 265
 #define LARGE_STATE_COUNT 2
-#define SYMBOL_COUNT 135
+#define SYMBOL_COUNT 140
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 79
+#define TOKEN_COUNT 83
 #define EXTERNAL_TOKEN_COUNT 0
-#define FIELD_COUNT 22
+#define FIELD_COUNT 24
 #define MAX_ALIAS_SEQUENCE_LENGTH 8
 #define MAX_RESERVED_WORD_SET_SIZE 0
-#define PRODUCTION_ID_COUNT 22
+#define PRODUCTION_ID_COUNT 23
 #define SUPERTYPE_COUNT 0
 
 enum ts_symbol_identifiers {
@@ -71,89 +71,94 @@ enum ts_symbol_identifiers {
   anon_sym_ids = 49,
   anon_sym_endpoint = 50,
   anon_sym_origin = 51,
-  anon_sym_limits = 52,
-  anon_sym_required = 53,
-  anon_sym_cpu = 54,
-  anon_sym_address_DASHspace = 55,
-  anon_sym_processes = 56,
-  anon_sym_open_DASHfiles = 57,
-  anon_sym_file_DASHsize = 58,
-  anon_sym_landlock = 59,
-  anon_sym_allow_DASHexec = 60,
-  anon_sym_cgroup = 61,
-  anon_sym_memory = 62,
-  anon_sym_swap = 63,
-  anon_sym_pids = 64,
-  anon_sym_join_DASHtimeout = 65,
-  anon_sym_io = 66,
-  anon_sym_read = 67,
-  anon_sym_write = 68,
-  anon_sym_unlimited = 69,
-  sym_number = 70,
-  sym_device = 71,
-  aux_sym_unit_token1 = 72,
-  sym_string = 73,
-  anon_sym_LBRACK = 74,
-  anon_sym_RBRACK = 75,
-  sym_comment = 76,
-  anon_sym_SEMI = 77,
-  sym__newline = 78,
-  sym_source_file = 79,
-  sym_header = 80,
-  sym_policy = 81,
-  sym_policy_body = 82,
-  sym__statement = 83,
-  sym_bubblewrap_statement = 84,
-  sym_worker_statement = 85,
-  sym_runtime_statement = 86,
-  sym_root_statement = 87,
-  sym_root_id = 88,
-  sym_access = 89,
-  sym_root_quota = 90,
-  sym_tmp_statement = 91,
-  sym_writes_statement = 92,
-  sym_host_writes_statement = 93,
-  sym_user_namespaces_statement = 94,
-  sym_pin_statement = 95,
-  sym_pin_item = 96,
-  sym_quota_statement = 97,
-  sym_tmpfs_statement = 98,
-  sym_active_roots_statement = 99,
-  sym_seccomp_statement = 100,
-  sym_syscall_block = 101,
-  sym_runner_statement = 102,
-  sym_watchdog_statement = 103,
-  sym_network_broker_statement = 104,
-  sym_catalog = 105,
-  sym_limits_statement = 106,
-  sym_limits_block = 107,
-  sym_limit_entry = 108,
-  sym_limit_name = 109,
-  sym_landlock_statement = 110,
-  sym_landlock_block = 111,
-  sym_allow_exec = 112,
-  sym_cgroup_statement = 113,
-  sym_cgroup_block = 114,
-  sym_cgroup_value = 115,
-  sym_cgroup_name = 116,
-  sym_io_entry = 117,
-  sym_io_block = 118,
-  sym_io_limit = 119,
-  sym_io_direction = 120,
-  sym_quantity = 121,
-  sym_unit = 122,
-  sym_string_list = 123,
-  sym__sep = 124,
-  aux_sym_source_file_repeat1 = 125,
-  aux_sym_policy_body_repeat1 = 126,
-  aux_sym_pin_statement_repeat1 = 127,
-  aux_sym_syscall_block_repeat1 = 128,
-  aux_sym_limits_block_repeat1 = 129,
-  aux_sym_landlock_block_repeat1 = 130,
-  aux_sym_cgroup_block_repeat1 = 131,
-  aux_sym_io_block_repeat1 = 132,
-  aux_sym_string_list_repeat1 = 133,
-  aux_sym_string_list_repeat2 = 134,
+  anon_sym_identity = 52,
+  anon_sym_user = 53,
+  anon_sym_group = 54,
+  anon_sym_dynamic = 55,
+  anon_sym_limits = 56,
+  anon_sym_required = 57,
+  anon_sym_cpu = 58,
+  anon_sym_address_DASHspace = 59,
+  anon_sym_processes = 60,
+  anon_sym_open_DASHfiles = 61,
+  anon_sym_file_DASHsize = 62,
+  anon_sym_landlock = 63,
+  anon_sym_allow_DASHexec = 64,
+  anon_sym_cgroup = 65,
+  anon_sym_memory = 66,
+  anon_sym_swap = 67,
+  anon_sym_pids = 68,
+  anon_sym_join_DASHtimeout = 69,
+  anon_sym_io = 70,
+  anon_sym_read = 71,
+  anon_sym_write = 72,
+  anon_sym_unlimited = 73,
+  sym_number = 74,
+  sym_device = 75,
+  aux_sym_unit_token1 = 76,
+  sym_string = 77,
+  anon_sym_LBRACK = 78,
+  anon_sym_RBRACK = 79,
+  sym_comment = 80,
+  anon_sym_SEMI = 81,
+  sym__newline = 82,
+  sym_source_file = 83,
+  sym_header = 84,
+  sym_policy = 85,
+  sym_policy_body = 86,
+  sym__statement = 87,
+  sym_bubblewrap_statement = 88,
+  sym_worker_statement = 89,
+  sym_runtime_statement = 90,
+  sym_root_statement = 91,
+  sym_root_id = 92,
+  sym_access = 93,
+  sym_root_quota = 94,
+  sym_tmp_statement = 95,
+  sym_writes_statement = 96,
+  sym_host_writes_statement = 97,
+  sym_user_namespaces_statement = 98,
+  sym_pin_statement = 99,
+  sym_pin_item = 100,
+  sym_quota_statement = 101,
+  sym_tmpfs_statement = 102,
+  sym_active_roots_statement = 103,
+  sym_seccomp_statement = 104,
+  sym_syscall_block = 105,
+  sym_runner_statement = 106,
+  sym_watchdog_statement = 107,
+  sym_network_broker_statement = 108,
+  sym_catalog = 109,
+  sym_identity_statement = 110,
+  sym_limits_statement = 111,
+  sym_limits_block = 112,
+  sym_limit_entry = 113,
+  sym_limit_name = 114,
+  sym_landlock_statement = 115,
+  sym_landlock_block = 116,
+  sym_allow_exec = 117,
+  sym_cgroup_statement = 118,
+  sym_cgroup_block = 119,
+  sym_cgroup_value = 120,
+  sym_cgroup_name = 121,
+  sym_io_entry = 122,
+  sym_io_block = 123,
+  sym_io_limit = 124,
+  sym_io_direction = 125,
+  sym_quantity = 126,
+  sym_unit = 127,
+  sym_string_list = 128,
+  sym__sep = 129,
+  aux_sym_source_file_repeat1 = 130,
+  aux_sym_policy_body_repeat1 = 131,
+  aux_sym_pin_statement_repeat1 = 132,
+  aux_sym_syscall_block_repeat1 = 133,
+  aux_sym_limits_block_repeat1 = 134,
+  aux_sym_landlock_block_repeat1 = 135,
+  aux_sym_cgroup_block_repeat1 = 136,
+  aux_sym_io_block_repeat1 = 137,
+  aux_sym_string_list_repeat1 = 138,
+  aux_sym_string_list_repeat2 = 139,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -209,6 +214,10 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_ids] = "ids",
   [anon_sym_endpoint] = "endpoint",
   [anon_sym_origin] = "origin",
+  [anon_sym_identity] = "identity",
+  [anon_sym_user] = "user",
+  [anon_sym_group] = "group",
+  [anon_sym_dynamic] = "dynamic",
   [anon_sym_limits] = "limits",
   [anon_sym_required] = "required",
   [anon_sym_cpu] = "cpu",
@@ -263,6 +272,7 @@ static const char * const ts_symbol_names[] = {
   [sym_watchdog_statement] = "watchdog_statement",
   [sym_network_broker_statement] = "network_broker_statement",
   [sym_catalog] = "catalog",
+  [sym_identity_statement] = "identity_statement",
   [sym_limits_statement] = "limits_statement",
   [sym_limits_block] = "limits_block",
   [sym_limit_entry] = "limit_entry",
@@ -347,6 +357,10 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_ids] = anon_sym_ids,
   [anon_sym_endpoint] = anon_sym_endpoint,
   [anon_sym_origin] = anon_sym_origin,
+  [anon_sym_identity] = anon_sym_identity,
+  [anon_sym_user] = anon_sym_user,
+  [anon_sym_group] = anon_sym_group,
+  [anon_sym_dynamic] = anon_sym_dynamic,
   [anon_sym_limits] = anon_sym_limits,
   [anon_sym_required] = anon_sym_required,
   [anon_sym_cpu] = anon_sym_cpu,
@@ -401,6 +415,7 @@ static const TSSymbol ts_symbol_map[] = {
   [sym_watchdog_statement] = sym_watchdog_statement,
   [sym_network_broker_statement] = sym_network_broker_statement,
   [sym_catalog] = sym_catalog,
+  [sym_identity_statement] = sym_identity_statement,
   [sym_limits_statement] = sym_limits_statement,
   [sym_limits_block] = sym_limits_block,
   [sym_limit_entry] = sym_limit_entry,
@@ -641,6 +656,22 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = false,
   },
+  [anon_sym_identity] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_user] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_group] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_dynamic] = {
+    .visible = true,
+    .named = false,
+  },
   [anon_sym_limits] = {
     .visible = true,
     .named = false,
@@ -857,6 +888,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = true,
   },
+  [sym_identity_statement] = {
+    .visible = true,
+    .named = true,
+  },
   [sym_limits_statement] = {
     .visible = true,
     .named = true,
@@ -984,20 +1019,22 @@ enum ts_field_identifiers {
   field_destination = 6,
   field_device = 7,
   field_direction = 8,
-  field_id = 9,
-  field_ids = 10,
-  field_inodes = 11,
-  field_max = 12,
-  field_name = 13,
-  field_parent = 14,
-  field_path = 15,
-  field_project = 16,
-  field_runner = 17,
-  field_session = 18,
-  field_size = 19,
-  field_source = 20,
-  field_value = 21,
-  field_version = 22,
+  field_group = 9,
+  field_id = 10,
+  field_ids = 11,
+  field_inodes = 12,
+  field_max = 13,
+  field_name = 14,
+  field_parent = 15,
+  field_path = 16,
+  field_project = 17,
+  field_runner = 18,
+  field_session = 19,
+  field_size = 20,
+  field_source = 21,
+  field_user = 22,
+  field_value = 23,
+  field_version = 24,
 };
 
 static const char * const ts_field_names[] = {
@@ -1010,6 +1047,7 @@ static const char * const ts_field_names[] = {
   [field_destination] = "destination",
   [field_device] = "device",
   [field_direction] = "direction",
+  [field_group] = "group",
   [field_id] = "id",
   [field_ids] = "ids",
   [field_inodes] = "inodes",
@@ -1022,6 +1060,7 @@ static const char * const ts_field_names[] = {
   [field_session] = "session",
   [field_size] = "size",
   [field_source] = "source",
+  [field_user] = "user",
   [field_value] = "value",
   [field_version] = "version",
 };
@@ -1042,12 +1081,13 @@ static const TSMapSlice ts_field_map_slices[PRODUCTION_ID_COUNT] = {
   [13] = {.index = 15, .length = 2},
   [14] = {.index = 17, .length = 2},
   [15] = {.index = 19, .length = 2},
-  [16] = {.index = 21, .length = 4},
-  [17] = {.index = 25, .length = 3},
-  [18] = {.index = 28, .length = 4},
-  [19] = {.index = 32, .length = 1},
-  [20] = {.index = 33, .length = 2},
-  [21] = {.index = 35, .length = 3},
+  [16] = {.index = 21, .length = 2},
+  [17] = {.index = 23, .length = 4},
+  [18] = {.index = 27, .length = 3},
+  [19] = {.index = 30, .length = 4},
+  [20] = {.index = 34, .length = 1},
+  [21] = {.index = 35, .length = 2},
+  [22] = {.index = 37, .length = 3},
 };
 
 static const TSFieldMapEntry ts_field_map_entries[] = {
@@ -1082,31 +1122,34 @@ static const TSFieldMapEntry ts_field_map_entries[] = {
     {field_call, 4},
     {field_session, 2},
   [17] =
+    {field_group, 4},
+    {field_user, 2},
+  [19] =
     {field_bytes, 3},
     {field_inodes, 5},
-  [19] =
+  [21] =
     {field_parent, 2},
     {field_runner, 4},
-  [21] =
+  [23] =
     {field_access, 6},
     {field_destination, 5},
     {field_id, 1},
     {field_source, 3},
-  [25] =
+  [27] =
     {field_destination, 4},
     {field_id, 1},
     {field_size, 6},
-  [28] =
+  [30] =
     {field_catalog, 1},
     {field_destination, 5},
     {field_ids, 7},
     {field_parent, 3},
-  [32] =
+  [34] =
     {field_device, 1},
-  [33] =
+  [35] =
     {field_direction, 0},
     {field_value, 1},
-  [35] =
+  [37] =
     {field_bytes, 4},
     {field_inodes, 6},
     {field_project, 2},
@@ -1380,6 +1423,12 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [256] = 256,
   [257] = 257,
   [258] = 258,
+  [259] = 259,
+  [260] = 260,
+  [261] = 261,
+  [262] = 262,
+  [263] = 263,
+  [264] = 264,
 };
 
 static bool ts_lex(TSLexer *lexer, TSStateId state) {
@@ -1591,1235 +1640,1290 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
         'd', 4,
         'e', 5,
         'f', 6,
-        'h', 7,
-        'i', 8,
-        'j', 9,
-        'l', 10,
-        'm', 11,
-        'n', 12,
-        'o', 13,
-        'p', 14,
-        'q', 15,
-        'r', 16,
-        's', 17,
-        't', 18,
-        'u', 19,
-        'w', 20,
+        'g', 7,
+        'h', 8,
+        'i', 9,
+        'j', 10,
+        'l', 11,
+        'm', 12,
+        'n', 13,
+        'o', 14,
+        'p', 15,
+        'q', 16,
+        'r', 17,
+        's', 18,
+        't', 19,
+        'u', 20,
+        'w', 21,
       );
       if (lookahead == '\t' ||
           lookahead == ' ') SKIP(0);
       END_STATE();
     case 1:
-      if (lookahead == 'c') ADVANCE(21);
-      if (lookahead == 'd') ADVANCE(22);
-      if (lookahead == 'g') ADVANCE(23);
-      if (lookahead == 'l') ADVANCE(24);
-      if (lookahead == 'r') ADVANCE(25);
-      if (lookahead == 't') ADVANCE(26);
+      if (lookahead == 'c') ADVANCE(22);
+      if (lookahead == 'd') ADVANCE(23);
+      if (lookahead == 'g') ADVANCE(24);
+      if (lookahead == 'l') ADVANCE(25);
+      if (lookahead == 'r') ADVANCE(26);
+      if (lookahead == 't') ADVANCE(27);
       END_STATE();
     case 2:
-      if (lookahead == 'o') ADVANCE(27);
-      if (lookahead == 'u') ADVANCE(28);
-      if (lookahead == 'y') ADVANCE(29);
+      if (lookahead == 'o') ADVANCE(28);
+      if (lookahead == 'u') ADVANCE(29);
+      if (lookahead == 'y') ADVANCE(30);
       END_STATE();
     case 3:
-      if (lookahead == 'a') ADVANCE(30);
-      if (lookahead == 'g') ADVANCE(31);
-      if (lookahead == 'o') ADVANCE(32);
-      if (lookahead == 'p') ADVANCE(33);
+      if (lookahead == 'a') ADVANCE(31);
+      if (lookahead == 'g') ADVANCE(32);
+      if (lookahead == 'o') ADVANCE(33);
+      if (lookahead == 'p') ADVANCE(34);
       END_STATE();
     case 4:
-      if (lookahead == 'e') ADVANCE(34);
+      if (lookahead == 'e') ADVANCE(35);
+      if (lookahead == 'y') ADVANCE(36);
       END_STATE();
     case 5:
-      if (lookahead == 'n') ADVANCE(35);
-      if (lookahead == 'x') ADVANCE(36);
+      if (lookahead == 'n') ADVANCE(37);
+      if (lookahead == 'x') ADVANCE(38);
       END_STATE();
     case 6:
-      if (lookahead == 'i') ADVANCE(37);
+      if (lookahead == 'i') ADVANCE(39);
       END_STATE();
     case 7:
-      if (lookahead == 'o') ADVANCE(38);
+      if (lookahead == 'r') ADVANCE(40);
       END_STATE();
     case 8:
-      if (lookahead == 'd') ADVANCE(39);
-      if (lookahead == 'n') ADVANCE(40);
       if (lookahead == 'o') ADVANCE(41);
       END_STATE();
     case 9:
-      if (lookahead == 'o') ADVANCE(42);
+      if (lookahead == 'd') ADVANCE(42);
+      if (lookahead == 'n') ADVANCE(43);
+      if (lookahead == 'o') ADVANCE(44);
       END_STATE();
     case 10:
-      if (lookahead == 'a') ADVANCE(43);
-      if (lookahead == 'i') ADVANCE(44);
+      if (lookahead == 'o') ADVANCE(45);
       END_STATE();
     case 11:
-      if (lookahead == 'a') ADVANCE(45);
-      if (lookahead == 'e') ADVANCE(46);
-      if (lookahead == 'o') ADVANCE(47);
+      if (lookahead == 'a') ADVANCE(46);
+      if (lookahead == 'i') ADVANCE(47);
       END_STATE();
     case 12:
-      if (lookahead == 'e') ADVANCE(48);
-      if (lookahead == 'o') ADVANCE(49);
+      if (lookahead == 'a') ADVANCE(48);
+      if (lookahead == 'e') ADVANCE(49);
+      if (lookahead == 'o') ADVANCE(50);
       END_STATE();
     case 13:
-      if (lookahead == 'f') ADVANCE(50);
-      if (lookahead == 'p') ADVANCE(51);
-      if (lookahead == 'r') ADVANCE(52);
+      if (lookahead == 'e') ADVANCE(51);
+      if (lookahead == 'o') ADVANCE(52);
       END_STATE();
     case 14:
-      if (lookahead == 'a') ADVANCE(53);
-      if (lookahead == 'i') ADVANCE(54);
-      if (lookahead == 'o') ADVANCE(55);
-      if (lookahead == 'r') ADVANCE(56);
+      if (lookahead == 'f') ADVANCE(53);
+      if (lookahead == 'p') ADVANCE(54);
+      if (lookahead == 'r') ADVANCE(55);
       END_STATE();
     case 15:
-      if (lookahead == 'u') ADVANCE(57);
+      if (lookahead == 'a') ADVANCE(56);
+      if (lookahead == 'i') ADVANCE(57);
+      if (lookahead == 'o') ADVANCE(58);
+      if (lookahead == 'r') ADVANCE(59);
       END_STATE();
     case 16:
-      if (lookahead == 'e') ADVANCE(58);
-      if (lookahead == 'o') ADVANCE(59);
       if (lookahead == 'u') ADVANCE(60);
       END_STATE();
     case 17:
       if (lookahead == 'e') ADVANCE(61);
-      if (lookahead == 'i') ADVANCE(62);
-      if (lookahead == 'p') ADVANCE(63);
-      if (lookahead == 't') ADVANCE(64);
-      if (lookahead == 'w') ADVANCE(65);
+      if (lookahead == 'o') ADVANCE(62);
+      if (lookahead == 'u') ADVANCE(63);
       END_STATE();
     case 18:
-      if (lookahead == 'm') ADVANCE(66);
+      if (lookahead == 'e') ADVANCE(64);
+      if (lookahead == 'i') ADVANCE(65);
+      if (lookahead == 'p') ADVANCE(66);
+      if (lookahead == 't') ADVANCE(67);
+      if (lookahead == 'w') ADVANCE(68);
       END_STATE();
     case 19:
-      if (lookahead == 'n') ADVANCE(67);
-      if (lookahead == 's') ADVANCE(68);
+      if (lookahead == 'm') ADVANCE(69);
       END_STATE();
     case 20:
-      if (lookahead == 'a') ADVANCE(69);
-      if (lookahead == 'o') ADVANCE(70);
-      if (lookahead == 'r') ADVANCE(71);
+      if (lookahead == 'n') ADVANCE(70);
+      if (lookahead == 's') ADVANCE(71);
       END_STATE();
     case 21:
-      if (lookahead == 't') ADVANCE(72);
+      if (lookahead == 'a') ADVANCE(72);
+      if (lookahead == 'o') ADVANCE(73);
+      if (lookahead == 'r') ADVANCE(74);
       END_STATE();
     case 22:
-      if (lookahead == 'd') ADVANCE(73);
+      if (lookahead == 't') ADVANCE(75);
       END_STATE();
     case 23:
-      if (lookahead == 'g') ADVANCE(74);
+      if (lookahead == 'd') ADVANCE(76);
       END_STATE();
     case 24:
-      if (lookahead == 'l') ADVANCE(75);
+      if (lookahead == 'g') ADVANCE(77);
       END_STATE();
     case 25:
-      if (lookahead == 'g') ADVANCE(76);
+      if (lookahead == 'l') ADVANCE(78);
       END_STATE();
     case 26:
-      ACCEPT_TOKEN(anon_sym_at);
+      if (lookahead == 'g') ADVANCE(79);
       END_STATE();
     case 27:
-      if (lookahead == 'u') ADVANCE(77);
+      ACCEPT_TOKEN(anon_sym_at);
       END_STATE();
     case 28:
-      if (lookahead == 'b') ADVANCE(78);
+      if (lookahead == 'u') ADVANCE(80);
       END_STATE();
     case 29:
-      if (lookahead == 't') ADVANCE(79);
+      if (lookahead == 'b') ADVANCE(81);
       END_STATE();
     case 30:
-      if (lookahead == 'l') ADVANCE(80);
+      if (lookahead == 't') ADVANCE(82);
       END_STATE();
     case 31:
-      if (lookahead == 'r') ADVANCE(81);
+      if (lookahead == 'l') ADVANCE(83);
       END_STATE();
     case 32:
-      if (lookahead == 'm') ADVANCE(82);
+      if (lookahead == 'r') ADVANCE(84);
       END_STATE();
     case 33:
-      if (lookahead == 'u') ADVANCE(83);
+      if (lookahead == 'm') ADVANCE(85);
       END_STATE();
     case 34:
-      if (lookahead == 'n') ADVANCE(84);
+      if (lookahead == 'u') ADVANCE(86);
       END_STATE();
     case 35:
-      if (lookahead == 'd') ADVANCE(85);
+      if (lookahead == 'n') ADVANCE(87);
       END_STATE();
     case 36:
-      if (lookahead == 'e') ADVANCE(86);
+      if (lookahead == 'n') ADVANCE(88);
       END_STATE();
     case 37:
-      if (lookahead == 'l') ADVANCE(87);
+      if (lookahead == 'd') ADVANCE(89);
       END_STATE();
     case 38:
-      if (lookahead == 's') ADVANCE(88);
+      if (lookahead == 'e') ADVANCE(90);
       END_STATE();
     case 39:
-      if (lookahead == 's') ADVANCE(89);
+      if (lookahead == 'l') ADVANCE(91);
       END_STATE();
     case 40:
-      if (lookahead == 'o') ADVANCE(90);
+      if (lookahead == 'o') ADVANCE(92);
       END_STATE();
     case 41:
-      ACCEPT_TOKEN(anon_sym_io);
+      if (lookahead == 's') ADVANCE(93);
       END_STATE();
     case 42:
-      if (lookahead == 'i') ADVANCE(91);
+      if (lookahead == 'e') ADVANCE(94);
+      if (lookahead == 's') ADVANCE(95);
       END_STATE();
     case 43:
-      if (lookahead == 'n') ADVANCE(92);
+      if (lookahead == 'o') ADVANCE(96);
       END_STATE();
     case 44:
-      if (lookahead == 'm') ADVANCE(93);
+      ACCEPT_TOKEN(anon_sym_io);
       END_STATE();
     case 45:
-      if (lookahead == 'x') ADVANCE(94);
+      if (lookahead == 'i') ADVANCE(97);
       END_STATE();
     case 46:
-      if (lookahead == 'm') ADVANCE(95);
-      END_STATE();
-    case 47:
-      if (lookahead == 'u') ADVANCE(96);
-      END_STATE();
-    case 48:
-      if (lookahead == 't') ADVANCE(97);
-      END_STATE();
-    case 49:
       if (lookahead == 'n') ADVANCE(98);
       END_STATE();
+    case 47:
+      if (lookahead == 'm') ADVANCE(99);
+      END_STATE();
+    case 48:
+      if (lookahead == 'x') ADVANCE(100);
+      END_STATE();
+    case 49:
+      if (lookahead == 'm') ADVANCE(101);
+      END_STATE();
     case 50:
-      if (lookahead == 'f') ADVANCE(99);
+      if (lookahead == 'u') ADVANCE(102);
       END_STATE();
     case 51:
-      if (lookahead == 'e') ADVANCE(100);
+      if (lookahead == 't') ADVANCE(103);
       END_STATE();
     case 52:
-      if (lookahead == 'i') ADVANCE(101);
-      END_STATE();
-    case 53:
-      if (lookahead == 'r') ADVANCE(102);
-      END_STATE();
-    case 54:
-      if (lookahead == 'd') ADVANCE(103);
       if (lookahead == 'n') ADVANCE(104);
       END_STATE();
+    case 53:
+      if (lookahead == 'f') ADVANCE(105);
+      END_STATE();
+    case 54:
+      if (lookahead == 'e') ADVANCE(106);
+      END_STATE();
     case 55:
-      if (lookahead == 'l') ADVANCE(105);
+      if (lookahead == 'i') ADVANCE(107);
       END_STATE();
     case 56:
-      if (lookahead == 'i') ADVANCE(106);
-      if (lookahead == 'o') ADVANCE(107);
+      if (lookahead == 'r') ADVANCE(108);
       END_STATE();
     case 57:
-      if (lookahead == 'o') ADVANCE(108);
+      if (lookahead == 'd') ADVANCE(109);
+      if (lookahead == 'n') ADVANCE(110);
       END_STATE();
     case 58:
-      if (lookahead == 'a') ADVANCE(109);
-      if (lookahead == 'q') ADVANCE(110);
+      if (lookahead == 'l') ADVANCE(111);
       END_STATE();
     case 59:
-      if (lookahead == 'o') ADVANCE(111);
+      if (lookahead == 'i') ADVANCE(112);
+      if (lookahead == 'o') ADVANCE(113);
       END_STATE();
     case 60:
-      if (lookahead == 'n') ADVANCE(112);
+      if (lookahead == 'o') ADVANCE(114);
       END_STATE();
     case 61:
-      if (lookahead == 'c') ADVANCE(113);
-      if (lookahead == 's') ADVANCE(114);
+      if (lookahead == 'a') ADVANCE(115);
+      if (lookahead == 'q') ADVANCE(116);
       END_STATE();
     case 62:
-      if (lookahead == 'z') ADVANCE(115);
+      if (lookahead == 'o') ADVANCE(117);
       END_STATE();
     case 63:
-      if (lookahead == 'l') ADVANCE(116);
+      if (lookahead == 'n') ADVANCE(118);
       END_STATE();
     case 64:
-      if (lookahead == 'r') ADVANCE(117);
+      if (lookahead == 'c') ADVANCE(119);
+      if (lookahead == 's') ADVANCE(120);
       END_STATE();
     case 65:
-      if (lookahead == 'a') ADVANCE(118);
+      if (lookahead == 'z') ADVANCE(121);
       END_STATE();
     case 66:
-      if (lookahead == 'p') ADVANCE(119);
+      if (lookahead == 'l') ADVANCE(122);
       END_STATE();
     case 67:
-      if (lookahead == 'b') ADVANCE(120);
-      if (lookahead == 'l') ADVANCE(121);
+      if (lookahead == 'r') ADVANCE(123);
       END_STATE();
     case 68:
-      if (lookahead == 'e') ADVANCE(122);
+      if (lookahead == 'a') ADVANCE(124);
       END_STATE();
     case 69:
-      if (lookahead == 't') ADVANCE(123);
+      if (lookahead == 'p') ADVANCE(125);
       END_STATE();
     case 70:
-      if (lookahead == 'r') ADVANCE(124);
+      if (lookahead == 'b') ADVANCE(126);
+      if (lookahead == 'l') ADVANCE(127);
       END_STATE();
     case 71:
-      if (lookahead == 'i') ADVANCE(125);
+      if (lookahead == 'e') ADVANCE(128);
       END_STATE();
     case 72:
-      if (lookahead == 'i') ADVANCE(126);
+      if (lookahead == 't') ADVANCE(129);
       END_STATE();
     case 73:
-      if (lookahead == 'r') ADVANCE(127);
+      if (lookahead == 'r') ADVANCE(130);
       END_STATE();
     case 74:
-      if (lookahead == 'r') ADVANCE(128);
+      if (lookahead == 'i') ADVANCE(131);
       END_STATE();
     case 75:
-      if (lookahead == 'o') ADVANCE(129);
+      if (lookahead == 'i') ADVANCE(132);
       END_STATE();
     case 76:
-      if (lookahead == 's') ADVANCE(130);
+      if (lookahead == 'r') ADVANCE(133);
       END_STATE();
     case 77:
-      if (lookahead == 'n') ADVANCE(131);
+      if (lookahead == 'r') ADVANCE(134);
       END_STATE();
     case 78:
-      if (lookahead == 'b') ADVANCE(132);
-      END_STATE();
-    case 79:
-      if (lookahead == 'e') ADVANCE(133);
-      END_STATE();
-    case 80:
-      if (lookahead == 'l') ADVANCE(134);
-      END_STATE();
-    case 81:
       if (lookahead == 'o') ADVANCE(135);
       END_STATE();
+    case 79:
+      if (lookahead == 's') ADVANCE(136);
+      END_STATE();
+    case 80:
+      if (lookahead == 'n') ADVANCE(137);
+      END_STATE();
+    case 81:
+      if (lookahead == 'b') ADVANCE(138);
+      END_STATE();
     case 82:
-      if (lookahead == 'b') ADVANCE(136);
+      if (lookahead == 'e') ADVANCE(139);
       END_STATE();
     case 83:
-      ACCEPT_TOKEN(anon_sym_cpu);
+      if (lookahead == 'l') ADVANCE(140);
       END_STATE();
     case 84:
-      if (lookahead == 'y') ADVANCE(137);
+      if (lookahead == 'o') ADVANCE(141);
       END_STATE();
     case 85:
-      if (lookahead == 'p') ADVANCE(138);
+      if (lookahead == 'b') ADVANCE(142);
       END_STATE();
     case 86:
-      if (lookahead == 'c') ADVANCE(139);
+      ACCEPT_TOKEN(anon_sym_cpu);
       END_STATE();
     case 87:
-      if (lookahead == 'e') ADVANCE(140);
+      if (lookahead == 'y') ADVANCE(143);
       END_STATE();
     case 88:
-      if (lookahead == 't') ADVANCE(141);
+      if (lookahead == 'a') ADVANCE(144);
       END_STATE();
     case 89:
-      ACCEPT_TOKEN(anon_sym_ids);
+      if (lookahead == 'p') ADVANCE(145);
       END_STATE();
     case 90:
-      if (lookahead == 'd') ADVANCE(142);
+      if (lookahead == 'c') ADVANCE(146);
       END_STATE();
     case 91:
-      if (lookahead == 'n') ADVANCE(143);
+      if (lookahead == 'e') ADVANCE(147);
       END_STATE();
     case 92:
-      if (lookahead == 'd') ADVANCE(144);
+      if (lookahead == 'u') ADVANCE(148);
       END_STATE();
     case 93:
-      if (lookahead == 'i') ADVANCE(145);
+      if (lookahead == 't') ADVANCE(149);
       END_STATE();
     case 94:
-      ACCEPT_TOKEN(anon_sym_max);
-      END_STATE();
-    case 95:
-      if (lookahead == 'o') ADVANCE(146);
-      END_STATE();
-    case 96:
-      if (lookahead == 'n') ADVANCE(147);
-      END_STATE();
-    case 97:
-      if (lookahead == 'w') ADVANCE(148);
-      END_STATE();
-    case 98:
-      if (lookahead == 'e') ADVANCE(149);
-      END_STATE();
-    case 99:
-      ACCEPT_TOKEN(anon_sym_off);
-      END_STATE();
-    case 100:
       if (lookahead == 'n') ADVANCE(150);
       END_STATE();
-    case 101:
-      if (lookahead == 'g') ADVANCE(151);
+    case 95:
+      ACCEPT_TOKEN(anon_sym_ids);
       END_STATE();
-    case 102:
-      if (lookahead == 'e') ADVANCE(152);
+    case 96:
+      if (lookahead == 'd') ADVANCE(151);
       END_STATE();
-    case 103:
-      if (lookahead == 's') ADVANCE(153);
+    case 97:
+      if (lookahead == 'n') ADVANCE(152);
       END_STATE();
-    case 104:
-      ACCEPT_TOKEN(anon_sym_pin);
+    case 98:
+      if (lookahead == 'd') ADVANCE(153);
       END_STATE();
-    case 105:
+    case 99:
       if (lookahead == 'i') ADVANCE(154);
       END_STATE();
+    case 100:
+      ACCEPT_TOKEN(anon_sym_max);
+      END_STATE();
+    case 101:
+      if (lookahead == 'o') ADVANCE(155);
+      END_STATE();
+    case 102:
+      if (lookahead == 'n') ADVANCE(156);
+      END_STATE();
+    case 103:
+      if (lookahead == 'w') ADVANCE(157);
+      END_STATE();
+    case 104:
+      if (lookahead == 'e') ADVANCE(158);
+      END_STATE();
+    case 105:
+      ACCEPT_TOKEN(anon_sym_off);
+      END_STATE();
     case 106:
-      if (lookahead == 'v') ADVANCE(155);
+      if (lookahead == 'n') ADVANCE(159);
       END_STATE();
     case 107:
-      if (lookahead == 'c') ADVANCE(156);
-      if (lookahead == 'j') ADVANCE(157);
+      if (lookahead == 'g') ADVANCE(160);
       END_STATE();
     case 108:
-      if (lookahead == 't') ADVANCE(158);
+      if (lookahead == 'e') ADVANCE(161);
       END_STATE();
     case 109:
-      if (lookahead == 'd') ADVANCE(159);
+      if (lookahead == 's') ADVANCE(162);
       END_STATE();
     case 110:
-      if (lookahead == 'u') ADVANCE(160);
+      ACCEPT_TOKEN(anon_sym_pin);
       END_STATE();
     case 111:
-      if (lookahead == 't') ADVANCE(161);
+      if (lookahead == 'i') ADVANCE(163);
       END_STATE();
     case 112:
-      if (lookahead == 'n') ADVANCE(162);
-      if (lookahead == 't') ADVANCE(163);
+      if (lookahead == 'v') ADVANCE(164);
       END_STATE();
     case 113:
-      if (lookahead == 'c') ADVANCE(164);
+      if (lookahead == 'c') ADVANCE(165);
+      if (lookahead == 'j') ADVANCE(166);
       END_STATE();
     case 114:
-      if (lookahead == 's') ADVANCE(165);
+      if (lookahead == 't') ADVANCE(167);
       END_STATE();
     case 115:
-      if (lookahead == 'e') ADVANCE(166);
+      if (lookahead == 'd') ADVANCE(168);
       END_STATE();
     case 116:
-      if (lookahead == 'a') ADVANCE(167);
+      if (lookahead == 'u') ADVANCE(169);
       END_STATE();
     case 117:
-      if (lookahead == 'i') ADVANCE(168);
+      if (lookahead == 't') ADVANCE(170);
       END_STATE();
     case 118:
-      if (lookahead == 'p') ADVANCE(169);
+      if (lookahead == 'n') ADVANCE(171);
+      if (lookahead == 't') ADVANCE(172);
       END_STATE();
     case 119:
-      ACCEPT_TOKEN(anon_sym_tmp);
-      if (lookahead == 'f') ADVANCE(170);
+      if (lookahead == 'c') ADVANCE(173);
       END_STATE();
     case 120:
-      if (lookahead == 'o') ADVANCE(171);
+      if (lookahead == 's') ADVANCE(174);
       END_STATE();
     case 121:
-      if (lookahead == 'i') ADVANCE(172);
+      if (lookahead == 'e') ADVANCE(175);
       END_STATE();
     case 122:
-      if (lookahead == 'r') ADVANCE(173);
+      if (lookahead == 'a') ADVANCE(176);
       END_STATE();
     case 123:
-      if (lookahead == 'c') ADVANCE(174);
+      if (lookahead == 'i') ADVANCE(177);
       END_STATE();
     case 124:
-      if (lookahead == 'k') ADVANCE(175);
+      if (lookahead == 'p') ADVANCE(178);
       END_STATE();
     case 125:
-      if (lookahead == 't') ADVANCE(176);
+      ACCEPT_TOKEN(anon_sym_tmp);
+      if (lookahead == 'f') ADVANCE(179);
       END_STATE();
     case 126:
-      if (lookahead == 'v') ADVANCE(177);
+      if (lookahead == 'o') ADVANCE(180);
       END_STATE();
     case 127:
-      if (lookahead == 'e') ADVANCE(178);
+      if (lookahead == 'i') ADVANCE(181);
       END_STATE();
     case 128:
-      if (lookahead == 'e') ADVANCE(179);
+      if (lookahead == 'r') ADVANCE(182);
       END_STATE();
     case 129:
-      if (lookahead == 'w') ADVANCE(180);
+      if (lookahead == 'c') ADVANCE(183);
       END_STATE();
     case 130:
-      ACCEPT_TOKEN(anon_sym_args);
+      if (lookahead == 'k') ADVANCE(184);
       END_STATE();
     case 131:
-      if (lookahead == 'd') ADVANCE(181);
+      if (lookahead == 't') ADVANCE(185);
       END_STATE();
     case 132:
-      if (lookahead == 'l') ADVANCE(182);
+      if (lookahead == 'v') ADVANCE(186);
       END_STATE();
     case 133:
-      if (lookahead == 's') ADVANCE(183);
+      if (lookahead == 'e') ADVANCE(187);
       END_STATE();
     case 134:
-      ACCEPT_TOKEN(anon_sym_call);
+      if (lookahead == 'e') ADVANCE(188);
       END_STATE();
     case 135:
-      if (lookahead == 'u') ADVANCE(184);
+      if (lookahead == 'w') ADVANCE(189);
       END_STATE();
     case 136:
-      if (lookahead == 'i') ADVANCE(185);
+      ACCEPT_TOKEN(anon_sym_args);
       END_STATE();
     case 137:
-      if (lookahead == '-') ADVANCE(186);
+      if (lookahead == 'd') ADVANCE(190);
       END_STATE();
     case 138:
-      if (lookahead == 'o') ADVANCE(187);
+      if (lookahead == 'l') ADVANCE(191);
       END_STATE();
     case 139:
-      if (lookahead == 'u') ADVANCE(188);
+      if (lookahead == 's') ADVANCE(192);
       END_STATE();
     case 140:
-      if (lookahead == '-') ADVANCE(189);
+      ACCEPT_TOKEN(anon_sym_call);
       END_STATE();
     case 141:
-      ACCEPT_TOKEN(anon_sym_host);
-      if (lookahead == '-') ADVANCE(190);
+      if (lookahead == 'u') ADVANCE(193);
       END_STATE();
     case 142:
-      if (lookahead == 'e') ADVANCE(191);
+      if (lookahead == 'i') ADVANCE(194);
       END_STATE();
     case 143:
-      if (lookahead == '-') ADVANCE(192);
+      if (lookahead == '-') ADVANCE(195);
       END_STATE();
     case 144:
-      if (lookahead == 'l') ADVANCE(193);
+      if (lookahead == 'm') ADVANCE(196);
       END_STATE();
     case 145:
-      if (lookahead == 't') ADVANCE(194);
-      END_STATE();
-    case 146:
-      if (lookahead == 'r') ADVANCE(195);
-      END_STATE();
-    case 147:
-      if (lookahead == 't') ADVANCE(196);
-      END_STATE();
-    case 148:
       if (lookahead == 'o') ADVANCE(197);
       END_STATE();
+    case 146:
+      if (lookahead == 'u') ADVANCE(198);
+      END_STATE();
+    case 147:
+      if (lookahead == '-') ADVANCE(199);
+      END_STATE();
+    case 148:
+      if (lookahead == 'p') ADVANCE(200);
+      END_STATE();
     case 149:
-      ACCEPT_TOKEN(anon_sym_none);
+      ACCEPT_TOKEN(anon_sym_host);
+      if (lookahead == '-') ADVANCE(201);
       END_STATE();
     case 150:
-      if (lookahead == '-') ADVANCE(198);
+      if (lookahead == 't') ADVANCE(202);
       END_STATE();
     case 151:
-      if (lookahead == 'i') ADVANCE(199);
-      END_STATE();
-    case 152:
-      if (lookahead == 'n') ADVANCE(200);
-      END_STATE();
-    case 153:
-      ACCEPT_TOKEN(anon_sym_pids);
-      END_STATE();
-    case 154:
-      if (lookahead == 'c') ADVANCE(201);
-      END_STATE();
-    case 155:
-      if (lookahead == 'a') ADVANCE(202);
-      END_STATE();
-    case 156:
       if (lookahead == 'e') ADVANCE(203);
       END_STATE();
+    case 152:
+      if (lookahead == '-') ADVANCE(204);
+      END_STATE();
+    case 153:
+      if (lookahead == 'l') ADVANCE(205);
+      END_STATE();
+    case 154:
+      if (lookahead == 't') ADVANCE(206);
+      END_STATE();
+    case 155:
+      if (lookahead == 'r') ADVANCE(207);
+      END_STATE();
+    case 156:
+      if (lookahead == 't') ADVANCE(208);
+      END_STATE();
     case 157:
-      if (lookahead == 'e') ADVANCE(204);
+      if (lookahead == 'o') ADVANCE(209);
       END_STATE();
     case 158:
-      if (lookahead == 'a') ADVANCE(205);
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 159:
-      ACCEPT_TOKEN(anon_sym_read);
-      if (lookahead == '-') ADVANCE(206);
+      if (lookahead == '-') ADVANCE(210);
       END_STATE();
     case 160:
-      if (lookahead == 'i') ADVANCE(207);
-      END_STATE();
-    case 161:
-      ACCEPT_TOKEN(anon_sym_root);
-      END_STATE();
-    case 162:
-      if (lookahead == 'e') ADVANCE(208);
-      END_STATE();
-    case 163:
-      if (lookahead == 'i') ADVANCE(209);
-      END_STATE();
-    case 164:
-      if (lookahead == 'o') ADVANCE(210);
-      END_STATE();
-    case 165:
       if (lookahead == 'i') ADVANCE(211);
       END_STATE();
-    case 166:
-      ACCEPT_TOKEN(anon_sym_size);
+    case 161:
+      if (lookahead == 'n') ADVANCE(212);
       END_STATE();
-    case 167:
-      if (lookahead == 's') ADVANCE(212);
+    case 162:
+      ACCEPT_TOKEN(anon_sym_pids);
       END_STATE();
-    case 168:
+    case 163:
       if (lookahead == 'c') ADVANCE(213);
       END_STATE();
+    case 164:
+      if (lookahead == 'a') ADVANCE(214);
+      END_STATE();
+    case 165:
+      if (lookahead == 'e') ADVANCE(215);
+      END_STATE();
+    case 166:
+      if (lookahead == 'e') ADVANCE(216);
+      END_STATE();
+    case 167:
+      if (lookahead == 'a') ADVANCE(217);
+      END_STATE();
+    case 168:
+      ACCEPT_TOKEN(anon_sym_read);
+      if (lookahead == '-') ADVANCE(218);
+      END_STATE();
     case 169:
-      ACCEPT_TOKEN(anon_sym_swap);
+      if (lookahead == 'i') ADVANCE(219);
       END_STATE();
     case 170:
-      if (lookahead == 's') ADVANCE(214);
+      ACCEPT_TOKEN(anon_sym_root);
       END_STATE();
     case 171:
-      if (lookahead == 'u') ADVANCE(215);
-      END_STATE();
-    case 172:
-      if (lookahead == 'm') ADVANCE(216);
-      END_STATE();
-    case 173:
-      if (lookahead == '-') ADVANCE(217);
-      END_STATE();
-    case 174:
-      if (lookahead == 'h') ADVANCE(218);
-      END_STATE();
-    case 175:
-      if (lookahead == 'e') ADVANCE(219);
-      END_STATE();
-    case 176:
       if (lookahead == 'e') ADVANCE(220);
       END_STATE();
+    case 172:
+      if (lookahead == 'i') ADVANCE(221);
+      END_STATE();
+    case 173:
+      if (lookahead == 'o') ADVANCE(222);
+      END_STATE();
+    case 174:
+      if (lookahead == 'i') ADVANCE(223);
+      END_STATE();
+    case 175:
+      ACCEPT_TOKEN(anon_sym_size);
+      END_STATE();
+    case 176:
+      if (lookahead == 's') ADVANCE(224);
+      END_STATE();
     case 177:
-      if (lookahead == 'e') ADVANCE(221);
+      if (lookahead == 'c') ADVANCE(225);
       END_STATE();
     case 178:
-      if (lookahead == 's') ADVANCE(222);
+      ACCEPT_TOKEN(anon_sym_swap);
       END_STATE();
     case 179:
-      if (lookahead == 'g') ADVANCE(223);
+      if (lookahead == 's') ADVANCE(226);
       END_STATE();
     case 180:
-      if (lookahead == '-') ADVANCE(224);
+      if (lookahead == 'u') ADVANCE(227);
       END_STATE();
     case 181:
-      if (lookahead == 'e') ADVANCE(225);
+      if (lookahead == 'm') ADVANCE(228);
       END_STATE();
     case 182:
-      if (lookahead == 'e') ADVANCE(226);
+      ACCEPT_TOKEN(anon_sym_user);
+      if (lookahead == '-') ADVANCE(229);
       END_STATE();
     case 183:
-      ACCEPT_TOKEN(anon_sym_bytes);
+      if (lookahead == 'h') ADVANCE(230);
       END_STATE();
     case 184:
-      if (lookahead == 'p') ADVANCE(227);
+      if (lookahead == 'e') ADVANCE(231);
       END_STATE();
     case 185:
-      if (lookahead == 'n') ADVANCE(228);
+      if (lookahead == 'e') ADVANCE(232);
       END_STATE();
     case 186:
-      if (lookahead == 'k') ADVANCE(229);
+      if (lookahead == 'e') ADVANCE(233);
       END_STATE();
     case 187:
-      if (lookahead == 'i') ADVANCE(230);
-      END_STATE();
-    case 188:
-      if (lookahead == 't') ADVANCE(231);
-      END_STATE();
-    case 189:
-      if (lookahead == 's') ADVANCE(232);
-      END_STATE();
-    case 190:
-      if (lookahead == 'w') ADVANCE(233);
-      END_STATE();
-    case 191:
       if (lookahead == 's') ADVANCE(234);
       END_STATE();
+    case 188:
+      if (lookahead == 'g') ADVANCE(235);
+      END_STATE();
+    case 189:
+      if (lookahead == '-') ADVANCE(236);
+      END_STATE();
+    case 190:
+      if (lookahead == 'e') ADVANCE(237);
+      END_STATE();
+    case 191:
+      if (lookahead == 'e') ADVANCE(238);
+      END_STATE();
     case 192:
-      if (lookahead == 't') ADVANCE(235);
+      ACCEPT_TOKEN(anon_sym_bytes);
       END_STATE();
     case 193:
-      if (lookahead == 'o') ADVANCE(236);
+      if (lookahead == 'p') ADVANCE(239);
       END_STATE();
     case 194:
-      if (lookahead == 's') ADVANCE(237);
+      if (lookahead == 'n') ADVANCE(240);
       END_STATE();
     case 195:
-      if (lookahead == 'y') ADVANCE(238);
+      if (lookahead == 'k') ADVANCE(241);
       END_STATE();
     case 196:
-      if (lookahead == 's') ADVANCE(239);
+      if (lookahead == 'i') ADVANCE(242);
       END_STATE();
     case 197:
-      if (lookahead == 'r') ADVANCE(240);
+      if (lookahead == 'i') ADVANCE(243);
       END_STATE();
     case 198:
-      if (lookahead == 'f') ADVANCE(241);
+      if (lookahead == 't') ADVANCE(244);
       END_STATE();
     case 199:
-      if (lookahead == 'n') ADVANCE(242);
+      if (lookahead == 's') ADVANCE(245);
       END_STATE();
     case 200:
-      if (lookahead == 't') ADVANCE(243);
+      ACCEPT_TOKEN(anon_sym_group);
       END_STATE();
     case 201:
-      if (lookahead == 'y') ADVANCE(244);
+      if (lookahead == 'w') ADVANCE(246);
       END_STATE();
     case 202:
-      if (lookahead == 't') ADVANCE(245);
+      if (lookahead == 'i') ADVANCE(247);
       END_STATE();
     case 203:
-      if (lookahead == 's') ADVANCE(246);
+      if (lookahead == 's') ADVANCE(248);
       END_STATE();
     case 204:
-      if (lookahead == 'c') ADVANCE(247);
+      if (lookahead == 't') ADVANCE(249);
       END_STATE();
     case 205:
-      ACCEPT_TOKEN(anon_sym_quota);
+      if (lookahead == 'o') ADVANCE(250);
       END_STATE();
     case 206:
-      if (lookahead == 'o') ADVANCE(248);
-      if (lookahead == 'w') ADVANCE(249);
+      if (lookahead == 's') ADVANCE(251);
       END_STATE();
     case 207:
-      if (lookahead == 'r') ADVANCE(250);
+      if (lookahead == 'y') ADVANCE(252);
       END_STATE();
     case 208:
-      if (lookahead == 'r') ADVANCE(251);
+      if (lookahead == 's') ADVANCE(253);
       END_STATE();
     case 209:
-      if (lookahead == 'm') ADVANCE(252);
+      if (lookahead == 'r') ADVANCE(254);
       END_STATE();
     case 210:
-      if (lookahead == 'm') ADVANCE(253);
+      if (lookahead == 'f') ADVANCE(255);
       END_STATE();
     case 211:
-      if (lookahead == 'o') ADVANCE(254);
+      if (lookahead == 'n') ADVANCE(256);
       END_STATE();
     case 212:
-      if (lookahead == 'h') ADVANCE(255);
+      if (lookahead == 't') ADVANCE(257);
       END_STATE();
     case 213:
-      if (lookahead == 't') ADVANCE(256);
+      if (lookahead == 'y') ADVANCE(258);
       END_STATE();
     case 214:
-      ACCEPT_TOKEN(anon_sym_tmpfs);
+      if (lookahead == 't') ADVANCE(259);
       END_STATE();
     case 215:
-      if (lookahead == 'n') ADVANCE(257);
+      if (lookahead == 's') ADVANCE(260);
       END_STATE();
     case 216:
-      if (lookahead == 'i') ADVANCE(258);
+      if (lookahead == 'c') ADVANCE(261);
       END_STATE();
     case 217:
-      if (lookahead == 'n') ADVANCE(259);
+      ACCEPT_TOKEN(anon_sym_quota);
       END_STATE();
     case 218:
-      if (lookahead == 'd') ADVANCE(260);
+      if (lookahead == 'o') ADVANCE(262);
+      if (lookahead == 'w') ADVANCE(263);
       END_STATE();
     case 219:
-      if (lookahead == 'r') ADVANCE(261);
+      if (lookahead == 'r') ADVANCE(264);
       END_STATE();
     case 220:
-      ACCEPT_TOKEN(anon_sym_write);
-      if (lookahead == 's') ADVANCE(262);
+      if (lookahead == 'r') ADVANCE(265);
       END_STATE();
     case 221:
-      if (lookahead == '-') ADVANCE(263);
+      if (lookahead == 'm') ADVANCE(266);
       END_STATE();
     case 222:
-      if (lookahead == 's') ADVANCE(264);
+      if (lookahead == 'm') ADVANCE(267);
       END_STATE();
     case 223:
-      if (lookahead == 'a') ADVANCE(265);
+      if (lookahead == 'o') ADVANCE(268);
       END_STATE();
     case 224:
-      if (lookahead == 'e') ADVANCE(266);
+      if (lookahead == 'h') ADVANCE(269);
       END_STATE();
     case 225:
-      if (lookahead == 'd') ADVANCE(267);
+      if (lookahead == 't') ADVANCE(270);
       END_STATE();
     case 226:
-      if (lookahead == 'w') ADVANCE(268);
+      ACCEPT_TOKEN(anon_sym_tmpfs);
       END_STATE();
     case 227:
-      ACCEPT_TOKEN(anon_sym_cgroup);
-      END_STATE();
-    case 228:
-      if (lookahead == 'e') ADVANCE(269);
-      END_STATE();
-    case 229:
-      if (lookahead == 'n') ADVANCE(270);
-      END_STATE();
-    case 230:
       if (lookahead == 'n') ADVANCE(271);
       END_STATE();
+    case 228:
+      if (lookahead == 'i') ADVANCE(272);
+      END_STATE();
+    case 229:
+      if (lookahead == 'n') ADVANCE(273);
+      END_STATE();
+    case 230:
+      if (lookahead == 'd') ADVANCE(274);
+      END_STATE();
     case 231:
-      if (lookahead == 'a') ADVANCE(272);
+      if (lookahead == 'r') ADVANCE(275);
       END_STATE();
     case 232:
-      if (lookahead == 'i') ADVANCE(273);
+      ACCEPT_TOKEN(anon_sym_write);
+      if (lookahead == 's') ADVANCE(276);
       END_STATE();
     case 233:
-      if (lookahead == 'r') ADVANCE(274);
+      if (lookahead == '-') ADVANCE(277);
       END_STATE();
     case 234:
-      ACCEPT_TOKEN(anon_sym_inodes);
+      if (lookahead == 's') ADVANCE(278);
       END_STATE();
     case 235:
-      if (lookahead == 'i') ADVANCE(275);
+      if (lookahead == 'a') ADVANCE(279);
       END_STATE();
     case 236:
-      if (lookahead == 'c') ADVANCE(276);
+      if (lookahead == 'e') ADVANCE(280);
       END_STATE();
     case 237:
-      ACCEPT_TOKEN(anon_sym_limits);
+      if (lookahead == 'd') ADVANCE(281);
       END_STATE();
     case 238:
-      ACCEPT_TOKEN(anon_sym_memory);
+      if (lookahead == 'w') ADVANCE(282);
       END_STATE();
     case 239:
-      ACCEPT_TOKEN(anon_sym_mounts);
+      ACCEPT_TOKEN(anon_sym_cgroup);
       END_STATE();
     case 240:
-      if (lookahead == 'k') ADVANCE(277);
+      if (lookahead == 'e') ADVANCE(283);
       END_STATE();
     case 241:
-      if (lookahead == 'i') ADVANCE(278);
+      if (lookahead == 'n') ADVANCE(284);
       END_STATE();
     case 242:
-      ACCEPT_TOKEN(anon_sym_origin);
+      if (lookahead == 'c') ADVANCE(285);
       END_STATE();
     case 243:
-      ACCEPT_TOKEN(anon_sym_parent);
+      if (lookahead == 'n') ADVANCE(286);
       END_STATE();
     case 244:
-      ACCEPT_TOKEN(anon_sym_policy);
+      if (lookahead == 'a') ADVANCE(287);
       END_STATE();
     case 245:
-      if (lookahead == 'e') ADVANCE(279);
+      if (lookahead == 'i') ADVANCE(288);
       END_STATE();
     case 246:
-      if (lookahead == 's') ADVANCE(280);
+      if (lookahead == 'r') ADVANCE(289);
       END_STATE();
     case 247:
-      if (lookahead == 't') ADVANCE(281);
+      if (lookahead == 't') ADVANCE(290);
       END_STATE();
     case 248:
-      if (lookahead == 'n') ADVANCE(282);
+      ACCEPT_TOKEN(anon_sym_inodes);
       END_STATE();
     case 249:
-      if (lookahead == 'r') ADVANCE(283);
+      if (lookahead == 'i') ADVANCE(291);
       END_STATE();
     case 250:
-      if (lookahead == 'e') ADVANCE(284);
+      if (lookahead == 'c') ADVANCE(292);
       END_STATE();
     case 251:
-      ACCEPT_TOKEN(anon_sym_runner);
+      ACCEPT_TOKEN(anon_sym_limits);
       END_STATE();
     case 252:
-      if (lookahead == 'e') ADVANCE(285);
+      ACCEPT_TOKEN(anon_sym_memory);
       END_STATE();
     case 253:
-      if (lookahead == 'p') ADVANCE(286);
+      ACCEPT_TOKEN(anon_sym_mounts);
       END_STATE();
     case 254:
-      if (lookahead == 'n') ADVANCE(287);
+      if (lookahead == 'k') ADVANCE(293);
       END_STATE();
     case 255:
-      if (lookahead == 'p') ADVANCE(288);
+      if (lookahead == 'i') ADVANCE(294);
       END_STATE();
     case 256:
-      if (lookahead == '-') ADVANCE(289);
+      ACCEPT_TOKEN(anon_sym_origin);
       END_STATE();
     case 257:
-      if (lookahead == 'd') ADVANCE(290);
+      ACCEPT_TOKEN(anon_sym_parent);
       END_STATE();
     case 258:
-      if (lookahead == 't') ADVANCE(291);
+      ACCEPT_TOKEN(anon_sym_policy);
       END_STATE();
     case 259:
-      if (lookahead == 'a') ADVANCE(292);
+      if (lookahead == 'e') ADVANCE(295);
       END_STATE();
     case 260:
-      if (lookahead == 'o') ADVANCE(293);
+      if (lookahead == 's') ADVANCE(296);
       END_STATE();
     case 261:
-      ACCEPT_TOKEN(anon_sym_worker);
+      if (lookahead == 't') ADVANCE(297);
       END_STATE();
     case 262:
-      ACCEPT_TOKEN(anon_sym_writes);
+      if (lookahead == 'n') ADVANCE(298);
       END_STATE();
     case 263:
-      if (lookahead == 'r') ADVANCE(294);
+      if (lookahead == 'r') ADVANCE(299);
       END_STATE();
     case 264:
-      if (lookahead == '-') ADVANCE(295);
+      if (lookahead == 'e') ADVANCE(300);
       END_STATE();
     case 265:
-      if (lookahead == 't') ADVANCE(296);
+      ACCEPT_TOKEN(anon_sym_runner);
       END_STATE();
     case 266:
-      if (lookahead == 'x') ADVANCE(297);
+      if (lookahead == 'e') ADVANCE(301);
       END_STATE();
     case 267:
-      ACCEPT_TOKEN(anon_sym_bounded);
+      if (lookahead == 'p') ADVANCE(302);
       END_STATE();
     case 268:
-      if (lookahead == 'r') ADVANCE(298);
+      if (lookahead == 'n') ADVANCE(303);
       END_STATE();
     case 269:
-      if (lookahead == 'd') ADVANCE(299);
+      if (lookahead == 'p') ADVANCE(304);
       END_STATE();
     case 270:
-      if (lookahead == 'o') ADVANCE(300);
+      if (lookahead == '-') ADVANCE(305);
       END_STATE();
     case 271:
-      if (lookahead == 't') ADVANCE(301);
+      if (lookahead == 'd') ADVANCE(306);
       END_STATE();
     case 272:
-      if (lookahead == 'b') ADVANCE(302);
+      if (lookahead == 't') ADVANCE(307);
       END_STATE();
     case 273:
-      if (lookahead == 'z') ADVANCE(303);
+      if (lookahead == 'a') ADVANCE(308);
       END_STATE();
     case 274:
-      if (lookahead == 'i') ADVANCE(304);
+      if (lookahead == 'o') ADVANCE(309);
       END_STATE();
     case 275:
-      if (lookahead == 'm') ADVANCE(305);
+      ACCEPT_TOKEN(anon_sym_worker);
       END_STATE();
     case 276:
-      if (lookahead == 'k') ADVANCE(306);
+      ACCEPT_TOKEN(anon_sym_writes);
       END_STATE();
     case 277:
-      if (lookahead == '-') ADVANCE(307);
+      if (lookahead == 'r') ADVANCE(310);
       END_STATE();
     case 278:
-      if (lookahead == 'l') ADVANCE(308);
+      if (lookahead == '-') ADVANCE(311);
       END_STATE();
     case 279:
-      ACCEPT_TOKEN(anon_sym_private);
+      if (lookahead == 't') ADVANCE(312);
       END_STATE();
     case 280:
-      if (lookahead == 'e') ADVANCE(309);
+      if (lookahead == 'x') ADVANCE(313);
       END_STATE();
     case 281:
-      ACCEPT_TOKEN(anon_sym_project);
+      ACCEPT_TOKEN(anon_sym_bounded);
       END_STATE();
     case 282:
-      if (lookahead == 'l') ADVANCE(310);
+      if (lookahead == 'r') ADVANCE(314);
       END_STATE();
     case 283:
-      if (lookahead == 'i') ADVANCE(311);
+      if (lookahead == 'd') ADVANCE(315);
       END_STATE();
     case 284:
-      if (lookahead == 'd') ADVANCE(312);
+      if (lookahead == 'o') ADVANCE(316);
       END_STATE();
     case 285:
-      ACCEPT_TOKEN(anon_sym_runtime);
+      ACCEPT_TOKEN(anon_sym_dynamic);
       END_STATE();
     case 286:
-      ACCEPT_TOKEN(anon_sym_seccomp);
+      if (lookahead == 't') ADVANCE(317);
       END_STATE();
     case 287:
-      ACCEPT_TOKEN(anon_sym_session);
+      if (lookahead == 'b') ADVANCE(318);
       END_STATE();
     case 288:
-      if (lookahead == 'o') ADVANCE(313);
+      if (lookahead == 'z') ADVANCE(319);
       END_STATE();
     case 289:
-      if (lookahead == 'a') ADVANCE(314);
+      if (lookahead == 'i') ADVANCE(320);
       END_STATE();
     case 290:
-      if (lookahead == 'e') ADVANCE(315);
+      if (lookahead == 'y') ADVANCE(321);
       END_STATE();
     case 291:
-      if (lookahead == 'e') ADVANCE(316);
+      if (lookahead == 'm') ADVANCE(322);
       END_STATE();
     case 292:
-      if (lookahead == 'm') ADVANCE(317);
+      if (lookahead == 'k') ADVANCE(323);
       END_STATE();
     case 293:
-      if (lookahead == 'g') ADVANCE(318);
+      if (lookahead == '-') ADVANCE(324);
       END_STATE();
     case 294:
-      if (lookahead == 'o') ADVANCE(319);
-      END_STATE();
-    case 295:
-      if (lookahead == 's') ADVANCE(320);
-      END_STATE();
-    case 296:
-      if (lookahead == 'e') ADVANCE(321);
-      END_STATE();
-    case 297:
-      if (lookahead == 'e') ADVANCE(322);
-      END_STATE();
-    case 298:
-      if (lookahead == 'a') ADVANCE(323);
-      END_STATE();
-    case 299:
-      ACCEPT_TOKEN(anon_sym_combined);
-      END_STATE();
-    case 300:
-      if (lookahead == 'w') ADVANCE(324);
-      END_STATE();
-    case 301:
-      ACCEPT_TOKEN(anon_sym_endpoint);
-      END_STATE();
-    case 302:
       if (lookahead == 'l') ADVANCE(325);
       END_STATE();
-    case 303:
+    case 295:
+      ACCEPT_TOKEN(anon_sym_private);
+      END_STATE();
+    case 296:
       if (lookahead == 'e') ADVANCE(326);
       END_STATE();
+    case 297:
+      ACCEPT_TOKEN(anon_sym_project);
+      END_STATE();
+    case 298:
+      if (lookahead == 'l') ADVANCE(327);
+      END_STATE();
+    case 299:
+      if (lookahead == 'i') ADVANCE(328);
+      END_STATE();
+    case 300:
+      if (lookahead == 'd') ADVANCE(329);
+      END_STATE();
+    case 301:
+      ACCEPT_TOKEN(anon_sym_runtime);
+      END_STATE();
+    case 302:
+      ACCEPT_TOKEN(anon_sym_seccomp);
+      END_STATE();
+    case 303:
+      ACCEPT_TOKEN(anon_sym_session);
+      END_STATE();
     case 304:
-      if (lookahead == 't') ADVANCE(327);
+      if (lookahead == 'o') ADVANCE(330);
       END_STATE();
     case 305:
-      if (lookahead == 'e') ADVANCE(328);
+      if (lookahead == 'a') ADVANCE(331);
       END_STATE();
     case 306:
-      ACCEPT_TOKEN(anon_sym_landlock);
+      if (lookahead == 'e') ADVANCE(332);
       END_STATE();
     case 307:
-      if (lookahead == 'b') ADVANCE(329);
+      if (lookahead == 'e') ADVANCE(333);
       END_STATE();
     case 308:
-      if (lookahead == 'e') ADVANCE(330);
+      if (lookahead == 'm') ADVANCE(334);
       END_STATE();
     case 309:
-      if (lookahead == 's') ADVANCE(331);
+      if (lookahead == 'g') ADVANCE(335);
       END_STATE();
     case 310:
-      if (lookahead == 'y') ADVANCE(332);
+      if (lookahead == 'o') ADVANCE(336);
       END_STATE();
     case 311:
-      if (lookahead == 't') ADVANCE(333);
+      if (lookahead == 's') ADVANCE(337);
       END_STATE();
     case 312:
-      ACCEPT_TOKEN(anon_sym_required);
-      END_STATE();
-    case 313:
-      if (lookahead == 'l') ADVANCE(334);
-      END_STATE();
-    case 314:
-      if (lookahead == 'l') ADVANCE(335);
-      END_STATE();
-    case 315:
-      if (lookahead == 'd') ADVANCE(336);
-      END_STATE();
-    case 316:
-      if (lookahead == 'd') ADVANCE(337);
-      END_STATE();
-    case 317:
       if (lookahead == 'e') ADVANCE(338);
       END_STATE();
+    case 313:
+      if (lookahead == 'e') ADVANCE(339);
+      END_STATE();
+    case 314:
+      if (lookahead == 'a') ADVANCE(340);
+      END_STATE();
+    case 315:
+      ACCEPT_TOKEN(anon_sym_combined);
+      END_STATE();
+    case 316:
+      if (lookahead == 'w') ADVANCE(341);
+      END_STATE();
+    case 317:
+      ACCEPT_TOKEN(anon_sym_endpoint);
+      END_STATE();
     case 318:
-      ACCEPT_TOKEN(anon_sym_watchdog);
+      if (lookahead == 'l') ADVANCE(342);
       END_STATE();
     case 319:
-      if (lookahead == 'o') ADVANCE(339);
+      if (lookahead == 'e') ADVANCE(343);
       END_STATE();
     case 320:
-      if (lookahead == 'p') ADVANCE(340);
+      if (lookahead == 't') ADVANCE(344);
       END_STATE();
     case 321:
-      ACCEPT_TOKEN(anon_sym_aggregate);
+      ACCEPT_TOKEN(anon_sym_identity);
       END_STATE();
     case 322:
-      if (lookahead == 'c') ADVANCE(341);
-      END_STATE();
-    case 323:
-      if (lookahead == 'p') ADVANCE(342);
-      END_STATE();
-    case 324:
-      if (lookahead == 'n') ADVANCE(343);
-      END_STATE();
-    case 325:
-      if (lookahead == 'e') ADVANCE(344);
-      END_STATE();
-    case 326:
-      ACCEPT_TOKEN(anon_sym_file_DASHsize);
-      END_STATE();
-    case 327:
       if (lookahead == 'e') ADVANCE(345);
       END_STATE();
-    case 328:
-      if (lookahead == 'o') ADVANCE(346);
+    case 323:
+      ACCEPT_TOKEN(anon_sym_landlock);
       END_STATE();
-    case 329:
-      if (lookahead == 'r') ADVANCE(347);
+    case 324:
+      if (lookahead == 'b') ADVANCE(346);
       END_STATE();
-    case 330:
+    case 325:
+      if (lookahead == 'e') ADVANCE(347);
+      END_STATE();
+    case 326:
       if (lookahead == 's') ADVANCE(348);
       END_STATE();
+    case 327:
+      if (lookahead == 'y') ADVANCE(349);
+      END_STATE();
+    case 328:
+      if (lookahead == 't') ADVANCE(350);
+      END_STATE();
+    case 329:
+      ACCEPT_TOKEN(anon_sym_required);
+      END_STATE();
+    case 330:
+      if (lookahead == 'l') ADVANCE(351);
+      END_STATE();
     case 331:
-      ACCEPT_TOKEN(anon_sym_processes);
+      if (lookahead == 'l') ADVANCE(352);
       END_STATE();
     case 332:
-      ACCEPT_TOKEN(anon_sym_read_DASHonly);
+      if (lookahead == 'd') ADVANCE(353);
       END_STATE();
     case 333:
-      if (lookahead == 'e') ADVANCE(349);
+      if (lookahead == 'd') ADVANCE(354);
       END_STATE();
     case 334:
-      ACCEPT_TOKEN(anon_sym_splashpol);
+      if (lookahead == 'e') ADVANCE(355);
       END_STATE();
     case 335:
-      if (lookahead == 'l') ADVANCE(350);
+      ACCEPT_TOKEN(anon_sym_watchdog);
       END_STATE();
     case 336:
-      ACCEPT_TOKEN(anon_sym_unbounded);
+      if (lookahead == 'o') ADVANCE(356);
       END_STATE();
     case 337:
-      ACCEPT_TOKEN(anon_sym_unlimited);
+      if (lookahead == 'p') ADVANCE(357);
       END_STATE();
     case 338:
-      if (lookahead == 's') ADVANCE(351);
+      ACCEPT_TOKEN(anon_sym_aggregate);
       END_STATE();
     case 339:
-      if (lookahead == 't') ADVANCE(352);
+      if (lookahead == 'c') ADVANCE(358);
       END_STATE();
     case 340:
-      if (lookahead == 'a') ADVANCE(353);
+      if (lookahead == 'p') ADVANCE(359);
       END_STATE();
     case 341:
-      ACCEPT_TOKEN(anon_sym_allow_DASHexec);
+      if (lookahead == 'n') ADVANCE(360);
       END_STATE();
     case 342:
-      ACCEPT_TOKEN(anon_sym_bubblewrap);
+      if (lookahead == 'e') ADVANCE(361);
       END_STATE();
     case 343:
-      if (lookahead == '-') ADVANCE(354);
+      ACCEPT_TOKEN(anon_sym_file_DASHsize);
       END_STATE();
     case 344:
-      if (lookahead == 's') ADVANCE(355);
+      if (lookahead == 'e') ADVANCE(362);
       END_STATE();
     case 345:
-      if (lookahead == 's') ADVANCE(356);
+      if (lookahead == 'o') ADVANCE(363);
       END_STATE();
     case 346:
-      if (lookahead == 'u') ADVANCE(357);
+      if (lookahead == 'r') ADVANCE(364);
       END_STATE();
     case 347:
-      if (lookahead == 'o') ADVANCE(358);
+      if (lookahead == 's') ADVANCE(365);
       END_STATE();
     case 348:
-      ACCEPT_TOKEN(anon_sym_open_DASHfiles);
+      ACCEPT_TOKEN(anon_sym_processes);
       END_STATE();
     case 349:
-      ACCEPT_TOKEN(anon_sym_read_DASHwrite);
+      ACCEPT_TOKEN(anon_sym_read_DASHonly);
       END_STATE();
     case 350:
-      if (lookahead == 'o') ADVANCE(359);
+      if (lookahead == 'e') ADVANCE(366);
       END_STATE();
     case 351:
-      if (lookahead == 'p') ADVANCE(360);
+      ACCEPT_TOKEN(anon_sym_splashpol);
       END_STATE();
     case 352:
-      if (lookahead == 's') ADVANCE(361);
+      if (lookahead == 'l') ADVANCE(367);
       END_STATE();
     case 353:
-      if (lookahead == 'c') ADVANCE(362);
+      ACCEPT_TOKEN(anon_sym_unbounded);
       END_STATE();
     case 354:
-      if (lookahead == 'e') ADVANCE(363);
+      ACCEPT_TOKEN(anon_sym_unlimited);
       END_STATE();
     case 355:
-      ACCEPT_TOKEN(anon_sym_executables);
+      if (lookahead == 's') ADVANCE(368);
       END_STATE();
     case 356:
-      ACCEPT_TOKEN(anon_sym_host_DASHwrites);
+      if (lookahead == 't') ADVANCE(369);
       END_STATE();
     case 357:
-      if (lookahead == 't') ADVANCE(364);
+      if (lookahead == 'a') ADVANCE(370);
       END_STATE();
     case 358:
-      if (lookahead == 'k') ADVANCE(365);
+      ACCEPT_TOKEN(anon_sym_allow_DASHexec);
       END_STATE();
     case 359:
-      if (lookahead == 'w') ADVANCE(366);
+      ACCEPT_TOKEN(anon_sym_bubblewrap);
       END_STATE();
     case 360:
-      if (lookahead == 'a') ADVANCE(367);
+      if (lookahead == '-') ADVANCE(371);
       END_STATE();
     case 361:
-      ACCEPT_TOKEN(anon_sym_active_DASHroots);
+      if (lookahead == 's') ADVANCE(372);
       END_STATE();
     case 362:
-      if (lookahead == 'e') ADVANCE(368);
+      if (lookahead == 's') ADVANCE(373);
       END_STATE();
     case 363:
-      if (lookahead == 's') ADVANCE(369);
+      if (lookahead == 'u') ADVANCE(374);
       END_STATE();
     case 364:
-      ACCEPT_TOKEN(anon_sym_join_DASHtimeout);
+      if (lookahead == 'o') ADVANCE(375);
       END_STATE();
     case 365:
-      if (lookahead == 'e') ADVANCE(370);
+      ACCEPT_TOKEN(anon_sym_open_DASHfiles);
       END_STATE();
     case 366:
-      if (lookahead == 'l') ADVANCE(371);
+      ACCEPT_TOKEN(anon_sym_read_DASHwrite);
       END_STATE();
     case 367:
-      if (lookahead == 'c') ADVANCE(372);
+      if (lookahead == 'o') ADVANCE(376);
       END_STATE();
     case 368:
-      ACCEPT_TOKEN(anon_sym_address_DASHspace);
+      if (lookahead == 'p') ADVANCE(377);
       END_STATE();
     case 369:
-      if (lookahead == 'c') ADVANCE(373);
-      END_STATE();
-    case 370:
-      if (lookahead == 'r') ADVANCE(374);
-      END_STATE();
-    case 371:
-      if (lookahead == 'i') ADVANCE(375);
-      END_STATE();
-    case 372:
-      if (lookahead == 'e') ADVANCE(376);
-      END_STATE();
-    case 373:
-      if (lookahead == 'a') ADVANCE(377);
-      END_STATE();
-    case 374:
-      ACCEPT_TOKEN(anon_sym_network_DASHbroker);
-      END_STATE();
-    case 375:
       if (lookahead == 's') ADVANCE(378);
       END_STATE();
-    case 376:
-      if (lookahead == 's') ADVANCE(379);
+    case 370:
+      if (lookahead == 'c') ADVANCE(379);
       END_STATE();
-    case 377:
-      if (lookahead == 'p') ADVANCE(380);
+    case 371:
+      if (lookahead == 'e') ADVANCE(380);
       END_STATE();
-    case 378:
+    case 372:
+      ACCEPT_TOKEN(anon_sym_executables);
+      END_STATE();
+    case 373:
+      ACCEPT_TOKEN(anon_sym_host_DASHwrites);
+      END_STATE();
+    case 374:
       if (lookahead == 't') ADVANCE(381);
       END_STATE();
+    case 375:
+      if (lookahead == 'k') ADVANCE(382);
+      END_STATE();
+    case 376:
+      if (lookahead == 'w') ADVANCE(383);
+      END_STATE();
+    case 377:
+      if (lookahead == 'a') ADVANCE(384);
+      END_STATE();
+    case 378:
+      ACCEPT_TOKEN(anon_sym_active_DASHroots);
+      END_STATE();
     case 379:
-      ACCEPT_TOKEN(anon_sym_user_DASHnamespaces);
+      if (lookahead == 'e') ADVANCE(385);
       END_STATE();
     case 380:
-      if (lookahead == 'e') ADVANCE(382);
+      if (lookahead == 's') ADVANCE(386);
       END_STATE();
     case 381:
-      ACCEPT_TOKEN(anon_sym_strict_DASHallowlist);
+      ACCEPT_TOKEN(anon_sym_join_DASHtimeout);
       END_STATE();
     case 382:
-      if (lookahead == '-') ADVANCE(383);
+      if (lookahead == 'e') ADVANCE(387);
       END_STATE();
     case 383:
-      if (lookahead == 's') ADVANCE(384);
+      if (lookahead == 'l') ADVANCE(388);
       END_STATE();
     case 384:
-      if (lookahead == 'u') ADVANCE(385);
-      END_STATE();
-    case 385:
-      if (lookahead == 'r') ADVANCE(386);
-      END_STATE();
-    case 386:
-      if (lookahead == 'f') ADVANCE(387);
-      END_STATE();
-    case 387:
-      if (lookahead == 'a') ADVANCE(388);
-      END_STATE();
-    case 388:
       if (lookahead == 'c') ADVANCE(389);
       END_STATE();
+    case 385:
+      ACCEPT_TOKEN(anon_sym_address_DASHspace);
+      END_STATE();
+    case 386:
+      if (lookahead == 'c') ADVANCE(390);
+      END_STATE();
+    case 387:
+      if (lookahead == 'r') ADVANCE(391);
+      END_STATE();
+    case 388:
+      if (lookahead == 'i') ADVANCE(392);
+      END_STATE();
     case 389:
-      if (lookahead == 'e') ADVANCE(390);
+      if (lookahead == 'e') ADVANCE(393);
       END_STATE();
     case 390:
+      if (lookahead == 'a') ADVANCE(394);
+      END_STATE();
+    case 391:
+      ACCEPT_TOKEN(anon_sym_network_DASHbroker);
+      END_STATE();
+    case 392:
+      if (lookahead == 's') ADVANCE(395);
+      END_STATE();
+    case 393:
+      if (lookahead == 's') ADVANCE(396);
+      END_STATE();
+    case 394:
+      if (lookahead == 'p') ADVANCE(397);
+      END_STATE();
+    case 395:
+      if (lookahead == 't') ADVANCE(398);
+      END_STATE();
+    case 396:
+      ACCEPT_TOKEN(anon_sym_user_DASHnamespaces);
+      END_STATE();
+    case 397:
+      if (lookahead == 'e') ADVANCE(399);
+      END_STATE();
+    case 398:
+      ACCEPT_TOKEN(anon_sym_strict_DASHallowlist);
+      END_STATE();
+    case 399:
+      if (lookahead == '-') ADVANCE(400);
+      END_STATE();
+    case 400:
+      if (lookahead == 's') ADVANCE(401);
+      END_STATE();
+    case 401:
+      if (lookahead == 'u') ADVANCE(402);
+      END_STATE();
+    case 402:
+      if (lookahead == 'r') ADVANCE(403);
+      END_STATE();
+    case 403:
+      if (lookahead == 'f') ADVANCE(404);
+      END_STATE();
+    case 404:
+      if (lookahead == 'a') ADVANCE(405);
+      END_STATE();
+    case 405:
+      if (lookahead == 'c') ADVANCE(406);
+      END_STATE();
+    case 406:
+      if (lookahead == 'e') ADVANCE(407);
+      END_STATE();
+    case 407:
       ACCEPT_TOKEN(anon_sym_deny_DASHknown_DASHescape_DASHsurface);
       END_STATE();
     default:
@@ -2860,8 +2964,8 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [29] = {.lex_state = 0},
   [30] = {.lex_state = 1},
   [31] = {.lex_state = 0},
-  [32] = {.lex_state = 0},
-  [33] = {.lex_state = 1},
+  [32] = {.lex_state = 1},
+  [33] = {.lex_state = 0},
   [34] = {.lex_state = 0},
   [35] = {.lex_state = 0},
   [36] = {.lex_state = 0},
@@ -2947,11 +3051,11 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [116] = {.lex_state = 0},
   [117] = {.lex_state = 0},
   [118] = {.lex_state = 0},
-  [119] = {.lex_state = 3},
+  [119] = {.lex_state = 0},
   [120] = {.lex_state = 0},
-  [121] = {.lex_state = 3},
+  [121] = {.lex_state = 0},
   [122] = {.lex_state = 0},
-  [123] = {.lex_state = 0},
+  [123] = {.lex_state = 3},
   [124] = {.lex_state = 0},
   [125] = {.lex_state = 0},
   [126] = {.lex_state = 0},
@@ -2959,26 +3063,26 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [128] = {.lex_state = 0},
   [129] = {.lex_state = 0},
   [130] = {.lex_state = 0},
-  [131] = {.lex_state = 3},
+  [131] = {.lex_state = 0},
   [132] = {.lex_state = 0},
   [133] = {.lex_state = 0},
-  [134] = {.lex_state = 0},
+  [134] = {.lex_state = 3},
   [135] = {.lex_state = 0},
-  [136] = {.lex_state = 3},
+  [136] = {.lex_state = 0},
   [137] = {.lex_state = 0},
-  [138] = {.lex_state = 3},
+  [138] = {.lex_state = 0},
   [139] = {.lex_state = 0},
   [140] = {.lex_state = 0},
   [141] = {.lex_state = 0},
-  [142] = {.lex_state = 0},
+  [142] = {.lex_state = 3},
   [143] = {.lex_state = 0},
-  [144] = {.lex_state = 0},
+  [144] = {.lex_state = 3},
   [145] = {.lex_state = 0},
-  [146] = {.lex_state = 0},
+  [146] = {.lex_state = 3},
   [147] = {.lex_state = 0},
-  [148] = {.lex_state = 3},
+  [148] = {.lex_state = 0},
   [149] = {.lex_state = 0},
-  [150] = {.lex_state = 0},
+  [150] = {.lex_state = 3},
   [151] = {.lex_state = 0},
   [152] = {.lex_state = 0},
   [153] = {.lex_state = 0},
@@ -2990,10 +3094,10 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [159] = {.lex_state = 0},
   [160] = {.lex_state = 0},
   [161] = {.lex_state = 0},
-  [162] = {.lex_state = 3},
+  [162] = {.lex_state = 0},
   [163] = {.lex_state = 0},
   [164] = {.lex_state = 0},
-  [165] = {.lex_state = 0},
+  [165] = {.lex_state = 3},
   [166] = {.lex_state = 0},
   [167] = {.lex_state = 0},
   [168] = {.lex_state = 0},
@@ -3001,49 +3105,49 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [170] = {.lex_state = 0},
   [171] = {.lex_state = 0},
   [172] = {.lex_state = 0},
-  [173] = {.lex_state = 3},
-  [174] = {.lex_state = 3},
+  [173] = {.lex_state = 0},
+  [174] = {.lex_state = 0},
   [175] = {.lex_state = 0},
-  [176] = {.lex_state = 0},
+  [176] = {.lex_state = 3},
   [177] = {.lex_state = 0},
   [178] = {.lex_state = 0},
   [179] = {.lex_state = 0},
-  [180] = {.lex_state = 0},
+  [180] = {.lex_state = 3},
   [181] = {.lex_state = 0},
   [182] = {.lex_state = 0},
   [183] = {.lex_state = 0},
-  [184] = {.lex_state = 0},
+  [184] = {.lex_state = 3},
   [185] = {.lex_state = 0},
-  [186] = {.lex_state = 3},
+  [186] = {.lex_state = 0},
   [187] = {.lex_state = 3},
   [188] = {.lex_state = 0},
   [189] = {.lex_state = 0},
-  [190] = {.lex_state = 3},
-  [191] = {.lex_state = 0},
+  [190] = {.lex_state = 0},
+  [191] = {.lex_state = 3},
   [192] = {.lex_state = 0},
   [193] = {.lex_state = 0},
   [194] = {.lex_state = 0},
   [195] = {.lex_state = 0},
   [196] = {.lex_state = 0},
-  [197] = {.lex_state = 3},
-  [198] = {.lex_state = 0},
+  [197] = {.lex_state = 0},
+  [198] = {.lex_state = 3},
   [199] = {.lex_state = 0},
   [200] = {.lex_state = 0},
   [201] = {.lex_state = 0},
   [202] = {.lex_state = 0},
   [203] = {.lex_state = 0},
-  [204] = {.lex_state = 0},
+  [204] = {.lex_state = 3},
   [205] = {.lex_state = 0},
   [206] = {.lex_state = 0},
   [207] = {.lex_state = 0},
   [208] = {.lex_state = 0},
-  [209] = {.lex_state = 3},
-  [210] = {.lex_state = 3},
-  [211] = {.lex_state = 0},
+  [209] = {.lex_state = 0},
+  [210] = {.lex_state = 0},
+  [211] = {.lex_state = 3},
   [212] = {.lex_state = 0},
-  [213] = {.lex_state = 0},
+  [213] = {.lex_state = 3},
   [214] = {.lex_state = 0},
-  [215] = {.lex_state = 3},
+  [215] = {.lex_state = 0},
   [216] = {.lex_state = 0},
   [217] = {.lex_state = 0},
   [218] = {.lex_state = 0},
@@ -3055,13 +3159,13 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [224] = {.lex_state = 0},
   [225] = {.lex_state = 3},
   [226] = {.lex_state = 0},
-  [227] = {.lex_state = 3},
+  [227] = {.lex_state = 0},
   [228] = {.lex_state = 0},
   [229] = {.lex_state = 0},
   [230] = {.lex_state = 0},
   [231] = {.lex_state = 0},
   [232] = {.lex_state = 0},
-  [233] = {.lex_state = 0},
+  [233] = {.lex_state = 3},
   [234] = {.lex_state = 0},
   [235] = {.lex_state = 0},
   [236] = {.lex_state = 0},
@@ -3072,21 +3176,27 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [241] = {.lex_state = 0},
   [242] = {.lex_state = 0},
   [243] = {.lex_state = 0},
-  [244] = {.lex_state = 0},
+  [244] = {.lex_state = 3},
   [245] = {.lex_state = 0},
   [246] = {.lex_state = 0},
   [247] = {.lex_state = 0},
   [248] = {.lex_state = 0},
   [249] = {.lex_state = 0},
-  [250] = {.lex_state = 0},
-  [251] = {.lex_state = 0},
+  [250] = {.lex_state = 4},
+  [251] = {.lex_state = 3},
   [252] = {.lex_state = 0},
   [253] = {.lex_state = 0},
   [254] = {.lex_state = 0},
   [255] = {.lex_state = 0},
-  [256] = {.lex_state = 4},
+  [256] = {.lex_state = 0},
   [257] = {.lex_state = 0},
   [258] = {.lex_state = 0},
+  [259] = {.lex_state = 0},
+  [260] = {.lex_state = 0},
+  [261] = {.lex_state = 0},
+  [262] = {.lex_state = 0},
+  [263] = {.lex_state = 0},
+  [264] = {.lex_state = 0},
 };
 
 static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
@@ -3142,6 +3252,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_ids] = ACTIONS(1),
     [anon_sym_endpoint] = ACTIONS(1),
     [anon_sym_origin] = ACTIONS(1),
+    [anon_sym_identity] = ACTIONS(1),
+    [anon_sym_user] = ACTIONS(1),
+    [anon_sym_group] = ACTIONS(1),
+    [anon_sym_dynamic] = ACTIONS(1),
     [anon_sym_limits] = ACTIONS(1),
     [anon_sym_required] = ACTIONS(1),
     [anon_sym_cpu] = ACTIONS(1),
@@ -3171,9 +3285,9 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [sym__newline] = ACTIONS(1),
   },
   [STATE(1)] = {
-    [sym_source_file] = STATE(246),
-    [sym_header] = STATE(82),
-    [sym_policy] = STATE(68),
+    [sym_source_file] = STATE(223),
+    [sym_header] = STATE(88),
+    [sym_policy] = STATE(69),
     [sym__sep] = STATE(25),
     [aux_sym_source_file_repeat1] = STATE(25),
     [anon_sym_BOM] = ACTIONS(5),
@@ -3186,7 +3300,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
 };
 
 static const uint16_t ts_small_parse_table[] = {
-  [0] = 25,
+  [0] = 26,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(13), 1,
@@ -3224,20 +3338,22 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(45), 1,
       anon_sym_network_DASHbroker,
     ACTIONS(47), 1,
-      anon_sym_limits,
+      anon_sym_identity,
     ACTIONS(49), 1,
-      anon_sym_landlock,
+      anon_sym_limits,
     ACTIONS(51), 1,
+      anon_sym_landlock,
+    ACTIONS(53), 1,
       anon_sym_cgroup,
     STATE(5), 1,
       aux_sym_policy_body_repeat1,
-    ACTIONS(53), 2,
+    ACTIONS(55), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(3), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    STATE(63), 20,
+    STATE(43), 21,
       sym__statement,
       sym_bubblewrap_statement,
       sym_worker_statement,
@@ -3255,10 +3371,11 @@ static const uint16_t ts_small_parse_table[] = {
       sym_runner_statement,
       sym_watchdog_statement,
       sym_network_broker_statement,
+      sym_identity_statement,
       sym_limits_statement,
       sym_landlock_statement,
       sym_cgroup_statement,
-  [97] = 25,
+  [101] = 26,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(15), 1,
@@ -3294,22 +3411,24 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(45), 1,
       anon_sym_network_DASHbroker,
     ACTIONS(47), 1,
-      anon_sym_limits,
+      anon_sym_identity,
     ACTIONS(49), 1,
-      anon_sym_landlock,
+      anon_sym_limits,
     ACTIONS(51), 1,
+      anon_sym_landlock,
+    ACTIONS(53), 1,
       anon_sym_cgroup,
-    ACTIONS(55), 1,
+    ACTIONS(57), 1,
       anon_sym_RBRACE,
     STATE(4), 1,
       aux_sym_policy_body_repeat1,
-    ACTIONS(57), 2,
+    ACTIONS(59), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    STATE(75), 20,
+    STATE(67), 21,
       sym__statement,
       sym_bubblewrap_statement,
       sym_worker_statement,
@@ -3327,10 +3446,11 @@ static const uint16_t ts_small_parse_table[] = {
       sym_runner_statement,
       sym_watchdog_statement,
       sym_network_broker_statement,
+      sym_identity_statement,
       sym_limits_statement,
       sym_landlock_statement,
       sym_cgroup_statement,
-  [194] = 23,
+  [202] = 24,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(15), 1,
@@ -3366,148 +3486,18 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(45), 1,
       anon_sym_network_DASHbroker,
     ACTIONS(47), 1,
-      anon_sym_limits,
+      anon_sym_identity,
     ACTIONS(49), 1,
-      anon_sym_landlock,
-    ACTIONS(51), 1,
-      anon_sym_cgroup,
-    ACTIONS(59), 1,
-      anon_sym_RBRACE,
-    STATE(6), 1,
-      aux_sym_policy_body_repeat1,
-    STATE(46), 20,
-      sym__statement,
-      sym_bubblewrap_statement,
-      sym_worker_statement,
-      sym_runtime_statement,
-      sym_root_statement,
-      sym_tmp_statement,
-      sym_writes_statement,
-      sym_host_writes_statement,
-      sym_user_namespaces_statement,
-      sym_pin_statement,
-      sym_quota_statement,
-      sym_tmpfs_statement,
-      sym_active_roots_statement,
-      sym_seccomp_statement,
-      sym_runner_statement,
-      sym_watchdog_statement,
-      sym_network_broker_statement,
-      sym_limits_statement,
-      sym_landlock_statement,
-      sym_cgroup_statement,
-  [283] = 23,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(15), 1,
-      anon_sym_bubblewrap,
-    ACTIONS(17), 1,
-      anon_sym_worker,
-    ACTIONS(19), 1,
-      anon_sym_runtime,
-    ACTIONS(21), 1,
-      anon_sym_root,
-    ACTIONS(23), 1,
-      anon_sym_tmpfs,
-    ACTIONS(25), 1,
-      anon_sym_quota,
-    ACTIONS(27), 1,
-      anon_sym_tmp,
-    ACTIONS(29), 1,
-      anon_sym_writes,
-    ACTIONS(31), 1,
-      anon_sym_host_DASHwrites,
-    ACTIONS(33), 1,
-      anon_sym_user_DASHnamespaces,
-    ACTIONS(35), 1,
-      anon_sym_pin,
-    ACTIONS(37), 1,
-      anon_sym_active_DASHroots,
-    ACTIONS(39), 1,
-      anon_sym_seccomp,
-    ACTIONS(41), 1,
-      anon_sym_runner,
-    ACTIONS(43), 1,
-      anon_sym_watchdog,
-    ACTIONS(45), 1,
-      anon_sym_network_DASHbroker,
-    ACTIONS(47), 1,
       anon_sym_limits,
-    ACTIONS(49), 1,
-      anon_sym_landlock,
     ACTIONS(51), 1,
+      anon_sym_landlock,
+    ACTIONS(53), 1,
       anon_sym_cgroup,
-    ACTIONS(55), 1,
-      anon_sym_RBRACE,
-    STATE(6), 1,
-      aux_sym_policy_body_repeat1,
-    STATE(75), 20,
-      sym__statement,
-      sym_bubblewrap_statement,
-      sym_worker_statement,
-      sym_runtime_statement,
-      sym_root_statement,
-      sym_tmp_statement,
-      sym_writes_statement,
-      sym_host_writes_statement,
-      sym_user_namespaces_statement,
-      sym_pin_statement,
-      sym_quota_statement,
-      sym_tmpfs_statement,
-      sym_active_roots_statement,
-      sym_seccomp_statement,
-      sym_runner_statement,
-      sym_watchdog_statement,
-      sym_network_broker_statement,
-      sym_limits_statement,
-      sym_landlock_statement,
-      sym_cgroup_statement,
-  [372] = 23,
-    ACTIONS(3), 1,
-      sym_comment,
     ACTIONS(61), 1,
       anon_sym_RBRACE,
-    ACTIONS(63), 1,
-      anon_sym_bubblewrap,
-    ACTIONS(66), 1,
-      anon_sym_worker,
-    ACTIONS(69), 1,
-      anon_sym_runtime,
-    ACTIONS(72), 1,
-      anon_sym_root,
-    ACTIONS(75), 1,
-      anon_sym_tmpfs,
-    ACTIONS(78), 1,
-      anon_sym_quota,
-    ACTIONS(81), 1,
-      anon_sym_tmp,
-    ACTIONS(84), 1,
-      anon_sym_writes,
-    ACTIONS(87), 1,
-      anon_sym_host_DASHwrites,
-    ACTIONS(90), 1,
-      anon_sym_user_DASHnamespaces,
-    ACTIONS(93), 1,
-      anon_sym_pin,
-    ACTIONS(96), 1,
-      anon_sym_active_DASHroots,
-    ACTIONS(99), 1,
-      anon_sym_seccomp,
-    ACTIONS(102), 1,
-      anon_sym_runner,
-    ACTIONS(105), 1,
-      anon_sym_watchdog,
-    ACTIONS(108), 1,
-      anon_sym_network_DASHbroker,
-    ACTIONS(111), 1,
-      anon_sym_limits,
-    ACTIONS(114), 1,
-      anon_sym_landlock,
-    ACTIONS(117), 1,
-      anon_sym_cgroup,
     STATE(6), 1,
       aux_sym_policy_body_repeat1,
-    STATE(105), 20,
+    STATE(64), 21,
       sym__statement,
       sym_bubblewrap_statement,
       sym_worker_statement,
@@ -3525,22 +3515,161 @@ static const uint16_t ts_small_parse_table[] = {
       sym_runner_statement,
       sym_watchdog_statement,
       sym_network_broker_statement,
+      sym_identity_statement,
       sym_limits_statement,
       sym_landlock_statement,
       sym_cgroup_statement,
-  [461] = 5,
+  [295] = 24,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(122), 2,
+    ACTIONS(15), 1,
+      anon_sym_bubblewrap,
+    ACTIONS(17), 1,
+      anon_sym_worker,
+    ACTIONS(19), 1,
+      anon_sym_runtime,
+    ACTIONS(21), 1,
+      anon_sym_root,
+    ACTIONS(23), 1,
+      anon_sym_tmpfs,
+    ACTIONS(25), 1,
+      anon_sym_quota,
+    ACTIONS(27), 1,
+      anon_sym_tmp,
+    ACTIONS(29), 1,
+      anon_sym_writes,
+    ACTIONS(31), 1,
+      anon_sym_host_DASHwrites,
+    ACTIONS(33), 1,
+      anon_sym_user_DASHnamespaces,
+    ACTIONS(35), 1,
+      anon_sym_pin,
+    ACTIONS(37), 1,
+      anon_sym_active_DASHroots,
+    ACTIONS(39), 1,
+      anon_sym_seccomp,
+    ACTIONS(41), 1,
+      anon_sym_runner,
+    ACTIONS(43), 1,
+      anon_sym_watchdog,
+    ACTIONS(45), 1,
+      anon_sym_network_DASHbroker,
+    ACTIONS(47), 1,
+      anon_sym_identity,
+    ACTIONS(49), 1,
+      anon_sym_limits,
+    ACTIONS(51), 1,
+      anon_sym_landlock,
+    ACTIONS(53), 1,
+      anon_sym_cgroup,
+    ACTIONS(57), 1,
+      anon_sym_RBRACE,
+    STATE(6), 1,
+      aux_sym_policy_body_repeat1,
+    STATE(67), 21,
+      sym__statement,
+      sym_bubblewrap_statement,
+      sym_worker_statement,
+      sym_runtime_statement,
+      sym_root_statement,
+      sym_tmp_statement,
+      sym_writes_statement,
+      sym_host_writes_statement,
+      sym_user_namespaces_statement,
+      sym_pin_statement,
+      sym_quota_statement,
+      sym_tmpfs_statement,
+      sym_active_roots_statement,
+      sym_seccomp_statement,
+      sym_runner_statement,
+      sym_watchdog_statement,
+      sym_network_broker_statement,
+      sym_identity_statement,
+      sym_limits_statement,
+      sym_landlock_statement,
+      sym_cgroup_statement,
+  [388] = 24,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(63), 1,
+      anon_sym_RBRACE,
+    ACTIONS(65), 1,
+      anon_sym_bubblewrap,
+    ACTIONS(68), 1,
+      anon_sym_worker,
+    ACTIONS(71), 1,
+      anon_sym_runtime,
+    ACTIONS(74), 1,
+      anon_sym_root,
+    ACTIONS(77), 1,
+      anon_sym_tmpfs,
+    ACTIONS(80), 1,
+      anon_sym_quota,
+    ACTIONS(83), 1,
+      anon_sym_tmp,
+    ACTIONS(86), 1,
+      anon_sym_writes,
+    ACTIONS(89), 1,
+      anon_sym_host_DASHwrites,
+    ACTIONS(92), 1,
+      anon_sym_user_DASHnamespaces,
+    ACTIONS(95), 1,
+      anon_sym_pin,
+    ACTIONS(98), 1,
+      anon_sym_active_DASHroots,
+    ACTIONS(101), 1,
+      anon_sym_seccomp,
+    ACTIONS(104), 1,
+      anon_sym_runner,
+    ACTIONS(107), 1,
+      anon_sym_watchdog,
+    ACTIONS(110), 1,
+      anon_sym_network_DASHbroker,
+    ACTIONS(113), 1,
+      anon_sym_identity,
+    ACTIONS(116), 1,
+      anon_sym_limits,
+    ACTIONS(119), 1,
+      anon_sym_landlock,
+    ACTIONS(122), 1,
+      anon_sym_cgroup,
+    STATE(6), 1,
+      aux_sym_policy_body_repeat1,
+    STATE(84), 21,
+      sym__statement,
+      sym_bubblewrap_statement,
+      sym_worker_statement,
+      sym_runtime_statement,
+      sym_root_statement,
+      sym_tmp_statement,
+      sym_writes_statement,
+      sym_host_writes_statement,
+      sym_user_namespaces_statement,
+      sym_pin_statement,
+      sym_quota_statement,
+      sym_tmpfs_statement,
+      sym_active_roots_statement,
+      sym_seccomp_statement,
+      sym_runner_statement,
+      sym_watchdog_statement,
+      sym_network_broker_statement,
+      sym_identity_statement,
+      sym_limits_statement,
+      sym_landlock_statement,
+      sym_cgroup_statement,
+  [481] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(127), 2,
       anon_sym_tmp,
       anon_sym_write,
-    ACTIONS(124), 2,
+    ACTIONS(129), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    ACTIONS(120), 34,
+    ACTIONS(125), 35,
       ts_builtin_sym_end,
       anon_sym_splashpol,
       anon_sym_policy,
@@ -3560,6 +3689,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_runner,
       anon_sym_watchdog,
       anon_sym_network_DASHbroker,
+      anon_sym_identity,
       anon_sym_limits,
       anon_sym_cpu,
       anon_sym_address_DASHspace,
@@ -3575,18 +3705,18 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_join_DASHtimeout,
       anon_sym_io,
       anon_sym_read,
-  [513] = 5,
+  [534] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(127), 1,
+    ACTIONS(132), 1,
       anon_sym_tmp,
-    ACTIONS(57), 2,
+    ACTIONS(59), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    ACTIONS(61), 19,
+    ACTIONS(63), 20,
       anon_sym_RBRACE,
       anon_sym_bubblewrap,
       anon_sym_worker,
@@ -3603,177 +3733,178 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_runner,
       anon_sym_watchdog,
       anon_sym_network_DASHbroker,
+      anon_sym_identity,
       anon_sym_limits,
       anon_sym_landlock,
       anon_sym_cgroup,
-  [549] = 9,
+  [571] = 9,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(129), 1,
+    ACTIONS(134), 1,
       anon_sym_RBRACE,
-    ACTIONS(133), 1,
+    ACTIONS(138), 1,
       anon_sym_io,
     STATE(13), 1,
       aux_sym_cgroup_block_repeat1,
-    STATE(162), 1,
+    STATE(165), 1,
       sym_cgroup_name,
-    ACTIONS(135), 2,
+    ACTIONS(140), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(10), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    STATE(66), 2,
+    STATE(61), 2,
       sym_cgroup_value,
       sym_io_entry,
-    ACTIONS(131), 5,
+    ACTIONS(136), 5,
       anon_sym_cpu,
       anon_sym_memory,
       anon_sym_swap,
       anon_sym_pids,
       anon_sym_join_DASHtimeout,
-  [584] = 9,
+  [606] = 9,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(133), 1,
+    ACTIONS(138), 1,
       anon_sym_io,
-    ACTIONS(137), 1,
+    ACTIONS(142), 1,
       anon_sym_RBRACE,
     STATE(14), 1,
       aux_sym_cgroup_block_repeat1,
-    STATE(162), 1,
+    STATE(165), 1,
       sym_cgroup_name,
-    ACTIONS(57), 2,
+    ACTIONS(59), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    STATE(70), 2,
+    STATE(65), 2,
       sym_cgroup_value,
       sym_io_entry,
-    ACTIONS(131), 5,
+    ACTIONS(136), 5,
       anon_sym_cpu,
       anon_sym_memory,
       anon_sym_swap,
       anon_sym_pids,
       anon_sym_join_DASHtimeout,
-  [619] = 8,
+  [641] = 8,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(139), 1,
+    ACTIONS(144), 1,
       anon_sym_RBRACE,
     STATE(20), 1,
       aux_sym_limits_block_repeat1,
-    STATE(77), 1,
+    STATE(48), 1,
       sym_limit_entry,
-    STATE(187), 1,
+    STATE(184), 1,
       sym_limit_name,
-    ACTIONS(143), 2,
+    ACTIONS(148), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(12), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    ACTIONS(141), 5,
+    ACTIONS(146), 5,
       anon_sym_cpu,
       anon_sym_address_DASHspace,
       anon_sym_processes,
       anon_sym_open_DASHfiles,
       anon_sym_file_DASHsize,
-  [650] = 8,
+  [672] = 8,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(145), 1,
+    ACTIONS(150), 1,
       anon_sym_RBRACE,
     STATE(21), 1,
       aux_sym_limits_block_repeat1,
-    STATE(52), 1,
+    STATE(45), 1,
       sym_limit_entry,
-    STATE(187), 1,
+    STATE(184), 1,
       sym_limit_name,
-    ACTIONS(57), 2,
+    ACTIONS(59), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    ACTIONS(141), 5,
+    ACTIONS(146), 5,
       anon_sym_cpu,
       anon_sym_address_DASHspace,
       anon_sym_processes,
       anon_sym_open_DASHfiles,
       anon_sym_file_DASHsize,
-  [681] = 7,
+  [703] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(133), 1,
+    ACTIONS(138), 1,
       anon_sym_io,
-    ACTIONS(137), 1,
+    ACTIONS(142), 1,
       anon_sym_RBRACE,
     STATE(15), 1,
       aux_sym_cgroup_block_repeat1,
-    STATE(162), 1,
+    STATE(165), 1,
+      sym_cgroup_name,
+    STATE(65), 2,
+      sym_cgroup_value,
+      sym_io_entry,
+    ACTIONS(136), 5,
+      anon_sym_cpu,
+      anon_sym_memory,
+      anon_sym_swap,
+      anon_sym_pids,
+      anon_sym_join_DASHtimeout,
+  [730] = 7,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(138), 1,
+      anon_sym_io,
+    ACTIONS(152), 1,
+      anon_sym_RBRACE,
+    STATE(15), 1,
+      aux_sym_cgroup_block_repeat1,
+    STATE(165), 1,
       sym_cgroup_name,
     STATE(70), 2,
       sym_cgroup_value,
       sym_io_entry,
-    ACTIONS(131), 5,
+    ACTIONS(136), 5,
       anon_sym_cpu,
       anon_sym_memory,
       anon_sym_swap,
       anon_sym_pids,
       anon_sym_join_DASHtimeout,
-  [708] = 7,
+  [757] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(133), 1,
-      anon_sym_io,
-    ACTIONS(147), 1,
-      anon_sym_RBRACE,
-    STATE(15), 1,
-      aux_sym_cgroup_block_repeat1,
-    STATE(162), 1,
-      sym_cgroup_name,
-    STATE(72), 2,
-      sym_cgroup_value,
-      sym_io_entry,
-    ACTIONS(131), 5,
-      anon_sym_cpu,
-      anon_sym_memory,
-      anon_sym_swap,
-      anon_sym_pids,
-      anon_sym_join_DASHtimeout,
-  [735] = 7,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(149), 1,
-      anon_sym_RBRACE,
     ACTIONS(154), 1,
+      anon_sym_RBRACE,
+    ACTIONS(159), 1,
       anon_sym_io,
     STATE(15), 1,
       aux_sym_cgroup_block_repeat1,
-    STATE(162), 1,
+    STATE(165), 1,
       sym_cgroup_name,
-    STATE(101), 2,
+    STATE(109), 2,
       sym_cgroup_value,
       sym_io_entry,
-    ACTIONS(151), 5,
+    ACTIONS(156), 5,
       anon_sym_cpu,
       anon_sym_memory,
       anon_sym_swap,
       anon_sym_pids,
       anon_sym_join_DASHtimeout,
-  [762] = 4,
+  [784] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(57), 2,
+    ACTIONS(59), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    ACTIONS(149), 7,
+    ACTIONS(154), 7,
       anon_sym_RBRACE,
       anon_sym_cpu,
       anon_sym_memory,
@@ -3781,501 +3912,483 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_pids,
       anon_sym_join_DASHtimeout,
       anon_sym_io,
-  [783] = 4,
+  [805] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(57), 2,
+    ACTIONS(59), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    ACTIONS(157), 6,
+    ACTIONS(162), 6,
       anon_sym_RBRACE,
       anon_sym_cpu,
       anon_sym_address_DASHspace,
       anon_sym_processes,
       anon_sym_open_DASHfiles,
       anon_sym_file_DASHsize,
-  [803] = 8,
+  [825] = 8,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(159), 1,
+    ACTIONS(164), 1,
       anon_sym_RBRACE,
-    STATE(39), 1,
+    STATE(40), 1,
       aux_sym_io_block_repeat1,
-    STATE(73), 1,
+    STATE(71), 1,
       sym_io_limit,
-    STATE(186), 1,
+    STATE(187), 1,
       sym_io_direction,
-    ACTIONS(161), 2,
+    ACTIONS(166), 2,
       anon_sym_read,
       anon_sym_write,
-    ACTIONS(163), 2,
+    ACTIONS(168), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(19), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [831] = 8,
+  [853] = 8,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(165), 1,
+    ACTIONS(170), 1,
       anon_sym_RBRACE,
     STATE(41), 1,
       aux_sym_io_block_repeat1,
-    STATE(76), 1,
+    STATE(75), 1,
       sym_io_limit,
-    STATE(186), 1,
+    STATE(187), 1,
       sym_io_direction,
-    ACTIONS(57), 2,
+    ACTIONS(59), 2,
       anon_sym_SEMI,
       sym__newline,
-    ACTIONS(161), 2,
+    ACTIONS(166), 2,
       anon_sym_read,
       anon_sym_write,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [859] = 6,
+  [881] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(145), 1,
+    ACTIONS(150), 1,
       anon_sym_RBRACE,
     STATE(22), 1,
       aux_sym_limits_block_repeat1,
-    STATE(52), 1,
+    STATE(45), 1,
       sym_limit_entry,
-    STATE(187), 1,
+    STATE(184), 1,
       sym_limit_name,
-    ACTIONS(141), 5,
+    ACTIONS(146), 5,
       anon_sym_cpu,
       anon_sym_address_DASHspace,
       anon_sym_processes,
       anon_sym_open_DASHfiles,
       anon_sym_file_DASHsize,
-  [882] = 6,
+  [904] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(167), 1,
+    ACTIONS(172), 1,
       anon_sym_RBRACE,
     STATE(22), 1,
       aux_sym_limits_block_repeat1,
-    STATE(79), 1,
+    STATE(53), 1,
       sym_limit_entry,
-    STATE(187), 1,
+    STATE(184), 1,
       sym_limit_name,
-    ACTIONS(141), 5,
+    ACTIONS(146), 5,
       anon_sym_cpu,
       anon_sym_address_DASHspace,
       anon_sym_processes,
       anon_sym_open_DASHfiles,
       anon_sym_file_DASHsize,
-  [905] = 6,
+  [927] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(157), 1,
+    ACTIONS(162), 1,
       anon_sym_RBRACE,
     STATE(22), 1,
       aux_sym_limits_block_repeat1,
-    STATE(86), 1,
+    STATE(94), 1,
       sym_limit_entry,
-    STATE(187), 1,
+    STATE(184), 1,
       sym_limit_name,
-    ACTIONS(169), 5,
+    ACTIONS(174), 5,
       anon_sym_cpu,
       anon_sym_address_DASHspace,
       anon_sym_processes,
       anon_sym_open_DASHfiles,
       anon_sym_file_DASHsize,
-  [928] = 7,
+  [950] = 7,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(7), 1,
       anon_sym_splashpol,
     ACTIONS(9), 1,
       anon_sym_policy,
-    STATE(67), 1,
+    STATE(63), 1,
       sym_policy,
-    STATE(81), 1,
+    STATE(111), 1,
       sym_header,
-    ACTIONS(172), 2,
+    ACTIONS(177), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(24), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [952] = 7,
+  [974] = 7,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(7), 1,
       anon_sym_splashpol,
     ACTIONS(9), 1,
       anon_sym_policy,
-    STATE(78), 1,
+    STATE(68), 1,
       sym_policy,
-    STATE(91), 1,
+    STATE(89), 1,
       sym_header,
-    ACTIONS(57), 2,
+    ACTIONS(59), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [976] = 7,
+  [998] = 7,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(7), 1,
       anon_sym_splashpol,
     ACTIONS(9), 1,
       anon_sym_policy,
-    STATE(67), 1,
+    STATE(63), 1,
       sym_policy,
-    STATE(81), 1,
+    STATE(111), 1,
       sym_header,
-    ACTIONS(57), 2,
+    ACTIONS(59), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1000] = 7,
+  [1022] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(174), 1,
+    ACTIONS(179), 1,
       anon_sym_RBRACE,
-    ACTIONS(176), 1,
+    ACTIONS(181), 1,
       anon_sym_allow_DASHexec,
-    STATE(43), 1,
+    STATE(44), 1,
       sym_allow_exec,
-    STATE(100), 1,
+    STATE(83), 1,
       aux_sym_landlock_block_repeat1,
-    ACTIONS(178), 2,
+    ACTIONS(183), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(27), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1024] = 7,
+  [1046] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(176), 1,
+    ACTIONS(181), 1,
       anon_sym_allow_DASHexec,
-    ACTIONS(180), 1,
+    ACTIONS(185), 1,
       anon_sym_RBRACE,
-    STATE(54), 1,
+    STATE(49), 1,
       sym_allow_exec,
-    STATE(103), 1,
+    STATE(90), 1,
       aux_sym_landlock_block_repeat1,
-    ACTIONS(57), 2,
+    ACTIONS(59), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1048] = 5,
+  [1070] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(182), 1,
+    ACTIONS(187), 1,
       sym__word,
-    STATE(48), 1,
+    STATE(76), 1,
       sym_unit,
-    ACTIONS(186), 2,
+    ACTIONS(191), 2,
       anon_sym_inodes,
       anon_sym_call,
-    ACTIONS(184), 3,
+    ACTIONS(189), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [1067] = 4,
+  [1089] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(57), 2,
+    ACTIONS(59), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    ACTIONS(188), 3,
+    ACTIONS(193), 3,
       anon_sym_RBRACE,
       anon_sym_read,
       anon_sym_write,
-  [1084] = 4,
+  [1106] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(190), 1,
+    ACTIONS(195), 1,
       anon_sym_RBRACE,
     STATE(38), 2,
       sym__sep,
       aux_sym_syscall_block_repeat1,
-    ACTIONS(192), 3,
+    ACTIONS(197), 3,
       sym_syscall_name,
       anon_sym_SEMI,
       sym__newline,
-  [1100] = 6,
+  [1122] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(188), 1,
+    ACTIONS(193), 1,
       anon_sym_RBRACE,
     STATE(31), 1,
       aux_sym_io_block_repeat1,
-    STATE(111), 1,
+    STATE(81), 1,
       sym_io_limit,
-    STATE(186), 1,
+    STATE(187), 1,
       sym_io_direction,
-    ACTIONS(194), 2,
+    ACTIONS(199), 2,
       anon_sym_read,
       anon_sym_write,
-  [1120] = 5,
+  [1142] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(9), 1,
-      anon_sym_policy,
-    STATE(44), 1,
-      sym_policy,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1138] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(197), 1,
+    ACTIONS(202), 1,
       anon_sym_RBRACE,
     STATE(30), 2,
       sym__sep,
       aux_sym_syscall_block_repeat1,
-    ACTIONS(199), 3,
+    ACTIONS(204), 3,
       sym_syscall_name,
       anon_sym_SEMI,
       sym__newline,
-  [1154] = 3,
+  [1158] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(203), 1,
+    ACTIONS(9), 1,
+      anon_sym_policy,
+    STATE(79), 1,
+      sym_policy,
+    ACTIONS(59), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1176] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(206), 1,
+      anon_sym_LBRACE,
+    ACTIONS(210), 1,
+      anon_sym_runner,
+    STATE(140), 1,
+      sym_landlock_block,
+    ACTIONS(208), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [1194] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(214), 1,
       aux_sym_unit_token1,
-    ACTIONS(201), 5,
+    ACTIONS(212), 5,
       anon_sym_RBRACE,
       anon_sym_inodes,
       anon_sym_call,
       anon_sym_SEMI,
       sym__newline,
-  [1168] = 5,
+  [1208] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(9), 1,
       anon_sym_policy,
-    STATE(71), 1,
+    STATE(68), 1,
       sym_policy,
-    ACTIONS(57), 2,
+    ACTIONS(59), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1186] = 5,
+  [1226] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(205), 1,
-      anon_sym_LBRACE,
-    ACTIONS(209), 1,
-      anon_sym_runner,
-    STATE(152), 1,
-      sym_landlock_block,
-    ACTIONS(207), 3,
-      anon_sym_RBRACE,
+    ACTIONS(59), 2,
       anon_sym_SEMI,
       sym__newline,
-  [1204] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    ACTIONS(211), 2,
+    ACTIONS(216), 2,
       anon_sym_RBRACE,
       anon_sym_allow_DASHexec,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1220] = 4,
+  [1242] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(213), 1,
+    ACTIONS(218), 1,
       anon_sym_RBRACE,
     STATE(38), 2,
       sym__sep,
       aux_sym_syscall_block_repeat1,
-    ACTIONS(215), 3,
+    ACTIONS(220), 3,
       sym_syscall_name,
       anon_sym_SEMI,
       sym__newline,
-  [1236] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(165), 1,
-      anon_sym_RBRACE,
-    STATE(31), 1,
-      aux_sym_io_block_repeat1,
-    STATE(76), 1,
-      sym_io_limit,
-    STATE(186), 1,
-      sym_io_direction,
-    ACTIONS(161), 2,
-      anon_sym_read,
-      anon_sym_write,
-  [1256] = 5,
+  [1258] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(9), 1,
       anon_sym_policy,
-    STATE(78), 1,
+    STATE(54), 1,
       sym_policy,
-    ACTIONS(57), 2,
+    ACTIONS(59), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1274] = 6,
+  [1276] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(218), 1,
+    ACTIONS(170), 1,
       anon_sym_RBRACE,
     STATE(31), 1,
       aux_sym_io_block_repeat1,
-    STATE(58), 1,
+    STATE(75), 1,
       sym_io_limit,
-    STATE(186), 1,
+    STATE(187), 1,
       sym_io_direction,
-    ACTIONS(161), 2,
+    ACTIONS(166), 2,
       anon_sym_read,
       anon_sym_write,
-  [1294] = 4,
+  [1296] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(220), 1,
+    ACTIONS(223), 1,
       anon_sym_RBRACE,
-    ACTIONS(222), 2,
+    STATE(31), 1,
+      aux_sym_io_block_repeat1,
+    STATE(78), 1,
+      sym_io_limit,
+    STATE(187), 1,
+      sym_io_direction,
+    ACTIONS(166), 2,
+      anon_sym_read,
+      anon_sym_write,
+  [1316] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(225), 1,
+      anon_sym_RBRACE,
+    ACTIONS(227), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(37), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1309] = 4,
+  [1331] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(180), 1,
+    ACTIONS(57), 1,
       anon_sym_RBRACE,
-    ACTIONS(222), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(37), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1324] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(224), 1,
-      ts_builtin_sym_end,
-    ACTIONS(226), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(69), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1339] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(205), 1,
-      anon_sym_LBRACE,
-    STATE(132), 1,
-      sym_landlock_block,
-    ACTIONS(228), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [1354] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(230), 1,
-      anon_sym_RBRACE,
-    ACTIONS(232), 2,
+    ACTIONS(229), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(8), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1369] = 4,
+  [1346] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(234), 1,
-      ts_builtin_sym_end,
-    ACTIONS(57), 2,
+    ACTIONS(185), 1,
+      anon_sym_RBRACE,
+    ACTIONS(227), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(7), 2,
+    STATE(37), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1384] = 2,
+  [1361] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(236), 5,
+    ACTIONS(172), 1,
       anon_sym_RBRACE,
-      anon_sym_inodes,
-      anon_sym_call,
-      anon_sym_SEMI,
-      sym__newline,
-  [1395] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(240), 1,
-      anon_sym_COMMA,
-    STATE(49), 1,
-      aux_sym_pin_statement_repeat1,
-    ACTIONS(238), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [1410] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(243), 1,
-      ts_builtin_sym_end,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1425] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(224), 1,
-      ts_builtin_sym_end,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1440] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(167), 1,
-      anon_sym_RBRACE,
-    ACTIONS(245), 2,
+    ACTIONS(231), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(17), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
+  [1376] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(233), 1,
+      ts_builtin_sym_end,
+    ACTIONS(59), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1391] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(235), 1,
+      ts_builtin_sym_end,
+    ACTIONS(59), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1406] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(150), 1,
+      anon_sym_RBRACE,
+    ACTIONS(231), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(17), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1421] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(237), 1,
+      anon_sym_RBRACE,
+    ACTIONS(227), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(37), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1436] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(239), 1,
+      anon_sym_COMMA,
+    ACTIONS(241), 1,
+      anon_sym_RBRACK,
+    ACTIONS(243), 1,
+      sym__newline,
+    STATE(55), 1,
+      aux_sym_string_list_repeat1,
+    STATE(147), 1,
+      aux_sym_string_list_repeat2,
   [1455] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(184), 5,
+    ACTIONS(245), 5,
       anon_sym_RBRACE,
       anon_sym_inodes,
       anon_sym_call,
@@ -4284,164 +4397,197 @@ static const uint16_t ts_small_parse_table[] = {
   [1466] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(247), 1,
+    ACTIONS(206), 1,
+      anon_sym_LBRACE,
+    STATE(130), 1,
+      sym_landlock_block,
+    ACTIONS(247), 3,
       anon_sym_RBRACE,
-    ACTIONS(222), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(37), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1481] = 6,
+  [1481] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(249), 1,
-      anon_sym_COMMA,
+      anon_sym_RBRACE,
+    ACTIONS(231), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(17), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1496] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
     ACTIONS(251), 1,
-      anon_sym_RBRACK,
-    ACTIONS(253), 1,
-      sym__newline,
-    STATE(60), 1,
-      aux_sym_string_list_repeat1,
-    STATE(146), 1,
-      aux_sym_string_list_repeat2,
-  [1500] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(255), 5,
-      anon_sym_RBRACE,
-      anon_sym_inodes,
-      anon_sym_call,
-      anon_sym_SEMI,
-      sym__newline,
-  [1511] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(259), 1,
-      anon_sym_COMMA,
-    STATE(49), 1,
-      aux_sym_pin_statement_repeat1,
-    ACTIONS(257), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [1526] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(261), 1,
-      anon_sym_RBRACE,
-    ACTIONS(263), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(29), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1541] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(265), 1,
       ts_builtin_sym_end,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1556] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(267), 1,
-      anon_sym_COMMA,
-    ACTIONS(269), 1,
-      anon_sym_RBRACK,
-    ACTIONS(271), 1,
-      sym__newline,
-    STATE(62), 1,
-      aux_sym_string_list_repeat1,
-    STATE(157), 1,
-      aux_sym_string_list_repeat2,
-  [1575] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(267), 1,
-      anon_sym_COMMA,
-    ACTIONS(269), 1,
-      anon_sym_RBRACK,
-    ACTIONS(273), 1,
-      sym__newline,
-    STATE(64), 1,
-      aux_sym_string_list_repeat1,
-    STATE(157), 1,
-      aux_sym_string_list_repeat2,
-  [1594] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(277), 1,
-      sym__newline,
-    STATE(62), 1,
-      aux_sym_string_list_repeat1,
-    ACTIONS(275), 3,
-      anon_sym_COMMA,
-      sym_string,
-      anon_sym_RBRACK,
-  [1609] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(55), 1,
-      anon_sym_RBRACE,
-    ACTIONS(232), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(8), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1624] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(271), 1,
-      sym__newline,
-    ACTIONS(280), 1,
-      anon_sym_COMMA,
-    ACTIONS(282), 1,
-      anon_sym_RBRACK,
-    STATE(62), 1,
-      aux_sym_string_list_repeat1,
-    STATE(167), 1,
-      aux_sym_string_list_repeat2,
-  [1643] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(286), 1,
-      anon_sym_quota,
-    STATE(168), 1,
-      sym_root_quota,
-    ACTIONS(284), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [1658] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(137), 1,
-      anon_sym_RBRACE,
-    ACTIONS(288), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(16), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1673] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(265), 1,
-      ts_builtin_sym_end,
-    ACTIONS(290), 2,
+    ACTIONS(253), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(47), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
+  [1511] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(255), 1,
+      anon_sym_COMMA,
+    ACTIONS(257), 1,
+      anon_sym_RBRACK,
+    ACTIONS(259), 1,
+      sym__newline,
+    STATE(57), 1,
+      aux_sym_string_list_repeat1,
+    STATE(157), 1,
+      aux_sym_string_list_repeat2,
+  [1530] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(255), 1,
+      anon_sym_COMMA,
+    ACTIONS(257), 1,
+      anon_sym_RBRACK,
+    ACTIONS(261), 1,
+      sym__newline,
+    STATE(59), 1,
+      aux_sym_string_list_repeat1,
+    STATE(157), 1,
+      aux_sym_string_list_repeat2,
+  [1549] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(265), 1,
+      sym__newline,
+    STATE(57), 1,
+      aux_sym_string_list_repeat1,
+    ACTIONS(263), 3,
+      anon_sym_COMMA,
+      sym_string,
+      anon_sym_RBRACK,
+  [1564] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(270), 1,
+      anon_sym_COMMA,
+    STATE(77), 1,
+      aux_sym_pin_statement_repeat1,
+    ACTIONS(268), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [1579] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(259), 1,
+      sym__newline,
+    ACTIONS(272), 1,
+      anon_sym_COMMA,
+    ACTIONS(274), 1,
+      anon_sym_RBRACK,
+    STATE(57), 1,
+      aux_sym_string_list_repeat1,
+    STATE(172), 1,
+      aux_sym_string_list_repeat2,
+  [1598] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(278), 1,
+      anon_sym_quota,
+    STATE(173), 1,
+      sym_root_quota,
+    ACTIONS(276), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [1613] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(142), 1,
+      anon_sym_RBRACE,
+    ACTIONS(280), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(16), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1628] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(270), 1,
+      anon_sym_COMMA,
+    STATE(58), 1,
+      aux_sym_pin_statement_repeat1,
+    ACTIONS(282), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [1643] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(233), 1,
+      ts_builtin_sym_end,
+    ACTIONS(284), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(66), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1658] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(286), 1,
+      anon_sym_RBRACE,
+    ACTIONS(229), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(8), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1673] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(152), 1,
+      anon_sym_RBRACE,
+    ACTIONS(280), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(16), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
   [1688] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(288), 1,
+      ts_builtin_sym_end,
+    ACTIONS(59), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1703] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(61), 1,
+      anon_sym_RBRACE,
+    ACTIONS(229), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(8), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1718] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(288), 1,
+      ts_builtin_sym_end,
+    ACTIONS(290), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(73), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1733] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(292), 1,
@@ -4449,48 +4595,15 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(294), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(59), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1703] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(296), 1,
-      ts_builtin_sym_end,
-    ACTIONS(57), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1718] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(147), 1,
-      anon_sym_RBRACE,
-    ACTIONS(288), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(16), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1733] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(296), 1,
-      ts_builtin_sym_end,
-    ACTIONS(298), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(50), 2,
+    STATE(46), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
   [1748] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(300), 1,
+    ACTIONS(296), 1,
       anon_sym_RBRACE,
-    ACTIONS(288), 2,
+    ACTIONS(280), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(16), 2,
@@ -4499,9 +4612,9 @@ static const uint16_t ts_small_parse_table[] = {
   [1763] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(165), 1,
+    ACTIONS(170), 1,
       anon_sym_RBRACE,
-    ACTIONS(263), 2,
+    ACTIONS(298), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(29), 2,
@@ -4510,206 +4623,218 @@ static const uint16_t ts_small_parse_table[] = {
   [1778] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(259), 1,
-      anon_sym_COMMA,
-    STATE(57), 1,
-      aux_sym_pin_statement_repeat1,
-    ACTIONS(302), 3,
-      anon_sym_RBRACE,
+    ACTIONS(300), 1,
+      ts_builtin_sym_end,
+    ACTIONS(59), 2,
       anon_sym_SEMI,
       sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
   [1793] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(59), 1,
-      anon_sym_RBRACE,
-    ACTIONS(232), 2,
+    ACTIONS(251), 1,
+      ts_builtin_sym_end,
+    ACTIONS(59), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(8), 2,
+    STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1808] = 4,
+  [1808] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(218), 1,
+    ACTIONS(189), 5,
       anon_sym_RBRACE,
-    ACTIONS(263), 2,
+      anon_sym_inodes,
+      anon_sym_call,
+      anon_sym_SEMI,
+      sym__newline,
+  [1819] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(223), 1,
+      anon_sym_RBRACE,
+    ACTIONS(298), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(29), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1823] = 4,
+  [1834] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(145), 1,
+    ACTIONS(302), 5,
       anon_sym_RBRACE,
-    ACTIONS(245), 2,
+      anon_sym_inodes,
+      anon_sym_call,
       anon_sym_SEMI,
       sym__newline,
-    STATE(17), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1838] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(234), 1,
-      ts_builtin_sym_end,
-    ACTIONS(304), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(51), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1853] = 4,
+  [1845] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(306), 1,
-      anon_sym_RBRACE,
-    ACTIONS(245), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(17), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1868] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(308), 4,
-      anon_sym_RBRACE,
-      anon_sym_quota,
-      anon_sym_SEMI,
-      sym__newline,
-  [1878] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(310), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(32), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1890] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(312), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(40), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1902] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(238), 4,
-      anon_sym_RBRACE,
       anon_sym_COMMA,
+    STATE(77), 1,
+      aux_sym_pin_statement_repeat1,
+    ACTIONS(304), 3,
+      anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [1912] = 5,
+  [1860] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(314), 1,
-      anon_sym_LBRACE,
-    ACTIONS(316), 1,
-      anon_sym_runner,
-    ACTIONS(318), 1,
-      anon_sym_required,
-    STATE(145), 1,
-      sym_limits_block,
-  [1928] = 5,
+    ACTIONS(309), 1,
+      anon_sym_RBRACE,
+    ACTIONS(298), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(29), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1875] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(320), 1,
+    ACTIONS(235), 1,
+      ts_builtin_sym_end,
+    ACTIONS(311), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(72), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1890] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(259), 1,
+      sym__newline,
+    ACTIONS(313), 1,
       sym_string,
-    ACTIONS(322), 1,
+    ACTIONS(315), 1,
       anon_sym_RBRACK,
-    ACTIONS(324), 1,
-      sym__newline,
-    STATE(110), 1,
+    STATE(57), 1,
       aux_sym_string_list_repeat1,
-  [1944] = 3,
+  [1906] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(245), 2,
+    ACTIONS(298), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(17), 2,
+    STATE(29), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1956] = 4,
+  [1918] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(271), 1,
+    ACTIONS(319), 1,
+      anon_sym_call,
+    ACTIONS(317), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
       sym__newline,
-    STATE(62), 1,
-      aux_sym_string_list_repeat1,
-    ACTIONS(326), 2,
-      anon_sym_COMMA,
-      anon_sym_RBRACK,
-  [1970] = 4,
+  [1930] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(328), 1,
+    ACTIONS(181), 1,
+      anon_sym_allow_DASHexec,
+    ACTIONS(185), 1,
+      anon_sym_RBRACE,
+    STATE(49), 1,
+      sym_allow_exec,
+    STATE(91), 1,
+      aux_sym_landlock_block_repeat1,
+  [1946] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(229), 2,
+      anon_sym_SEMI,
       sym__newline,
-    STATE(95), 1,
-      aux_sym_string_list_repeat1,
-    ACTIONS(326), 2,
-      anon_sym_COMMA,
+    STATE(8), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1958] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(321), 1,
+      sym_string,
+    ACTIONS(323), 1,
       anon_sym_RBRACK,
+    ACTIONS(325), 1,
+      sym__newline,
+    STATE(92), 1,
+      aux_sym_string_list_repeat1,
+  [1974] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(304), 4,
+      anon_sym_RBRACE,
+      anon_sym_COMMA,
+      anon_sym_SEMI,
+      sym__newline,
   [1984] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(271), 1,
-      sym__newline,
-    ACTIONS(330), 1,
-      sym_string,
-    ACTIONS(332), 1,
-      anon_sym_RBRACK,
-    STATE(62), 1,
-      aux_sym_string_list_repeat1,
-  [2000] = 5,
+    ACTIONS(327), 1,
+      anon_sym_LBRACE,
+    ACTIONS(329), 1,
+      anon_sym_runner,
+    ACTIONS(331), 1,
+      anon_sym_required,
+    STATE(194), 1,
+      sym_limits_block,
+  [2000] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(332), 1,
-      anon_sym_RBRACK,
-    ACTIONS(334), 1,
-      sym_string,
-    ACTIONS(336), 1,
-      sym__newline,
-    STATE(97), 1,
-      aux_sym_string_list_repeat1,
-  [2016] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(338), 2,
+    ACTIONS(333), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(35), 2,
+    STATE(36), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [2028] = 3,
+  [2012] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(222), 2,
+    ACTIONS(335), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(37), 2,
+    STATE(33), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
+  [2024] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(181), 1,
+      anon_sym_allow_DASHexec,
+    ACTIONS(237), 1,
+      anon_sym_RBRACE,
+    STATE(42), 1,
+      sym_allow_exec,
+    STATE(91), 1,
+      aux_sym_landlock_block_repeat1,
   [2040] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(269), 1,
+    ACTIONS(216), 1,
+      anon_sym_RBRACE,
+    ACTIONS(337), 1,
+      anon_sym_allow_DASHexec,
+    STATE(91), 1,
+      aux_sym_landlock_block_repeat1,
+    STATE(95), 1,
+      sym_allow_exec,
+  [2056] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(241), 1,
       anon_sym_RBRACK,
-    ACTIONS(334), 1,
-      sym_string,
-    ACTIONS(340), 1,
+    ACTIONS(259), 1,
       sym__newline,
-    STATE(108), 1,
+    ACTIONS(340), 1,
+      sym_string,
+    STATE(57), 1,
       aux_sym_string_list_repeat1,
-  [2056] = 3,
+  [2072] = 3,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(344), 1,
@@ -4718,1423 +4843,1471 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2068] = 4,
+  [2084] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(271), 1,
+    ACTIONS(231), 2,
+      anon_sym_SEMI,
       sym__newline,
-    STATE(62), 1,
-      aux_sym_string_list_repeat1,
-    ACTIONS(346), 2,
-      anon_sym_COMMA,
-      anon_sym_RBRACK,
-  [2082] = 3,
+    STATE(17), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2096] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(350), 1,
+    ACTIONS(227), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(37), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2108] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(257), 1,
+      anon_sym_RBRACK,
+    ACTIONS(346), 1,
+      sym_string,
+    ACTIONS(348), 1,
+      sym__newline,
+    STATE(99), 1,
+      aux_sym_string_list_repeat1,
+  [2124] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(352), 1,
       anon_sym_size,
-    ACTIONS(348), 3,
+    ACTIONS(350), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2094] = 5,
+  [2136] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(271), 1,
+    ACTIONS(356), 1,
       sym__newline,
-    ACTIONS(330), 1,
-      sym_string,
-    ACTIONS(352), 1,
-      anon_sym_RBRACK,
-    STATE(62), 1,
+    STATE(103), 1,
       aux_sym_string_list_repeat1,
-  [2110] = 5,
+    ACTIONS(354), 2,
+      anon_sym_COMMA,
+      anon_sym_RBRACK,
+  [2150] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(334), 1,
-      sym_string,
-    ACTIONS(352), 1,
-      anon_sym_RBRACK,
-    ACTIONS(354), 1,
+    ACTIONS(259), 1,
       sym__newline,
-    STATE(102), 1,
+    ACTIONS(274), 1,
+      anon_sym_RBRACK,
+    ACTIONS(313), 1,
+      sym_string,
+    STATE(57), 1,
       aux_sym_string_list_repeat1,
-  [2126] = 2,
+  [2166] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(356), 4,
+    ACTIONS(274), 1,
+      anon_sym_RBRACK,
+    ACTIONS(346), 1,
+      sym_string,
+    ACTIONS(358), 1,
+      sym__newline,
+    STATE(105), 1,
+      aux_sym_string_list_repeat1,
+  [2182] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(360), 4,
+      anon_sym_RBRACE,
+      anon_sym_quota,
+      anon_sym_SEMI,
+      sym__newline,
+  [2192] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(362), 4,
       anon_sym_RBRACE,
       anon_sym_COMMA,
       anon_sym_SEMI,
       sym__newline,
-  [2136] = 5,
+  [2202] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(176), 1,
-      anon_sym_allow_DASHexec,
-    ACTIONS(180), 1,
-      anon_sym_RBRACE,
-    STATE(54), 1,
-      sym_allow_exec,
-    STATE(104), 1,
-      aux_sym_landlock_block_repeat1,
-  [2152] = 3,
+    ACTIONS(259), 1,
+      sym__newline,
+    STATE(57), 1,
+      aux_sym_string_list_repeat1,
+    ACTIONS(364), 2,
+      anon_sym_COMMA,
+      anon_sym_RBRACK,
+  [2216] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(288), 2,
+    ACTIONS(366), 1,
+      sym__newline,
+    STATE(107), 1,
+      aux_sym_string_list_repeat1,
+    ACTIONS(364), 2,
+      anon_sym_COMMA,
+      anon_sym_RBRACK,
+  [2230] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(259), 1,
+      sym__newline,
+    ACTIONS(313), 1,
+      sym_string,
+    ACTIONS(368), 1,
+      anon_sym_RBRACK,
+    STATE(57), 1,
+      aux_sym_string_list_repeat1,
+  [2246] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(346), 1,
+      sym_string,
+    ACTIONS(368), 1,
+      anon_sym_RBRACK,
+    ACTIONS(370), 1,
+      sym__newline,
+    STATE(80), 1,
+      aux_sym_string_list_repeat1,
+  [2262] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(259), 1,
+      sym__newline,
+    STATE(57), 1,
+      aux_sym_string_list_repeat1,
+    ACTIONS(372), 2,
+      anon_sym_COMMA,
+      anon_sym_RBRACK,
+  [2276] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(315), 1,
+      anon_sym_RBRACK,
+    ACTIONS(346), 1,
+      sym_string,
+    ACTIONS(374), 1,
+      sym__newline,
+    STATE(110), 1,
+      aux_sym_string_list_repeat1,
+  [2292] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(280), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(16), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [2164] = 5,
+  [2304] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(271), 1,
+    ACTIONS(259), 1,
       sym__newline,
-    ACTIONS(330), 1,
+    ACTIONS(313), 1,
       sym_string,
-    ACTIONS(358), 1,
+    ACTIONS(376), 1,
       anon_sym_RBRACK,
-    STATE(62), 1,
+    STATE(57), 1,
       aux_sym_string_list_repeat1,
-  [2180] = 5,
+  [2320] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(176), 1,
-      anon_sym_allow_DASHexec,
-    ACTIONS(247), 1,
-      anon_sym_RBRACE,
-    STATE(42), 1,
-      sym_allow_exec,
-    STATE(104), 1,
-      aux_sym_landlock_block_repeat1,
-  [2196] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(211), 1,
-      anon_sym_RBRACE,
-    ACTIONS(360), 1,
-      anon_sym_allow_DASHexec,
-    STATE(92), 1,
-      sym_allow_exec,
-    STATE(104), 1,
-      aux_sym_landlock_block_repeat1,
-  [2212] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(232), 2,
+    ACTIONS(378), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(8), 2,
+    STATE(39), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [2224] = 3,
+  [2332] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(365), 1,
-      anon_sym_call,
-    ACTIONS(363), 3,
+    ACTIONS(380), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2236] = 4,
+  [2341] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(369), 1,
-      sym__newline,
-    STATE(87), 1,
-      aux_sym_string_list_repeat1,
-    ACTIONS(367), 2,
-      anon_sym_COMMA,
-      anon_sym_RBRACK,
-  [2250] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(271), 1,
-      sym__newline,
-    ACTIONS(282), 1,
-      anon_sym_RBRACK,
-    ACTIONS(330), 1,
-      sym_string,
-    STATE(62), 1,
-      aux_sym_string_list_repeat1,
-  [2266] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(282), 1,
-      anon_sym_RBRACK,
-    ACTIONS(334), 1,
-      sym_string,
-    ACTIONS(371), 1,
-      sym__newline,
-    STATE(89), 1,
-      aux_sym_string_list_repeat1,
-  [2282] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(251), 1,
-      anon_sym_RBRACK,
-    ACTIONS(271), 1,
-      sym__newline,
-    ACTIONS(373), 1,
-      sym_string,
-    STATE(62), 1,
-      aux_sym_string_list_repeat1,
-  [2298] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(263), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(29), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2310] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(375), 3,
+    ACTIONS(382), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2319] = 2,
+  [2350] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(377), 3,
+    ACTIONS(384), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2359] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(388), 1,
+      anon_sym_strict_DASHallowlist,
+    ACTIONS(386), 2,
+      anon_sym_off,
+      anon_sym_deny_DASHknown_DASHescape_DASHsurface,
+  [2370] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(390), 3,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-  [2328] = 2,
+  [2379] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(379), 3,
+    ACTIONS(392), 3,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-  [2337] = 2,
+  [2388] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(381), 3,
+    ACTIONS(394), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2346] = 2,
+  [2397] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(383), 3,
+    ACTIONS(396), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2355] = 2,
+  [2406] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(385), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2364] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(387), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2373] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(171), 1,
-      sym_quantity,
-  [2386] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(393), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2395] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(139), 1,
-      sym_quantity,
-  [2408] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(395), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
+    STATE(237), 1,
+      sym_catalog,
+    ACTIONS(398), 2,
+      anon_sym_endpoint,
+      anon_sym_origin,
   [2417] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(348), 3,
+    ACTIONS(400), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
   [2426] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(397), 3,
+    ACTIONS(402), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2435] = 2,
+  [2435] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(399), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2444] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(401), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2453] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(403), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2462] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(405), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2471] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(407), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2480] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(409), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2489] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
+    ACTIONS(404), 1,
       anon_sym_unlimited,
-    ACTIONS(391), 1,
+    ACTIONS(406), 1,
       sym_number,
-    STATE(176), 1,
+    STATE(136), 1,
       sym_quantity,
+  [2448] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(408), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2457] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(410), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2466] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(412), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2475] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(414), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2484] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(416), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2493] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(418), 3,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
   [2502] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(411), 3,
+    ACTIONS(420), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
   [2511] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(413), 3,
+    ACTIONS(422), 3,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
   [2520] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(415), 3,
+    ACTIONS(424), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
   [2529] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(417), 3,
+    ACTIONS(426), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
   [2538] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(389), 1,
+    ACTIONS(404), 1,
       anon_sym_unlimited,
-    ACTIONS(391), 1,
+    ACTIONS(406), 1,
       sym_number,
-    STATE(149), 1,
+    STATE(151), 1,
       sym_quantity,
   [2551] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(419), 3,
+    ACTIONS(428), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2560] = 4,
+  [2560] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(389), 1,
+    ACTIONS(430), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2569] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(432), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2578] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(434), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2587] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(436), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2596] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(438), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2605] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(440), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2614] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(404), 1,
       anon_sym_unlimited,
-    ACTIONS(391), 1,
+    ACTIONS(406), 1,
       sym_number,
-    STATE(106), 1,
+    STATE(255), 1,
       sym_quantity,
-  [2573] = 2,
+  [2627] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(421), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2582] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(423), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2591] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(425), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2600] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(427), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2609] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(429), 1,
+    ACTIONS(442), 1,
       anon_sym_LBRACE,
-    ACTIONS(431), 1,
+    ACTIONS(444), 1,
       anon_sym_required,
     STATE(154), 1,
       sym_cgroup_block,
-  [2622] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(433), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2631] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(435), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
   [2640] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(267), 1,
+    ACTIONS(404), 1,
+      anon_sym_unlimited,
+    ACTIONS(406), 1,
+      sym_number,
+    STATE(121), 1,
+      sym_quantity,
+  [2653] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(446), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2662] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(404), 1,
+      anon_sym_unlimited,
+    ACTIONS(406), 1,
+      sym_number,
+    STATE(139), 1,
+      sym_quantity,
+  [2675] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(255), 1,
       anon_sym_COMMA,
-    ACTIONS(269), 1,
+    ACTIONS(257), 1,
       anon_sym_RBRACK,
     STATE(158), 1,
       aux_sym_string_list_repeat2,
-  [2653] = 3,
+  [2688] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    STATE(65), 1,
+    ACTIONS(350), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2697] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    STATE(60), 1,
       sym_access,
-    ACTIONS(437), 2,
+    ACTIONS(448), 2,
       anon_sym_read_DASHonly,
       anon_sym_read_DASHwrite,
-  [2664] = 4,
+  [2708] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(389), 1,
+    ACTIONS(404), 1,
       anon_sym_unlimited,
-    ACTIONS(391), 1,
+    ACTIONS(406), 1,
       sym_number,
-    STATE(159), 1,
+    STATE(162), 1,
       sym_quantity,
-  [2677] = 2,
+  [2721] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(439), 3,
+    ACTIONS(450), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2686] = 2,
+  [2730] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(441), 3,
+    ACTIONS(452), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2695] = 2,
+  [2739] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(443), 3,
+    STATE(86), 1,
+      sym_pin_item,
+    ACTIONS(454), 2,
+      anon_sym_mounts,
+      anon_sym_executables,
+  [2750] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(456), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2704] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(445), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2713] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(447), 3,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-  [2722] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(449), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2731] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(451), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2740] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(453), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2749] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(280), 1,
-      anon_sym_COMMA,
-    ACTIONS(282), 1,
-      anon_sym_RBRACK,
-    STATE(158), 1,
-      aux_sym_string_list_repeat2,
-  [2762] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(367), 1,
-      anon_sym_RBRACK,
-    ACTIONS(455), 1,
-      anon_sym_COMMA,
-    STATE(158), 1,
-      aux_sym_string_list_repeat2,
-  [2775] = 2,
+  [2759] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(458), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2784] = 2,
+  [2768] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(460), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2793] = 3,
+  [2777] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    STATE(74), 1,
-      sym_pin_item,
-    ACTIONS(462), 2,
-      anon_sym_mounts,
-      anon_sym_executables,
-  [2804] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(172), 1,
-      sym_quantity,
-  [2817] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(464), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2826] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(466), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2835] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(470), 1,
-      anon_sym_strict_DASHallowlist,
-    ACTIONS(468), 2,
-      anon_sym_off,
-      anon_sym_deny_DASHknown_DASHescape_DASHsurface,
-  [2846] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(334), 1,
-      sym_string,
-    ACTIONS(472), 1,
-      sym__newline,
-    STATE(177), 1,
-      aux_sym_string_list_repeat1,
-  [2859] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(332), 1,
+    ACTIONS(272), 1,
+      anon_sym_COMMA,
+    ACTIONS(274), 1,
       anon_sym_RBRACK,
-    ACTIONS(474), 1,
+    STATE(158), 1,
+      aux_sym_string_list_repeat2,
+  [2790] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(354), 1,
+      anon_sym_RBRACK,
+    ACTIONS(462), 1,
       anon_sym_COMMA,
     STATE(158), 1,
       aux_sym_string_list_repeat2,
-  [2872] = 2,
+  [2803] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(476), 3,
+    ACTIONS(465), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2881] = 2,
+  [2812] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(478), 3,
+    ACTIONS(467), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2890] = 2,
+  [2821] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(480), 3,
+    ACTIONS(469), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2899] = 2,
+  [2830] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(482), 3,
+    ACTIONS(471), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2908] = 2,
+  [2839] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(484), 3,
+    ACTIONS(473), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2917] = 4,
+  [2848] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(389), 1,
+    ACTIONS(475), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2857] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(404), 1,
       anon_sym_unlimited,
-    ACTIONS(391), 1,
+    ACTIONS(406), 1,
       sym_number,
-    STATE(253), 1,
+    STATE(177), 1,
       sym_quantity,
-  [2930] = 4,
+  [2870] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(118), 1,
-      sym_quantity,
-  [2943] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    STATE(83), 1,
-      sym_pin_item,
-    ACTIONS(462), 2,
-      anon_sym_mounts,
-      anon_sym_executables,
-  [2954] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(486), 3,
+    ACTIONS(477), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2963] = 4,
+  [2879] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(271), 1,
+    ACTIONS(479), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
       sym__newline,
-    ACTIONS(330), 1,
+  [2888] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(481), 3,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+  [2897] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(483), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2906] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(485), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2915] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(346), 1,
       sym_string,
-    STATE(62), 1,
+    ACTIONS(487), 1,
+      sym__newline,
+    STATE(181), 1,
       aux_sym_string_list_repeat1,
-  [2976] = 2,
+  [2928] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(488), 3,
+    ACTIONS(368), 1,
+      anon_sym_RBRACK,
+    ACTIONS(489), 1,
+      anon_sym_COMMA,
+    STATE(158), 1,
+      aux_sym_string_list_repeat2,
+  [2941] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(491), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2985] = 2,
+  [2950] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(490), 3,
+    ACTIONS(493), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2994] = 2,
+  [2959] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(492), 3,
+    ACTIONS(495), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3003] = 2,
+  [2968] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(494), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3012] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    STATE(219), 1,
-      sym_catalog,
-    ACTIONS(496), 2,
-      anon_sym_endpoint,
-      anon_sym_origin,
-  [3023] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(498), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3032] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(500), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3041] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(502), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3050] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
+    ACTIONS(404), 1,
       anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(192), 1,
-      sym_quantity,
-  [3063] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(124), 1,
-      sym_quantity,
-  [3076] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(504), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3085] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(506), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3094] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
-      sym_number,
-    STATE(251), 1,
-      sym_quantity,
-  [3107] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(508), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3116] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(510), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3125] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(314), 1,
-      anon_sym_LBRACE,
-    ACTIONS(512), 1,
-      anon_sym_required,
-    STATE(127), 1,
-      sym_limits_block,
-  [3138] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(514), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3147] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(516), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3156] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(518), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3165] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
-      anon_sym_unlimited,
-    ACTIONS(391), 1,
+    ACTIONS(406), 1,
       sym_number,
     STATE(156), 1,
       sym_quantity,
-  [3178] = 2,
+  [2981] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(520), 3,
+    ACTIONS(497), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3187] = 2,
+  [2990] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(522), 3,
-      ts_builtin_sym_end,
+    ACTIONS(499), 3,
+      anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3196] = 3,
+  [2999] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(429), 1,
-      anon_sym_LBRACE,
-    STATE(163), 1,
-      sym_cgroup_block,
-  [3206] = 3,
+    ACTIONS(501), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3008] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(314), 1,
+    ACTIONS(404), 1,
+      anon_sym_unlimited,
+    ACTIONS(406), 1,
+      sym_number,
+    STATE(82), 1,
+      sym_quantity,
+  [3021] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(259), 1,
+      sym__newline,
+    ACTIONS(313), 1,
+      sym_string,
+    STATE(57), 1,
+      aux_sym_string_list_repeat1,
+  [3034] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(503), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3043] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(505), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3052] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(404), 1,
+      anon_sym_unlimited,
+    ACTIONS(406), 1,
+      sym_number,
+    STATE(125), 1,
+      sym_quantity,
+  [3065] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(507), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3074] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(509), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3083] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(404), 1,
+      anon_sym_unlimited,
+    ACTIONS(406), 1,
+      sym_number,
+    STATE(193), 1,
+      sym_quantity,
+  [3096] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(511), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3105] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(513), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3114] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(515), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3123] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(404), 1,
+      anon_sym_unlimited,
+    ACTIONS(406), 1,
+      sym_number,
+    STATE(257), 1,
+      sym_quantity,
+  [3136] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(517), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3145] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(519), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3154] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(521), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3163] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    STATE(62), 1,
+      sym_pin_item,
+    ACTIONS(454), 2,
+      anon_sym_mounts,
+      anon_sym_executables,
+  [3174] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(523), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3183] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(327), 1,
       anon_sym_LBRACE,
-    STATE(141), 1,
+    ACTIONS(525), 1,
+      anon_sym_required,
+    STATE(126), 1,
       sym_limits_block,
-  [3216] = 3,
+  [3196] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(524), 1,
-      anon_sym_LBRACK,
-    STATE(116), 1,
-      sym_string_list,
-  [3226] = 3,
+    ACTIONS(404), 1,
+      anon_sym_unlimited,
+    ACTIONS(406), 1,
+      sym_number,
+    STATE(200), 1,
+      sym_quantity,
+  [3209] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(526), 1,
-      anon_sym_host,
-    ACTIONS(528), 1,
-      anon_sym_tmpfs,
+    ACTIONS(527), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3218] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(529), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3227] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(531), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
   [3236] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(530), 1,
+    ACTIONS(327), 1,
       anon_sym_LBRACE,
-    STATE(180), 1,
-      sym_io_block,
+    STATE(112), 1,
+      sym_limits_block,
   [3246] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(314), 1,
-      anon_sym_LBRACE,
-    STATE(194), 1,
-      sym_limits_block,
-  [3256] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(532), 1,
-      anon_sym_LBRACE,
-    STATE(153), 1,
-      sym_policy_body,
-  [3266] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(534), 1,
+    ACTIONS(533), 1,
       sym_string,
-    STATE(203), 1,
+    STATE(206), 1,
       sym_root_id,
-  [3276] = 3,
+  [3256] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(536), 1,
+    ACTIONS(535), 2,
+      anon_sym_unlimited,
+      sym_number,
+  [3264] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(537), 2,
+      anon_sym_host,
+      anon_sym_tmpfs,
+  [3272] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(539), 1,
+      anon_sym_host,
+    ACTIONS(541), 1,
+      anon_sym_tmpfs,
+  [3282] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(543), 1,
       anon_sym_LBRACE,
-    STATE(178), 1,
-      sym_syscall_block,
-  [3286] = 2,
+    STATE(182), 1,
+      sym_io_block,
+  [3292] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(538), 2,
-      anon_sym_unlimited,
-      sym_number,
-  [3294] = 2,
+    ACTIONS(545), 1,
+      anon_sym_LBRACK,
+    STATE(118), 1,
+      sym_string_list,
+  [3302] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(540), 2,
-      anon_sym_unlimited,
-      sym_number,
-  [3302] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(542), 1,
-      anon_sym_off,
-    ACTIONS(544), 1,
-      anon_sym_private,
-  [3312] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(546), 2,
+    ACTIONS(547), 2,
       anon_sym_SEMI,
       sym__newline,
+  [3310] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(549), 1,
+      anon_sym_LBRACE,
+    STATE(160), 1,
+      sym_syscall_block,
   [3320] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(548), 2,
-      anon_sym_host,
-      anon_sym_tmpfs,
+    ACTIONS(551), 2,
+      anon_sym_unlimited,
+      sym_number,
   [3328] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(524), 1,
-      anon_sym_LBRACK,
-    STATE(169), 1,
-      sym_string_list,
+    ACTIONS(553), 1,
+      anon_sym_LBRACE,
+    STATE(129), 1,
+      sym_policy_body,
   [3338] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(550), 2,
+    ACTIONS(555), 2,
       anon_sym_unlimited,
       sym_number,
-  [3346] = 2,
+  [3346] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(552), 1,
-      anon_sym_none,
-  [3353] = 2,
+    ACTIONS(442), 1,
+      anon_sym_LBRACE,
+    STATE(167), 1,
+      sym_cgroup_block,
+  [3356] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(554), 1,
-      anon_sym_at,
-  [3360] = 2,
+    ACTIONS(557), 1,
+      anon_sym_user,
+    ACTIONS(559), 1,
+      anon_sym_dynamic,
+  [3366] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(556), 1,
+    ACTIONS(561), 1,
+      anon_sym_off,
+    ACTIONS(563), 1,
+      anon_sym_private,
+  [3376] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(327), 1,
+      anon_sym_LBRACE,
+    STATE(113), 1,
+      sym_limits_block,
+  [3386] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(545), 1,
+      anon_sym_LBRACK,
+    STATE(174), 1,
+      sym_string_list,
+  [3396] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(565), 1,
       sym_string,
-  [3367] = 2,
+  [3403] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(558), 1,
-      anon_sym_parent,
-  [3374] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(560), 1,
-      anon_sym_aggregate,
-  [3381] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(562), 1,
-      sym_string,
-  [3388] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(564), 1,
-      anon_sym_combined,
-  [3395] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(566), 1,
-      anon_sym_bytes,
-  [3402] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(568), 1,
+    ACTIONS(567), 1,
       anon_sym_session,
-  [3409] = 2,
+  [3410] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(570), 1,
-      sym_number,
-  [3416] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(572), 1,
-      sym_string,
-  [3423] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(574), 1,
-      sym_number,
-  [3430] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(576), 1,
-      anon_sym_ids,
-  [3437] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(578), 1,
+    ACTIONS(569), 1,
       anon_sym_at,
-  [3444] = 2,
+  [3417] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(580), 1,
-      anon_sym_at,
-  [3451] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(582), 1,
-      sym_string,
-  [3458] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(584), 1,
-      sym_string,
-  [3465] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(586), 1,
+    ACTIONS(571), 1,
       anon_sym_max,
-  [3472] = 2,
+  [3424] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(588), 1,
-      sym_string,
-  [3479] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(590), 1,
-      anon_sym_bytes,
-  [3486] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(592), 1,
-      sym_string,
-  [3493] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(594), 1,
-      anon_sym_runner,
-  [3500] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(596), 1,
-      sym_string,
-  [3507] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(598), 1,
-      anon_sym_size,
-  [3514] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(600), 1,
-      sym_string,
-  [3521] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(602), 1,
-      sym_string,
-  [3528] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(604), 1,
-      anon_sym_aggregate,
-  [3535] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(606), 1,
-      anon_sym_at,
-  [3542] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(608), 1,
-      sym_string,
-  [3549] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(610), 1,
-      anon_sym_bounded,
-  [3556] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(612), 1,
+    ACTIONS(573), 1,
       ts_builtin_sym_end,
-  [3563] = 2,
+  [3431] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(614), 1,
+    ACTIONS(575), 1,
+      sym_string,
+  [3438] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(577), 1,
+      sym_number,
+  [3445] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(579), 1,
+      sym_string,
+  [3452] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(581), 1,
+      sym_string,
+  [3459] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(583), 1,
+      sym_string,
+  [3466] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(585), 1,
+      anon_sym_aggregate,
+  [3473] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(587), 1,
+      anon_sym_combined,
+  [3480] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(589), 1,
+      anon_sym_bytes,
+  [3487] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(591), 1,
       anon_sym_unbounded,
-  [3570] = 2,
+  [3494] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(616), 1,
+    ACTIONS(593), 1,
+      sym_number,
+  [3501] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(595), 1,
       anon_sym_parent,
-  [3577] = 2,
+  [3508] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(618), 1,
+    ACTIONS(597), 1,
+      anon_sym_at,
+  [3515] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(599), 1,
+      sym_string,
+  [3522] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(601), 1,
+      anon_sym_parent,
+  [3529] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(603), 1,
       anon_sym_project,
-  [3584] = 2,
+  [3536] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(620), 1,
-      sym_string,
-  [3591] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(622), 1,
-      anon_sym_inodes,
-  [3598] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(624), 1,
-      sym_string,
-  [3605] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(626), 1,
-      anon_sym_inodes,
-  [3612] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(628), 1,
-      sym_string,
-  [3619] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(630), 1,
+    ACTIONS(605), 1,
       anon_sym_parent,
-  [3626] = 2,
+  [3543] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(632), 1,
+    ACTIONS(607), 1,
+      anon_sym_none,
+  [3550] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(609), 1,
+      anon_sym_bytes,
+  [3557] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(611), 1,
+      anon_sym_ids,
+  [3564] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(613), 1,
+      anon_sym_at,
+  [3571] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(615), 1,
+      sym_number,
+  [3578] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(617), 1,
+      sym_string,
+  [3585] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(619), 1,
+      sym_string,
+  [3592] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(621), 1,
+      sym_string,
+  [3599] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(623), 1,
+      anon_sym_at,
+  [3606] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(625), 1,
+      anon_sym_group,
+  [3613] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(627), 1,
       sym_device,
-  [3633] = 2,
+  [3620] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(634), 1,
-      sym_string,
-  [3640] = 2,
+    ACTIONS(629), 1,
+      sym_number,
+  [3627] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(636), 1,
+    ACTIONS(631), 1,
       sym_string,
+  [3634] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(633), 1,
+      sym_string,
+  [3641] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(635), 1,
+      sym_string,
+  [3648] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(637), 1,
+      anon_sym_inodes,
+  [3655] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(639), 1,
+      anon_sym_bounded,
+  [3662] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(641), 1,
+      anon_sym_inodes,
+  [3669] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(643), 1,
+      sym_string,
+  [3676] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(645), 1,
+      sym_string,
+  [3683] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(647), 1,
+      sym_string,
+  [3690] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(649), 1,
+      anon_sym_aggregate,
+  [3697] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(651), 1,
+      sym_string,
+  [3704] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(653), 1,
+      anon_sym_size,
+  [3711] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(655), 1,
+      anon_sym_runner,
 };
 
 static const uint32_t ts_small_parse_table_map[] = {
   [SMALL_STATE(2)] = 0,
-  [SMALL_STATE(3)] = 97,
-  [SMALL_STATE(4)] = 194,
-  [SMALL_STATE(5)] = 283,
-  [SMALL_STATE(6)] = 372,
-  [SMALL_STATE(7)] = 461,
-  [SMALL_STATE(8)] = 513,
-  [SMALL_STATE(9)] = 549,
-  [SMALL_STATE(10)] = 584,
-  [SMALL_STATE(11)] = 619,
-  [SMALL_STATE(12)] = 650,
-  [SMALL_STATE(13)] = 681,
-  [SMALL_STATE(14)] = 708,
-  [SMALL_STATE(15)] = 735,
-  [SMALL_STATE(16)] = 762,
-  [SMALL_STATE(17)] = 783,
-  [SMALL_STATE(18)] = 803,
-  [SMALL_STATE(19)] = 831,
-  [SMALL_STATE(20)] = 859,
-  [SMALL_STATE(21)] = 882,
-  [SMALL_STATE(22)] = 905,
-  [SMALL_STATE(23)] = 928,
-  [SMALL_STATE(24)] = 952,
-  [SMALL_STATE(25)] = 976,
-  [SMALL_STATE(26)] = 1000,
-  [SMALL_STATE(27)] = 1024,
-  [SMALL_STATE(28)] = 1048,
-  [SMALL_STATE(29)] = 1067,
-  [SMALL_STATE(30)] = 1084,
-  [SMALL_STATE(31)] = 1100,
-  [SMALL_STATE(32)] = 1120,
-  [SMALL_STATE(33)] = 1138,
-  [SMALL_STATE(34)] = 1154,
-  [SMALL_STATE(35)] = 1168,
-  [SMALL_STATE(36)] = 1186,
-  [SMALL_STATE(37)] = 1204,
-  [SMALL_STATE(38)] = 1220,
-  [SMALL_STATE(39)] = 1236,
-  [SMALL_STATE(40)] = 1256,
-  [SMALL_STATE(41)] = 1274,
-  [SMALL_STATE(42)] = 1294,
-  [SMALL_STATE(43)] = 1309,
-  [SMALL_STATE(44)] = 1324,
-  [SMALL_STATE(45)] = 1339,
-  [SMALL_STATE(46)] = 1354,
-  [SMALL_STATE(47)] = 1369,
-  [SMALL_STATE(48)] = 1384,
-  [SMALL_STATE(49)] = 1395,
-  [SMALL_STATE(50)] = 1410,
-  [SMALL_STATE(51)] = 1425,
-  [SMALL_STATE(52)] = 1440,
-  [SMALL_STATE(53)] = 1455,
-  [SMALL_STATE(54)] = 1466,
-  [SMALL_STATE(55)] = 1481,
-  [SMALL_STATE(56)] = 1500,
-  [SMALL_STATE(57)] = 1511,
-  [SMALL_STATE(58)] = 1526,
-  [SMALL_STATE(59)] = 1541,
-  [SMALL_STATE(60)] = 1556,
-  [SMALL_STATE(61)] = 1575,
-  [SMALL_STATE(62)] = 1594,
-  [SMALL_STATE(63)] = 1609,
-  [SMALL_STATE(64)] = 1624,
-  [SMALL_STATE(65)] = 1643,
-  [SMALL_STATE(66)] = 1658,
-  [SMALL_STATE(67)] = 1673,
-  [SMALL_STATE(68)] = 1688,
-  [SMALL_STATE(69)] = 1703,
-  [SMALL_STATE(70)] = 1718,
-  [SMALL_STATE(71)] = 1733,
-  [SMALL_STATE(72)] = 1748,
-  [SMALL_STATE(73)] = 1763,
-  [SMALL_STATE(74)] = 1778,
-  [SMALL_STATE(75)] = 1793,
-  [SMALL_STATE(76)] = 1808,
-  [SMALL_STATE(77)] = 1823,
-  [SMALL_STATE(78)] = 1838,
-  [SMALL_STATE(79)] = 1853,
-  [SMALL_STATE(80)] = 1868,
-  [SMALL_STATE(81)] = 1878,
-  [SMALL_STATE(82)] = 1890,
-  [SMALL_STATE(83)] = 1902,
-  [SMALL_STATE(84)] = 1912,
-  [SMALL_STATE(85)] = 1928,
-  [SMALL_STATE(86)] = 1944,
-  [SMALL_STATE(87)] = 1956,
-  [SMALL_STATE(88)] = 1970,
-  [SMALL_STATE(89)] = 1984,
-  [SMALL_STATE(90)] = 2000,
-  [SMALL_STATE(91)] = 2016,
-  [SMALL_STATE(92)] = 2028,
-  [SMALL_STATE(93)] = 2040,
-  [SMALL_STATE(94)] = 2056,
-  [SMALL_STATE(95)] = 2068,
-  [SMALL_STATE(96)] = 2082,
-  [SMALL_STATE(97)] = 2094,
-  [SMALL_STATE(98)] = 2110,
-  [SMALL_STATE(99)] = 2126,
-  [SMALL_STATE(100)] = 2136,
-  [SMALL_STATE(101)] = 2152,
-  [SMALL_STATE(102)] = 2164,
-  [SMALL_STATE(103)] = 2180,
-  [SMALL_STATE(104)] = 2196,
-  [SMALL_STATE(105)] = 2212,
-  [SMALL_STATE(106)] = 2224,
-  [SMALL_STATE(107)] = 2236,
-  [SMALL_STATE(108)] = 2250,
-  [SMALL_STATE(109)] = 2266,
-  [SMALL_STATE(110)] = 2282,
-  [SMALL_STATE(111)] = 2298,
-  [SMALL_STATE(112)] = 2310,
-  [SMALL_STATE(113)] = 2319,
-  [SMALL_STATE(114)] = 2328,
-  [SMALL_STATE(115)] = 2337,
-  [SMALL_STATE(116)] = 2346,
-  [SMALL_STATE(117)] = 2355,
-  [SMALL_STATE(118)] = 2364,
-  [SMALL_STATE(119)] = 2373,
-  [SMALL_STATE(120)] = 2386,
-  [SMALL_STATE(121)] = 2395,
-  [SMALL_STATE(122)] = 2408,
-  [SMALL_STATE(123)] = 2417,
-  [SMALL_STATE(124)] = 2426,
-  [SMALL_STATE(125)] = 2435,
-  [SMALL_STATE(126)] = 2444,
-  [SMALL_STATE(127)] = 2453,
-  [SMALL_STATE(128)] = 2462,
-  [SMALL_STATE(129)] = 2471,
-  [SMALL_STATE(130)] = 2480,
-  [SMALL_STATE(131)] = 2489,
-  [SMALL_STATE(132)] = 2502,
-  [SMALL_STATE(133)] = 2511,
-  [SMALL_STATE(134)] = 2520,
-  [SMALL_STATE(135)] = 2529,
-  [SMALL_STATE(136)] = 2538,
-  [SMALL_STATE(137)] = 2551,
-  [SMALL_STATE(138)] = 2560,
-  [SMALL_STATE(139)] = 2573,
-  [SMALL_STATE(140)] = 2582,
-  [SMALL_STATE(141)] = 2591,
-  [SMALL_STATE(142)] = 2600,
-  [SMALL_STATE(143)] = 2609,
-  [SMALL_STATE(144)] = 2622,
-  [SMALL_STATE(145)] = 2631,
-  [SMALL_STATE(146)] = 2640,
-  [SMALL_STATE(147)] = 2653,
-  [SMALL_STATE(148)] = 2664,
-  [SMALL_STATE(149)] = 2677,
-  [SMALL_STATE(150)] = 2686,
-  [SMALL_STATE(151)] = 2695,
-  [SMALL_STATE(152)] = 2704,
-  [SMALL_STATE(153)] = 2713,
-  [SMALL_STATE(154)] = 2722,
-  [SMALL_STATE(155)] = 2731,
-  [SMALL_STATE(156)] = 2740,
-  [SMALL_STATE(157)] = 2749,
-  [SMALL_STATE(158)] = 2762,
-  [SMALL_STATE(159)] = 2775,
-  [SMALL_STATE(160)] = 2784,
-  [SMALL_STATE(161)] = 2793,
-  [SMALL_STATE(162)] = 2804,
-  [SMALL_STATE(163)] = 2817,
-  [SMALL_STATE(164)] = 2826,
-  [SMALL_STATE(165)] = 2835,
-  [SMALL_STATE(166)] = 2846,
-  [SMALL_STATE(167)] = 2859,
-  [SMALL_STATE(168)] = 2872,
-  [SMALL_STATE(169)] = 2881,
-  [SMALL_STATE(170)] = 2890,
-  [SMALL_STATE(171)] = 2899,
-  [SMALL_STATE(172)] = 2908,
-  [SMALL_STATE(173)] = 2917,
-  [SMALL_STATE(174)] = 2930,
-  [SMALL_STATE(175)] = 2943,
-  [SMALL_STATE(176)] = 2954,
-  [SMALL_STATE(177)] = 2963,
-  [SMALL_STATE(178)] = 2976,
-  [SMALL_STATE(179)] = 2985,
-  [SMALL_STATE(180)] = 2994,
-  [SMALL_STATE(181)] = 3003,
-  [SMALL_STATE(182)] = 3012,
-  [SMALL_STATE(183)] = 3023,
-  [SMALL_STATE(184)] = 3032,
-  [SMALL_STATE(185)] = 3041,
-  [SMALL_STATE(186)] = 3050,
-  [SMALL_STATE(187)] = 3063,
-  [SMALL_STATE(188)] = 3076,
-  [SMALL_STATE(189)] = 3085,
-  [SMALL_STATE(190)] = 3094,
-  [SMALL_STATE(191)] = 3107,
-  [SMALL_STATE(192)] = 3116,
-  [SMALL_STATE(193)] = 3125,
-  [SMALL_STATE(194)] = 3138,
-  [SMALL_STATE(195)] = 3147,
-  [SMALL_STATE(196)] = 3156,
-  [SMALL_STATE(197)] = 3165,
-  [SMALL_STATE(198)] = 3178,
-  [SMALL_STATE(199)] = 3187,
-  [SMALL_STATE(200)] = 3196,
-  [SMALL_STATE(201)] = 3206,
-  [SMALL_STATE(202)] = 3216,
-  [SMALL_STATE(203)] = 3226,
-  [SMALL_STATE(204)] = 3236,
-  [SMALL_STATE(205)] = 3246,
-  [SMALL_STATE(206)] = 3256,
-  [SMALL_STATE(207)] = 3266,
-  [SMALL_STATE(208)] = 3276,
-  [SMALL_STATE(209)] = 3286,
-  [SMALL_STATE(210)] = 3294,
-  [SMALL_STATE(211)] = 3302,
-  [SMALL_STATE(212)] = 3312,
-  [SMALL_STATE(213)] = 3320,
-  [SMALL_STATE(214)] = 3328,
-  [SMALL_STATE(215)] = 3338,
-  [SMALL_STATE(216)] = 3346,
-  [SMALL_STATE(217)] = 3353,
-  [SMALL_STATE(218)] = 3360,
-  [SMALL_STATE(219)] = 3367,
-  [SMALL_STATE(220)] = 3374,
-  [SMALL_STATE(221)] = 3381,
-  [SMALL_STATE(222)] = 3388,
-  [SMALL_STATE(223)] = 3395,
-  [SMALL_STATE(224)] = 3402,
-  [SMALL_STATE(225)] = 3409,
-  [SMALL_STATE(226)] = 3416,
-  [SMALL_STATE(227)] = 3423,
-  [SMALL_STATE(228)] = 3430,
-  [SMALL_STATE(229)] = 3437,
-  [SMALL_STATE(230)] = 3444,
-  [SMALL_STATE(231)] = 3451,
-  [SMALL_STATE(232)] = 3458,
-  [SMALL_STATE(233)] = 3465,
-  [SMALL_STATE(234)] = 3472,
-  [SMALL_STATE(235)] = 3479,
-  [SMALL_STATE(236)] = 3486,
-  [SMALL_STATE(237)] = 3493,
-  [SMALL_STATE(238)] = 3500,
-  [SMALL_STATE(239)] = 3507,
-  [SMALL_STATE(240)] = 3514,
-  [SMALL_STATE(241)] = 3521,
-  [SMALL_STATE(242)] = 3528,
-  [SMALL_STATE(243)] = 3535,
-  [SMALL_STATE(244)] = 3542,
-  [SMALL_STATE(245)] = 3549,
-  [SMALL_STATE(246)] = 3556,
-  [SMALL_STATE(247)] = 3563,
-  [SMALL_STATE(248)] = 3570,
-  [SMALL_STATE(249)] = 3577,
-  [SMALL_STATE(250)] = 3584,
-  [SMALL_STATE(251)] = 3591,
-  [SMALL_STATE(252)] = 3598,
-  [SMALL_STATE(253)] = 3605,
-  [SMALL_STATE(254)] = 3612,
-  [SMALL_STATE(255)] = 3619,
-  [SMALL_STATE(256)] = 3626,
-  [SMALL_STATE(257)] = 3633,
-  [SMALL_STATE(258)] = 3640,
+  [SMALL_STATE(3)] = 101,
+  [SMALL_STATE(4)] = 202,
+  [SMALL_STATE(5)] = 295,
+  [SMALL_STATE(6)] = 388,
+  [SMALL_STATE(7)] = 481,
+  [SMALL_STATE(8)] = 534,
+  [SMALL_STATE(9)] = 571,
+  [SMALL_STATE(10)] = 606,
+  [SMALL_STATE(11)] = 641,
+  [SMALL_STATE(12)] = 672,
+  [SMALL_STATE(13)] = 703,
+  [SMALL_STATE(14)] = 730,
+  [SMALL_STATE(15)] = 757,
+  [SMALL_STATE(16)] = 784,
+  [SMALL_STATE(17)] = 805,
+  [SMALL_STATE(18)] = 825,
+  [SMALL_STATE(19)] = 853,
+  [SMALL_STATE(20)] = 881,
+  [SMALL_STATE(21)] = 904,
+  [SMALL_STATE(22)] = 927,
+  [SMALL_STATE(23)] = 950,
+  [SMALL_STATE(24)] = 974,
+  [SMALL_STATE(25)] = 998,
+  [SMALL_STATE(26)] = 1022,
+  [SMALL_STATE(27)] = 1046,
+  [SMALL_STATE(28)] = 1070,
+  [SMALL_STATE(29)] = 1089,
+  [SMALL_STATE(30)] = 1106,
+  [SMALL_STATE(31)] = 1122,
+  [SMALL_STATE(32)] = 1142,
+  [SMALL_STATE(33)] = 1158,
+  [SMALL_STATE(34)] = 1176,
+  [SMALL_STATE(35)] = 1194,
+  [SMALL_STATE(36)] = 1208,
+  [SMALL_STATE(37)] = 1226,
+  [SMALL_STATE(38)] = 1242,
+  [SMALL_STATE(39)] = 1258,
+  [SMALL_STATE(40)] = 1276,
+  [SMALL_STATE(41)] = 1296,
+  [SMALL_STATE(42)] = 1316,
+  [SMALL_STATE(43)] = 1331,
+  [SMALL_STATE(44)] = 1346,
+  [SMALL_STATE(45)] = 1361,
+  [SMALL_STATE(46)] = 1376,
+  [SMALL_STATE(47)] = 1391,
+  [SMALL_STATE(48)] = 1406,
+  [SMALL_STATE(49)] = 1421,
+  [SMALL_STATE(50)] = 1436,
+  [SMALL_STATE(51)] = 1455,
+  [SMALL_STATE(52)] = 1466,
+  [SMALL_STATE(53)] = 1481,
+  [SMALL_STATE(54)] = 1496,
+  [SMALL_STATE(55)] = 1511,
+  [SMALL_STATE(56)] = 1530,
+  [SMALL_STATE(57)] = 1549,
+  [SMALL_STATE(58)] = 1564,
+  [SMALL_STATE(59)] = 1579,
+  [SMALL_STATE(60)] = 1598,
+  [SMALL_STATE(61)] = 1613,
+  [SMALL_STATE(62)] = 1628,
+  [SMALL_STATE(63)] = 1643,
+  [SMALL_STATE(64)] = 1658,
+  [SMALL_STATE(65)] = 1673,
+  [SMALL_STATE(66)] = 1688,
+  [SMALL_STATE(67)] = 1703,
+  [SMALL_STATE(68)] = 1718,
+  [SMALL_STATE(69)] = 1733,
+  [SMALL_STATE(70)] = 1748,
+  [SMALL_STATE(71)] = 1763,
+  [SMALL_STATE(72)] = 1778,
+  [SMALL_STATE(73)] = 1793,
+  [SMALL_STATE(74)] = 1808,
+  [SMALL_STATE(75)] = 1819,
+  [SMALL_STATE(76)] = 1834,
+  [SMALL_STATE(77)] = 1845,
+  [SMALL_STATE(78)] = 1860,
+  [SMALL_STATE(79)] = 1875,
+  [SMALL_STATE(80)] = 1890,
+  [SMALL_STATE(81)] = 1906,
+  [SMALL_STATE(82)] = 1918,
+  [SMALL_STATE(83)] = 1930,
+  [SMALL_STATE(84)] = 1946,
+  [SMALL_STATE(85)] = 1958,
+  [SMALL_STATE(86)] = 1974,
+  [SMALL_STATE(87)] = 1984,
+  [SMALL_STATE(88)] = 2000,
+  [SMALL_STATE(89)] = 2012,
+  [SMALL_STATE(90)] = 2024,
+  [SMALL_STATE(91)] = 2040,
+  [SMALL_STATE(92)] = 2056,
+  [SMALL_STATE(93)] = 2072,
+  [SMALL_STATE(94)] = 2084,
+  [SMALL_STATE(95)] = 2096,
+  [SMALL_STATE(96)] = 2108,
+  [SMALL_STATE(97)] = 2124,
+  [SMALL_STATE(98)] = 2136,
+  [SMALL_STATE(99)] = 2150,
+  [SMALL_STATE(100)] = 2166,
+  [SMALL_STATE(101)] = 2182,
+  [SMALL_STATE(102)] = 2192,
+  [SMALL_STATE(103)] = 2202,
+  [SMALL_STATE(104)] = 2216,
+  [SMALL_STATE(105)] = 2230,
+  [SMALL_STATE(106)] = 2246,
+  [SMALL_STATE(107)] = 2262,
+  [SMALL_STATE(108)] = 2276,
+  [SMALL_STATE(109)] = 2292,
+  [SMALL_STATE(110)] = 2304,
+  [SMALL_STATE(111)] = 2320,
+  [SMALL_STATE(112)] = 2332,
+  [SMALL_STATE(113)] = 2341,
+  [SMALL_STATE(114)] = 2350,
+  [SMALL_STATE(115)] = 2359,
+  [SMALL_STATE(116)] = 2370,
+  [SMALL_STATE(117)] = 2379,
+  [SMALL_STATE(118)] = 2388,
+  [SMALL_STATE(119)] = 2397,
+  [SMALL_STATE(120)] = 2406,
+  [SMALL_STATE(121)] = 2417,
+  [SMALL_STATE(122)] = 2426,
+  [SMALL_STATE(123)] = 2435,
+  [SMALL_STATE(124)] = 2448,
+  [SMALL_STATE(125)] = 2457,
+  [SMALL_STATE(126)] = 2466,
+  [SMALL_STATE(127)] = 2475,
+  [SMALL_STATE(128)] = 2484,
+  [SMALL_STATE(129)] = 2493,
+  [SMALL_STATE(130)] = 2502,
+  [SMALL_STATE(131)] = 2511,
+  [SMALL_STATE(132)] = 2520,
+  [SMALL_STATE(133)] = 2529,
+  [SMALL_STATE(134)] = 2538,
+  [SMALL_STATE(135)] = 2551,
+  [SMALL_STATE(136)] = 2560,
+  [SMALL_STATE(137)] = 2569,
+  [SMALL_STATE(138)] = 2578,
+  [SMALL_STATE(139)] = 2587,
+  [SMALL_STATE(140)] = 2596,
+  [SMALL_STATE(141)] = 2605,
+  [SMALL_STATE(142)] = 2614,
+  [SMALL_STATE(143)] = 2627,
+  [SMALL_STATE(144)] = 2640,
+  [SMALL_STATE(145)] = 2653,
+  [SMALL_STATE(146)] = 2662,
+  [SMALL_STATE(147)] = 2675,
+  [SMALL_STATE(148)] = 2688,
+  [SMALL_STATE(149)] = 2697,
+  [SMALL_STATE(150)] = 2708,
+  [SMALL_STATE(151)] = 2721,
+  [SMALL_STATE(152)] = 2730,
+  [SMALL_STATE(153)] = 2739,
+  [SMALL_STATE(154)] = 2750,
+  [SMALL_STATE(155)] = 2759,
+  [SMALL_STATE(156)] = 2768,
+  [SMALL_STATE(157)] = 2777,
+  [SMALL_STATE(158)] = 2790,
+  [SMALL_STATE(159)] = 2803,
+  [SMALL_STATE(160)] = 2812,
+  [SMALL_STATE(161)] = 2821,
+  [SMALL_STATE(162)] = 2830,
+  [SMALL_STATE(163)] = 2839,
+  [SMALL_STATE(164)] = 2848,
+  [SMALL_STATE(165)] = 2857,
+  [SMALL_STATE(166)] = 2870,
+  [SMALL_STATE(167)] = 2879,
+  [SMALL_STATE(168)] = 2888,
+  [SMALL_STATE(169)] = 2897,
+  [SMALL_STATE(170)] = 2906,
+  [SMALL_STATE(171)] = 2915,
+  [SMALL_STATE(172)] = 2928,
+  [SMALL_STATE(173)] = 2941,
+  [SMALL_STATE(174)] = 2950,
+  [SMALL_STATE(175)] = 2959,
+  [SMALL_STATE(176)] = 2968,
+  [SMALL_STATE(177)] = 2981,
+  [SMALL_STATE(178)] = 2990,
+  [SMALL_STATE(179)] = 2999,
+  [SMALL_STATE(180)] = 3008,
+  [SMALL_STATE(181)] = 3021,
+  [SMALL_STATE(182)] = 3034,
+  [SMALL_STATE(183)] = 3043,
+  [SMALL_STATE(184)] = 3052,
+  [SMALL_STATE(185)] = 3065,
+  [SMALL_STATE(186)] = 3074,
+  [SMALL_STATE(187)] = 3083,
+  [SMALL_STATE(188)] = 3096,
+  [SMALL_STATE(189)] = 3105,
+  [SMALL_STATE(190)] = 3114,
+  [SMALL_STATE(191)] = 3123,
+  [SMALL_STATE(192)] = 3136,
+  [SMALL_STATE(193)] = 3145,
+  [SMALL_STATE(194)] = 3154,
+  [SMALL_STATE(195)] = 3163,
+  [SMALL_STATE(196)] = 3174,
+  [SMALL_STATE(197)] = 3183,
+  [SMALL_STATE(198)] = 3196,
+  [SMALL_STATE(199)] = 3209,
+  [SMALL_STATE(200)] = 3218,
+  [SMALL_STATE(201)] = 3227,
+  [SMALL_STATE(202)] = 3236,
+  [SMALL_STATE(203)] = 3246,
+  [SMALL_STATE(204)] = 3256,
+  [SMALL_STATE(205)] = 3264,
+  [SMALL_STATE(206)] = 3272,
+  [SMALL_STATE(207)] = 3282,
+  [SMALL_STATE(208)] = 3292,
+  [SMALL_STATE(209)] = 3302,
+  [SMALL_STATE(210)] = 3310,
+  [SMALL_STATE(211)] = 3320,
+  [SMALL_STATE(212)] = 3328,
+  [SMALL_STATE(213)] = 3338,
+  [SMALL_STATE(214)] = 3346,
+  [SMALL_STATE(215)] = 3356,
+  [SMALL_STATE(216)] = 3366,
+  [SMALL_STATE(217)] = 3376,
+  [SMALL_STATE(218)] = 3386,
+  [SMALL_STATE(219)] = 3396,
+  [SMALL_STATE(220)] = 3403,
+  [SMALL_STATE(221)] = 3410,
+  [SMALL_STATE(222)] = 3417,
+  [SMALL_STATE(223)] = 3424,
+  [SMALL_STATE(224)] = 3431,
+  [SMALL_STATE(225)] = 3438,
+  [SMALL_STATE(226)] = 3445,
+  [SMALL_STATE(227)] = 3452,
+  [SMALL_STATE(228)] = 3459,
+  [SMALL_STATE(229)] = 3466,
+  [SMALL_STATE(230)] = 3473,
+  [SMALL_STATE(231)] = 3480,
+  [SMALL_STATE(232)] = 3487,
+  [SMALL_STATE(233)] = 3494,
+  [SMALL_STATE(234)] = 3501,
+  [SMALL_STATE(235)] = 3508,
+  [SMALL_STATE(236)] = 3515,
+  [SMALL_STATE(237)] = 3522,
+  [SMALL_STATE(238)] = 3529,
+  [SMALL_STATE(239)] = 3536,
+  [SMALL_STATE(240)] = 3543,
+  [SMALL_STATE(241)] = 3550,
+  [SMALL_STATE(242)] = 3557,
+  [SMALL_STATE(243)] = 3564,
+  [SMALL_STATE(244)] = 3571,
+  [SMALL_STATE(245)] = 3578,
+  [SMALL_STATE(246)] = 3585,
+  [SMALL_STATE(247)] = 3592,
+  [SMALL_STATE(248)] = 3599,
+  [SMALL_STATE(249)] = 3606,
+  [SMALL_STATE(250)] = 3613,
+  [SMALL_STATE(251)] = 3620,
+  [SMALL_STATE(252)] = 3627,
+  [SMALL_STATE(253)] = 3634,
+  [SMALL_STATE(254)] = 3641,
+  [SMALL_STATE(255)] = 3648,
+  [SMALL_STATE(256)] = 3655,
+  [SMALL_STATE(257)] = 3662,
+  [SMALL_STATE(258)] = 3669,
+  [SMALL_STATE(259)] = 3676,
+  [SMALL_STATE(260)] = 3683,
+  [SMALL_STATE(261)] = 3690,
+  [SMALL_STATE(262)] = 3697,
+  [SMALL_STATE(263)] = 3704,
+  [SMALL_STATE(264)] = 3711,
 };
 
 static const TSParseActionEntry ts_parse_actions[] = {
@@ -6143,306 +6316,315 @@ static const TSParseActionEntry ts_parse_actions[] = {
   [3] = {.entry = {.count = 1, .reusable = true}}, SHIFT_EXTRA(),
   [5] = {.entry = {.count = 1, .reusable = true}}, SHIFT(23),
   [7] = {.entry = {.count = 1, .reusable = true}}, SHIFT(225),
-  [9] = {.entry = {.count = 1, .reusable = true}}, SHIFT(240),
+  [9] = {.entry = {.count = 1, .reusable = true}}, SHIFT(247),
   [11] = {.entry = {.count = 1, .reusable = true}}, SHIFT(25),
-  [13] = {.entry = {.count = 1, .reusable = true}}, SHIFT(114),
-  [15] = {.entry = {.count = 1, .reusable = true}}, SHIFT(252),
-  [17] = {.entry = {.count = 1, .reusable = true}}, SHIFT(244),
-  [19] = {.entry = {.count = 1, .reusable = true}}, SHIFT(218),
-  [21] = {.entry = {.count = 1, .reusable = true}}, SHIFT(207),
-  [23] = {.entry = {.count = 1, .reusable = true}}, SHIFT(242),
-  [25] = {.entry = {.count = 1, .reusable = true}}, SHIFT(220),
-  [27] = {.entry = {.count = 1, .reusable = false}}, SHIFT(211),
-  [29] = {.entry = {.count = 1, .reusable = true}}, SHIFT(245),
-  [31] = {.entry = {.count = 1, .reusable = true}}, SHIFT(247),
-  [33] = {.entry = {.count = 1, .reusable = true}}, SHIFT(216),
-  [35] = {.entry = {.count = 1, .reusable = true}}, SHIFT(161),
-  [37] = {.entry = {.count = 1, .reusable = true}}, SHIFT(233),
-  [39] = {.entry = {.count = 1, .reusable = true}}, SHIFT(165),
-  [41] = {.entry = {.count = 1, .reusable = true}}, SHIFT(222),
-  [43] = {.entry = {.count = 1, .reusable = true}}, SHIFT(224),
-  [45] = {.entry = {.count = 1, .reusable = true}}, SHIFT(182),
-  [47] = {.entry = {.count = 1, .reusable = true}}, SHIFT(84),
-  [49] = {.entry = {.count = 1, .reusable = true}}, SHIFT(36),
-  [51] = {.entry = {.count = 1, .reusable = true}}, SHIFT(248),
-  [53] = {.entry = {.count = 1, .reusable = true}}, SHIFT(3),
-  [55] = {.entry = {.count = 1, .reusable = true}}, SHIFT(199),
-  [57] = {.entry = {.count = 1, .reusable = true}}, SHIFT(7),
-  [59] = {.entry = {.count = 1, .reusable = true}}, SHIFT(113),
-  [61] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0),
-  [63] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(252),
-  [66] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(244),
-  [69] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(218),
-  [72] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(207),
-  [75] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(242),
-  [78] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(220),
-  [81] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(211),
-  [84] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(245),
-  [87] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(247),
-  [90] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(216),
-  [93] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(161),
-  [96] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(233),
-  [99] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(165),
-  [102] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(222),
-  [105] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(224),
-  [108] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(182),
-  [111] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(84),
-  [114] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(36),
-  [117] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(248),
-  [120] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
-  [122] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
-  [124] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(7),
-  [127] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0),
-  [129] = {.entry = {.count = 1, .reusable = true}}, SHIFT(160),
-  [131] = {.entry = {.count = 1, .reusable = true}}, SHIFT(215),
-  [133] = {.entry = {.count = 1, .reusable = true}}, SHIFT(256),
-  [135] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
-  [137] = {.entry = {.count = 1, .reusable = true}}, SHIFT(170),
-  [139] = {.entry = {.count = 1, .reusable = true}}, SHIFT(184),
-  [141] = {.entry = {.count = 1, .reusable = true}}, SHIFT(210),
-  [143] = {.entry = {.count = 1, .reusable = true}}, SHIFT(12),
-  [145] = {.entry = {.count = 1, .reusable = true}}, SHIFT(122),
-  [147] = {.entry = {.count = 1, .reusable = true}}, SHIFT(181),
-  [149] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0),
-  [151] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0), SHIFT_REPEAT(215),
-  [154] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0), SHIFT_REPEAT(256),
-  [157] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_limits_block_repeat1, 2, 0, 0),
-  [159] = {.entry = {.count = 1, .reusable = true}}, SHIFT(185),
-  [161] = {.entry = {.count = 1, .reusable = true}}, SHIFT(209),
-  [163] = {.entry = {.count = 1, .reusable = true}}, SHIFT(19),
-  [165] = {.entry = {.count = 1, .reusable = true}}, SHIFT(191),
-  [167] = {.entry = {.count = 1, .reusable = true}}, SHIFT(140),
-  [169] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_limits_block_repeat1, 2, 0, 0), SHIFT_REPEAT(210),
-  [172] = {.entry = {.count = 1, .reusable = true}}, SHIFT(24),
-  [174] = {.entry = {.count = 1, .reusable = true}}, SHIFT(196),
-  [176] = {.entry = {.count = 1, .reusable = true}}, SHIFT(254),
-  [178] = {.entry = {.count = 1, .reusable = true}}, SHIFT(27),
-  [180] = {.entry = {.count = 1, .reusable = true}}, SHIFT(129),
-  [182] = {.entry = {.count = 1, .reusable = false}}, SHIFT(34),
-  [184] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quantity, 1, 0, 0),
-  [186] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_quantity, 1, 0, 0),
-  [188] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_io_block_repeat1, 2, 0, 0),
-  [190] = {.entry = {.count = 1, .reusable = true}}, SHIFT(137),
-  [192] = {.entry = {.count = 1, .reusable = true}}, SHIFT(38),
-  [194] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_io_block_repeat1, 2, 0, 0), SHIFT_REPEAT(209),
-  [197] = {.entry = {.count = 1, .reusable = true}}, SHIFT(120),
-  [199] = {.entry = {.count = 1, .reusable = true}}, SHIFT(30),
-  [201] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_unit, 1, 0, 0),
-  [203] = {.entry = {.count = 1, .reusable = true}}, SHIFT(56),
-  [205] = {.entry = {.count = 1, .reusable = true}}, SHIFT(26),
-  [207] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 1, 0, 0),
-  [209] = {.entry = {.count = 1, .reusable = true}}, SHIFT(221),
-  [211] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_landlock_block_repeat1, 2, 0, 0),
-  [213] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_syscall_block_repeat1, 2, 0, 0),
-  [215] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_syscall_block_repeat1, 2, 0, 0), SHIFT_REPEAT(38),
-  [218] = {.entry = {.count = 1, .reusable = true}}, SHIFT(195),
-  [220] = {.entry = {.count = 1, .reusable = true}}, SHIFT(151),
-  [222] = {.entry = {.count = 1, .reusable = true}}, SHIFT(37),
-  [224] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 4, 0, 0),
-  [226] = {.entry = {.count = 1, .reusable = true}}, SHIFT(69),
-  [228] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 3, 0, 8),
-  [230] = {.entry = {.count = 1, .reusable = true}}, SHIFT(133),
-  [232] = {.entry = {.count = 1, .reusable = true}}, SHIFT(8),
-  [234] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 3, 0, 0),
-  [236] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quantity, 2, 0, 0),
-  [238] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_pin_statement_repeat1, 2, 0, 0),
-  [240] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_pin_statement_repeat1, 2, 0, 0), SHIFT_REPEAT(175),
-  [243] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 6, 0, 0),
-  [245] = {.entry = {.count = 1, .reusable = true}}, SHIFT(17),
-  [247] = {.entry = {.count = 1, .reusable = true}}, SHIFT(142),
-  [249] = {.entry = {.count = 1, .reusable = true}}, SHIFT(93),
-  [251] = {.entry = {.count = 1, .reusable = true}}, SHIFT(144),
-  [253] = {.entry = {.count = 1, .reusable = true}}, SHIFT(60),
-  [255] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_unit, 2, 0, 0),
-  [257] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_statement, 3, 0, 0),
-  [259] = {.entry = {.count = 1, .reusable = true}}, SHIFT(175),
-  [261] = {.entry = {.count = 1, .reusable = true}}, SHIFT(198),
-  [263] = {.entry = {.count = 1, .reusable = true}}, SHIFT(29),
-  [265] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 2, 0, 0),
-  [267] = {.entry = {.count = 1, .reusable = true}}, SHIFT(109),
-  [269] = {.entry = {.count = 1, .reusable = true}}, SHIFT(155),
-  [271] = {.entry = {.count = 1, .reusable = true}}, SHIFT(62),
-  [273] = {.entry = {.count = 1, .reusable = true}}, SHIFT(64),
-  [275] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat1, 2, 0, 0),
-  [277] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_list_repeat1, 2, 0, 0), SHIFT_REPEAT(62),
-  [280] = {.entry = {.count = 1, .reusable = true}}, SHIFT(90),
-  [282] = {.entry = {.count = 1, .reusable = true}}, SHIFT(164),
-  [284] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 7, 0, 16),
-  [286] = {.entry = {.count = 1, .reusable = true}}, SHIFT(249),
-  [288] = {.entry = {.count = 1, .reusable = true}}, SHIFT(16),
-  [290] = {.entry = {.count = 1, .reusable = true}}, SHIFT(47),
+  [13] = {.entry = {.count = 1, .reusable = true}}, SHIFT(116),
+  [15] = {.entry = {.count = 1, .reusable = true}}, SHIFT(228),
+  [17] = {.entry = {.count = 1, .reusable = true}}, SHIFT(254),
+  [19] = {.entry = {.count = 1, .reusable = true}}, SHIFT(260),
+  [21] = {.entry = {.count = 1, .reusable = true}}, SHIFT(203),
+  [23] = {.entry = {.count = 1, .reusable = true}}, SHIFT(261),
+  [25] = {.entry = {.count = 1, .reusable = true}}, SHIFT(229),
+  [27] = {.entry = {.count = 1, .reusable = false}}, SHIFT(216),
+  [29] = {.entry = {.count = 1, .reusable = true}}, SHIFT(256),
+  [31] = {.entry = {.count = 1, .reusable = true}}, SHIFT(232),
+  [33] = {.entry = {.count = 1, .reusable = true}}, SHIFT(240),
+  [35] = {.entry = {.count = 1, .reusable = true}}, SHIFT(195),
+  [37] = {.entry = {.count = 1, .reusable = true}}, SHIFT(222),
+  [39] = {.entry = {.count = 1, .reusable = true}}, SHIFT(115),
+  [41] = {.entry = {.count = 1, .reusable = true}}, SHIFT(230),
+  [43] = {.entry = {.count = 1, .reusable = true}}, SHIFT(220),
+  [45] = {.entry = {.count = 1, .reusable = true}}, SHIFT(120),
+  [47] = {.entry = {.count = 1, .reusable = true}}, SHIFT(215),
+  [49] = {.entry = {.count = 1, .reusable = true}}, SHIFT(87),
+  [51] = {.entry = {.count = 1, .reusable = true}}, SHIFT(34),
+  [53] = {.entry = {.count = 1, .reusable = true}}, SHIFT(239),
+  [55] = {.entry = {.count = 1, .reusable = true}}, SHIFT(3),
+  [57] = {.entry = {.count = 1, .reusable = true}}, SHIFT(168),
+  [59] = {.entry = {.count = 1, .reusable = true}}, SHIFT(7),
+  [61] = {.entry = {.count = 1, .reusable = true}}, SHIFT(117),
+  [63] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0),
+  [65] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(228),
+  [68] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(254),
+  [71] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(260),
+  [74] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(203),
+  [77] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(261),
+  [80] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(229),
+  [83] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(216),
+  [86] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(256),
+  [89] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(232),
+  [92] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(240),
+  [95] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(195),
+  [98] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(222),
+  [101] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(115),
+  [104] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(230),
+  [107] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(220),
+  [110] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(120),
+  [113] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(215),
+  [116] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(87),
+  [119] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(34),
+  [122] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(239),
+  [125] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
+  [127] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
+  [129] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(7),
+  [132] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0),
+  [134] = {.entry = {.count = 1, .reusable = true}}, SHIFT(163),
+  [136] = {.entry = {.count = 1, .reusable = true}}, SHIFT(204),
+  [138] = {.entry = {.count = 1, .reusable = true}}, SHIFT(250),
+  [140] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
+  [142] = {.entry = {.count = 1, .reusable = true}}, SHIFT(175),
+  [144] = {.entry = {.count = 1, .reusable = true}}, SHIFT(170),
+  [146] = {.entry = {.count = 1, .reusable = true}}, SHIFT(211),
+  [148] = {.entry = {.count = 1, .reusable = true}}, SHIFT(12),
+  [150] = {.entry = {.count = 1, .reusable = true}}, SHIFT(124),
+  [152] = {.entry = {.count = 1, .reusable = true}}, SHIFT(183),
+  [154] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0),
+  [156] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0), SHIFT_REPEAT(204),
+  [159] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0), SHIFT_REPEAT(250),
+  [162] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_limits_block_repeat1, 2, 0, 0),
+  [164] = {.entry = {.count = 1, .reusable = true}}, SHIFT(186),
+  [166] = {.entry = {.count = 1, .reusable = true}}, SHIFT(213),
+  [168] = {.entry = {.count = 1, .reusable = true}}, SHIFT(19),
+  [170] = {.entry = {.count = 1, .reusable = true}}, SHIFT(192),
+  [172] = {.entry = {.count = 1, .reusable = true}}, SHIFT(138),
+  [174] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_limits_block_repeat1, 2, 0, 0), SHIFT_REPEAT(211),
+  [177] = {.entry = {.count = 1, .reusable = true}}, SHIFT(24),
+  [179] = {.entry = {.count = 1, .reusable = true}}, SHIFT(114),
+  [181] = {.entry = {.count = 1, .reusable = true}}, SHIFT(258),
+  [183] = {.entry = {.count = 1, .reusable = true}}, SHIFT(27),
+  [185] = {.entry = {.count = 1, .reusable = true}}, SHIFT(128),
+  [187] = {.entry = {.count = 1, .reusable = false}}, SHIFT(35),
+  [189] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quantity, 1, 0, 0),
+  [191] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_quantity, 1, 0, 0),
+  [193] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_io_block_repeat1, 2, 0, 0),
+  [195] = {.entry = {.count = 1, .reusable = true}}, SHIFT(135),
+  [197] = {.entry = {.count = 1, .reusable = true}}, SHIFT(38),
+  [199] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_io_block_repeat1, 2, 0, 0), SHIFT_REPEAT(213),
+  [202] = {.entry = {.count = 1, .reusable = true}}, SHIFT(122),
+  [204] = {.entry = {.count = 1, .reusable = true}}, SHIFT(30),
+  [206] = {.entry = {.count = 1, .reusable = true}}, SHIFT(26),
+  [208] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 1, 0, 0),
+  [210] = {.entry = {.count = 1, .reusable = true}}, SHIFT(259),
+  [212] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_unit, 1, 0, 0),
+  [214] = {.entry = {.count = 1, .reusable = true}}, SHIFT(51),
+  [216] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_landlock_block_repeat1, 2, 0, 0),
+  [218] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_syscall_block_repeat1, 2, 0, 0),
+  [220] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_syscall_block_repeat1, 2, 0, 0), SHIFT_REPEAT(38),
+  [223] = {.entry = {.count = 1, .reusable = true}}, SHIFT(196),
+  [225] = {.entry = {.count = 1, .reusable = true}}, SHIFT(201),
+  [227] = {.entry = {.count = 1, .reusable = true}}, SHIFT(37),
+  [229] = {.entry = {.count = 1, .reusable = true}}, SHIFT(8),
+  [231] = {.entry = {.count = 1, .reusable = true}}, SHIFT(17),
+  [233] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 2, 0, 0),
+  [235] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 5, 0, 0),
+  [237] = {.entry = {.count = 1, .reusable = true}}, SHIFT(141),
+  [239] = {.entry = {.count = 1, .reusable = true}}, SHIFT(96),
+  [241] = {.entry = {.count = 1, .reusable = true}}, SHIFT(145),
+  [243] = {.entry = {.count = 1, .reusable = true}}, SHIFT(55),
+  [245] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_unit, 2, 0, 0),
+  [247] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 3, 0, 8),
+  [249] = {.entry = {.count = 1, .reusable = true}}, SHIFT(152),
+  [251] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 4, 0, 0),
+  [253] = {.entry = {.count = 1, .reusable = true}}, SHIFT(47),
+  [255] = {.entry = {.count = 1, .reusable = true}}, SHIFT(100),
+  [257] = {.entry = {.count = 1, .reusable = true}}, SHIFT(155),
+  [259] = {.entry = {.count = 1, .reusable = true}}, SHIFT(57),
+  [261] = {.entry = {.count = 1, .reusable = true}}, SHIFT(59),
+  [263] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat1, 2, 0, 0),
+  [265] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_list_repeat1, 2, 0, 0), SHIFT_REPEAT(57),
+  [268] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_statement, 3, 0, 0),
+  [270] = {.entry = {.count = 1, .reusable = true}}, SHIFT(153),
+  [272] = {.entry = {.count = 1, .reusable = true}}, SHIFT(106),
+  [274] = {.entry = {.count = 1, .reusable = true}}, SHIFT(169),
+  [276] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 7, 0, 17),
+  [278] = {.entry = {.count = 1, .reusable = true}}, SHIFT(238),
+  [280] = {.entry = {.count = 1, .reusable = true}}, SHIFT(16),
+  [282] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_statement, 2, 0, 0),
+  [284] = {.entry = {.count = 1, .reusable = true}}, SHIFT(66),
+  [286] = {.entry = {.count = 1, .reusable = true}}, SHIFT(131),
+  [288] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 3, 0, 0),
+  [290] = {.entry = {.count = 1, .reusable = true}}, SHIFT(73),
   [292] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 1, 0, 0),
-  [294] = {.entry = {.count = 1, .reusable = true}}, SHIFT(59),
-  [296] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 5, 0, 0),
-  [298] = {.entry = {.count = 1, .reusable = true}}, SHIFT(50),
-  [300] = {.entry = {.count = 1, .reusable = true}}, SHIFT(188),
-  [302] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_statement, 2, 0, 0),
-  [304] = {.entry = {.count = 1, .reusable = true}}, SHIFT(51),
-  [306] = {.entry = {.count = 1, .reusable = true}}, SHIFT(150),
-  [308] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_access, 1, 0, 0),
-  [310] = {.entry = {.count = 1, .reusable = true}}, SHIFT(32),
-  [312] = {.entry = {.count = 1, .reusable = true}}, SHIFT(40),
-  [314] = {.entry = {.count = 1, .reusable = true}}, SHIFT(11),
-  [316] = {.entry = {.count = 1, .reusable = true}}, SHIFT(250),
-  [318] = {.entry = {.count = 1, .reusable = true}}, SHIFT(205),
-  [320] = {.entry = {.count = 1, .reusable = true}}, SHIFT(55),
-  [322] = {.entry = {.count = 1, .reusable = true}}, SHIFT(135),
-  [324] = {.entry = {.count = 1, .reusable = true}}, SHIFT(110),
-  [326] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 3, 0, 0),
-  [328] = {.entry = {.count = 1, .reusable = true}}, SHIFT(95),
-  [330] = {.entry = {.count = 1, .reusable = true}}, SHIFT(88),
-  [332] = {.entry = {.count = 1, .reusable = true}}, SHIFT(112),
-  [334] = {.entry = {.count = 1, .reusable = true}}, SHIFT(107),
-  [336] = {.entry = {.count = 1, .reusable = true}}, SHIFT(97),
-  [338] = {.entry = {.count = 1, .reusable = true}}, SHIFT(35),
-  [340] = {.entry = {.count = 1, .reusable = true}}, SHIFT(108),
+  [294] = {.entry = {.count = 1, .reusable = true}}, SHIFT(46),
+  [296] = {.entry = {.count = 1, .reusable = true}}, SHIFT(189),
+  [298] = {.entry = {.count = 1, .reusable = true}}, SHIFT(29),
+  [300] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 6, 0, 0),
+  [302] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quantity, 2, 0, 0),
+  [304] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_pin_statement_repeat1, 2, 0, 0),
+  [306] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_pin_statement_repeat1, 2, 0, 0), SHIFT_REPEAT(153),
+  [309] = {.entry = {.count = 1, .reusable = true}}, SHIFT(199),
+  [311] = {.entry = {.count = 1, .reusable = true}}, SHIFT(72),
+  [313] = {.entry = {.count = 1, .reusable = true}}, SHIFT(104),
+  [315] = {.entry = {.count = 1, .reusable = true}}, SHIFT(185),
+  [317] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_watchdog_statement, 3, 0, 7),
+  [319] = {.entry = {.count = 1, .reusable = true}}, SHIFT(123),
+  [321] = {.entry = {.count = 1, .reusable = true}}, SHIFT(50),
+  [323] = {.entry = {.count = 1, .reusable = true}}, SHIFT(133),
+  [325] = {.entry = {.count = 1, .reusable = true}}, SHIFT(92),
+  [327] = {.entry = {.count = 1, .reusable = true}}, SHIFT(11),
+  [329] = {.entry = {.count = 1, .reusable = true}}, SHIFT(252),
+  [331] = {.entry = {.count = 1, .reusable = true}}, SHIFT(217),
+  [333] = {.entry = {.count = 1, .reusable = true}}, SHIFT(36),
+  [335] = {.entry = {.count = 1, .reusable = true}}, SHIFT(33),
+  [337] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_landlock_block_repeat1, 2, 0, 0), SHIFT_REPEAT(258),
+  [340] = {.entry = {.count = 1, .reusable = true}}, SHIFT(56),
   [342] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_worker_statement, 2, 0, 3),
-  [344] = {.entry = {.count = 1, .reusable = true}}, SHIFT(202),
-  [346] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 4, 0, 0),
-  [348] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmp_statement, 2, 0, 0),
-  [350] = {.entry = {.count = 1, .reusable = true}}, SHIFT(174),
-  [352] = {.entry = {.count = 1, .reusable = true}}, SHIFT(183),
-  [354] = {.entry = {.count = 1, .reusable = true}}, SHIFT(102),
-  [356] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_item, 1, 0, 0),
-  [358] = {.entry = {.count = 1, .reusable = true}}, SHIFT(189),
-  [360] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_landlock_block_repeat1, 2, 0, 0), SHIFT_REPEAT(254),
-  [363] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_watchdog_statement, 3, 0, 7),
-  [365] = {.entry = {.count = 1, .reusable = true}}, SHIFT(121),
-  [367] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 2, 0, 0),
-  [369] = {.entry = {.count = 1, .reusable = true}}, SHIFT(87),
-  [371] = {.entry = {.count = 1, .reusable = true}}, SHIFT(89),
-  [373] = {.entry = {.count = 1, .reusable = true}}, SHIFT(61),
-  [375] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 6, 0, 0),
-  [377] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 4, 0, 0),
-  [379] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 2, 0, 0),
-  [381] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bubblewrap_statement, 2, 0, 3),
-  [383] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_worker_statement, 4, 0, 9),
-  [385] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runtime_statement, 4, 0, 10),
-  [387] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmp_statement, 4, 0, 11),
-  [389] = {.entry = {.count = 1, .reusable = true}}, SHIFT(53),
-  [391] = {.entry = {.count = 1, .reusable = true}}, SHIFT(28),
-  [393] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_syscall_block, 2, 0, 0),
-  [395] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 3, 0, 0),
-  [397] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limit_entry, 2, 0, 12),
-  [399] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_writes_statement, 2, 0, 0),
-  [401] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_host_writes_statement, 2, 0, 0),
-  [403] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 4, 0, 8),
-  [405] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_allow_exec, 2, 0, 3),
-  [407] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 3, 0, 0),
-  [409] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_user_namespaces_statement, 2, 0, 0),
-  [411] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 4, 0, 8),
-  [413] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 5, 0, 0),
-  [415] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_seccomp_statement, 2, 0, 0),
-  [417] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 2, 0, 0),
-  [419] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_syscall_block, 3, 0, 0),
-  [421] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_watchdog_statement, 5, 0, 13),
-  [423] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 4, 0, 0),
-  [425] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 5, 0, 8),
-  [427] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 4, 0, 0),
-  [429] = {.entry = {.count = 1, .reusable = true}}, SHIFT(9),
-  [431] = {.entry = {.count = 1, .reusable = true}}, SHIFT(200),
-  [433] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 3, 0, 0),
-  [435] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 2, 0, 0),
-  [437] = {.entry = {.count = 1, .reusable = true}}, SHIFT(80),
-  [439] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quota_statement, 6, 0, 14),
-  [441] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 5, 0, 0),
-  [443] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 5, 0, 0),
-  [445] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 2, 0, 0),
-  [447] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy, 3, 0, 2),
-  [449] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_statement, 6, 0, 15),
-  [451] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 4, 0, 0),
-  [453] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_quota, 7, 0, 21),
-  [455] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 2, 0, 0), SHIFT_REPEAT(166),
-  [458] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 7, 0, 17),
-  [460] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 2, 0, 0),
-  [462] = {.entry = {.count = 1, .reusable = true}}, SHIFT(99),
-  [464] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_statement, 7, 0, 15),
-  [466] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 5, 0, 0),
-  [468] = {.entry = {.count = 1, .reusable = true}}, SHIFT(134),
-  [470] = {.entry = {.count = 1, .reusable = true}}, SHIFT(208),
-  [472] = {.entry = {.count = 1, .reusable = true}}, SHIFT(177),
-  [474] = {.entry = {.count = 1, .reusable = true}}, SHIFT(98),
-  [476] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 8, 0, 16),
-  [478] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_network_broker_statement, 8, 0, 18),
-  [480] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 3, 0, 0),
-  [482] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmpfs_statement, 3, 0, 4),
-  [484] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_value, 2, 0, 12),
-  [486] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_active_roots_statement, 3, 0, 5),
-  [488] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_seccomp_statement, 3, 0, 0),
-  [490] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runner_statement, 3, 0, 6),
-  [492] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_entry, 3, 0, 19),
-  [494] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 4, 0, 0),
-  [496] = {.entry = {.count = 1, .reusable = true}}, SHIFT(255),
-  [498] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 7, 0, 0),
-  [500] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 2, 0, 0),
-  [502] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 2, 0, 0),
-  [504] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 5, 0, 0),
-  [506] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 8, 0, 0),
-  [508] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 3, 0, 0),
-  [510] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_limit, 2, 0, 20),
-  [512] = {.entry = {.count = 1, .reusable = true}}, SHIFT(201),
-  [514] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 3, 0, 0),
-  [516] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 4, 0, 0),
-  [518] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 2, 0, 0),
-  [520] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 5, 0, 0),
-  [522] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 3, 0, 0),
-  [524] = {.entry = {.count = 1, .reusable = true}}, SHIFT(85),
-  [526] = {.entry = {.count = 1, .reusable = true}}, SHIFT(236),
-  [528] = {.entry = {.count = 1, .reusable = true}}, SHIFT(217),
-  [530] = {.entry = {.count = 1, .reusable = true}}, SHIFT(18),
-  [532] = {.entry = {.count = 1, .reusable = true}}, SHIFT(2),
-  [534] = {.entry = {.count = 1, .reusable = true}}, SHIFT(213),
-  [536] = {.entry = {.count = 1, .reusable = true}}, SHIFT(33),
-  [538] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_direction, 1, 0, 0),
-  [540] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limit_name, 1, 0, 0),
-  [542] = {.entry = {.count = 1, .reusable = true}}, SHIFT(123),
-  [544] = {.entry = {.count = 1, .reusable = true}}, SHIFT(96),
-  [546] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_header, 2, 0, 1),
-  [548] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_id, 1, 0, 0),
-  [550] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_name, 1, 0, 0),
-  [552] = {.entry = {.count = 1, .reusable = true}}, SHIFT(130),
-  [554] = {.entry = {.count = 1, .reusable = true}}, SHIFT(231),
-  [556] = {.entry = {.count = 1, .reusable = true}}, SHIFT(243),
-  [558] = {.entry = {.count = 1, .reusable = true}}, SHIFT(232),
-  [560] = {.entry = {.count = 1, .reusable = true}}, SHIFT(223),
-  [562] = {.entry = {.count = 1, .reusable = true}}, SHIFT(45),
-  [564] = {.entry = {.count = 1, .reusable = true}}, SHIFT(241),
-  [566] = {.entry = {.count = 1, .reusable = true}}, SHIFT(173),
-  [568] = {.entry = {.count = 1, .reusable = true}}, SHIFT(138),
-  [570] = {.entry = {.count = 1, .reusable = true}}, SHIFT(212),
-  [572] = {.entry = {.count = 1, .reusable = true}}, SHIFT(143),
-  [574] = {.entry = {.count = 1, .reusable = true}}, SHIFT(235),
-  [576] = {.entry = {.count = 1, .reusable = true}}, SHIFT(214),
-  [578] = {.entry = {.count = 1, .reusable = true}}, SHIFT(257),
-  [580] = {.entry = {.count = 1, .reusable = true}}, SHIFT(234),
-  [582] = {.entry = {.count = 1, .reusable = true}}, SHIFT(239),
-  [584] = {.entry = {.count = 1, .reusable = true}}, SHIFT(229),
-  [586] = {.entry = {.count = 1, .reusable = true}}, SHIFT(131),
-  [588] = {.entry = {.count = 1, .reusable = true}}, SHIFT(147),
-  [590] = {.entry = {.count = 1, .reusable = true}}, SHIFT(190),
-  [592] = {.entry = {.count = 1, .reusable = true}}, SHIFT(230),
-  [594] = {.entry = {.count = 1, .reusable = true}}, SHIFT(226),
-  [596] = {.entry = {.count = 1, .reusable = true}}, SHIFT(117),
-  [598] = {.entry = {.count = 1, .reusable = true}}, SHIFT(148),
-  [600] = {.entry = {.count = 1, .reusable = true}}, SHIFT(206),
-  [602] = {.entry = {.count = 1, .reusable = true}}, SHIFT(179),
-  [604] = {.entry = {.count = 1, .reusable = true}}, SHIFT(119),
-  [606] = {.entry = {.count = 1, .reusable = true}}, SHIFT(238),
-  [608] = {.entry = {.count = 1, .reusable = true}}, SHIFT(94),
-  [610] = {.entry = {.count = 1, .reusable = true}}, SHIFT(125),
-  [612] = {.entry = {.count = 1, .reusable = true}},  ACCEPT_INPUT(),
-  [614] = {.entry = {.count = 1, .reusable = true}}, SHIFT(126),
-  [616] = {.entry = {.count = 1, .reusable = true}}, SHIFT(258),
-  [618] = {.entry = {.count = 1, .reusable = true}}, SHIFT(227),
-  [620] = {.entry = {.count = 1, .reusable = true}}, SHIFT(193),
-  [622] = {.entry = {.count = 1, .reusable = true}}, SHIFT(197),
-  [624] = {.entry = {.count = 1, .reusable = true}}, SHIFT(115),
-  [626] = {.entry = {.count = 1, .reusable = true}}, SHIFT(136),
-  [628] = {.entry = {.count = 1, .reusable = true}}, SHIFT(128),
-  [630] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_catalog, 1, 0, 0),
-  [632] = {.entry = {.count = 1, .reusable = true}}, SHIFT(204),
-  [634] = {.entry = {.count = 1, .reusable = true}}, SHIFT(228),
-  [636] = {.entry = {.count = 1, .reusable = true}}, SHIFT(237),
+  [344] = {.entry = {.count = 1, .reusable = true}}, SHIFT(208),
+  [346] = {.entry = {.count = 1, .reusable = true}}, SHIFT(98),
+  [348] = {.entry = {.count = 1, .reusable = true}}, SHIFT(99),
+  [350] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmp_statement, 2, 0, 0),
+  [352] = {.entry = {.count = 1, .reusable = true}}, SHIFT(144),
+  [354] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 2, 0, 0),
+  [356] = {.entry = {.count = 1, .reusable = true}}, SHIFT(103),
+  [358] = {.entry = {.count = 1, .reusable = true}}, SHIFT(105),
+  [360] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_access, 1, 0, 0),
+  [362] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_item, 1, 0, 0),
+  [364] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 3, 0, 0),
+  [366] = {.entry = {.count = 1, .reusable = true}}, SHIFT(107),
+  [368] = {.entry = {.count = 1, .reusable = true}}, SHIFT(179),
+  [370] = {.entry = {.count = 1, .reusable = true}}, SHIFT(80),
+  [372] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 4, 0, 0),
+  [374] = {.entry = {.count = 1, .reusable = true}}, SHIFT(110),
+  [376] = {.entry = {.count = 1, .reusable = true}}, SHIFT(190),
+  [378] = {.entry = {.count = 1, .reusable = true}}, SHIFT(39),
+  [380] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 5, 0, 8),
+  [382] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 3, 0, 0),
+  [384] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 2, 0, 0),
+  [386] = {.entry = {.count = 1, .reusable = true}}, SHIFT(178),
+  [388] = {.entry = {.count = 1, .reusable = true}}, SHIFT(210),
+  [390] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 2, 0, 0),
+  [392] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 4, 0, 0),
+  [394] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_worker_statement, 4, 0, 9),
+  [396] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runtime_statement, 4, 0, 10),
+  [398] = {.entry = {.count = 1, .reusable = true}}, SHIFT(234),
+  [400] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmp_statement, 4, 0, 11),
+  [402] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_syscall_block, 2, 0, 0),
+  [404] = {.entry = {.count = 1, .reusable = true}}, SHIFT(74),
+  [406] = {.entry = {.count = 1, .reusable = true}}, SHIFT(28),
+  [408] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 3, 0, 0),
+  [410] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limit_entry, 2, 0, 12),
+  [412] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 4, 0, 8),
+  [414] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_allow_exec, 2, 0, 3),
+  [416] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 3, 0, 0),
+  [418] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy, 3, 0, 2),
+  [420] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 4, 0, 8),
+  [422] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 5, 0, 0),
+  [424] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bubblewrap_statement, 2, 0, 3),
+  [426] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 2, 0, 0),
+  [428] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_syscall_block, 3, 0, 0),
+  [430] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_watchdog_statement, 5, 0, 13),
+  [432] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_identity_statement, 5, 0, 14),
+  [434] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 4, 0, 0),
+  [436] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmpfs_statement, 3, 0, 4),
+  [438] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 2, 0, 0),
+  [440] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 4, 0, 0),
+  [442] = {.entry = {.count = 1, .reusable = true}}, SHIFT(9),
+  [444] = {.entry = {.count = 1, .reusable = true}}, SHIFT(214),
+  [446] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 3, 0, 0),
+  [448] = {.entry = {.count = 1, .reusable = true}}, SHIFT(101),
+  [450] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quota_statement, 6, 0, 15),
+  [452] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 5, 0, 0),
+  [454] = {.entry = {.count = 1, .reusable = true}}, SHIFT(102),
+  [456] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_statement, 6, 0, 16),
+  [458] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 4, 0, 0),
+  [460] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_active_roots_statement, 3, 0, 5),
+  [462] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 2, 0, 0), SHIFT_REPEAT(171),
+  [465] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_writes_statement, 2, 0, 0),
+  [467] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_seccomp_statement, 3, 0, 0),
+  [469] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_host_writes_statement, 2, 0, 0),
+  [471] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 7, 0, 18),
+  [473] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 2, 0, 0),
+  [475] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_user_namespaces_statement, 2, 0, 0),
+  [477] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runner_statement, 3, 0, 6),
+  [479] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_statement, 7, 0, 16),
+  [481] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 3, 0, 0),
+  [483] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 5, 0, 0),
+  [485] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 2, 0, 0),
+  [487] = {.entry = {.count = 1, .reusable = true}}, SHIFT(181),
+  [489] = {.entry = {.count = 1, .reusable = true}}, SHIFT(108),
+  [491] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 8, 0, 17),
+  [493] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_network_broker_statement, 8, 0, 19),
+  [495] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 3, 0, 0),
+  [497] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_value, 2, 0, 12),
+  [499] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_seccomp_statement, 2, 0, 0),
+  [501] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 6, 0, 0),
+  [503] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_entry, 3, 0, 20),
+  [505] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 4, 0, 0),
+  [507] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 7, 0, 0),
+  [509] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 2, 0, 0),
+  [511] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_identity_statement, 2, 0, 0),
+  [513] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 5, 0, 0),
+  [515] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 8, 0, 0),
+  [517] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 3, 0, 0),
+  [519] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_limit, 2, 0, 21),
+  [521] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 2, 0, 0),
+  [523] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 4, 0, 0),
+  [525] = {.entry = {.count = 1, .reusable = true}}, SHIFT(202),
+  [527] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 5, 0, 0),
+  [529] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_quota, 7, 0, 22),
+  [531] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 5, 0, 0),
+  [533] = {.entry = {.count = 1, .reusable = true}}, SHIFT(205),
+  [535] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_name, 1, 0, 0),
+  [537] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_id, 1, 0, 0),
+  [539] = {.entry = {.count = 1, .reusable = true}}, SHIFT(245),
+  [541] = {.entry = {.count = 1, .reusable = true}}, SHIFT(248),
+  [543] = {.entry = {.count = 1, .reusable = true}}, SHIFT(18),
+  [545] = {.entry = {.count = 1, .reusable = true}}, SHIFT(85),
+  [547] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_header, 2, 0, 1),
+  [549] = {.entry = {.count = 1, .reusable = true}}, SHIFT(32),
+  [551] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limit_name, 1, 0, 0),
+  [553] = {.entry = {.count = 1, .reusable = true}}, SHIFT(2),
+  [555] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_direction, 1, 0, 0),
+  [557] = {.entry = {.count = 1, .reusable = true}}, SHIFT(244),
+  [559] = {.entry = {.count = 1, .reusable = true}}, SHIFT(188),
+  [561] = {.entry = {.count = 1, .reusable = true}}, SHIFT(148),
+  [563] = {.entry = {.count = 1, .reusable = true}}, SHIFT(97),
+  [565] = {.entry = {.count = 1, .reusable = true}}, SHIFT(243),
+  [567] = {.entry = {.count = 1, .reusable = true}}, SHIFT(180),
+  [569] = {.entry = {.count = 1, .reusable = true}}, SHIFT(224),
+  [571] = {.entry = {.count = 1, .reusable = true}}, SHIFT(176),
+  [573] = {.entry = {.count = 1, .reusable = true}},  ACCEPT_INPUT(),
+  [575] = {.entry = {.count = 1, .reusable = true}}, SHIFT(119),
+  [577] = {.entry = {.count = 1, .reusable = true}}, SHIFT(209),
+  [579] = {.entry = {.count = 1, .reusable = true}}, SHIFT(242),
+  [581] = {.entry = {.count = 1, .reusable = true}}, SHIFT(166),
+  [583] = {.entry = {.count = 1, .reusable = true}}, SHIFT(132),
+  [585] = {.entry = {.count = 1, .reusable = true}}, SHIFT(231),
+  [587] = {.entry = {.count = 1, .reusable = true}}, SHIFT(227),
+  [589] = {.entry = {.count = 1, .reusable = true}}, SHIFT(142),
+  [591] = {.entry = {.count = 1, .reusable = true}}, SHIFT(161),
+  [593] = {.entry = {.count = 1, .reusable = true}}, SHIFT(241),
+  [595] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_catalog, 1, 0, 0),
+  [597] = {.entry = {.count = 1, .reusable = true}}, SHIFT(262),
+  [599] = {.entry = {.count = 1, .reusable = true}}, SHIFT(263),
+  [601] = {.entry = {.count = 1, .reusable = true}}, SHIFT(219),
+  [603] = {.entry = {.count = 1, .reusable = true}}, SHIFT(233),
+  [605] = {.entry = {.count = 1, .reusable = true}}, SHIFT(246),
+  [607] = {.entry = {.count = 1, .reusable = true}}, SHIFT(164),
+  [609] = {.entry = {.count = 1, .reusable = true}}, SHIFT(191),
+  [611] = {.entry = {.count = 1, .reusable = true}}, SHIFT(218),
+  [613] = {.entry = {.count = 1, .reusable = true}}, SHIFT(226),
+  [615] = {.entry = {.count = 1, .reusable = true}}, SHIFT(249),
+  [617] = {.entry = {.count = 1, .reusable = true}}, SHIFT(235),
+  [619] = {.entry = {.count = 1, .reusable = true}}, SHIFT(264),
+  [621] = {.entry = {.count = 1, .reusable = true}}, SHIFT(212),
+  [623] = {.entry = {.count = 1, .reusable = true}}, SHIFT(236),
+  [625] = {.entry = {.count = 1, .reusable = true}}, SHIFT(251),
+  [627] = {.entry = {.count = 1, .reusable = true}}, SHIFT(207),
+  [629] = {.entry = {.count = 1, .reusable = true}}, SHIFT(137),
+  [631] = {.entry = {.count = 1, .reusable = true}}, SHIFT(197),
+  [633] = {.entry = {.count = 1, .reusable = true}}, SHIFT(143),
+  [635] = {.entry = {.count = 1, .reusable = true}}, SHIFT(93),
+  [637] = {.entry = {.count = 1, .reusable = true}}, SHIFT(134),
+  [639] = {.entry = {.count = 1, .reusable = true}}, SHIFT(159),
+  [641] = {.entry = {.count = 1, .reusable = true}}, SHIFT(198),
+  [643] = {.entry = {.count = 1, .reusable = true}}, SHIFT(127),
+  [645] = {.entry = {.count = 1, .reusable = true}}, SHIFT(52),
+  [647] = {.entry = {.count = 1, .reusable = true}}, SHIFT(221),
+  [649] = {.entry = {.count = 1, .reusable = true}}, SHIFT(146),
+  [651] = {.entry = {.count = 1, .reusable = true}}, SHIFT(149),
+  [653] = {.entry = {.count = 1, .reusable = true}}, SHIFT(150),
+  [655] = {.entry = {.count = 1, .reusable = true}}, SHIFT(253),
 };
 
 #ifdef __cplusplus
