@@ -15,8 +15,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use runtime_support::{
-    Binding, NosuidArea, ProbeSession, TempDir, device_directories, host_with_probe,
-    probe_policy, running_as_root, serial,
+    Binding, NosuidArea, ProbeSession, TempDir, device_directories, host_with_probe, probe_policy,
+    running_as_root, serial,
 };
 use serde_json::json;
 use splash_runtime::identity::{IdentityLease, leased, process_gids, process_uids};
@@ -31,8 +31,7 @@ const GID: u32 = 64001;
 /// bwrap, the probe and a root host, or a loud skip.
 fn root_host() -> Option<(std::path::PathBuf, TempDir)> {
     let host = host_with_probe()?;
-    if !splash_tests::require_host(running_as_root(), "host root (only root switches identity)")
-    {
+    if !splash_tests::require_host(running_as_root(), "host root (only root switches identity)") {
         return None;
     }
     Some(host)
@@ -162,7 +161,10 @@ fn a_read_write_root_the_identity_cannot_write_is_a_bind_error_naming_it() {
         "{err}"
     );
     let text = err.to_string();
-    assert!(text.contains("`out`") && text.contains(&out.display().to_string()), "{text}");
+    assert!(
+        text.contains("`out`") && text.contains(&out.display().to_string()),
+        "{text}"
+    );
     // Control: writable by the identity's group, it binds.
     std::os::unix::fs::chown(&out, None, Some(GID)).expect("chgrp");
     std::fs::set_permissions(&out, std::fs::Permissions::from_mode(0o775)).expect("chmod");
@@ -213,7 +215,9 @@ fn a_dynamic_identity_is_leased_from_the_range_and_given_back_at_reap() {
     let err = ProbeSession::start(&bound, None).expect_err("exhausted");
     assert!(err.contains("leased"), "{err}");
     drop(held);
-    ProbeSession::start(&bound, None).expect("a free id again").close();
+    ProbeSession::start(&bound, None)
+        .expect("a free id again")
+        .close();
 }
 
 #[test]
@@ -266,7 +270,10 @@ fn a_lease_left_by_a_sigkilled_host_is_taken_again() {
     // The worker dies with its host (parent-death signal, `--die-with-parent`).
     let deadline = Instant::now() + Duration::from_secs(30);
     while process_with_uid(uid) {
-        assert!(Instant::now() < deadline, "the killed host's worker lingers");
+        assert!(
+            Instant::now() < deadline,
+            "the killed host's worker lingers"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(
@@ -282,7 +289,8 @@ fn a_lease_left_by_a_sigkilled_host_is_taken_again() {
 }
 
 fn process_with_uid(uid: u32) -> bool {
-    std::fs::read_dir("/proc").expect("/proc").flatten().any(|e| {
-        process_uids(&e.path()).is_some_and(|ids| ids.contains(&uid))
-    })
+    std::fs::read_dir("/proc")
+        .expect("/proc")
+        .flatten()
+        .any(|e| process_uids(&e.path()).is_some_and(|ids| ids.contains(&uid)))
 }

@@ -511,6 +511,17 @@ fn ids_line(status: &str, key: &str) -> Option<[u32; 4]> {
     Some([ids.next()??, ids.next()??, ids.next()??, ids.next()??])
 }
 
+/// Runs `program args...` switched to `uid` and `gid` exactly as a launch
+/// switches (this process must be root), waits for it, and says whether it
+/// exited with status 0. `splashc doctor` starts Bubblewrap this way to show
+/// that the switch and an unprivileged user namespace work on this host.
+pub fn try_as(program: &Path, args: &[String], uid: u32, gid: u32) -> io::Result<bool> {
+    let child = crate::sys::spawn_child_as(program, args, &[], Some((uid, gid)))?;
+    drop(child.stdin);
+    let status = crate::sys::wait_child(child.pidfd.as_fd(), true)?;
+    Ok(status == Some(0))
+}
+
 /// The identity decision of a plan for this process.
 pub(crate) fn decide_for(
     plan: &LaunchPlan,
