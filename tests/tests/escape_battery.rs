@@ -340,6 +340,9 @@ struct PolicyRun {
     root_ids: Vec<String>,
     /// The network broker's ids, granted by the manifest.
     origins: Vec<String>,
+    /// The uid of `identity user UID group GID`, which a root run's worker
+    /// has.
+    identity_uid: Option<u32>,
 }
 
 /// Removes the statement starting with `prefix` (a trimmed line), and its
@@ -433,6 +436,12 @@ fn policy_layers(text: &str) -> (Vec<String>, bool, Option<String>, Vec<String>)
         if line.starts_with("tmp private size") {
             add("tmp-size");
         }
+        if line.starts_with("identity ") {
+            // The worker owns none of the host's nodes, so bind gives it the
+            // host's (no private ones).
+            add("identity");
+            layers.retain(|l| l != "private-device-nodes");
+        }
         if let Some(rest) = line.strip_prefix("root \"") {
             let id = rest.split('"').next().expect("root id").to_owned();
             if let Some(at) = rest.split(" tmpfs at \"").nth(1) {
@@ -461,6 +470,14 @@ impl PolicyRun {
             })
             .collect();
         Self {
+            identity_uid: text.lines().find_map(|l| {
+                l.trim()
+                    .strip_prefix("identity user ")?
+                    .split(' ')
+                    .next()?
+                    .parse()
+                    .ok()
+            }),
             origins,
             name: name.to_owned(),
             adapted,
@@ -473,8 +490,18 @@ impl PolicyRun {
     }
 
     fn plan(&self, args: &[String]) -> splashpol::plan::LaunchPlan {
+        self.plan_for(args, 0)
+    }
+
+    /// The plan for a run as host `uid`: a run as another user than root
+    /// drops `identity` (the wrapper that runs it as that user is its
+    /// identity).
+    fn plan_for(&self, args: &[String], uid: u32) -> splashpol::plan::LaunchPlan {
         let quoted: Vec<String> = args.iter().map(|a| format!("\"{a}\"")).collect();
-        let text = self.text.replace("WORKER_ARGS", &quoted.join(", "));
+        let mut text = self.text.replace("WORKER_ARGS", &quoted.join(", "));
+        if uid != 0 {
+            text = remove_statement(&text, "identity ");
+        }
         let ids: Vec<&str> = self.root_ids.iter().map(String::as_str).collect();
         let mut manifest = manifest_selecting(&ids);
         for origin in &self.origins {
@@ -624,10 +651,14 @@ fn run_policy(
     let mut seen = BTreeMap::new();
     let mut details = BTreeMap::new();
     let mut printed = 0;
+    let worker_uid = match (uid, policy.identity_uid) {
+        (0, Some(identity)) => identity,
+        _ => uid,
+    };
     let check_ids = |lines: &[Value]| {
         if let Some(ids) = lines.iter().find_map(|l| l.get("ids")) {
             assert_eq!(
-                ids["uid"], uid,
+                ids["uid"], worker_uid,
                 "{} as uid {uid}: the probe ran as {ids}",
                 policy.name
             );
@@ -641,7 +672,9 @@ fn run_policy(
                 let node = &devices[name];
                 assert!(
                     uid == UNPRIVILEGED
-                        || node["uid"].as_u64().is_some_and(|o| o != u64::from(uid)),
+                        || node["uid"]
+                            .as_u64()
+                            .is_some_and(|o| o != u64::from(worker_uid)),
                     "{} as uid {uid}: the worker owns /dev/{name}: {devices}",
                     policy.name
                 );
@@ -661,7 +694,7 @@ fn run_policy(
         for a in &host.attempts {
             let mut args = vec!["one".to_owned(), a.name.clone()];
             args.extend(opts.iter().cloned());
-            let bound = bind(host, policy.plan(&args), uid).expect("bind");
+            let bound = bind(host, policy.plan_for(&args, uid), uid).expect("bind");
             let (lines, status) = launch(&bound, ONE_TIMEOUT);
             check_ids(&lines);
             if std::env::var("SPLASH_BATTERY_DEBUG").is_ok() {
