@@ -4,7 +4,9 @@
 //! A plan with an identity never runs Bubblewrap as host root. When this
 //! process is root, the launched child switches to the identity after
 //! everything that needs root (pinning, quota inspection, the cgroup
-//! boundary) and just before it executes Bubblewrap: supplementary groups
+//! boundary) and just before it executes Bubblewrap (with a cgroup, the
+//! cgroup runner switches right after it joined the child cgroup, with
+//! `--identity UID:GID`): supplementary groups
 //! cleared, then `setresgid`, then `setresuid`, then every real, effective
 //! and saved id read back; a failed or partial switch ends the child before
 //! its exec, and the launch fails. Pinned descriptors opened as root keep
@@ -179,11 +181,6 @@ pub enum IdentityError {
         /// The directory's permission bits.
         mode: u32,
     },
-    /// A cgroup boundary together with an identity switch.
-    #[error(
-        "the plan has both a cgroup boundary and an identity, and the cgroup runner cannot yet switch to the identity after it joins; drop one of them"
-    )]
-    WithCgroup,
     /// An unusable dynamic range.
     #[error("the dynamic identity range of {count} ids from {first} is refused: {why}")]
     Range {
@@ -532,9 +529,6 @@ pub(crate) fn decide_for(
         (crate::sys::real_uid(), crate::sys::real_gid()),
         dynamic,
     )?;
-    if switch != IdentitySwitch::Unchanged && plan.cgroup().is_some() {
-        return Err(IdentityError::WithCgroup);
-    }
     Ok(switch)
 }
 

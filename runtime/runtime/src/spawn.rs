@@ -411,11 +411,15 @@ impl BoundCommand {
                     source,
                 })?;
         }
-        // The cgroup runner wraps last, so it is the first program to run.
+        let identity = self.identity.for_launch().map_err(SpawnError::Identity)?;
+        let ids = identity.as_ref().map(|i| (i.uid, i.gid));
+        // The cgroup runner wraps last, so it is the first program to run;
+        // it joins as root and then switches to the identity.
         let mut cgroup = match &self.cgroup {
-            Some(boundary) => Some(boundary.wrap(&mut spec).map_err(SpawnError::Cgroup)?),
+            Some(boundary) => Some(boundary.wrap(&mut spec, ids).map_err(SpawnError::Cgroup)?),
             None => None,
         };
+        let child_ids = if cgroup.is_some() { None } else { ids };
         let devices = spec.devices.take();
         let init = spec
             .init_report
@@ -425,10 +429,8 @@ impl BoundCommand {
                 SpawnError::Supervision(io::Error::other("the report pipe was already taken"))
             })?;
         let inherited = spec.inherited();
-        let identity = self.identity.for_launch().map_err(SpawnError::Identity)?;
-        let ids = identity.as_ref().map(|i| (i.uid, i.gid));
         let started = Instant::now();
-        let spawned = sys::spawn_child_as(&spec.program, &spec.args, &inherited, ids);
+        let spawned = sys::spawn_child_as(&spec.program, &spec.args, &inherited, child_ids);
         // The child has its copies (or never started): close the parent's.
         let shown = spec.shown.clone();
         drop(spec);
