@@ -269,6 +269,14 @@ fn a_lease_left_by_a_sigkilled_host_is_taken_again() {
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(IdentityRange::DEFAULT.contains(uid));
+    // Killed once its worker runs (killed while Bubblewrap still sets the
+    // sandbox up, an unprivileged Bubblewrap's inner process can be left
+    // waiting for its dead parent; it keeps the uid, which is then skipped).
+    let probe_copy = probe.path().join("splash-probe");
+    while runtime_support::processes_running(&probe_copy).is_empty() {
+        assert!(Instant::now() < deadline, "the worker never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     host.kill().expect("SIGKILL the host");
     host.wait().expect("reap the host");
     // The worker dies with its host (parent-death signal, `--die-with-parent`).
