@@ -437,10 +437,7 @@ fn policy_layers(text: &str) -> (Vec<String>, bool, Option<String>, Vec<String>)
             add("tmp-size");
         }
         if line.starts_with("identity ") {
-            // The worker owns none of the host's nodes, so bind gives it the
-            // host's (no private ones).
             add("identity");
-            layers.retain(|l| l != "private-device-nodes");
         }
         if let Some(rest) = line.strip_prefix("root \"") {
             let id = rest.split('"').next().expect("root id").to_owned();
@@ -450,6 +447,11 @@ fn policy_layers(text: &str) -> (Vec<String>, bool, Option<String>, Vec<String>)
             }
             ids.push(id);
         }
+    }
+    // Under an identity the worker owns none of the host's device nodes, so
+    // bind gives it the host's (no private ones).
+    if layers.iter().any(|l| l == "identity") {
+        layers.retain(|l| l != "private-device-nodes");
     }
     (layers, strict, scratch, ids)
 }
