@@ -957,9 +957,8 @@ pub struct Explanation {
     pub namespaces: Vec<Isolation>,
     /// The network the worker reaches.
     pub network: Network,
-    /// The host identity the worker runs as (`identity`); absent when the
+    /// The host identity the worker runs as (`identity`); `None` when the
     /// policy sets none (the worker runs as the launching uid).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub identity: Option<WorkerIdentity>,
     /// What the policy does not enforce.
     pub not_enforced: Vec<NotEnforced>,
