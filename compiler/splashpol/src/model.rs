@@ -385,9 +385,7 @@ pub struct RawPolicy {
     pub watchdog: Option<Watchdog>,
     /// The brokered network-origin mount, if configured.
     pub network_broker: Option<NetworkBroker>,
-    /// The host identity the worker runs as (`identity`), if set. Absent
-    /// from the serialized form when not set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The host identity the worker runs as (`identity`), if set.
     pub worker_identity: Option<WorkerIdentity>,
 }
 

@@ -560,8 +560,7 @@ pub struct RawPlan {
     /// The host wall-clock watchdog, if configured.
     pub watchdog: Option<Watchdog>,
     /// The host identity Bubblewrap and the worker run as (`identity`), if
-    /// set; absent from the JSON form when not set.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// set.
     pub identity: Option<WorkerIdentity>,
 }
 
