@@ -432,18 +432,26 @@ pub fn leased(directory: &Path, uid: u32) -> io::Result<bool> {
     }
 }
 
-/// Makes (mode 0700) and opens the lease directory, refusing one that is a
+/// Makes (mode 0700, its missing parents 0755) and opens the lease
+/// directory, refusing one that is a
 /// symbolic link, not owned by this process's uid, or writable by others.
 fn open_directory(path: &Path) -> Result<OwnedFd, IdentityError> {
     let dir_err = |source| IdentityError::Directory {
         path: path.to_path_buf(),
         source,
     };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
-        .map_err(dir_err)?;
+    if let Some(parent) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o755)
+            .create(parent)
+            .map_err(dir_err)?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(dir_err(e)),
+    }
     let fd = rustix::fs::open(
         path,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
