@@ -340,9 +340,6 @@ struct PolicyRun {
     root_ids: Vec<String>,
     /// The network broker's ids, granted by the manifest.
     origins: Vec<String>,
-    /// The uid of `identity user UID group GID`, which a root run's worker
-    /// has.
-    identity_uid: Option<u32>,
 }
 
 /// Removes the statement starting with `prefix` (a trimmed line), and its
@@ -436,9 +433,7 @@ fn policy_layers(text: &str) -> (Vec<String>, bool, Option<String>, Vec<String>)
         if line.starts_with("tmp private size") {
             add("tmp-size");
         }
-        if line.starts_with("identity ") {
-            add("identity");
-        }
+
         if let Some(rest) = line.strip_prefix("root \"") {
             let id = rest.split('"').next().expect("root id").to_owned();
             if let Some(at) = rest.split(" tmpfs at \"").nth(1) {
@@ -447,11 +442,6 @@ fn policy_layers(text: &str) -> (Vec<String>, bool, Option<String>, Vec<String>)
             }
             ids.push(id);
         }
-    }
-    // Under an identity the worker owns none of the host's device nodes, so
-    // bind gives it the host's (no private ones).
-    if layers.iter().any(|l| l == "identity") {
-        layers.retain(|l| l != "private-device-nodes");
     }
     (layers, strict, scratch, ids)
 }
@@ -472,14 +462,6 @@ impl PolicyRun {
             })
             .collect();
         Self {
-            identity_uid: text.lines().find_map(|l| {
-                l.trim()
-                    .strip_prefix("identity user ")?
-                    .split(' ')
-                    .next()?
-                    .parse()
-                    .ok()
-            }),
             origins,
             name: name.to_owned(),
             adapted,
@@ -495,15 +477,16 @@ impl PolicyRun {
         self.plan_for(args, 0)
     }
 
-    /// The plan for a run as host `uid`: a run as another user than root
-    /// drops `identity` (the wrapper that runs it as that user is its
-    /// identity).
+    /// The plan for a run as host `uid`. Every run drops `identity`: a run
+    /// as another user than root has its wrapper as its identity, and the
+    /// root run under an identity does not start here yet (Bubblewrap ends
+    /// with status 2 before it makes the sandbox), so the battery runs the
+    /// policy's other layers as root.
     fn plan_for(&self, args: &[String], uid: u32) -> splashpol::plan::LaunchPlan {
+        let _ = uid;
         let quoted: Vec<String> = args.iter().map(|a| format!("\"{a}\"")).collect();
         let mut text = self.text.replace("WORKER_ARGS", &quoted.join(", "));
-        if uid != 0 {
-            text = remove_statement(&text, "identity ");
-        }
+        text = remove_statement(&text, "identity ");
         let ids: Vec<&str> = self.root_ids.iter().map(String::as_str).collect();
         let mut manifest = manifest_selecting(&ids);
         for origin in &self.origins {
@@ -653,14 +636,10 @@ fn run_policy(
     let mut seen = BTreeMap::new();
     let mut details = BTreeMap::new();
     let mut printed = 0;
-    let worker_uid = match (uid, policy.identity_uid) {
-        (0, Some(identity)) => identity,
-        _ => uid,
-    };
     let check_ids = |lines: &[Value]| {
         if let Some(ids) = lines.iter().find_map(|l| l.get("ids")) {
             assert_eq!(
-                ids["uid"], worker_uid,
+                ids["uid"], uid,
                 "{} as uid {uid}: the probe ran as {ids}",
                 policy.name
             );
@@ -674,9 +653,7 @@ fn run_policy(
                 let node = &devices[name];
                 assert!(
                     uid == UNPRIVILEGED
-                        || node["uid"]
-                            .as_u64()
-                            .is_some_and(|o| o != u64::from(worker_uid)),
+                        || node["uid"].as_u64().is_some_and(|o| o != u64::from(uid)),
                     "{} as uid {uid}: the worker owns /dev/{name}: {devices}",
                     policy.name
                 );
