@@ -75,6 +75,7 @@ module.exports = grammar({
       $.cgroup_statement,
       $.network_broker_statement,
       $.expect_statement,
+      $.identity_statement,
     ),
 
     // ------------------------------------------------------------ statements
@@ -184,6 +185,14 @@ module.exports = grammar({
     ),
 
     catalog: _ => choice('endpoint', 'origin'),
+
+    identity_statement: $ => seq(
+      'identity',
+      choice(
+        seq('user', field('user', $.number), 'group', field('group', $.number)),
+        'dynamic',
+      ),
+    ),
 
     // `limits [runner PATH] [required] { cpu 30 s; ... }`
     limits_statement: $ => seq(

@@ -3,7 +3,7 @@
 //! worker) and is started by the runtime as the first program of a launch.
 //!
 //! ```text
-//! splash-cgroup-runner --cgroup-fd N [--keep-fd M]... -- PROGRAM [ARGS...]
+//! splash-cgroup-runner --cgroup-fd N [--keep-fd M]... [--identity UID:GID] -- PROGRAM [ARGS...]
 //! ```
 //!
 //! The cgroup is handed over as an inherited *directory descriptor* `N` of
@@ -22,9 +22,14 @@
 //!    open (exit 71);
 //! 3. join: `openat(N, "cgroup.procs", O_WRONLY | O_CLOEXEC | O_NOFOLLOW)`,
 //!    write this process's pid in one `write`, close it, close `N` (exit 71);
-//! 4. mark every descriptor from 3 up close-on-exec (exit 71);
-//! 5. clear close-on-exec on exactly the `--keep-fd` descriptors (exit 71);
-//! 6. `execv(PROGRAM, [PROGRAM, ARGS...])`, environment unchanged (exit 127
+//! 4. with `--identity`: switch to it (supplementary groups cleared,
+//!    `setresgid`, `setresuid`, every real, effective and saved id read
+//!    back), then ask again for the parent-death signal (`SIGKILL`), which
+//!    the switch cleared, and check the parent is still the one it had
+//!    (exit 71);
+//! 5. mark every descriptor from 3 up close-on-exec (exit 71);
+//! 6. clear close-on-exec on exactly the `--keep-fd` descriptors (exit 71);
+//! 7. `execv(PROGRAM, [PROGRAM, ARGS...])`, environment unchanged (exit 127
 //!    when `PROGRAM` does not exist, 126 otherwise).
 //!
 //! After step 3 every process the runner becomes or starts is in the cgroup:
@@ -57,6 +62,8 @@ pub struct CgroupInvocation {
     pub cgroup_fd: RawFd,
     /// Descriptors the program inherits, in command-line order.
     pub keep: Vec<RawFd>,
+    /// The uid and gid to switch to after the join (`--identity UID:GID`).
+    pub identity: Option<(u32, u32)>,
     /// The program (absolute).
     pub program: CString,
     /// The complete argument vector, `argv[0]` included.
@@ -79,6 +86,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<CgroupInvocatio
     let mut args = args.into_iter();
     let mut cgroup_fd = None;
     let mut keep: Vec<RawFd> = Vec::new();
+    let mut identity = None;
     let mut saw_separator = false;
     while let Some(arg) = args.next() {
         if arg == "--" {
@@ -106,6 +114,13 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<CgroupInvocatio
                     )));
                 }
                 keep.push(fd);
+            }
+            "--identity" => {
+                let raw = flag_value(&mut args, &flag)?;
+                let ids = parse_identity(&raw)?;
+                if identity.replace(ids).is_some() {
+                    return Err(Failure::usage(format!("`{flag}` is given more than once")));
+                }
             }
             f if f.starts_with('-') => {
                 return Err(Failure::usage(format!("unknown flag `{f}`")));
@@ -148,9 +163,44 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<CgroupInvocatio
     Ok(CgroupInvocation {
         cgroup_fd,
         keep,
+        identity,
         program: argv[0].clone(),
         argv,
     })
+}
+
+/// `UID:GID`, both decimal, from 1 to 4294967294.
+fn parse_identity(raw: &std::ffi::OsStr) -> Result<(u32, u32), Failure> {
+    let text = raw.to_string_lossy();
+    let bad = || {
+        Failure::usage(format!(
+            "`--identity` value `{text}` is not `UID:GID` of unprivileged ids"
+        ))
+    };
+    let (u, g) = text.split_once(':').ok_or_else(bad)?;
+    let id = |s: &str| -> Result<u32, Failure> {
+        if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(bad());
+        }
+        match s.parse::<u32>() {
+            Ok(v) if v != 0 && v != u32::MAX => Ok(v),
+            _ => Err(bad()),
+        }
+    };
+    Ok((id(u)?, id(g)?))
+}
+
+/// Step 4: become `uid`/`gid` and keep the parent-death signal.
+fn switch(uid: u32, gid: u32) -> Result<(), Failure> {
+    let parent = sys::parent_pid();
+    sys::switch_identity(uid, gid)
+        .map_err(|e| Failure::setup(format!("switching to uid {uid} gid {gid} failed: {e}")))?;
+    sys::set_parent_death_kill()
+        .map_err(|e| Failure::setup(format!("failed to keep the parent-death signal: {e}")))?;
+    if sys::parent_pid() != parent {
+        return Err(Failure::setup("the launching process is gone".to_owned()));
+    }
+    Ok(())
 }
 
 /// Steps 2 and 3: check the cgroup descriptor, write this pid to its
@@ -205,6 +255,9 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> Result<Infallible, Failu
         }
     }
     join(invocation.cgroup_fd)?;
+    if let Some((uid, gid)) = invocation.identity {
+        switch(uid, gid)?;
+    }
     fds::mark_inherited_cloexec()?;
     for &fd in &invocation.keep {
         sys::clear_cloexec(fd)
@@ -261,6 +314,38 @@ mod tests {
         assert_eq!(inv.keep, [4, 12]);
         assert_eq!(inv.program.as_bytes(), b"/proc/self/fd/5");
         assert_eq!(inv.argv.len(), 2);
+        assert_eq!(inv.identity, None);
+    }
+
+    #[test]
+    fn an_identity() {
+        let inv = p(&["--cgroup-fd", "9", "--identity", "64000:64001", "--", "/x"]).expect("valid");
+        assert_eq!(inv.identity, Some((64000, 64001)));
+        for bad in [
+            "0:1",
+            "1:0",
+            "4294967295:1",
+            "1",
+            "a:1",
+            "1:",
+            "+1:1",
+            "1:2:3",
+        ] {
+            let err = p(&["--cgroup-fd", "9", "--identity", bad, "--", "/x"]).expect_err(bad);
+            assert!(err.message.contains("UID:GID"), "{bad}: {}", err.message);
+        }
+        let err = p(&[
+            "--cgroup-fd",
+            "9",
+            "--identity",
+            "1:1",
+            "--identity",
+            "2:2",
+            "--",
+            "/x",
+        ])
+        .expect_err("twice");
+        assert!(err.message.contains("more than once"), "{}", err.message);
     }
 
     #[test]

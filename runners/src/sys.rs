@@ -416,3 +416,51 @@ pub fn clear_cloexec(fd: RawFd) -> io::Result<()> {
     let ret = unsafe { libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) };
     check_int(ret).map(drop)
 }
+
+/// Switches this (single-threaded) process to `uid` and `gid` with no
+/// supplementary group: `setgroups(0)`, `setresgid`, `setresuid`, then reads
+/// every real, effective and saved id and the group count back; a
+/// difference is `EPERM`.
+pub fn switch_identity(uid: u32, gid: u32) -> io::Result<()> {
+    // SAFETY: a group count of 0 reads no memory; the other calls take
+    // plain integers.
+    unsafe {
+        check_int(libc::setgroups(0, std::ptr::null()))?;
+        check_int(libc::setresgid(gid, gid, gid))?;
+        check_int(libc::setresuid(uid, uid, uid))?;
+    }
+    let (mut ru, mut eu, mut su) = (u32::MAX, u32::MAX, u32::MAX);
+    let (mut rg, mut eg, mut sg) = (u32::MAX, u32::MAX, u32::MAX);
+    // SAFETY: each pointer names a live local; `getgroups` with a size of 0
+    // writes nothing and returns the count.
+    let groups = unsafe {
+        check_int(libc::getresuid(&raw mut ru, &raw mut eu, &raw mut su))?;
+        check_int(libc::getresgid(&raw mut rg, &raw mut eg, &raw mut sg))?;
+        check_int(libc::getgroups(0, std::ptr::null_mut()))?
+    };
+    if [ru, eu, su] != [uid; 3] || [rg, eg, sg] != [gid; 3] || groups != 0 {
+        return Err(io::Error::from_raw_os_error(libc::EPERM));
+    }
+    Ok(())
+}
+
+/// `prctl(PR_SET_PDEATHSIG, SIGKILL)`.
+pub fn set_parent_death_kill() -> io::Result<()> {
+    // SAFETY: plain integer arguments.
+    let ret = unsafe {
+        libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        )
+    };
+    check_int(ret).map(|_| ())
+}
+
+/// `getppid()`.
+pub fn parent_pid() -> i32 {
+    // SAFETY: no arguments; always succeeds.
+    unsafe { libc::getppid() }
+}

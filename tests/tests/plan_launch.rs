@@ -153,6 +153,7 @@ fn policy(fx: &Fixture, bwrap: &Path) -> RawPolicy {
         require_cgroup_v2: false,
         watchdog: None,
         network_broker: None,
+        worker_identity: None,
     }
 }
 

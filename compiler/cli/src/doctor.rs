@@ -130,6 +130,13 @@ pub trait Host {
     fn seccomp_mode(&self) -> io::Result<i32>;
     /// The effective user id the launch runs as.
     fn euid(&self) -> u32;
+    /// Whether `program ARGS...` exits with status 0 when started switched
+    /// to `uid` and `gid` as a launch switches; an error when it cannot be
+    /// tried.
+    fn run_as(&self, program: &Path, args: &[&str], uid: u32, gid: u32) -> io::Result<bool> {
+        let _ = (program, args, uid, gid);
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
 }
 
 /// This machine.
@@ -139,6 +146,11 @@ pub struct RealHost;
 impl Host for RealHost {
     fn read(&self, path: &Path) -> io::Result<String> {
         std::fs::read_to_string(path)
+    }
+
+    fn run_as(&self, program: &Path, args: &[&str], uid: u32, gid: u32) -> io::Result<bool> {
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        splash_runtime::identity::try_as(program, &args, uid, gid)
     }
 
     fn mode(&self, path: &Path) -> io::Result<u32> {
@@ -268,7 +280,10 @@ pub fn diagnose(host: &dyn Host, plan: &LaunchPlan, preflight: &Preflight) -> Ve
     if !parent_passed {
         cgroup_hierarchy(host, plan, &mounts, &mut findings);
     }
-    findings.push(root_finding(host));
+    findings.push(root_finding(host, plan));
+    if let Some(f) = identity_switch_finding(host, plan) {
+        findings.push(f);
+    }
     findings
 }
 
@@ -349,6 +364,10 @@ fn passed_detail(plan: &LaunchPlan, check: &Check) -> String {
             "read-write root `{s}` is on `nosuid` host mounts only, so what the worker (host uid 0) makes there cannot gain privileges on the host"
         ),
         Step::DeviceNodes => format!("the sandbox's device nodes can be provided {s}"),
+        Step::Identity if s == "none" => {
+            "the policy sets no identity: the worker runs as the launching uid".to_owned()
+        }
+        Step::Identity => format!("the launch can run the worker as `identity {s}`"),
         _ => format!("`{s}` passed"),
     }
 }
@@ -710,7 +729,8 @@ fn user_namespaces(host: &dyn Host, plan: &LaunchPlan, setuid: bool, out: &mut V
         ));
         return;
     }
-    let privileged = host.euid() == 0 || setuid;
+    // Under an identity a root host starts Bubblewrap unprivileged.
+    let privileged = (host.euid() == 0 && plan.identity().is_none()) || setuid;
     let mut problems = Vec::new();
     let mut fixes = Vec::new();
     match read_number(host, "/proc/sys/user/max_user_namespaces") {
@@ -840,22 +860,74 @@ fn landlock_finding(host: &dyn Host) -> Finding {
     }
 }
 
-fn root_finding(host: &dyn Host) -> Finding {
+fn root_finding(host: &dyn Host, plan: &LaunchPlan) -> Finding {
     let uid = host.euid();
-    if uid == 0 {
-        Finding::warning(
+    match (uid, plan.identity()) {
+        (0, None) => Finding::warning(
             "launch user",
-            "the launch runs as root: the worker is host uid 0 without capabilities, so it may write every root-owned file a read-write mount exposes and is treated as root by anything that checks only the uid",
-            "launch from a dedicated unprivileged user (with unprivileged user namespaces or a setuid bubblewrap)",
-        )
-    } else {
-        Finding::ok(
+            "the launch runs as root and the policy sets no `identity`: the worker is host uid 0 without capabilities, so it may write every root-owned file a read-write mount exposes and is treated as root by anything that checks only the uid; the launch defends with private device nodes, `nosuid` read-write roots and a read-only `/proc`",
+            "add `identity user UID group GID` (or `identity dynamic`) to the policy, or launch from a dedicated unprivileged user (with unprivileged user namespaces or a setuid bubblewrap)",
+        ),
+        (0, Some(identity)) => Finding::ok(
+            "launch user",
+            format!(
+                "the launch runs as root and switches to `identity {identity}` before Bubblewrap starts: no process of the sandbox is host root, and the sandbox's device nodes are the host's (the identity owns none)"
+            ),
+        ),
+        (_, _) => Finding::ok(
             "launch user",
             format!(
                 "the launch runs as uid {uid}; the worker is host uid {uid} without capabilities"
             ),
-        )
+        ),
     }
+}
+
+/// For a root launch under an identity: whether Bubblewrap starts in an
+/// unprivileged user namespace once switched to the identity (the first id
+/// of the default dynamic range stands for a dynamic one).
+fn identity_switch_finding(host: &dyn Host, plan: &LaunchPlan) -> Option<Finding> {
+    let identity = plan.identity()?;
+    if host.euid() != 0 {
+        return None;
+    }
+    let (uid, gid) = identity.fixed().unwrap_or({
+        let first = splash_runtime::IdentityRange::DEFAULT.first();
+        (first, first)
+    });
+    let args = [
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--ro-bind",
+        "/",
+        "/",
+        "--",
+        "/bin/true",
+    ];
+    let bwrap = Path::new(plan.bwrap().as_str());
+    Some(match host.run_as(bwrap, &args, uid, gid) {
+        Ok(true) => Finding::ok(
+            "identity switch",
+            format!(
+                "switching to uid {uid} gid {gid} and starting `{}` in an unprivileged user namespace works",
+                plan.bwrap()
+            ),
+        ),
+        Ok(false) => Finding::missing(
+            "identity switch",
+            format!(
+                "`{}` switched to uid {uid} gid {gid} could not make its sandbox: unprivileged user namespaces are forbidden here",
+                plan.bwrap()
+            ),
+            "allow unprivileged user namespaces (`sysctl -w kernel.unprivileged_userns_clone=1`, or an AppArmor profile for bubblewrap that allows `userns`)".to_owned(),
+        ),
+        Err(e) => Finding::missing(
+            "identity switch",
+            format!("switching to uid {uid} gid {gid} could not be tried: {e}"),
+            "run `splashc doctor` as the root user that launches".to_owned(),
+        ),
+    })
 }
 
 fn render_human(name: &str, plan: &LaunchPlan, findings: &[Finding]) -> String {

@@ -998,6 +998,7 @@ mod tests {
             !statement_words("limits").contains(&"cpu"),
             "not into its block"
         );
+        assert_eq!(statement_words("identity"), ["dynamic", "group", "user"]);
         assert!(statement_words("no-such-statement").is_empty());
     }
 }

@@ -24,6 +24,7 @@ use splashpol::model::{
     AbsPath, Access, AggregateQuota, BrokerCatalog, CgroupLimits, CgroupPolicy, FileRoot,
     FileRootKind, IoMax, LandlockRunner, LimitRunner, NetworkBroker, PrivateTmp, ProjectQuota,
     RawPolicy, ResourceLimits, RuntimeMount, SeccompPolicy, Side, SyscallName, Watchdog,
+    WorkerIdentity,
 };
 
 fn workspace() -> PathBuf {
@@ -714,6 +715,14 @@ fn full_policies() -> Vec<RawPolicy> {
                 catalog: catalogs[i % 2],
                 ids: [token("a")].into(),
             }),
+            worker_identity: [
+                Some(WorkerIdentity::Fixed {
+                    uid: 64000,
+                    gid: 64001,
+                }),
+                Some(WorkerIdentity::Dynamic),
+                None,
+            ][i],
         })
         .collect()
 }

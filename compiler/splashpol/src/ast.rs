@@ -301,6 +301,23 @@ pub enum Statement {
         /// Whether every entry of the block parsed.
         parsed: Parsed,
     },
+    /// `identity user UID group GID` / `identity dynamic`: the host identity
+    /// the worker runs as.
+    Identity(Identity),
+}
+
+/// The `identity` statement as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Identity {
+    /// `identity user UID group GID`: one fixed host uid and gid.
+    Fixed {
+        /// The uid as written; the checker requires 1 to 4294967294.
+        user: Node<NumberLit>,
+        /// The gid as written; the checker requires 1 to 4294967294.
+        group: Node<NumberLit>,
+    },
+    /// `identity dynamic`: a fresh uid and gid leased for each session.
+    Dynamic,
 }
 
 impl Statement {
@@ -330,6 +347,7 @@ impl Statement {
             Statement::Watchdog { .. } => "watchdog",
             Statement::NetworkBroker { .. } => "network-broker",
             Statement::Expect { .. } => "expect",
+            Statement::Identity(_) => "identity",
         }
     }
 }

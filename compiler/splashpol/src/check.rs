@@ -35,6 +35,7 @@ mod build;
 mod cgroup;
 mod expect;
 mod hardening;
+mod identity;
 mod landlock;
 mod limits;
 mod mounts;
@@ -256,6 +257,8 @@ struct Collected {
     cgroup: Option<(Checked<CgroupPolicy>, bool)>,
     watchdog: Option<Watchdog>,
     broker: Option<(NetworkBroker, Span, Span)>,
+    /// The checked `identity` and the statement's span.
+    identity: Option<(Checked<model::WorkerIdentity>, Span)>,
     /// The destination of every runtime mount, also of those whose source
     /// is invalid (they still count as covering executables). Where one is
     /// [`Reported`], which executables it would cover is unknown, so none is
@@ -428,6 +431,7 @@ impl Checker {
         self.storage(&c);
         self.ephemeral(&c);
         self.hardening(&c);
+        self.identity_roots(&c);
 
         let built = self.build(policy, c);
         if let Some(p) = &built {

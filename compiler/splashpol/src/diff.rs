@@ -253,6 +253,7 @@ fn effective(
         namespaces,
         network: _,      // read from the plan (`network`)
         not_enforced: _, // derived from the rest
+        identity: _,     // read from the plan (`facts::plan`: `identity`)
         on_this_host: _, // never probed here
         expectations: _, // neutral: no effect on the sandbox
     } = ea;

@@ -26,7 +26,9 @@ use serde::Serialize;
 use splash_seccomp::guards::{self, Class};
 use splash_seccomp::{Action, Arch, ArgCond, Fallback, RuleSet, compile_rules};
 
-use crate::model::{BrokerCatalog, CgroupLimits, Policy, Runners, SeccompPolicy, Watchdog};
+use crate::model::{
+    BrokerCatalog, CgroupLimits, Policy, Runners, SeccompPolicy, Watchdog, WorkerIdentity,
+};
 use crate::plan::{
     BwrapOp, ExecArg, LaunchPlan, MountPoint, MountSource, PinRole, RootMode, SeccompDelivery,
     SeccompProfile,
@@ -955,6 +957,9 @@ pub struct Explanation {
     pub namespaces: Vec<Isolation>,
     /// The network the worker reaches.
     pub network: Network,
+    /// The host identity the worker runs as (`identity`); `None` when the
+    /// policy sets none (the worker runs as the launching uid).
+    pub identity: Option<WorkerIdentity>,
     /// What the policy does not enforce.
     pub not_enforced: Vec<NotEnforced>,
     /// What this host cannot enforce; `None` when the host was not probed
@@ -1116,6 +1121,7 @@ pub fn explain(policy: &Policy, plan: &LaunchPlan) -> Explanation {
         namespaces,
         network,
         not_enforced,
+        identity: plan.identity(),
         on_this_host: None,
         expectations: Vec::new(),
     }
@@ -1706,6 +1712,15 @@ fn limits(policy: &Policy, plan: &LaunchPlan) -> Limits {
     }
 }
 
+fn identity_text(identity: WorkerIdentity) -> String {
+    match identity {
+        WorkerIdentity::Fixed { uid, gid } => format!(
+            "uid {uid}, gid {gid}, no supplementary group (a root host switches to it before Bubblewrap starts)"
+        ),
+        WorkerIdentity::Dynamic => "a uid and equal gid leased from the host's dynamic range for each session, no supplementary group".to_string(),
+    }
+}
+
 fn rlimit_text(r: &Rlimit) -> String {
     let v = r.value;
     match r.name {
@@ -1932,6 +1947,9 @@ pub fn render_human(e: &Explanation) -> String {
         let _ = writeln!(t, "  {}", n.text());
     }
     let _ = writeln!(t, "  network: {}", esc(&network_text(&e.network)));
+    if let Some(identity) = e.identity {
+        let _ = writeln!(t, "  host identity: {}", identity_text(identity));
+    }
     let _ = writeln!(t, "\nnot enforced:");
     for n in &e.not_enforced {
         let _ = writeln!(t, "  - {}", esc(&n.text(&e.writable)));

@@ -832,6 +832,7 @@ pub fn lower(
         cgroup: policy.cgroup().cloned(),
         require_cgroup_v2: policy.require_cgroup_v2(),
         watchdog: policy.watchdog(),
+        identity: policy.worker_identity(),
     })?;
     emit::check_argument_limits(&plan)?;
     Ok(plan)
@@ -1118,6 +1119,7 @@ pub(crate) mod tests {
             require_cgroup_v2: false,
             watchdog: None,
             network_broker: None,
+            worker_identity: None,
         }
     }
 

@@ -30,7 +30,9 @@ use serde::{Deserialize, Serialize};
 pub use splash_manifest::Token as SelectorId;
 pub use splash_seccomp::SyscallName;
 
+mod identity;
 mod rules;
+pub use identity::{MAX_IDENTITY_ID, MIN_IDENTITY_ID, WorkerIdentity};
 pub use rules::{RuleError, ValueDefect, check_rules};
 
 /// An absolute, normalized path: starts with `/`, no empty, `.` or `..`
@@ -383,6 +385,8 @@ pub struct RawPolicy {
     pub watchdog: Option<Watchdog>,
     /// The brokered network-origin mount, if configured.
     pub network_broker: Option<NetworkBroker>,
+    /// The host identity the worker runs as (`identity`), if set.
+    pub worker_identity: Option<WorkerIdentity>,
 }
 
 /// A checked policy: a [`RawPolicy`] whose invariants hold, built by the
@@ -657,6 +661,11 @@ impl Policy {
     /// The host wall-clock watchdog, if configured.
     pub fn watchdog(&self) -> Option<Watchdog> {
         self.raw.watchdog
+    }
+
+    /// The host identity the worker runs as (`identity`), if set.
+    pub fn worker_identity(&self) -> Option<WorkerIdentity> {
+        self.raw.worker_identity
     }
 
     /// The brokered network-origin mount, if configured.

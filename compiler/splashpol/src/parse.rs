@@ -101,6 +101,7 @@ pub const STATEMENT_KEYWORDS: &[&str] = &[
     "watchdog",
     "network-broker",
     "expect",
+    "identity",
 ];
 /// Entry keywords of a `limits { }` block: exactly the values
 /// [`LimitKind::keyword`] returns.
@@ -621,6 +622,10 @@ pub const KEYWORD_SPELLINGS: &[&str] = &[
     "allowed",
     "syscall",
     "network",
+    "identity",
+    "user",
+    "group",
+    "dynamic",
 ];
 
 #[cfg(test)]

@@ -25,7 +25,7 @@ pub use splash_seccomp::Arch;
 
 use crate::model::{
     AggregateQuota, BrokerCatalog, CgroupPolicy, HostPath, ProjectQuota, SandboxPath, SelectorId,
-    Watchdog,
+    Watchdog, WorkerIdentity,
 };
 
 /// Index into [`LaunchPlan::pins`]: names one descriptor the runtime opens at
@@ -564,6 +564,9 @@ pub struct RawPlan {
     pub require_cgroup_v2: bool,
     /// The host wall-clock watchdog, if configured.
     pub watchdog: Option<Watchdog>,
+    /// The host identity Bubblewrap and the worker run as (`identity`), if
+    /// set.
+    pub identity: Option<WorkerIdentity>,
 }
 
 /// The complete launch object: a [`RawPlan`] whose structural invariants
@@ -885,6 +888,11 @@ impl LaunchPlan {
     /// The host wall-clock watchdog, if configured.
     pub fn watchdog(&self) -> Option<Watchdog> {
         self.raw.watchdog
+    }
+
+    /// The host identity Bubblewrap and the worker run as, if set.
+    pub fn identity(&self) -> Option<WorkerIdentity> {
+        self.raw.identity
     }
 
     /// Whether this is a learning plan: its command hands a recording

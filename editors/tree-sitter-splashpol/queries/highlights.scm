@@ -34,6 +34,6 @@
   "processes" "open-files" "file-size" "landlock" "allow-exec" "combined"
   "cgroup" "parent" "memory" "swap" "pids" "io" "read" "write"
   "join-timeout" "watchdog" "session" "call" "network-broker" "endpoint"
-  "origin" "ids" "unlimited" "expect" "writable" "hidden" "exec" "denied"
-  "allowed" "syscall" "network"
+  "origin" "ids" "identity" "user" "group" "dynamic" "unlimited" "expect"
+  "writable" "hidden" "exec" "denied" "allowed" "syscall" "network"
 ] @keyword

@@ -7,16 +7,16 @@
 #endif
 
 #define LANGUAGE_VERSION 14
-#define STATE_COUNT 289
+#define STATE_COUNT 295
 #define LARGE_STATE_COUNT 2
-#define SYMBOL_COUNT 156
+#define SYMBOL_COUNT 161
 #define ALIAS_COUNT 0
-#define TOKEN_COUNT 87
+#define TOKEN_COUNT 91
 #define EXTERNAL_TOKEN_COUNT 0
-#define FIELD_COUNT 22
+#define FIELD_COUNT 24
 #define MAX_ALIAS_SEQUENCE_LENGTH 8
 #define MAX_RESERVED_WORD_SET_SIZE 0
-#define PRODUCTION_ID_COUNT 24
+#define PRODUCTION_ID_COUNT 25
 #define SUPERTYPE_COUNT 0
 
 enum ts_symbol_identifiers {
@@ -71,110 +71,115 @@ enum ts_symbol_identifiers {
   anon_sym_ids = 49,
   anon_sym_endpoint = 50,
   anon_sym_origin = 51,
-  anon_sym_limits = 52,
-  anon_sym_required = 53,
-  anon_sym_cpu = 54,
-  anon_sym_address_DASHspace = 55,
-  anon_sym_processes = 56,
-  anon_sym_open_DASHfiles = 57,
-  anon_sym_file_DASHsize = 58,
-  anon_sym_landlock = 59,
-  anon_sym_allow_DASHexec = 60,
-  anon_sym_cgroup = 61,
-  anon_sym_memory = 62,
-  anon_sym_swap = 63,
-  anon_sym_pids = 64,
-  anon_sym_join_DASHtimeout = 65,
-  anon_sym_io = 66,
-  anon_sym_read = 67,
-  anon_sym_write = 68,
-  anon_sym_expect = 69,
-  anon_sym_writable = 70,
-  anon_sym_hidden = 71,
-  anon_sym_exec = 72,
-  anon_sym_denied = 73,
-  anon_sym_allowed = 74,
-  anon_sym_syscall = 75,
-  anon_sym_network = 76,
-  anon_sym_unlimited = 77,
-  sym_number = 78,
-  sym_device = 79,
-  aux_sym_unit_token1 = 80,
-  sym_string = 81,
-  anon_sym_LBRACK = 82,
-  anon_sym_RBRACK = 83,
-  sym_comment = 84,
-  anon_sym_SEMI = 85,
-  sym__newline = 86,
-  sym_source_file = 87,
-  sym_header = 88,
-  sym_policy = 89,
-  sym_policy_body = 90,
-  sym__statement = 91,
-  sym_bubblewrap_statement = 92,
-  sym_worker_statement = 93,
-  sym_runtime_statement = 94,
-  sym_root_statement = 95,
-  sym_root_id = 96,
-  sym_access = 97,
-  sym_root_quota = 98,
-  sym_tmp_statement = 99,
-  sym_writes_statement = 100,
-  sym_host_writes_statement = 101,
-  sym_user_namespaces_statement = 102,
-  sym_pin_statement = 103,
-  sym_pin_item = 104,
-  sym_quota_statement = 105,
-  sym_tmpfs_statement = 106,
-  sym_active_roots_statement = 107,
-  sym_seccomp_statement = 108,
-  sym_syscall_block = 109,
-  sym_runner_statement = 110,
-  sym_watchdog_statement = 111,
-  sym_network_broker_statement = 112,
-  sym_catalog = 113,
-  sym_limits_statement = 114,
-  sym_limits_block = 115,
-  sym_limit_entry = 116,
-  sym_limit_name = 117,
-  sym_landlock_statement = 118,
-  sym_landlock_block = 119,
-  sym_allow_exec = 120,
-  sym_cgroup_statement = 121,
-  sym_cgroup_block = 122,
-  sym_cgroup_value = 123,
-  sym_cgroup_name = 124,
-  sym_io_entry = 125,
-  sym_io_block = 126,
-  sym_io_limit = 127,
-  sym_io_direction = 128,
-  sym_expect_statement = 129,
-  sym_expect_block = 130,
-  sym__expect_entry = 131,
-  sym_expect_read_only = 132,
-  sym_expect_writable = 133,
-  sym_expect_hidden = 134,
-  sym_expect_exec = 135,
-  sym_expect_syscall = 136,
-  sym_expect_network = 137,
-  sym_expect_processes = 138,
-  sym_expect_user_namespaces = 139,
-  sym_quantity = 140,
-  sym_unit = 141,
-  sym_string_list = 142,
-  sym__sep = 143,
-  aux_sym_source_file_repeat1 = 144,
-  aux_sym_policy_body_repeat1 = 145,
-  aux_sym_pin_statement_repeat1 = 146,
-  aux_sym_syscall_block_repeat1 = 147,
-  aux_sym_limits_block_repeat1 = 148,
-  aux_sym_landlock_block_repeat1 = 149,
-  aux_sym_cgroup_block_repeat1 = 150,
-  aux_sym_io_block_repeat1 = 151,
-  aux_sym_expect_block_repeat1 = 152,
-  aux_sym_expect_syscall_repeat1 = 153,
-  aux_sym_string_list_repeat1 = 154,
-  aux_sym_string_list_repeat2 = 155,
+  anon_sym_identity = 52,
+  anon_sym_user = 53,
+  anon_sym_group = 54,
+  anon_sym_dynamic = 55,
+  anon_sym_limits = 56,
+  anon_sym_required = 57,
+  anon_sym_cpu = 58,
+  anon_sym_address_DASHspace = 59,
+  anon_sym_processes = 60,
+  anon_sym_open_DASHfiles = 61,
+  anon_sym_file_DASHsize = 62,
+  anon_sym_landlock = 63,
+  anon_sym_allow_DASHexec = 64,
+  anon_sym_cgroup = 65,
+  anon_sym_memory = 66,
+  anon_sym_swap = 67,
+  anon_sym_pids = 68,
+  anon_sym_join_DASHtimeout = 69,
+  anon_sym_io = 70,
+  anon_sym_read = 71,
+  anon_sym_write = 72,
+  anon_sym_expect = 73,
+  anon_sym_writable = 74,
+  anon_sym_hidden = 75,
+  anon_sym_exec = 76,
+  anon_sym_denied = 77,
+  anon_sym_allowed = 78,
+  anon_sym_syscall = 79,
+  anon_sym_network = 80,
+  anon_sym_unlimited = 81,
+  sym_number = 82,
+  sym_device = 83,
+  aux_sym_unit_token1 = 84,
+  sym_string = 85,
+  anon_sym_LBRACK = 86,
+  anon_sym_RBRACK = 87,
+  sym_comment = 88,
+  anon_sym_SEMI = 89,
+  sym__newline = 90,
+  sym_source_file = 91,
+  sym_header = 92,
+  sym_policy = 93,
+  sym_policy_body = 94,
+  sym__statement = 95,
+  sym_bubblewrap_statement = 96,
+  sym_worker_statement = 97,
+  sym_runtime_statement = 98,
+  sym_root_statement = 99,
+  sym_root_id = 100,
+  sym_access = 101,
+  sym_root_quota = 102,
+  sym_tmp_statement = 103,
+  sym_writes_statement = 104,
+  sym_host_writes_statement = 105,
+  sym_user_namespaces_statement = 106,
+  sym_pin_statement = 107,
+  sym_pin_item = 108,
+  sym_quota_statement = 109,
+  sym_tmpfs_statement = 110,
+  sym_active_roots_statement = 111,
+  sym_seccomp_statement = 112,
+  sym_syscall_block = 113,
+  sym_runner_statement = 114,
+  sym_watchdog_statement = 115,
+  sym_network_broker_statement = 116,
+  sym_catalog = 117,
+  sym_identity_statement = 118,
+  sym_limits_statement = 119,
+  sym_limits_block = 120,
+  sym_limit_entry = 121,
+  sym_limit_name = 122,
+  sym_landlock_statement = 123,
+  sym_landlock_block = 124,
+  sym_allow_exec = 125,
+  sym_cgroup_statement = 126,
+  sym_cgroup_block = 127,
+  sym_cgroup_value = 128,
+  sym_cgroup_name = 129,
+  sym_io_entry = 130,
+  sym_io_block = 131,
+  sym_io_limit = 132,
+  sym_io_direction = 133,
+  sym_expect_statement = 134,
+  sym_expect_block = 135,
+  sym__expect_entry = 136,
+  sym_expect_read_only = 137,
+  sym_expect_writable = 138,
+  sym_expect_hidden = 139,
+  sym_expect_exec = 140,
+  sym_expect_syscall = 141,
+  sym_expect_network = 142,
+  sym_expect_processes = 143,
+  sym_expect_user_namespaces = 144,
+  sym_quantity = 145,
+  sym_unit = 146,
+  sym_string_list = 147,
+  sym__sep = 148,
+  aux_sym_source_file_repeat1 = 149,
+  aux_sym_policy_body_repeat1 = 150,
+  aux_sym_pin_statement_repeat1 = 151,
+  aux_sym_syscall_block_repeat1 = 152,
+  aux_sym_limits_block_repeat1 = 153,
+  aux_sym_landlock_block_repeat1 = 154,
+  aux_sym_cgroup_block_repeat1 = 155,
+  aux_sym_io_block_repeat1 = 156,
+  aux_sym_expect_block_repeat1 = 157,
+  aux_sym_expect_syscall_repeat1 = 158,
+  aux_sym_string_list_repeat1 = 159,
+  aux_sym_string_list_repeat2 = 160,
 };
 
 static const char * const ts_symbol_names[] = {
@@ -230,6 +235,10 @@ static const char * const ts_symbol_names[] = {
   [anon_sym_ids] = "ids",
   [anon_sym_endpoint] = "endpoint",
   [anon_sym_origin] = "origin",
+  [anon_sym_identity] = "identity",
+  [anon_sym_user] = "user",
+  [anon_sym_group] = "group",
+  [anon_sym_dynamic] = "dynamic",
   [anon_sym_limits] = "limits",
   [anon_sym_required] = "required",
   [anon_sym_cpu] = "cpu",
@@ -292,6 +301,7 @@ static const char * const ts_symbol_names[] = {
   [sym_watchdog_statement] = "watchdog_statement",
   [sym_network_broker_statement] = "network_broker_statement",
   [sym_catalog] = "catalog",
+  [sym_identity_statement] = "identity_statement",
   [sym_limits_statement] = "limits_statement",
   [sym_limits_block] = "limits_block",
   [sym_limit_entry] = "limit_entry",
@@ -389,6 +399,10 @@ static const TSSymbol ts_symbol_map[] = {
   [anon_sym_ids] = anon_sym_ids,
   [anon_sym_endpoint] = anon_sym_endpoint,
   [anon_sym_origin] = anon_sym_origin,
+  [anon_sym_identity] = anon_sym_identity,
+  [anon_sym_user] = anon_sym_user,
+  [anon_sym_group] = anon_sym_group,
+  [anon_sym_dynamic] = anon_sym_dynamic,
   [anon_sym_limits] = anon_sym_limits,
   [anon_sym_required] = anon_sym_required,
   [anon_sym_cpu] = anon_sym_cpu,
@@ -451,6 +465,7 @@ static const TSSymbol ts_symbol_map[] = {
   [sym_watchdog_statement] = sym_watchdog_statement,
   [sym_network_broker_statement] = sym_network_broker_statement,
   [sym_catalog] = sym_catalog,
+  [sym_identity_statement] = sym_identity_statement,
   [sym_limits_statement] = sym_limits_statement,
   [sym_limits_block] = sym_limits_block,
   [sym_limit_entry] = sym_limit_entry,
@@ -704,6 +719,22 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = false,
   },
+  [anon_sym_identity] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_user] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_group] = {
+    .visible = true,
+    .named = false,
+  },
+  [anon_sym_dynamic] = {
+    .visible = true,
+    .named = false,
+  },
   [anon_sym_limits] = {
     .visible = true,
     .named = false,
@@ -952,6 +983,10 @@ static const TSSymbolMetadata ts_symbol_metadata[] = {
     .visible = true,
     .named = true,
   },
+  [sym_identity_statement] = {
+    .visible = true,
+    .named = true,
+  },
   [sym_limits_statement] = {
     .visible = true,
     .named = true,
@@ -1131,20 +1166,22 @@ enum ts_field_identifiers {
   field_destination = 6,
   field_device = 7,
   field_direction = 8,
-  field_id = 9,
-  field_ids = 10,
-  field_inodes = 11,
-  field_max = 12,
-  field_name = 13,
-  field_parent = 14,
-  field_path = 15,
-  field_project = 16,
-  field_runner = 17,
-  field_session = 18,
-  field_size = 19,
-  field_source = 20,
-  field_value = 21,
-  field_version = 22,
+  field_group = 9,
+  field_id = 10,
+  field_ids = 11,
+  field_inodes = 12,
+  field_max = 13,
+  field_name = 14,
+  field_parent = 15,
+  field_path = 16,
+  field_project = 17,
+  field_runner = 18,
+  field_session = 19,
+  field_size = 20,
+  field_source = 21,
+  field_user = 22,
+  field_value = 23,
+  field_version = 24,
 };
 
 static const char * const ts_field_names[] = {
@@ -1157,6 +1194,7 @@ static const char * const ts_field_names[] = {
   [field_destination] = "destination",
   [field_device] = "device",
   [field_direction] = "direction",
+  [field_group] = "group",
   [field_id] = "id",
   [field_ids] = "ids",
   [field_inodes] = "inodes",
@@ -1169,6 +1207,7 @@ static const char * const ts_field_names[] = {
   [field_session] = "session",
   [field_size] = "size",
   [field_source] = "source",
+  [field_user] = "user",
   [field_value] = "value",
   [field_version] = "version",
 };
@@ -1187,15 +1226,16 @@ static const TSMapSlice ts_field_map_slices[PRODUCTION_ID_COUNT] = {
   [11] = {.index = 12, .length = 1},
   [12] = {.index = 13, .length = 2},
   [13] = {.index = 15, .length = 2},
-  [15] = {.index = 17, .length = 2},
+  [14] = {.index = 17, .length = 2},
   [16] = {.index = 19, .length = 2},
   [17] = {.index = 21, .length = 2},
-  [18] = {.index = 23, .length = 4},
-  [19] = {.index = 27, .length = 3},
-  [20] = {.index = 30, .length = 4},
-  [21] = {.index = 34, .length = 1},
-  [22] = {.index = 35, .length = 2},
-  [23] = {.index = 37, .length = 3},
+  [18] = {.index = 23, .length = 2},
+  [19] = {.index = 25, .length = 4},
+  [20] = {.index = 29, .length = 3},
+  [21] = {.index = 32, .length = 4},
+  [22] = {.index = 36, .length = 1},
+  [23] = {.index = 37, .length = 2},
+  [24] = {.index = 39, .length = 3},
 };
 
 static const TSFieldMapEntry ts_field_map_entries[] = {
@@ -1230,34 +1270,37 @@ static const TSFieldMapEntry ts_field_map_entries[] = {
     {field_call, 4},
     {field_session, 2},
   [17] =
+    {field_group, 4},
+    {field_user, 2},
+  [19] =
     {field_bytes, 3},
     {field_inodes, 5},
-  [19] =
+  [21] =
     {field_parent, 2},
     {field_runner, 4},
-  [21] =
+  [23] =
     {field_max, 3},
     {field_path, 1},
-  [23] =
+  [25] =
     {field_access, 6},
     {field_destination, 5},
     {field_id, 1},
     {field_source, 3},
-  [27] =
+  [29] =
     {field_destination, 4},
     {field_id, 1},
     {field_size, 6},
-  [30] =
+  [32] =
     {field_catalog, 1},
     {field_destination, 5},
     {field_ids, 7},
     {field_parent, 3},
-  [34] =
+  [36] =
     {field_device, 1},
-  [35] =
+  [37] =
     {field_direction, 0},
     {field_value, 1},
-  [37] =
+  [39] =
     {field_bytes, 4},
     {field_inodes, 6},
     {field_project, 2},
@@ -1265,7 +1308,7 @@ static const TSFieldMapEntry ts_field_map_entries[] = {
 
 static const TSSymbol ts_alias_sequences[PRODUCTION_ID_COUNT][MAX_ALIAS_SEQUENCE_LENGTH] = {
   [0] = {0},
-  [14] = {
+  [15] = {
     [0] = sym_syscall_name,
   },
 };
@@ -1564,6 +1607,12 @@ static const TSStateId ts_primary_state_ids[STATE_COUNT] = {
   [286] = 286,
   [287] = 287,
   [288] = 288,
+  [289] = 289,
+  [290] = 290,
+  [291] = 291,
+  [292] = 292,
+  [293] = 293,
+  [294] = 294,
 };
 
 static bool ts_lex(TSLexer *lexer, TSStateId state) {
@@ -1775,1315 +1824,1370 @@ static bool ts_lex_keywords(TSLexer *lexer, TSStateId state) {
         'd', 4,
         'e', 5,
         'f', 6,
-        'h', 7,
-        'i', 8,
-        'j', 9,
-        'l', 10,
-        'm', 11,
-        'n', 12,
-        'o', 13,
-        'p', 14,
-        'q', 15,
-        'r', 16,
-        's', 17,
-        't', 18,
-        'u', 19,
-        'w', 20,
+        'g', 7,
+        'h', 8,
+        'i', 9,
+        'j', 10,
+        'l', 11,
+        'm', 12,
+        'n', 13,
+        'o', 14,
+        'p', 15,
+        'q', 16,
+        'r', 17,
+        's', 18,
+        't', 19,
+        'u', 20,
+        'w', 21,
       );
       if (lookahead == '\t' ||
           lookahead == ' ') SKIP(0);
       END_STATE();
     case 1:
-      if (lookahead == 'c') ADVANCE(21);
-      if (lookahead == 'd') ADVANCE(22);
-      if (lookahead == 'g') ADVANCE(23);
-      if (lookahead == 'l') ADVANCE(24);
-      if (lookahead == 'r') ADVANCE(25);
-      if (lookahead == 't') ADVANCE(26);
+      if (lookahead == 'c') ADVANCE(22);
+      if (lookahead == 'd') ADVANCE(23);
+      if (lookahead == 'g') ADVANCE(24);
+      if (lookahead == 'l') ADVANCE(25);
+      if (lookahead == 'r') ADVANCE(26);
+      if (lookahead == 't') ADVANCE(27);
       END_STATE();
     case 2:
-      if (lookahead == 'o') ADVANCE(27);
-      if (lookahead == 'u') ADVANCE(28);
-      if (lookahead == 'y') ADVANCE(29);
+      if (lookahead == 'o') ADVANCE(28);
+      if (lookahead == 'u') ADVANCE(29);
+      if (lookahead == 'y') ADVANCE(30);
       END_STATE();
     case 3:
-      if (lookahead == 'a') ADVANCE(30);
-      if (lookahead == 'g') ADVANCE(31);
-      if (lookahead == 'o') ADVANCE(32);
-      if (lookahead == 'p') ADVANCE(33);
+      if (lookahead == 'a') ADVANCE(31);
+      if (lookahead == 'g') ADVANCE(32);
+      if (lookahead == 'o') ADVANCE(33);
+      if (lookahead == 'p') ADVANCE(34);
       END_STATE();
     case 4:
-      if (lookahead == 'e') ADVANCE(34);
+      if (lookahead == 'e') ADVANCE(35);
+      if (lookahead == 'y') ADVANCE(36);
       END_STATE();
     case 5:
-      if (lookahead == 'n') ADVANCE(35);
-      if (lookahead == 'x') ADVANCE(36);
+      if (lookahead == 'n') ADVANCE(37);
+      if (lookahead == 'x') ADVANCE(38);
       END_STATE();
     case 6:
-      if (lookahead == 'i') ADVANCE(37);
+      if (lookahead == 'i') ADVANCE(39);
       END_STATE();
     case 7:
-      if (lookahead == 'i') ADVANCE(38);
-      if (lookahead == 'o') ADVANCE(39);
+      if (lookahead == 'r') ADVANCE(40);
       END_STATE();
     case 8:
-      if (lookahead == 'd') ADVANCE(40);
-      if (lookahead == 'n') ADVANCE(41);
+      if (lookahead == 'i') ADVANCE(41);
       if (lookahead == 'o') ADVANCE(42);
       END_STATE();
     case 9:
-      if (lookahead == 'o') ADVANCE(43);
+      if (lookahead == 'd') ADVANCE(43);
+      if (lookahead == 'n') ADVANCE(44);
+      if (lookahead == 'o') ADVANCE(45);
       END_STATE();
     case 10:
-      if (lookahead == 'a') ADVANCE(44);
-      if (lookahead == 'i') ADVANCE(45);
+      if (lookahead == 'o') ADVANCE(46);
       END_STATE();
     case 11:
-      if (lookahead == 'a') ADVANCE(46);
-      if (lookahead == 'e') ADVANCE(47);
-      if (lookahead == 'o') ADVANCE(48);
+      if (lookahead == 'a') ADVANCE(47);
+      if (lookahead == 'i') ADVANCE(48);
       END_STATE();
     case 12:
-      if (lookahead == 'e') ADVANCE(49);
-      if (lookahead == 'o') ADVANCE(50);
+      if (lookahead == 'a') ADVANCE(49);
+      if (lookahead == 'e') ADVANCE(50);
+      if (lookahead == 'o') ADVANCE(51);
       END_STATE();
     case 13:
-      if (lookahead == 'f') ADVANCE(51);
-      if (lookahead == 'p') ADVANCE(52);
-      if (lookahead == 'r') ADVANCE(53);
+      if (lookahead == 'e') ADVANCE(52);
+      if (lookahead == 'o') ADVANCE(53);
       END_STATE();
     case 14:
-      if (lookahead == 'a') ADVANCE(54);
-      if (lookahead == 'i') ADVANCE(55);
-      if (lookahead == 'o') ADVANCE(56);
-      if (lookahead == 'r') ADVANCE(57);
+      if (lookahead == 'f') ADVANCE(54);
+      if (lookahead == 'p') ADVANCE(55);
+      if (lookahead == 'r') ADVANCE(56);
       END_STATE();
     case 15:
-      if (lookahead == 'u') ADVANCE(58);
+      if (lookahead == 'a') ADVANCE(57);
+      if (lookahead == 'i') ADVANCE(58);
+      if (lookahead == 'o') ADVANCE(59);
+      if (lookahead == 'r') ADVANCE(60);
       END_STATE();
     case 16:
-      if (lookahead == 'e') ADVANCE(59);
-      if (lookahead == 'o') ADVANCE(60);
       if (lookahead == 'u') ADVANCE(61);
       END_STATE();
     case 17:
       if (lookahead == 'e') ADVANCE(62);
-      if (lookahead == 'i') ADVANCE(63);
-      if (lookahead == 'p') ADVANCE(64);
-      if (lookahead == 't') ADVANCE(65);
-      if (lookahead == 'w') ADVANCE(66);
-      if (lookahead == 'y') ADVANCE(67);
+      if (lookahead == 'o') ADVANCE(63);
+      if (lookahead == 'u') ADVANCE(64);
       END_STATE();
     case 18:
-      if (lookahead == 'm') ADVANCE(68);
+      if (lookahead == 'e') ADVANCE(65);
+      if (lookahead == 'i') ADVANCE(66);
+      if (lookahead == 'p') ADVANCE(67);
+      if (lookahead == 't') ADVANCE(68);
+      if (lookahead == 'w') ADVANCE(69);
+      if (lookahead == 'y') ADVANCE(70);
       END_STATE();
     case 19:
-      if (lookahead == 'n') ADVANCE(69);
-      if (lookahead == 's') ADVANCE(70);
+      if (lookahead == 'm') ADVANCE(71);
       END_STATE();
     case 20:
-      if (lookahead == 'a') ADVANCE(71);
-      if (lookahead == 'o') ADVANCE(72);
-      if (lookahead == 'r') ADVANCE(73);
+      if (lookahead == 'n') ADVANCE(72);
+      if (lookahead == 's') ADVANCE(73);
       END_STATE();
     case 21:
-      if (lookahead == 't') ADVANCE(74);
+      if (lookahead == 'a') ADVANCE(74);
+      if (lookahead == 'o') ADVANCE(75);
+      if (lookahead == 'r') ADVANCE(76);
       END_STATE();
     case 22:
-      if (lookahead == 'd') ADVANCE(75);
+      if (lookahead == 't') ADVANCE(77);
       END_STATE();
     case 23:
-      if (lookahead == 'g') ADVANCE(76);
+      if (lookahead == 'd') ADVANCE(78);
       END_STATE();
     case 24:
-      if (lookahead == 'l') ADVANCE(77);
+      if (lookahead == 'g') ADVANCE(79);
       END_STATE();
     case 25:
-      if (lookahead == 'g') ADVANCE(78);
+      if (lookahead == 'l') ADVANCE(80);
       END_STATE();
     case 26:
-      ACCEPT_TOKEN(anon_sym_at);
+      if (lookahead == 'g') ADVANCE(81);
       END_STATE();
     case 27:
-      if (lookahead == 'u') ADVANCE(79);
+      ACCEPT_TOKEN(anon_sym_at);
       END_STATE();
     case 28:
-      if (lookahead == 'b') ADVANCE(80);
+      if (lookahead == 'u') ADVANCE(82);
       END_STATE();
     case 29:
-      if (lookahead == 't') ADVANCE(81);
+      if (lookahead == 'b') ADVANCE(83);
       END_STATE();
     case 30:
-      if (lookahead == 'l') ADVANCE(82);
+      if (lookahead == 't') ADVANCE(84);
       END_STATE();
     case 31:
-      if (lookahead == 'r') ADVANCE(83);
+      if (lookahead == 'l') ADVANCE(85);
       END_STATE();
     case 32:
-      if (lookahead == 'm') ADVANCE(84);
+      if (lookahead == 'r') ADVANCE(86);
       END_STATE();
     case 33:
-      if (lookahead == 'u') ADVANCE(85);
+      if (lookahead == 'm') ADVANCE(87);
       END_STATE();
     case 34:
-      if (lookahead == 'n') ADVANCE(86);
+      if (lookahead == 'u') ADVANCE(88);
       END_STATE();
     case 35:
-      if (lookahead == 'd') ADVANCE(87);
+      if (lookahead == 'n') ADVANCE(89);
       END_STATE();
     case 36:
-      if (lookahead == 'e') ADVANCE(88);
-      if (lookahead == 'p') ADVANCE(89);
+      if (lookahead == 'n') ADVANCE(90);
       END_STATE();
     case 37:
-      if (lookahead == 'l') ADVANCE(90);
-      END_STATE();
-    case 38:
       if (lookahead == 'd') ADVANCE(91);
       END_STATE();
+    case 38:
+      if (lookahead == 'e') ADVANCE(92);
+      if (lookahead == 'p') ADVANCE(93);
+      END_STATE();
     case 39:
-      if (lookahead == 's') ADVANCE(92);
+      if (lookahead == 'l') ADVANCE(94);
       END_STATE();
     case 40:
-      if (lookahead == 's') ADVANCE(93);
+      if (lookahead == 'o') ADVANCE(95);
       END_STATE();
     case 41:
-      if (lookahead == 'o') ADVANCE(94);
+      if (lookahead == 'd') ADVANCE(96);
       END_STATE();
     case 42:
-      ACCEPT_TOKEN(anon_sym_io);
+      if (lookahead == 's') ADVANCE(97);
       END_STATE();
     case 43:
-      if (lookahead == 'i') ADVANCE(95);
+      if (lookahead == 'e') ADVANCE(98);
+      if (lookahead == 's') ADVANCE(99);
       END_STATE();
     case 44:
-      if (lookahead == 'n') ADVANCE(96);
+      if (lookahead == 'o') ADVANCE(100);
       END_STATE();
     case 45:
-      if (lookahead == 'm') ADVANCE(97);
+      ACCEPT_TOKEN(anon_sym_io);
       END_STATE();
     case 46:
-      if (lookahead == 'x') ADVANCE(98);
+      if (lookahead == 'i') ADVANCE(101);
       END_STATE();
     case 47:
-      if (lookahead == 'm') ADVANCE(99);
-      END_STATE();
-    case 48:
-      if (lookahead == 'u') ADVANCE(100);
-      END_STATE();
-    case 49:
-      if (lookahead == 't') ADVANCE(101);
-      END_STATE();
-    case 50:
       if (lookahead == 'n') ADVANCE(102);
       END_STATE();
+    case 48:
+      if (lookahead == 'm') ADVANCE(103);
+      END_STATE();
+    case 49:
+      if (lookahead == 'x') ADVANCE(104);
+      END_STATE();
+    case 50:
+      if (lookahead == 'm') ADVANCE(105);
+      END_STATE();
     case 51:
-      if (lookahead == 'f') ADVANCE(103);
+      if (lookahead == 'u') ADVANCE(106);
       END_STATE();
     case 52:
-      if (lookahead == 'e') ADVANCE(104);
+      if (lookahead == 't') ADVANCE(107);
       END_STATE();
     case 53:
-      if (lookahead == 'i') ADVANCE(105);
-      END_STATE();
-    case 54:
-      if (lookahead == 'r') ADVANCE(106);
-      END_STATE();
-    case 55:
-      if (lookahead == 'd') ADVANCE(107);
       if (lookahead == 'n') ADVANCE(108);
       END_STATE();
+    case 54:
+      if (lookahead == 'f') ADVANCE(109);
+      END_STATE();
+    case 55:
+      if (lookahead == 'e') ADVANCE(110);
+      END_STATE();
     case 56:
-      if (lookahead == 'l') ADVANCE(109);
+      if (lookahead == 'i') ADVANCE(111);
       END_STATE();
     case 57:
-      if (lookahead == 'i') ADVANCE(110);
-      if (lookahead == 'o') ADVANCE(111);
+      if (lookahead == 'r') ADVANCE(112);
       END_STATE();
     case 58:
-      if (lookahead == 'o') ADVANCE(112);
+      if (lookahead == 'd') ADVANCE(113);
+      if (lookahead == 'n') ADVANCE(114);
       END_STATE();
     case 59:
-      if (lookahead == 'a') ADVANCE(113);
-      if (lookahead == 'q') ADVANCE(114);
+      if (lookahead == 'l') ADVANCE(115);
       END_STATE();
     case 60:
-      if (lookahead == 'o') ADVANCE(115);
+      if (lookahead == 'i') ADVANCE(116);
+      if (lookahead == 'o') ADVANCE(117);
       END_STATE();
     case 61:
-      if (lookahead == 'n') ADVANCE(116);
+      if (lookahead == 'o') ADVANCE(118);
       END_STATE();
     case 62:
-      if (lookahead == 'c') ADVANCE(117);
-      if (lookahead == 's') ADVANCE(118);
+      if (lookahead == 'a') ADVANCE(119);
+      if (lookahead == 'q') ADVANCE(120);
       END_STATE();
     case 63:
-      if (lookahead == 'z') ADVANCE(119);
+      if (lookahead == 'o') ADVANCE(121);
       END_STATE();
     case 64:
-      if (lookahead == 'l') ADVANCE(120);
+      if (lookahead == 'n') ADVANCE(122);
       END_STATE();
     case 65:
-      if (lookahead == 'r') ADVANCE(121);
+      if (lookahead == 'c') ADVANCE(123);
+      if (lookahead == 's') ADVANCE(124);
       END_STATE();
     case 66:
-      if (lookahead == 'a') ADVANCE(122);
+      if (lookahead == 'z') ADVANCE(125);
       END_STATE();
     case 67:
-      if (lookahead == 's') ADVANCE(123);
-      END_STATE();
-    case 68:
-      if (lookahead == 'p') ADVANCE(124);
-      END_STATE();
-    case 69:
-      if (lookahead == 'b') ADVANCE(125);
       if (lookahead == 'l') ADVANCE(126);
       END_STATE();
+    case 68:
+      if (lookahead == 'r') ADVANCE(127);
+      END_STATE();
+    case 69:
+      if (lookahead == 'a') ADVANCE(128);
+      END_STATE();
     case 70:
-      if (lookahead == 'e') ADVANCE(127);
+      if (lookahead == 's') ADVANCE(129);
       END_STATE();
     case 71:
-      if (lookahead == 't') ADVANCE(128);
+      if (lookahead == 'p') ADVANCE(130);
       END_STATE();
     case 72:
-      if (lookahead == 'r') ADVANCE(129);
+      if (lookahead == 'b') ADVANCE(131);
+      if (lookahead == 'l') ADVANCE(132);
       END_STATE();
     case 73:
-      if (lookahead == 'i') ADVANCE(130);
+      if (lookahead == 'e') ADVANCE(133);
       END_STATE();
     case 74:
-      if (lookahead == 'i') ADVANCE(131);
+      if (lookahead == 't') ADVANCE(134);
       END_STATE();
     case 75:
-      if (lookahead == 'r') ADVANCE(132);
+      if (lookahead == 'r') ADVANCE(135);
       END_STATE();
     case 76:
-      if (lookahead == 'r') ADVANCE(133);
+      if (lookahead == 'i') ADVANCE(136);
       END_STATE();
     case 77:
-      if (lookahead == 'o') ADVANCE(134);
+      if (lookahead == 'i') ADVANCE(137);
       END_STATE();
     case 78:
-      if (lookahead == 's') ADVANCE(135);
+      if (lookahead == 'r') ADVANCE(138);
       END_STATE();
     case 79:
-      if (lookahead == 'n') ADVANCE(136);
+      if (lookahead == 'r') ADVANCE(139);
       END_STATE();
     case 80:
-      if (lookahead == 'b') ADVANCE(137);
-      END_STATE();
-    case 81:
-      if (lookahead == 'e') ADVANCE(138);
-      END_STATE();
-    case 82:
-      if (lookahead == 'l') ADVANCE(139);
-      END_STATE();
-    case 83:
       if (lookahead == 'o') ADVANCE(140);
       END_STATE();
+    case 81:
+      if (lookahead == 's') ADVANCE(141);
+      END_STATE();
+    case 82:
+      if (lookahead == 'n') ADVANCE(142);
+      END_STATE();
+    case 83:
+      if (lookahead == 'b') ADVANCE(143);
+      END_STATE();
     case 84:
-      if (lookahead == 'b') ADVANCE(141);
+      if (lookahead == 'e') ADVANCE(144);
       END_STATE();
     case 85:
-      ACCEPT_TOKEN(anon_sym_cpu);
+      if (lookahead == 'l') ADVANCE(145);
       END_STATE();
     case 86:
-      if (lookahead == 'i') ADVANCE(142);
-      if (lookahead == 'y') ADVANCE(143);
+      if (lookahead == 'o') ADVANCE(146);
       END_STATE();
     case 87:
-      if (lookahead == 'p') ADVANCE(144);
+      if (lookahead == 'b') ADVANCE(147);
       END_STATE();
     case 88:
-      if (lookahead == 'c') ADVANCE(145);
+      ACCEPT_TOKEN(anon_sym_cpu);
       END_STATE();
     case 89:
-      if (lookahead == 'e') ADVANCE(146);
+      if (lookahead == 'i') ADVANCE(148);
+      if (lookahead == 'y') ADVANCE(149);
       END_STATE();
     case 90:
-      if (lookahead == 'e') ADVANCE(147);
+      if (lookahead == 'a') ADVANCE(150);
       END_STATE();
     case 91:
-      if (lookahead == 'd') ADVANCE(148);
+      if (lookahead == 'p') ADVANCE(151);
       END_STATE();
     case 92:
-      if (lookahead == 't') ADVANCE(149);
+      if (lookahead == 'c') ADVANCE(152);
       END_STATE();
     case 93:
-      ACCEPT_TOKEN(anon_sym_ids);
+      if (lookahead == 'e') ADVANCE(153);
       END_STATE();
     case 94:
-      if (lookahead == 'd') ADVANCE(150);
+      if (lookahead == 'e') ADVANCE(154);
       END_STATE();
     case 95:
-      if (lookahead == 'n') ADVANCE(151);
+      if (lookahead == 'u') ADVANCE(155);
       END_STATE();
     case 96:
-      if (lookahead == 'd') ADVANCE(152);
+      if (lookahead == 'd') ADVANCE(156);
       END_STATE();
     case 97:
-      if (lookahead == 'i') ADVANCE(153);
+      if (lookahead == 't') ADVANCE(157);
       END_STATE();
     case 98:
-      ACCEPT_TOKEN(anon_sym_max);
-      END_STATE();
-    case 99:
-      if (lookahead == 'o') ADVANCE(154);
-      END_STATE();
-    case 100:
-      if (lookahead == 'n') ADVANCE(155);
-      END_STATE();
-    case 101:
-      if (lookahead == 'w') ADVANCE(156);
-      END_STATE();
-    case 102:
-      if (lookahead == 'e') ADVANCE(157);
-      END_STATE();
-    case 103:
-      ACCEPT_TOKEN(anon_sym_off);
-      END_STATE();
-    case 104:
       if (lookahead == 'n') ADVANCE(158);
       END_STATE();
-    case 105:
-      if (lookahead == 'g') ADVANCE(159);
+    case 99:
+      ACCEPT_TOKEN(anon_sym_ids);
       END_STATE();
-    case 106:
-      if (lookahead == 'e') ADVANCE(160);
+    case 100:
+      if (lookahead == 'd') ADVANCE(159);
       END_STATE();
-    case 107:
-      if (lookahead == 's') ADVANCE(161);
+    case 101:
+      if (lookahead == 'n') ADVANCE(160);
       END_STATE();
-    case 108:
-      ACCEPT_TOKEN(anon_sym_pin);
+    case 102:
+      if (lookahead == 'd') ADVANCE(161);
       END_STATE();
-    case 109:
+    case 103:
       if (lookahead == 'i') ADVANCE(162);
       END_STATE();
+    case 104:
+      ACCEPT_TOKEN(anon_sym_max);
+      END_STATE();
+    case 105:
+      if (lookahead == 'o') ADVANCE(163);
+      END_STATE();
+    case 106:
+      if (lookahead == 'n') ADVANCE(164);
+      END_STATE();
+    case 107:
+      if (lookahead == 'w') ADVANCE(165);
+      END_STATE();
+    case 108:
+      if (lookahead == 'e') ADVANCE(166);
+      END_STATE();
+    case 109:
+      ACCEPT_TOKEN(anon_sym_off);
+      END_STATE();
     case 110:
-      if (lookahead == 'v') ADVANCE(163);
+      if (lookahead == 'n') ADVANCE(167);
       END_STATE();
     case 111:
-      if (lookahead == 'c') ADVANCE(164);
-      if (lookahead == 'j') ADVANCE(165);
+      if (lookahead == 'g') ADVANCE(168);
       END_STATE();
     case 112:
-      if (lookahead == 't') ADVANCE(166);
+      if (lookahead == 'e') ADVANCE(169);
       END_STATE();
     case 113:
-      if (lookahead == 'd') ADVANCE(167);
+      if (lookahead == 's') ADVANCE(170);
       END_STATE();
     case 114:
-      if (lookahead == 'u') ADVANCE(168);
+      ACCEPT_TOKEN(anon_sym_pin);
       END_STATE();
     case 115:
-      if (lookahead == 't') ADVANCE(169);
+      if (lookahead == 'i') ADVANCE(171);
       END_STATE();
     case 116:
-      if (lookahead == 'n') ADVANCE(170);
-      if (lookahead == 't') ADVANCE(171);
+      if (lookahead == 'v') ADVANCE(172);
       END_STATE();
     case 117:
-      if (lookahead == 'c') ADVANCE(172);
+      if (lookahead == 'c') ADVANCE(173);
+      if (lookahead == 'j') ADVANCE(174);
       END_STATE();
     case 118:
-      if (lookahead == 's') ADVANCE(173);
+      if (lookahead == 't') ADVANCE(175);
       END_STATE();
     case 119:
-      if (lookahead == 'e') ADVANCE(174);
+      if (lookahead == 'd') ADVANCE(176);
       END_STATE();
     case 120:
-      if (lookahead == 'a') ADVANCE(175);
+      if (lookahead == 'u') ADVANCE(177);
       END_STATE();
     case 121:
-      if (lookahead == 'i') ADVANCE(176);
+      if (lookahead == 't') ADVANCE(178);
       END_STATE();
     case 122:
-      if (lookahead == 'p') ADVANCE(177);
+      if (lookahead == 'n') ADVANCE(179);
+      if (lookahead == 't') ADVANCE(180);
       END_STATE();
     case 123:
-      if (lookahead == 'c') ADVANCE(178);
+      if (lookahead == 'c') ADVANCE(181);
       END_STATE();
     case 124:
-      ACCEPT_TOKEN(anon_sym_tmp);
-      if (lookahead == 'f') ADVANCE(179);
+      if (lookahead == 's') ADVANCE(182);
       END_STATE();
     case 125:
-      if (lookahead == 'o') ADVANCE(180);
+      if (lookahead == 'e') ADVANCE(183);
       END_STATE();
     case 126:
-      if (lookahead == 'i') ADVANCE(181);
+      if (lookahead == 'a') ADVANCE(184);
       END_STATE();
     case 127:
-      if (lookahead == 'r') ADVANCE(182);
+      if (lookahead == 'i') ADVANCE(185);
       END_STATE();
     case 128:
-      if (lookahead == 'c') ADVANCE(183);
+      if (lookahead == 'p') ADVANCE(186);
       END_STATE();
     case 129:
-      if (lookahead == 'k') ADVANCE(184);
+      if (lookahead == 'c') ADVANCE(187);
       END_STATE();
     case 130:
-      if (lookahead == 't') ADVANCE(185);
+      ACCEPT_TOKEN(anon_sym_tmp);
+      if (lookahead == 'f') ADVANCE(188);
       END_STATE();
     case 131:
-      if (lookahead == 'v') ADVANCE(186);
+      if (lookahead == 'o') ADVANCE(189);
       END_STATE();
     case 132:
-      if (lookahead == 'e') ADVANCE(187);
+      if (lookahead == 'i') ADVANCE(190);
       END_STATE();
     case 133:
-      if (lookahead == 'e') ADVANCE(188);
+      if (lookahead == 'r') ADVANCE(191);
       END_STATE();
     case 134:
-      if (lookahead == 'w') ADVANCE(189);
+      if (lookahead == 'c') ADVANCE(192);
       END_STATE();
     case 135:
-      ACCEPT_TOKEN(anon_sym_args);
+      if (lookahead == 'k') ADVANCE(193);
       END_STATE();
     case 136:
-      if (lookahead == 'd') ADVANCE(190);
+      if (lookahead == 't') ADVANCE(194);
       END_STATE();
     case 137:
-      if (lookahead == 'l') ADVANCE(191);
+      if (lookahead == 'v') ADVANCE(195);
       END_STATE();
     case 138:
-      if (lookahead == 's') ADVANCE(192);
+      if (lookahead == 'e') ADVANCE(196);
       END_STATE();
     case 139:
-      ACCEPT_TOKEN(anon_sym_call);
+      if (lookahead == 'e') ADVANCE(197);
       END_STATE();
     case 140:
-      if (lookahead == 'u') ADVANCE(193);
+      if (lookahead == 'w') ADVANCE(198);
       END_STATE();
     case 141:
-      if (lookahead == 'i') ADVANCE(194);
+      ACCEPT_TOKEN(anon_sym_args);
       END_STATE();
     case 142:
-      if (lookahead == 'e') ADVANCE(195);
+      if (lookahead == 'd') ADVANCE(199);
       END_STATE();
     case 143:
-      if (lookahead == '-') ADVANCE(196);
+      if (lookahead == 'l') ADVANCE(200);
       END_STATE();
     case 144:
-      if (lookahead == 'o') ADVANCE(197);
+      if (lookahead == 's') ADVANCE(201);
       END_STATE();
     case 145:
-      ACCEPT_TOKEN(anon_sym_exec);
-      if (lookahead == 'u') ADVANCE(198);
+      ACCEPT_TOKEN(anon_sym_call);
       END_STATE();
     case 146:
-      if (lookahead == 'c') ADVANCE(199);
+      if (lookahead == 'u') ADVANCE(202);
       END_STATE();
     case 147:
-      if (lookahead == '-') ADVANCE(200);
+      if (lookahead == 'i') ADVANCE(203);
       END_STATE();
     case 148:
-      if (lookahead == 'e') ADVANCE(201);
+      if (lookahead == 'e') ADVANCE(204);
       END_STATE();
     case 149:
-      ACCEPT_TOKEN(anon_sym_host);
-      if (lookahead == '-') ADVANCE(202);
+      if (lookahead == '-') ADVANCE(205);
       END_STATE();
     case 150:
-      if (lookahead == 'e') ADVANCE(203);
+      if (lookahead == 'm') ADVANCE(206);
       END_STATE();
     case 151:
-      if (lookahead == '-') ADVANCE(204);
+      if (lookahead == 'o') ADVANCE(207);
       END_STATE();
     case 152:
-      if (lookahead == 'l') ADVANCE(205);
+      ACCEPT_TOKEN(anon_sym_exec);
+      if (lookahead == 'u') ADVANCE(208);
       END_STATE();
     case 153:
-      if (lookahead == 't') ADVANCE(206);
+      if (lookahead == 'c') ADVANCE(209);
       END_STATE();
     case 154:
-      if (lookahead == 'r') ADVANCE(207);
-      END_STATE();
-    case 155:
-      if (lookahead == 't') ADVANCE(208);
-      END_STATE();
-    case 156:
-      if (lookahead == 'o') ADVANCE(209);
-      END_STATE();
-    case 157:
-      ACCEPT_TOKEN(anon_sym_none);
-      END_STATE();
-    case 158:
       if (lookahead == '-') ADVANCE(210);
       END_STATE();
+    case 155:
+      if (lookahead == 'p') ADVANCE(211);
+      END_STATE();
+    case 156:
+      if (lookahead == 'e') ADVANCE(212);
+      END_STATE();
+    case 157:
+      ACCEPT_TOKEN(anon_sym_host);
+      if (lookahead == '-') ADVANCE(213);
+      END_STATE();
+    case 158:
+      if (lookahead == 't') ADVANCE(214);
+      END_STATE();
     case 159:
-      if (lookahead == 'i') ADVANCE(211);
-      END_STATE();
-    case 160:
-      if (lookahead == 'n') ADVANCE(212);
-      END_STATE();
-    case 161:
-      ACCEPT_TOKEN(anon_sym_pids);
-      END_STATE();
-    case 162:
-      if (lookahead == 'c') ADVANCE(213);
-      END_STATE();
-    case 163:
-      if (lookahead == 'a') ADVANCE(214);
-      END_STATE();
-    case 164:
       if (lookahead == 'e') ADVANCE(215);
       END_STATE();
+    case 160:
+      if (lookahead == '-') ADVANCE(216);
+      END_STATE();
+    case 161:
+      if (lookahead == 'l') ADVANCE(217);
+      END_STATE();
+    case 162:
+      if (lookahead == 't') ADVANCE(218);
+      END_STATE();
+    case 163:
+      if (lookahead == 'r') ADVANCE(219);
+      END_STATE();
+    case 164:
+      if (lookahead == 't') ADVANCE(220);
+      END_STATE();
     case 165:
-      if (lookahead == 'e') ADVANCE(216);
+      if (lookahead == 'o') ADVANCE(221);
       END_STATE();
     case 166:
-      if (lookahead == 'a') ADVANCE(217);
+      ACCEPT_TOKEN(anon_sym_none);
       END_STATE();
     case 167:
-      ACCEPT_TOKEN(anon_sym_read);
-      if (lookahead == '-') ADVANCE(218);
+      if (lookahead == '-') ADVANCE(222);
       END_STATE();
     case 168:
-      if (lookahead == 'i') ADVANCE(219);
-      END_STATE();
-    case 169:
-      ACCEPT_TOKEN(anon_sym_root);
-      END_STATE();
-    case 170:
-      if (lookahead == 'e') ADVANCE(220);
-      END_STATE();
-    case 171:
-      if (lookahead == 'i') ADVANCE(221);
-      END_STATE();
-    case 172:
-      if (lookahead == 'o') ADVANCE(222);
-      END_STATE();
-    case 173:
       if (lookahead == 'i') ADVANCE(223);
       END_STATE();
-    case 174:
-      ACCEPT_TOKEN(anon_sym_size);
+    case 169:
+      if (lookahead == 'n') ADVANCE(224);
       END_STATE();
-    case 175:
-      if (lookahead == 's') ADVANCE(224);
+    case 170:
+      ACCEPT_TOKEN(anon_sym_pids);
       END_STATE();
-    case 176:
+    case 171:
       if (lookahead == 'c') ADVANCE(225);
       END_STATE();
-    case 177:
-      ACCEPT_TOKEN(anon_sym_swap);
-      END_STATE();
-    case 178:
+    case 172:
       if (lookahead == 'a') ADVANCE(226);
       END_STATE();
-    case 179:
-      if (lookahead == 's') ADVANCE(227);
+    case 173:
+      if (lookahead == 'e') ADVANCE(227);
       END_STATE();
-    case 180:
-      if (lookahead == 'u') ADVANCE(228);
+    case 174:
+      if (lookahead == 'e') ADVANCE(228);
       END_STATE();
-    case 181:
-      if (lookahead == 'm') ADVANCE(229);
+    case 175:
+      if (lookahead == 'a') ADVANCE(229);
       END_STATE();
-    case 182:
+    case 176:
+      ACCEPT_TOKEN(anon_sym_read);
       if (lookahead == '-') ADVANCE(230);
       END_STATE();
-    case 183:
-      if (lookahead == 'h') ADVANCE(231);
+    case 177:
+      if (lookahead == 'i') ADVANCE(231);
       END_STATE();
-    case 184:
+    case 178:
+      ACCEPT_TOKEN(anon_sym_root);
+      END_STATE();
+    case 179:
       if (lookahead == 'e') ADVANCE(232);
       END_STATE();
-    case 185:
-      if (lookahead == 'a') ADVANCE(233);
-      if (lookahead == 'e') ADVANCE(234);
+    case 180:
+      if (lookahead == 'i') ADVANCE(233);
       END_STATE();
-    case 186:
-      if (lookahead == 'e') ADVANCE(235);
+    case 181:
+      if (lookahead == 'o') ADVANCE(234);
       END_STATE();
-    case 187:
+    case 182:
+      if (lookahead == 'i') ADVANCE(235);
+      END_STATE();
+    case 183:
+      ACCEPT_TOKEN(anon_sym_size);
+      END_STATE();
+    case 184:
       if (lookahead == 's') ADVANCE(236);
       END_STATE();
+    case 185:
+      if (lookahead == 'c') ADVANCE(237);
+      END_STATE();
+    case 186:
+      ACCEPT_TOKEN(anon_sym_swap);
+      END_STATE();
+    case 187:
+      if (lookahead == 'a') ADVANCE(238);
+      END_STATE();
     case 188:
-      if (lookahead == 'g') ADVANCE(237);
+      if (lookahead == 's') ADVANCE(239);
       END_STATE();
     case 189:
-      if (lookahead == '-') ADVANCE(238);
-      if (lookahead == 'e') ADVANCE(239);
+      if (lookahead == 'u') ADVANCE(240);
       END_STATE();
     case 190:
-      if (lookahead == 'e') ADVANCE(240);
+      if (lookahead == 'm') ADVANCE(241);
       END_STATE();
     case 191:
-      if (lookahead == 'e') ADVANCE(241);
+      ACCEPT_TOKEN(anon_sym_user);
+      if (lookahead == '-') ADVANCE(242);
       END_STATE();
     case 192:
-      ACCEPT_TOKEN(anon_sym_bytes);
+      if (lookahead == 'h') ADVANCE(243);
       END_STATE();
     case 193:
-      if (lookahead == 'p') ADVANCE(242);
+      if (lookahead == 'e') ADVANCE(244);
       END_STATE();
     case 194:
-      if (lookahead == 'n') ADVANCE(243);
+      if (lookahead == 'a') ADVANCE(245);
+      if (lookahead == 'e') ADVANCE(246);
       END_STATE();
     case 195:
-      if (lookahead == 'd') ADVANCE(244);
+      if (lookahead == 'e') ADVANCE(247);
       END_STATE();
     case 196:
-      if (lookahead == 'k') ADVANCE(245);
+      if (lookahead == 's') ADVANCE(248);
       END_STATE();
     case 197:
-      if (lookahead == 'i') ADVANCE(246);
+      if (lookahead == 'g') ADVANCE(249);
       END_STATE();
     case 198:
-      if (lookahead == 't') ADVANCE(247);
+      if (lookahead == '-') ADVANCE(250);
+      if (lookahead == 'e') ADVANCE(251);
       END_STATE();
     case 199:
-      if (lookahead == 't') ADVANCE(248);
+      if (lookahead == 'e') ADVANCE(252);
       END_STATE();
     case 200:
-      if (lookahead == 's') ADVANCE(249);
+      if (lookahead == 'e') ADVANCE(253);
       END_STATE();
     case 201:
-      if (lookahead == 'n') ADVANCE(250);
+      ACCEPT_TOKEN(anon_sym_bytes);
       END_STATE();
     case 202:
-      if (lookahead == 'w') ADVANCE(251);
+      if (lookahead == 'p') ADVANCE(254);
       END_STATE();
     case 203:
-      if (lookahead == 's') ADVANCE(252);
+      if (lookahead == 'n') ADVANCE(255);
       END_STATE();
     case 204:
-      if (lookahead == 't') ADVANCE(253);
+      if (lookahead == 'd') ADVANCE(256);
       END_STATE();
     case 205:
-      if (lookahead == 'o') ADVANCE(254);
+      if (lookahead == 'k') ADVANCE(257);
       END_STATE();
     case 206:
-      if (lookahead == 's') ADVANCE(255);
+      if (lookahead == 'i') ADVANCE(258);
       END_STATE();
     case 207:
-      if (lookahead == 'y') ADVANCE(256);
+      if (lookahead == 'i') ADVANCE(259);
       END_STATE();
     case 208:
-      if (lookahead == 's') ADVANCE(257);
+      if (lookahead == 't') ADVANCE(260);
       END_STATE();
     case 209:
-      if (lookahead == 'r') ADVANCE(258);
-      END_STATE();
-    case 210:
-      if (lookahead == 'f') ADVANCE(259);
-      END_STATE();
-    case 211:
-      if (lookahead == 'n') ADVANCE(260);
-      END_STATE();
-    case 212:
       if (lookahead == 't') ADVANCE(261);
       END_STATE();
+    case 210:
+      if (lookahead == 's') ADVANCE(262);
+      END_STATE();
+    case 211:
+      ACCEPT_TOKEN(anon_sym_group);
+      END_STATE();
+    case 212:
+      if (lookahead == 'n') ADVANCE(263);
+      END_STATE();
     case 213:
-      if (lookahead == 'y') ADVANCE(262);
+      if (lookahead == 'w') ADVANCE(264);
       END_STATE();
     case 214:
-      if (lookahead == 't') ADVANCE(263);
+      if (lookahead == 'i') ADVANCE(265);
       END_STATE();
     case 215:
-      if (lookahead == 's') ADVANCE(264);
+      if (lookahead == 's') ADVANCE(266);
       END_STATE();
     case 216:
-      if (lookahead == 'c') ADVANCE(265);
+      if (lookahead == 't') ADVANCE(267);
       END_STATE();
     case 217:
-      ACCEPT_TOKEN(anon_sym_quota);
+      if (lookahead == 'o') ADVANCE(268);
       END_STATE();
     case 218:
-      if (lookahead == 'o') ADVANCE(266);
-      if (lookahead == 'w') ADVANCE(267);
+      if (lookahead == 's') ADVANCE(269);
       END_STATE();
     case 219:
-      if (lookahead == 'r') ADVANCE(268);
+      if (lookahead == 'y') ADVANCE(270);
       END_STATE();
     case 220:
-      if (lookahead == 'r') ADVANCE(269);
+      if (lookahead == 's') ADVANCE(271);
       END_STATE();
     case 221:
-      if (lookahead == 'm') ADVANCE(270);
+      if (lookahead == 'r') ADVANCE(272);
       END_STATE();
     case 222:
-      if (lookahead == 'm') ADVANCE(271);
+      if (lookahead == 'f') ADVANCE(273);
       END_STATE();
     case 223:
-      if (lookahead == 'o') ADVANCE(272);
+      if (lookahead == 'n') ADVANCE(274);
       END_STATE();
     case 224:
-      if (lookahead == 'h') ADVANCE(273);
+      if (lookahead == 't') ADVANCE(275);
       END_STATE();
     case 225:
-      if (lookahead == 't') ADVANCE(274);
+      if (lookahead == 'y') ADVANCE(276);
       END_STATE();
     case 226:
-      if (lookahead == 'l') ADVANCE(275);
+      if (lookahead == 't') ADVANCE(277);
       END_STATE();
     case 227:
-      ACCEPT_TOKEN(anon_sym_tmpfs);
+      if (lookahead == 's') ADVANCE(278);
       END_STATE();
     case 228:
-      if (lookahead == 'n') ADVANCE(276);
+      if (lookahead == 'c') ADVANCE(279);
       END_STATE();
     case 229:
-      if (lookahead == 'i') ADVANCE(277);
+      ACCEPT_TOKEN(anon_sym_quota);
       END_STATE();
     case 230:
-      if (lookahead == 'n') ADVANCE(278);
+      if (lookahead == 'o') ADVANCE(280);
+      if (lookahead == 'w') ADVANCE(281);
       END_STATE();
     case 231:
-      if (lookahead == 'd') ADVANCE(279);
+      if (lookahead == 'r') ADVANCE(282);
       END_STATE();
     case 232:
-      if (lookahead == 'r') ADVANCE(280);
+      if (lookahead == 'r') ADVANCE(283);
       END_STATE();
     case 233:
-      if (lookahead == 'b') ADVANCE(281);
+      if (lookahead == 'm') ADVANCE(284);
       END_STATE();
     case 234:
-      ACCEPT_TOKEN(anon_sym_write);
-      if (lookahead == 's') ADVANCE(282);
+      if (lookahead == 'm') ADVANCE(285);
       END_STATE();
     case 235:
-      if (lookahead == '-') ADVANCE(283);
+      if (lookahead == 'o') ADVANCE(286);
       END_STATE();
     case 236:
-      if (lookahead == 's') ADVANCE(284);
+      if (lookahead == 'h') ADVANCE(287);
       END_STATE();
     case 237:
-      if (lookahead == 'a') ADVANCE(285);
+      if (lookahead == 't') ADVANCE(288);
       END_STATE();
     case 238:
-      if (lookahead == 'e') ADVANCE(286);
+      if (lookahead == 'l') ADVANCE(289);
       END_STATE();
     case 239:
-      if (lookahead == 'd') ADVANCE(287);
+      ACCEPT_TOKEN(anon_sym_tmpfs);
       END_STATE();
     case 240:
-      if (lookahead == 'd') ADVANCE(288);
+      if (lookahead == 'n') ADVANCE(290);
       END_STATE();
     case 241:
-      if (lookahead == 'w') ADVANCE(289);
+      if (lookahead == 'i') ADVANCE(291);
       END_STATE();
     case 242:
-      ACCEPT_TOKEN(anon_sym_cgroup);
-      END_STATE();
-    case 243:
-      if (lookahead == 'e') ADVANCE(290);
-      END_STATE();
-    case 244:
-      ACCEPT_TOKEN(anon_sym_denied);
-      END_STATE();
-    case 245:
-      if (lookahead == 'n') ADVANCE(291);
-      END_STATE();
-    case 246:
       if (lookahead == 'n') ADVANCE(292);
       END_STATE();
+    case 243:
+      if (lookahead == 'd') ADVANCE(293);
+      END_STATE();
+    case 244:
+      if (lookahead == 'r') ADVANCE(294);
+      END_STATE();
+    case 245:
+      if (lookahead == 'b') ADVANCE(295);
+      END_STATE();
+    case 246:
+      ACCEPT_TOKEN(anon_sym_write);
+      if (lookahead == 's') ADVANCE(296);
+      END_STATE();
     case 247:
-      if (lookahead == 'a') ADVANCE(293);
+      if (lookahead == '-') ADVANCE(297);
       END_STATE();
     case 248:
-      ACCEPT_TOKEN(anon_sym_expect);
+      if (lookahead == 's') ADVANCE(298);
       END_STATE();
     case 249:
-      if (lookahead == 'i') ADVANCE(294);
+      if (lookahead == 'a') ADVANCE(299);
       END_STATE();
     case 250:
-      ACCEPT_TOKEN(anon_sym_hidden);
-      END_STATE();
-    case 251:
-      if (lookahead == 'r') ADVANCE(295);
-      END_STATE();
-    case 252:
-      ACCEPT_TOKEN(anon_sym_inodes);
-      END_STATE();
-    case 253:
-      if (lookahead == 'i') ADVANCE(296);
-      END_STATE();
-    case 254:
-      if (lookahead == 'c') ADVANCE(297);
-      END_STATE();
-    case 255:
-      ACCEPT_TOKEN(anon_sym_limits);
-      END_STATE();
-    case 256:
-      ACCEPT_TOKEN(anon_sym_memory);
-      END_STATE();
-    case 257:
-      ACCEPT_TOKEN(anon_sym_mounts);
-      END_STATE();
-    case 258:
-      if (lookahead == 'k') ADVANCE(298);
-      END_STATE();
-    case 259:
-      if (lookahead == 'i') ADVANCE(299);
-      END_STATE();
-    case 260:
-      ACCEPT_TOKEN(anon_sym_origin);
-      END_STATE();
-    case 261:
-      ACCEPT_TOKEN(anon_sym_parent);
-      END_STATE();
-    case 262:
-      ACCEPT_TOKEN(anon_sym_policy);
-      END_STATE();
-    case 263:
       if (lookahead == 'e') ADVANCE(300);
       END_STATE();
+    case 251:
+      if (lookahead == 'd') ADVANCE(301);
+      END_STATE();
+    case 252:
+      if (lookahead == 'd') ADVANCE(302);
+      END_STATE();
+    case 253:
+      if (lookahead == 'w') ADVANCE(303);
+      END_STATE();
+    case 254:
+      ACCEPT_TOKEN(anon_sym_cgroup);
+      END_STATE();
+    case 255:
+      if (lookahead == 'e') ADVANCE(304);
+      END_STATE();
+    case 256:
+      ACCEPT_TOKEN(anon_sym_denied);
+      END_STATE();
+    case 257:
+      if (lookahead == 'n') ADVANCE(305);
+      END_STATE();
+    case 258:
+      if (lookahead == 'c') ADVANCE(306);
+      END_STATE();
+    case 259:
+      if (lookahead == 'n') ADVANCE(307);
+      END_STATE();
+    case 260:
+      if (lookahead == 'a') ADVANCE(308);
+      END_STATE();
+    case 261:
+      ACCEPT_TOKEN(anon_sym_expect);
+      END_STATE();
+    case 262:
+      if (lookahead == 'i') ADVANCE(309);
+      END_STATE();
+    case 263:
+      ACCEPT_TOKEN(anon_sym_hidden);
+      END_STATE();
     case 264:
-      if (lookahead == 's') ADVANCE(301);
+      if (lookahead == 'r') ADVANCE(310);
       END_STATE();
     case 265:
-      if (lookahead == 't') ADVANCE(302);
+      if (lookahead == 't') ADVANCE(311);
       END_STATE();
     case 266:
-      if (lookahead == 'n') ADVANCE(303);
+      ACCEPT_TOKEN(anon_sym_inodes);
       END_STATE();
     case 267:
-      if (lookahead == 'r') ADVANCE(304);
+      if (lookahead == 'i') ADVANCE(312);
       END_STATE();
     case 268:
-      if (lookahead == 'e') ADVANCE(305);
+      if (lookahead == 'c') ADVANCE(313);
       END_STATE();
     case 269:
-      ACCEPT_TOKEN(anon_sym_runner);
+      ACCEPT_TOKEN(anon_sym_limits);
       END_STATE();
     case 270:
-      if (lookahead == 'e') ADVANCE(306);
+      ACCEPT_TOKEN(anon_sym_memory);
       END_STATE();
     case 271:
-      if (lookahead == 'p') ADVANCE(307);
+      ACCEPT_TOKEN(anon_sym_mounts);
       END_STATE();
     case 272:
-      if (lookahead == 'n') ADVANCE(308);
+      if (lookahead == 'k') ADVANCE(314);
       END_STATE();
     case 273:
-      if (lookahead == 'p') ADVANCE(309);
+      if (lookahead == 'i') ADVANCE(315);
       END_STATE();
     case 274:
-      if (lookahead == '-') ADVANCE(310);
+      ACCEPT_TOKEN(anon_sym_origin);
       END_STATE();
     case 275:
-      if (lookahead == 'l') ADVANCE(311);
+      ACCEPT_TOKEN(anon_sym_parent);
       END_STATE();
     case 276:
-      if (lookahead == 'd') ADVANCE(312);
+      ACCEPT_TOKEN(anon_sym_policy);
       END_STATE();
     case 277:
-      if (lookahead == 't') ADVANCE(313);
+      if (lookahead == 'e') ADVANCE(316);
       END_STATE();
     case 278:
-      if (lookahead == 'a') ADVANCE(314);
+      if (lookahead == 's') ADVANCE(317);
       END_STATE();
     case 279:
-      if (lookahead == 'o') ADVANCE(315);
+      if (lookahead == 't') ADVANCE(318);
       END_STATE();
     case 280:
-      ACCEPT_TOKEN(anon_sym_worker);
+      if (lookahead == 'n') ADVANCE(319);
       END_STATE();
     case 281:
-      if (lookahead == 'l') ADVANCE(316);
+      if (lookahead == 'r') ADVANCE(320);
       END_STATE();
     case 282:
-      ACCEPT_TOKEN(anon_sym_writes);
+      if (lookahead == 'e') ADVANCE(321);
       END_STATE();
     case 283:
-      if (lookahead == 'r') ADVANCE(317);
+      ACCEPT_TOKEN(anon_sym_runner);
       END_STATE();
     case 284:
-      if (lookahead == '-') ADVANCE(318);
+      if (lookahead == 'e') ADVANCE(322);
       END_STATE();
     case 285:
-      if (lookahead == 't') ADVANCE(319);
+      if (lookahead == 'p') ADVANCE(323);
       END_STATE();
     case 286:
-      if (lookahead == 'x') ADVANCE(320);
+      if (lookahead == 'n') ADVANCE(324);
       END_STATE();
     case 287:
-      ACCEPT_TOKEN(anon_sym_allowed);
+      if (lookahead == 'p') ADVANCE(325);
       END_STATE();
     case 288:
-      ACCEPT_TOKEN(anon_sym_bounded);
+      if (lookahead == '-') ADVANCE(326);
       END_STATE();
     case 289:
-      if (lookahead == 'r') ADVANCE(321);
+      if (lookahead == 'l') ADVANCE(327);
       END_STATE();
     case 290:
-      if (lookahead == 'd') ADVANCE(322);
+      if (lookahead == 'd') ADVANCE(328);
       END_STATE();
     case 291:
-      if (lookahead == 'o') ADVANCE(323);
+      if (lookahead == 't') ADVANCE(329);
       END_STATE();
     case 292:
-      if (lookahead == 't') ADVANCE(324);
+      if (lookahead == 'a') ADVANCE(330);
       END_STATE();
     case 293:
-      if (lookahead == 'b') ADVANCE(325);
+      if (lookahead == 'o') ADVANCE(331);
       END_STATE();
     case 294:
-      if (lookahead == 'z') ADVANCE(326);
+      ACCEPT_TOKEN(anon_sym_worker);
       END_STATE();
     case 295:
-      if (lookahead == 'i') ADVANCE(327);
+      if (lookahead == 'l') ADVANCE(332);
       END_STATE();
     case 296:
-      if (lookahead == 'm') ADVANCE(328);
+      ACCEPT_TOKEN(anon_sym_writes);
       END_STATE();
     case 297:
-      if (lookahead == 'k') ADVANCE(329);
+      if (lookahead == 'r') ADVANCE(333);
       END_STATE();
     case 298:
-      ACCEPT_TOKEN(anon_sym_network);
-      if (lookahead == '-') ADVANCE(330);
+      if (lookahead == '-') ADVANCE(334);
       END_STATE();
     case 299:
-      if (lookahead == 'l') ADVANCE(331);
+      if (lookahead == 't') ADVANCE(335);
       END_STATE();
     case 300:
-      ACCEPT_TOKEN(anon_sym_private);
+      if (lookahead == 'x') ADVANCE(336);
       END_STATE();
     case 301:
-      if (lookahead == 'e') ADVANCE(332);
+      ACCEPT_TOKEN(anon_sym_allowed);
       END_STATE();
     case 302:
-      ACCEPT_TOKEN(anon_sym_project);
+      ACCEPT_TOKEN(anon_sym_bounded);
       END_STATE();
     case 303:
-      if (lookahead == 'l') ADVANCE(333);
+      if (lookahead == 'r') ADVANCE(337);
       END_STATE();
     case 304:
-      if (lookahead == 'i') ADVANCE(334);
+      if (lookahead == 'd') ADVANCE(338);
       END_STATE();
     case 305:
-      if (lookahead == 'd') ADVANCE(335);
+      if (lookahead == 'o') ADVANCE(339);
       END_STATE();
     case 306:
-      ACCEPT_TOKEN(anon_sym_runtime);
+      ACCEPT_TOKEN(anon_sym_dynamic);
       END_STATE();
     case 307:
-      ACCEPT_TOKEN(anon_sym_seccomp);
+      if (lookahead == 't') ADVANCE(340);
       END_STATE();
     case 308:
-      ACCEPT_TOKEN(anon_sym_session);
+      if (lookahead == 'b') ADVANCE(341);
       END_STATE();
     case 309:
-      if (lookahead == 'o') ADVANCE(336);
+      if (lookahead == 'z') ADVANCE(342);
       END_STATE();
     case 310:
-      if (lookahead == 'a') ADVANCE(337);
+      if (lookahead == 'i') ADVANCE(343);
       END_STATE();
     case 311:
-      ACCEPT_TOKEN(anon_sym_syscall);
+      if (lookahead == 'y') ADVANCE(344);
       END_STATE();
     case 312:
-      if (lookahead == 'e') ADVANCE(338);
+      if (lookahead == 'm') ADVANCE(345);
       END_STATE();
     case 313:
-      if (lookahead == 'e') ADVANCE(339);
+      if (lookahead == 'k') ADVANCE(346);
       END_STATE();
     case 314:
-      if (lookahead == 'm') ADVANCE(340);
+      ACCEPT_TOKEN(anon_sym_network);
+      if (lookahead == '-') ADVANCE(347);
       END_STATE();
     case 315:
-      if (lookahead == 'g') ADVANCE(341);
+      if (lookahead == 'l') ADVANCE(348);
       END_STATE();
     case 316:
-      if (lookahead == 'e') ADVANCE(342);
+      ACCEPT_TOKEN(anon_sym_private);
       END_STATE();
     case 317:
-      if (lookahead == 'o') ADVANCE(343);
+      if (lookahead == 'e') ADVANCE(349);
       END_STATE();
     case 318:
-      if (lookahead == 's') ADVANCE(344);
+      ACCEPT_TOKEN(anon_sym_project);
       END_STATE();
     case 319:
-      if (lookahead == 'e') ADVANCE(345);
+      if (lookahead == 'l') ADVANCE(350);
       END_STATE();
     case 320:
-      if (lookahead == 'e') ADVANCE(346);
+      if (lookahead == 'i') ADVANCE(351);
       END_STATE();
     case 321:
-      if (lookahead == 'a') ADVANCE(347);
+      if (lookahead == 'd') ADVANCE(352);
       END_STATE();
     case 322:
-      ACCEPT_TOKEN(anon_sym_combined);
+      ACCEPT_TOKEN(anon_sym_runtime);
       END_STATE();
     case 323:
-      if (lookahead == 'w') ADVANCE(348);
+      ACCEPT_TOKEN(anon_sym_seccomp);
       END_STATE();
     case 324:
-      ACCEPT_TOKEN(anon_sym_endpoint);
+      ACCEPT_TOKEN(anon_sym_session);
       END_STATE();
     case 325:
-      if (lookahead == 'l') ADVANCE(349);
+      if (lookahead == 'o') ADVANCE(353);
       END_STATE();
     case 326:
-      if (lookahead == 'e') ADVANCE(350);
+      if (lookahead == 'a') ADVANCE(354);
       END_STATE();
     case 327:
-      if (lookahead == 't') ADVANCE(351);
+      ACCEPT_TOKEN(anon_sym_syscall);
       END_STATE();
     case 328:
-      if (lookahead == 'e') ADVANCE(352);
+      if (lookahead == 'e') ADVANCE(355);
       END_STATE();
     case 329:
-      ACCEPT_TOKEN(anon_sym_landlock);
+      if (lookahead == 'e') ADVANCE(356);
       END_STATE();
     case 330:
-      if (lookahead == 'b') ADVANCE(353);
+      if (lookahead == 'm') ADVANCE(357);
       END_STATE();
     case 331:
-      if (lookahead == 'e') ADVANCE(354);
+      if (lookahead == 'g') ADVANCE(358);
       END_STATE();
     case 332:
-      if (lookahead == 's') ADVANCE(355);
+      if (lookahead == 'e') ADVANCE(359);
       END_STATE();
     case 333:
-      if (lookahead == 'y') ADVANCE(356);
+      if (lookahead == 'o') ADVANCE(360);
       END_STATE();
     case 334:
-      if (lookahead == 't') ADVANCE(357);
+      if (lookahead == 's') ADVANCE(361);
       END_STATE();
     case 335:
-      ACCEPT_TOKEN(anon_sym_required);
-      END_STATE();
-    case 336:
-      if (lookahead == 'l') ADVANCE(358);
-      END_STATE();
-    case 337:
-      if (lookahead == 'l') ADVANCE(359);
-      END_STATE();
-    case 338:
-      if (lookahead == 'd') ADVANCE(360);
-      END_STATE();
-    case 339:
-      if (lookahead == 'd') ADVANCE(361);
-      END_STATE();
-    case 340:
       if (lookahead == 'e') ADVANCE(362);
       END_STATE();
+    case 336:
+      if (lookahead == 'e') ADVANCE(363);
+      END_STATE();
+    case 337:
+      if (lookahead == 'a') ADVANCE(364);
+      END_STATE();
+    case 338:
+      ACCEPT_TOKEN(anon_sym_combined);
+      END_STATE();
+    case 339:
+      if (lookahead == 'w') ADVANCE(365);
+      END_STATE();
+    case 340:
+      ACCEPT_TOKEN(anon_sym_endpoint);
+      END_STATE();
     case 341:
-      ACCEPT_TOKEN(anon_sym_watchdog);
+      if (lookahead == 'l') ADVANCE(366);
       END_STATE();
     case 342:
-      ACCEPT_TOKEN(anon_sym_writable);
+      if (lookahead == 'e') ADVANCE(367);
       END_STATE();
     case 343:
-      if (lookahead == 'o') ADVANCE(363);
+      if (lookahead == 't') ADVANCE(368);
       END_STATE();
     case 344:
-      if (lookahead == 'p') ADVANCE(364);
+      ACCEPT_TOKEN(anon_sym_identity);
       END_STATE();
     case 345:
-      ACCEPT_TOKEN(anon_sym_aggregate);
-      END_STATE();
-    case 346:
-      if (lookahead == 'c') ADVANCE(365);
-      END_STATE();
-    case 347:
-      if (lookahead == 'p') ADVANCE(366);
-      END_STATE();
-    case 348:
-      if (lookahead == 'n') ADVANCE(367);
-      END_STATE();
-    case 349:
-      if (lookahead == 'e') ADVANCE(368);
-      END_STATE();
-    case 350:
-      ACCEPT_TOKEN(anon_sym_file_DASHsize);
-      END_STATE();
-    case 351:
       if (lookahead == 'e') ADVANCE(369);
       END_STATE();
-    case 352:
-      if (lookahead == 'o') ADVANCE(370);
+    case 346:
+      ACCEPT_TOKEN(anon_sym_landlock);
       END_STATE();
-    case 353:
-      if (lookahead == 'r') ADVANCE(371);
+    case 347:
+      if (lookahead == 'b') ADVANCE(370);
       END_STATE();
-    case 354:
+    case 348:
+      if (lookahead == 'e') ADVANCE(371);
+      END_STATE();
+    case 349:
       if (lookahead == 's') ADVANCE(372);
       END_STATE();
+    case 350:
+      if (lookahead == 'y') ADVANCE(373);
+      END_STATE();
+    case 351:
+      if (lookahead == 't') ADVANCE(374);
+      END_STATE();
+    case 352:
+      ACCEPT_TOKEN(anon_sym_required);
+      END_STATE();
+    case 353:
+      if (lookahead == 'l') ADVANCE(375);
+      END_STATE();
+    case 354:
+      if (lookahead == 'l') ADVANCE(376);
+      END_STATE();
     case 355:
-      ACCEPT_TOKEN(anon_sym_processes);
+      if (lookahead == 'd') ADVANCE(377);
       END_STATE();
     case 356:
-      ACCEPT_TOKEN(anon_sym_read_DASHonly);
+      if (lookahead == 'd') ADVANCE(378);
       END_STATE();
     case 357:
-      if (lookahead == 'e') ADVANCE(373);
+      if (lookahead == 'e') ADVANCE(379);
       END_STATE();
     case 358:
-      ACCEPT_TOKEN(anon_sym_splashpol);
+      ACCEPT_TOKEN(anon_sym_watchdog);
       END_STATE();
     case 359:
-      if (lookahead == 'l') ADVANCE(374);
+      ACCEPT_TOKEN(anon_sym_writable);
       END_STATE();
     case 360:
-      ACCEPT_TOKEN(anon_sym_unbounded);
+      if (lookahead == 'o') ADVANCE(380);
       END_STATE();
     case 361:
-      ACCEPT_TOKEN(anon_sym_unlimited);
+      if (lookahead == 'p') ADVANCE(381);
       END_STATE();
     case 362:
-      if (lookahead == 's') ADVANCE(375);
+      ACCEPT_TOKEN(anon_sym_aggregate);
       END_STATE();
     case 363:
-      if (lookahead == 't') ADVANCE(376);
+      if (lookahead == 'c') ADVANCE(382);
       END_STATE();
     case 364:
-      if (lookahead == 'a') ADVANCE(377);
+      if (lookahead == 'p') ADVANCE(383);
       END_STATE();
     case 365:
-      ACCEPT_TOKEN(anon_sym_allow_DASHexec);
+      if (lookahead == 'n') ADVANCE(384);
       END_STATE();
     case 366:
-      ACCEPT_TOKEN(anon_sym_bubblewrap);
+      if (lookahead == 'e') ADVANCE(385);
       END_STATE();
     case 367:
-      if (lookahead == '-') ADVANCE(378);
+      ACCEPT_TOKEN(anon_sym_file_DASHsize);
       END_STATE();
     case 368:
-      if (lookahead == 's') ADVANCE(379);
+      if (lookahead == 'e') ADVANCE(386);
       END_STATE();
     case 369:
-      if (lookahead == 's') ADVANCE(380);
+      if (lookahead == 'o') ADVANCE(387);
       END_STATE();
     case 370:
-      if (lookahead == 'u') ADVANCE(381);
+      if (lookahead == 'r') ADVANCE(388);
       END_STATE();
     case 371:
-      if (lookahead == 'o') ADVANCE(382);
+      if (lookahead == 's') ADVANCE(389);
       END_STATE();
     case 372:
-      ACCEPT_TOKEN(anon_sym_open_DASHfiles);
+      ACCEPT_TOKEN(anon_sym_processes);
       END_STATE();
     case 373:
-      ACCEPT_TOKEN(anon_sym_read_DASHwrite);
+      ACCEPT_TOKEN(anon_sym_read_DASHonly);
       END_STATE();
     case 374:
-      if (lookahead == 'o') ADVANCE(383);
+      if (lookahead == 'e') ADVANCE(390);
       END_STATE();
     case 375:
-      if (lookahead == 'p') ADVANCE(384);
+      ACCEPT_TOKEN(anon_sym_splashpol);
       END_STATE();
     case 376:
-      if (lookahead == 's') ADVANCE(385);
+      if (lookahead == 'l') ADVANCE(391);
       END_STATE();
     case 377:
-      if (lookahead == 'c') ADVANCE(386);
+      ACCEPT_TOKEN(anon_sym_unbounded);
       END_STATE();
     case 378:
-      if (lookahead == 'e') ADVANCE(387);
+      ACCEPT_TOKEN(anon_sym_unlimited);
       END_STATE();
     case 379:
-      ACCEPT_TOKEN(anon_sym_executables);
+      if (lookahead == 's') ADVANCE(392);
       END_STATE();
     case 380:
-      ACCEPT_TOKEN(anon_sym_host_DASHwrites);
+      if (lookahead == 't') ADVANCE(393);
       END_STATE();
     case 381:
-      if (lookahead == 't') ADVANCE(388);
+      if (lookahead == 'a') ADVANCE(394);
       END_STATE();
     case 382:
-      if (lookahead == 'k') ADVANCE(389);
+      ACCEPT_TOKEN(anon_sym_allow_DASHexec);
       END_STATE();
     case 383:
-      if (lookahead == 'w') ADVANCE(390);
+      ACCEPT_TOKEN(anon_sym_bubblewrap);
       END_STATE();
     case 384:
-      if (lookahead == 'a') ADVANCE(391);
+      if (lookahead == '-') ADVANCE(395);
       END_STATE();
     case 385:
-      ACCEPT_TOKEN(anon_sym_active_DASHroots);
+      if (lookahead == 's') ADVANCE(396);
       END_STATE();
     case 386:
-      if (lookahead == 'e') ADVANCE(392);
+      if (lookahead == 's') ADVANCE(397);
       END_STATE();
     case 387:
-      if (lookahead == 's') ADVANCE(393);
+      if (lookahead == 'u') ADVANCE(398);
       END_STATE();
     case 388:
-      ACCEPT_TOKEN(anon_sym_join_DASHtimeout);
+      if (lookahead == 'o') ADVANCE(399);
       END_STATE();
     case 389:
-      if (lookahead == 'e') ADVANCE(394);
+      ACCEPT_TOKEN(anon_sym_open_DASHfiles);
       END_STATE();
     case 390:
-      if (lookahead == 'l') ADVANCE(395);
+      ACCEPT_TOKEN(anon_sym_read_DASHwrite);
       END_STATE();
     case 391:
-      if (lookahead == 'c') ADVANCE(396);
+      if (lookahead == 'o') ADVANCE(400);
       END_STATE();
     case 392:
-      ACCEPT_TOKEN(anon_sym_address_DASHspace);
+      if (lookahead == 'p') ADVANCE(401);
       END_STATE();
     case 393:
-      if (lookahead == 'c') ADVANCE(397);
-      END_STATE();
-    case 394:
-      if (lookahead == 'r') ADVANCE(398);
-      END_STATE();
-    case 395:
-      if (lookahead == 'i') ADVANCE(399);
-      END_STATE();
-    case 396:
-      if (lookahead == 'e') ADVANCE(400);
-      END_STATE();
-    case 397:
-      if (lookahead == 'a') ADVANCE(401);
-      END_STATE();
-    case 398:
-      ACCEPT_TOKEN(anon_sym_network_DASHbroker);
-      END_STATE();
-    case 399:
       if (lookahead == 's') ADVANCE(402);
       END_STATE();
-    case 400:
-      if (lookahead == 's') ADVANCE(403);
+    case 394:
+      if (lookahead == 'c') ADVANCE(403);
       END_STATE();
-    case 401:
-      if (lookahead == 'p') ADVANCE(404);
+    case 395:
+      if (lookahead == 'e') ADVANCE(404);
       END_STATE();
-    case 402:
+    case 396:
+      ACCEPT_TOKEN(anon_sym_executables);
+      END_STATE();
+    case 397:
+      ACCEPT_TOKEN(anon_sym_host_DASHwrites);
+      END_STATE();
+    case 398:
       if (lookahead == 't') ADVANCE(405);
       END_STATE();
+    case 399:
+      if (lookahead == 'k') ADVANCE(406);
+      END_STATE();
+    case 400:
+      if (lookahead == 'w') ADVANCE(407);
+      END_STATE();
+    case 401:
+      if (lookahead == 'a') ADVANCE(408);
+      END_STATE();
+    case 402:
+      ACCEPT_TOKEN(anon_sym_active_DASHroots);
+      END_STATE();
     case 403:
-      ACCEPT_TOKEN(anon_sym_user_DASHnamespaces);
+      if (lookahead == 'e') ADVANCE(409);
       END_STATE();
     case 404:
-      if (lookahead == 'e') ADVANCE(406);
+      if (lookahead == 's') ADVANCE(410);
       END_STATE();
     case 405:
-      ACCEPT_TOKEN(anon_sym_strict_DASHallowlist);
+      ACCEPT_TOKEN(anon_sym_join_DASHtimeout);
       END_STATE();
     case 406:
-      if (lookahead == '-') ADVANCE(407);
+      if (lookahead == 'e') ADVANCE(411);
       END_STATE();
     case 407:
-      if (lookahead == 's') ADVANCE(408);
+      if (lookahead == 'l') ADVANCE(412);
       END_STATE();
     case 408:
-      if (lookahead == 'u') ADVANCE(409);
-      END_STATE();
-    case 409:
-      if (lookahead == 'r') ADVANCE(410);
-      END_STATE();
-    case 410:
-      if (lookahead == 'f') ADVANCE(411);
-      END_STATE();
-    case 411:
-      if (lookahead == 'a') ADVANCE(412);
-      END_STATE();
-    case 412:
       if (lookahead == 'c') ADVANCE(413);
       END_STATE();
+    case 409:
+      ACCEPT_TOKEN(anon_sym_address_DASHspace);
+      END_STATE();
+    case 410:
+      if (lookahead == 'c') ADVANCE(414);
+      END_STATE();
+    case 411:
+      if (lookahead == 'r') ADVANCE(415);
+      END_STATE();
+    case 412:
+      if (lookahead == 'i') ADVANCE(416);
+      END_STATE();
     case 413:
-      if (lookahead == 'e') ADVANCE(414);
+      if (lookahead == 'e') ADVANCE(417);
       END_STATE();
     case 414:
+      if (lookahead == 'a') ADVANCE(418);
+      END_STATE();
+    case 415:
+      ACCEPT_TOKEN(anon_sym_network_DASHbroker);
+      END_STATE();
+    case 416:
+      if (lookahead == 's') ADVANCE(419);
+      END_STATE();
+    case 417:
+      if (lookahead == 's') ADVANCE(420);
+      END_STATE();
+    case 418:
+      if (lookahead == 'p') ADVANCE(421);
+      END_STATE();
+    case 419:
+      if (lookahead == 't') ADVANCE(422);
+      END_STATE();
+    case 420:
+      ACCEPT_TOKEN(anon_sym_user_DASHnamespaces);
+      END_STATE();
+    case 421:
+      if (lookahead == 'e') ADVANCE(423);
+      END_STATE();
+    case 422:
+      ACCEPT_TOKEN(anon_sym_strict_DASHallowlist);
+      END_STATE();
+    case 423:
+      if (lookahead == '-') ADVANCE(424);
+      END_STATE();
+    case 424:
+      if (lookahead == 's') ADVANCE(425);
+      END_STATE();
+    case 425:
+      if (lookahead == 'u') ADVANCE(426);
+      END_STATE();
+    case 426:
+      if (lookahead == 'r') ADVANCE(427);
+      END_STATE();
+    case 427:
+      if (lookahead == 'f') ADVANCE(428);
+      END_STATE();
+    case 428:
+      if (lookahead == 'a') ADVANCE(429);
+      END_STATE();
+    case 429:
+      if (lookahead == 'c') ADVANCE(430);
+      END_STATE();
+    case 430:
+      if (lookahead == 'e') ADVANCE(431);
+      END_STATE();
+    case 431:
       ACCEPT_TOKEN(anon_sym_deny_DASHknown_DASHescape_DASHsurface);
       END_STATE();
     default:
@@ -3140,15 +3244,15 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [45] = {.lex_state = 0},
   [46] = {.lex_state = 0},
   [47] = {.lex_state = 0},
-  [48] = {.lex_state = 0},
+  [48] = {.lex_state = 1},
   [49] = {.lex_state = 0},
   [50] = {.lex_state = 0},
   [51] = {.lex_state = 1},
   [52] = {.lex_state = 0},
-  [53] = {.lex_state = 1},
+  [53] = {.lex_state = 0},
   [54] = {.lex_state = 0},
-  [55] = {.lex_state = 0},
-  [56] = {.lex_state = 1},
+  [55] = {.lex_state = 1},
+  [56] = {.lex_state = 0},
   [57] = {.lex_state = 0},
   [58] = {.lex_state = 0},
   [59] = {.lex_state = 0},
@@ -3224,11 +3328,11 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [129] = {.lex_state = 0},
   [130] = {.lex_state = 0},
   [131] = {.lex_state = 0},
-  [132] = {.lex_state = 3},
+  [132] = {.lex_state = 0},
   [133] = {.lex_state = 0},
-  [134] = {.lex_state = 0},
+  [134] = {.lex_state = 3},
   [135] = {.lex_state = 0},
-  [136] = {.lex_state = 0},
+  [136] = {.lex_state = 3},
   [137] = {.lex_state = 0},
   [138] = {.lex_state = 0},
   [139] = {.lex_state = 0},
@@ -3236,37 +3340,37 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [141] = {.lex_state = 0},
   [142] = {.lex_state = 0},
   [143] = {.lex_state = 0},
-  [144] = {.lex_state = 3},
+  [144] = {.lex_state = 0},
   [145] = {.lex_state = 0},
-  [146] = {.lex_state = 0},
+  [146] = {.lex_state = 3},
   [147] = {.lex_state = 0},
   [148] = {.lex_state = 0},
-  [149] = {.lex_state = 0},
-  [150] = {.lex_state = 0},
+  [149] = {.lex_state = 3},
+  [150] = {.lex_state = 3},
   [151] = {.lex_state = 0},
-  [152] = {.lex_state = 3},
+  [152] = {.lex_state = 0},
   [153] = {.lex_state = 0},
   [154] = {.lex_state = 0},
-  [155] = {.lex_state = 0},
+  [155] = {.lex_state = 3},
   [156] = {.lex_state = 0},
   [157] = {.lex_state = 0},
   [158] = {.lex_state = 0},
-  [159] = {.lex_state = 3},
+  [159] = {.lex_state = 0},
   [160] = {.lex_state = 0},
   [161] = {.lex_state = 0},
   [162] = {.lex_state = 0},
   [163] = {.lex_state = 0},
   [164] = {.lex_state = 0},
-  [165] = {.lex_state = 0},
+  [165] = {.lex_state = 3},
   [166] = {.lex_state = 0},
-  [167] = {.lex_state = 3},
+  [167] = {.lex_state = 0},
   [168] = {.lex_state = 0},
   [169] = {.lex_state = 0},
   [170] = {.lex_state = 0},
   [171] = {.lex_state = 3},
   [172] = {.lex_state = 0},
   [173] = {.lex_state = 0},
-  [174] = {.lex_state = 3},
+  [174] = {.lex_state = 0},
   [175] = {.lex_state = 0},
   [176] = {.lex_state = 0},
   [177] = {.lex_state = 0},
@@ -3276,7 +3380,7 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [181] = {.lex_state = 0},
   [182] = {.lex_state = 0},
   [183] = {.lex_state = 0},
-  [184] = {.lex_state = 0},
+  [184] = {.lex_state = 3},
   [185] = {.lex_state = 3},
   [186] = {.lex_state = 3},
   [187] = {.lex_state = 0},
@@ -3293,40 +3397,40 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [198] = {.lex_state = 0},
   [199] = {.lex_state = 0},
   [200] = {.lex_state = 0},
-  [201] = {.lex_state = 3},
+  [201] = {.lex_state = 0},
   [202] = {.lex_state = 0},
-  [203] = {.lex_state = 0},
+  [203] = {.lex_state = 3},
   [204] = {.lex_state = 0},
-  [205] = {.lex_state = 3},
+  [205] = {.lex_state = 0},
   [206] = {.lex_state = 0},
-  [207] = {.lex_state = 3},
+  [207] = {.lex_state = 0},
   [208] = {.lex_state = 0},
   [209] = {.lex_state = 0},
-  [210] = {.lex_state = 0},
-  [211] = {.lex_state = 3},
+  [210] = {.lex_state = 3},
+  [211] = {.lex_state = 0},
   [212] = {.lex_state = 0},
-  [213] = {.lex_state = 0},
+  [213] = {.lex_state = 3},
   [214] = {.lex_state = 0},
-  [215] = {.lex_state = 3},
+  [215] = {.lex_state = 0},
   [216] = {.lex_state = 0},
   [217] = {.lex_state = 0},
-  [218] = {.lex_state = 3},
-  [219] = {.lex_state = 0},
+  [218] = {.lex_state = 0},
+  [219] = {.lex_state = 3},
   [220] = {.lex_state = 0},
   [221] = {.lex_state = 0},
   [222] = {.lex_state = 0},
   [223] = {.lex_state = 3},
   [224] = {.lex_state = 0},
-  [225] = {.lex_state = 0},
+  [225] = {.lex_state = 3},
   [226] = {.lex_state = 0},
   [227] = {.lex_state = 0},
   [228] = {.lex_state = 0},
-  [229] = {.lex_state = 3},
+  [229] = {.lex_state = 0},
   [230] = {.lex_state = 0},
   [231] = {.lex_state = 0},
   [232] = {.lex_state = 0},
-  [233] = {.lex_state = 3},
-  [234] = {.lex_state = 0},
+  [233] = {.lex_state = 0},
+  [234] = {.lex_state = 3},
   [235] = {.lex_state = 0},
   [236] = {.lex_state = 0},
   [237] = {.lex_state = 0},
@@ -3345,42 +3449,48 @@ static const TSLexMode ts_lex_modes[STATE_COUNT] = {
   [250] = {.lex_state = 0},
   [251] = {.lex_state = 0},
   [252] = {.lex_state = 0},
-  [253] = {.lex_state = 4},
+  [253] = {.lex_state = 3},
   [254] = {.lex_state = 0},
   [255] = {.lex_state = 0},
   [256] = {.lex_state = 0},
-  [257] = {.lex_state = 3},
+  [257] = {.lex_state = 0},
   [258] = {.lex_state = 0},
   [259] = {.lex_state = 0},
   [260] = {.lex_state = 0},
   [261] = {.lex_state = 0},
   [262] = {.lex_state = 0},
-  [263] = {.lex_state = 0},
+  [263] = {.lex_state = 3},
   [264] = {.lex_state = 0},
   [265] = {.lex_state = 0},
   [266] = {.lex_state = 0},
   [267] = {.lex_state = 0},
   [268] = {.lex_state = 0},
   [269] = {.lex_state = 0},
-  [270] = {.lex_state = 3},
+  [270] = {.lex_state = 0},
   [271] = {.lex_state = 0},
   [272] = {.lex_state = 0},
   [273] = {.lex_state = 0},
   [274] = {.lex_state = 0},
   [275] = {.lex_state = 0},
-  [276] = {.lex_state = 0},
+  [276] = {.lex_state = 3},
   [277] = {.lex_state = 0},
   [278] = {.lex_state = 0},
   [279] = {.lex_state = 0},
-  [280] = {.lex_state = 0},
+  [280] = {.lex_state = 3},
   [281] = {.lex_state = 0},
   [282] = {.lex_state = 0},
   [283] = {.lex_state = 0},
-  [284] = {.lex_state = 0},
+  [284] = {.lex_state = 4},
   [285] = {.lex_state = 0},
   [286] = {.lex_state = 0},
   [287] = {.lex_state = 0},
   [288] = {.lex_state = 0},
+  [289] = {.lex_state = 0},
+  [290] = {.lex_state = 0},
+  [291] = {.lex_state = 0},
+  [292] = {.lex_state = 0},
+  [293] = {.lex_state = 0},
+  [294] = {.lex_state = 0},
 };
 
 static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
@@ -3436,6 +3546,10 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [anon_sym_ids] = ACTIONS(1),
     [anon_sym_endpoint] = ACTIONS(1),
     [anon_sym_origin] = ACTIONS(1),
+    [anon_sym_identity] = ACTIONS(1),
+    [anon_sym_user] = ACTIONS(1),
+    [anon_sym_group] = ACTIONS(1),
+    [anon_sym_dynamic] = ACTIONS(1),
     [anon_sym_limits] = ACTIONS(1),
     [anon_sym_required] = ACTIONS(1),
     [anon_sym_cpu] = ACTIONS(1),
@@ -3473,11 +3587,11 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
     [sym__newline] = ACTIONS(1),
   },
   [STATE(1)] = {
-    [sym_source_file] = STATE(273),
-    [sym_header] = STATE(101),
-    [sym_policy] = STATE(91),
-    [sym__sep] = STATE(43),
-    [aux_sym_source_file_repeat1] = STATE(43),
+    [sym_source_file] = STATE(267),
+    [sym_header] = STATE(99),
+    [sym_policy] = STATE(77),
+    [sym__sep] = STATE(44),
+    [aux_sym_source_file_repeat1] = STATE(44),
     [anon_sym_BOM] = ACTIONS(5),
     [anon_sym_splashpol] = ACTIONS(7),
     [anon_sym_policy] = ACTIONS(9),
@@ -3488,7 +3602,7 @@ static const uint16_t ts_parse_table[LARGE_STATE_COUNT][SYMBOL_COUNT] = {
 };
 
 static const uint16_t ts_small_parse_table[] = {
-  [0] = 26,
+  [0] = 27,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(13), 1,
@@ -3526,22 +3640,24 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(45), 1,
       anon_sym_network_DASHbroker,
     ACTIONS(47), 1,
-      anon_sym_limits,
+      anon_sym_identity,
     ACTIONS(49), 1,
-      anon_sym_landlock,
+      anon_sym_limits,
     ACTIONS(51), 1,
-      anon_sym_cgroup,
+      anon_sym_landlock,
     ACTIONS(53), 1,
+      anon_sym_cgroup,
+    ACTIONS(55), 1,
       anon_sym_expect,
     STATE(4), 1,
       aux_sym_policy_body_repeat1,
-    ACTIONS(55), 2,
+    ACTIONS(57), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    STATE(73), 21,
+    STATE(76), 22,
       sym__statement,
       sym_bubblewrap_statement,
       sym_worker_statement,
@@ -3559,11 +3675,12 @@ static const uint16_t ts_small_parse_table[] = {
       sym_runner_statement,
       sym_watchdog_statement,
       sym_network_broker_statement,
+      sym_identity_statement,
       sym_limits_statement,
       sym_landlock_statement,
       sym_cgroup_statement,
       sym_expect_statement,
-  [101] = 26,
+  [105] = 27,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(15), 1,
@@ -3599,24 +3716,26 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(45), 1,
       anon_sym_network_DASHbroker,
     ACTIONS(47), 1,
-      anon_sym_limits,
+      anon_sym_identity,
     ACTIONS(49), 1,
-      anon_sym_landlock,
+      anon_sym_limits,
     ACTIONS(51), 1,
-      anon_sym_cgroup,
+      anon_sym_landlock,
     ACTIONS(53), 1,
+      anon_sym_cgroup,
+    ACTIONS(55), 1,
       anon_sym_expect,
-    ACTIONS(57), 1,
+    ACTIONS(59), 1,
       anon_sym_RBRACE,
     STATE(5), 1,
       aux_sym_policy_body_repeat1,
-    ACTIONS(59), 2,
+    ACTIONS(61), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(2), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    STATE(89), 21,
+    STATE(61), 22,
       sym__statement,
       sym_bubblewrap_statement,
       sym_worker_statement,
@@ -3634,11 +3753,12 @@ static const uint16_t ts_small_parse_table[] = {
       sym_runner_statement,
       sym_watchdog_statement,
       sym_network_broker_statement,
+      sym_identity_statement,
       sym_limits_statement,
       sym_landlock_statement,
       sym_cgroup_statement,
       sym_expect_statement,
-  [202] = 24,
+  [210] = 25,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(15), 1,
@@ -3674,18 +3794,20 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(45), 1,
       anon_sym_network_DASHbroker,
     ACTIONS(47), 1,
-      anon_sym_limits,
+      anon_sym_identity,
     ACTIONS(49), 1,
-      anon_sym_landlock,
+      anon_sym_limits,
     ACTIONS(51), 1,
-      anon_sym_cgroup,
+      anon_sym_landlock,
     ACTIONS(53), 1,
+      anon_sym_cgroup,
+    ACTIONS(55), 1,
       anon_sym_expect,
-    ACTIONS(61), 1,
+    ACTIONS(63), 1,
       anon_sym_RBRACE,
     STATE(6), 1,
       aux_sym_policy_body_repeat1,
-    STATE(67), 21,
+    STATE(68), 22,
       sym__statement,
       sym_bubblewrap_statement,
       sym_worker_statement,
@@ -3703,11 +3825,12 @@ static const uint16_t ts_small_parse_table[] = {
       sym_runner_statement,
       sym_watchdog_statement,
       sym_network_broker_statement,
+      sym_identity_statement,
       sym_limits_statement,
       sym_landlock_statement,
       sym_cgroup_statement,
       sym_expect_statement,
-  [295] = 24,
+  [307] = 25,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(13), 1,
@@ -3745,85 +3868,18 @@ static const uint16_t ts_small_parse_table[] = {
     ACTIONS(45), 1,
       anon_sym_network_DASHbroker,
     ACTIONS(47), 1,
-      anon_sym_limits,
+      anon_sym_identity,
     ACTIONS(49), 1,
-      anon_sym_landlock,
-    ACTIONS(51), 1,
-      anon_sym_cgroup,
-    ACTIONS(53), 1,
-      anon_sym_expect,
-    STATE(6), 1,
-      aux_sym_policy_body_repeat1,
-    STATE(73), 21,
-      sym__statement,
-      sym_bubblewrap_statement,
-      sym_worker_statement,
-      sym_runtime_statement,
-      sym_root_statement,
-      sym_tmp_statement,
-      sym_writes_statement,
-      sym_host_writes_statement,
-      sym_user_namespaces_statement,
-      sym_pin_statement,
-      sym_quota_statement,
-      sym_tmpfs_statement,
-      sym_active_roots_statement,
-      sym_seccomp_statement,
-      sym_runner_statement,
-      sym_watchdog_statement,
-      sym_network_broker_statement,
-      sym_limits_statement,
-      sym_landlock_statement,
-      sym_cgroup_statement,
-      sym_expect_statement,
-  [388] = 24,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(63), 1,
-      anon_sym_RBRACE,
-    ACTIONS(65), 1,
-      anon_sym_bubblewrap,
-    ACTIONS(68), 1,
-      anon_sym_worker,
-    ACTIONS(71), 1,
-      anon_sym_runtime,
-    ACTIONS(74), 1,
-      anon_sym_root,
-    ACTIONS(77), 1,
-      anon_sym_tmpfs,
-    ACTIONS(80), 1,
-      anon_sym_quota,
-    ACTIONS(83), 1,
-      anon_sym_tmp,
-    ACTIONS(86), 1,
-      anon_sym_writes,
-    ACTIONS(89), 1,
-      anon_sym_host_DASHwrites,
-    ACTIONS(92), 1,
-      anon_sym_user_DASHnamespaces,
-    ACTIONS(95), 1,
-      anon_sym_pin,
-    ACTIONS(98), 1,
-      anon_sym_active_DASHroots,
-    ACTIONS(101), 1,
-      anon_sym_seccomp,
-    ACTIONS(104), 1,
-      anon_sym_runner,
-    ACTIONS(107), 1,
-      anon_sym_watchdog,
-    ACTIONS(110), 1,
-      anon_sym_network_DASHbroker,
-    ACTIONS(113), 1,
       anon_sym_limits,
-    ACTIONS(116), 1,
+    ACTIONS(51), 1,
       anon_sym_landlock,
-    ACTIONS(119), 1,
+    ACTIONS(53), 1,
       anon_sym_cgroup,
-    ACTIONS(122), 1,
+    ACTIONS(55), 1,
       anon_sym_expect,
     STATE(6), 1,
       aux_sym_policy_body_repeat1,
-    STATE(96), 21,
+    STATE(76), 22,
       sym__statement,
       sym_bubblewrap_statement,
       sym_worker_statement,
@@ -3841,23 +3897,96 @@ static const uint16_t ts_small_parse_table[] = {
       sym_runner_statement,
       sym_watchdog_statement,
       sym_network_broker_statement,
+      sym_identity_statement,
       sym_limits_statement,
       sym_landlock_statement,
       sym_cgroup_statement,
       sym_expect_statement,
-  [481] = 5,
+  [404] = 25,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(127), 2,
+    ACTIONS(65), 1,
+      anon_sym_RBRACE,
+    ACTIONS(67), 1,
+      anon_sym_bubblewrap,
+    ACTIONS(70), 1,
+      anon_sym_worker,
+    ACTIONS(73), 1,
+      anon_sym_runtime,
+    ACTIONS(76), 1,
+      anon_sym_root,
+    ACTIONS(79), 1,
+      anon_sym_tmpfs,
+    ACTIONS(82), 1,
+      anon_sym_quota,
+    ACTIONS(85), 1,
+      anon_sym_tmp,
+    ACTIONS(88), 1,
+      anon_sym_writes,
+    ACTIONS(91), 1,
+      anon_sym_host_DASHwrites,
+    ACTIONS(94), 1,
+      anon_sym_user_DASHnamespaces,
+    ACTIONS(97), 1,
+      anon_sym_pin,
+    ACTIONS(100), 1,
+      anon_sym_active_DASHroots,
+    ACTIONS(103), 1,
+      anon_sym_seccomp,
+    ACTIONS(106), 1,
+      anon_sym_runner,
+    ACTIONS(109), 1,
+      anon_sym_watchdog,
+    ACTIONS(112), 1,
+      anon_sym_network_DASHbroker,
+    ACTIONS(115), 1,
+      anon_sym_identity,
+    ACTIONS(118), 1,
+      anon_sym_limits,
+    ACTIONS(121), 1,
+      anon_sym_landlock,
+    ACTIONS(124), 1,
+      anon_sym_cgroup,
+    ACTIONS(127), 1,
+      anon_sym_expect,
+    STATE(6), 1,
+      aux_sym_policy_body_repeat1,
+    STATE(100), 22,
+      sym__statement,
+      sym_bubblewrap_statement,
+      sym_worker_statement,
+      sym_runtime_statement,
+      sym_root_statement,
+      sym_tmp_statement,
+      sym_writes_statement,
+      sym_host_writes_statement,
+      sym_user_namespaces_statement,
+      sym_pin_statement,
+      sym_quota_statement,
+      sym_tmpfs_statement,
+      sym_active_roots_statement,
+      sym_seccomp_statement,
+      sym_runner_statement,
+      sym_watchdog_statement,
+      sym_network_broker_statement,
+      sym_identity_statement,
+      sym_limits_statement,
+      sym_landlock_statement,
+      sym_cgroup_statement,
+      sym_expect_statement,
+  [501] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(132), 2,
       anon_sym_tmp,
       anon_sym_write,
-    ACTIONS(129), 2,
+    ACTIONS(134), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    ACTIONS(125), 35,
+    ACTIONS(130), 36,
       ts_builtin_sym_end,
       anon_sym_splashpol,
       anon_sym_policy,
@@ -3877,6 +4006,7 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_runner,
       anon_sym_watchdog,
       anon_sym_network_DASHbroker,
+      anon_sym_identity,
       anon_sym_limits,
       anon_sym_cpu,
       anon_sym_address_DASHspace,
@@ -3893,18 +4023,18 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_io,
       anon_sym_read,
       anon_sym_expect,
-  [534] = 5,
+  [555] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(132), 1,
+    ACTIONS(137), 1,
       anon_sym_tmp,
-    ACTIONS(55), 2,
+    ACTIONS(57), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    ACTIONS(63), 20,
+    ACTIONS(65), 21,
       anon_sym_RBRACE,
       anon_sym_bubblewrap,
       anon_sym_worker,
@@ -3921,32 +4051,33 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_runner,
       anon_sym_watchdog,
       anon_sym_network_DASHbroker,
+      anon_sym_identity,
       anon_sym_limits,
       anon_sym_landlock,
       anon_sym_cgroup,
       anon_sym_expect,
-  [571] = 12,
+  [593] = 12,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(134), 1,
+    ACTIONS(139), 1,
       anon_sym_RBRACE,
-    ACTIONS(136), 1,
+    ACTIONS(141), 1,
       anon_sym_read_DASHonly,
-    ACTIONS(138), 1,
+    ACTIONS(143), 1,
       anon_sym_user_DASHnamespaces,
-    ACTIONS(140), 1,
+    ACTIONS(145), 1,
       anon_sym_processes,
-    ACTIONS(142), 1,
+    ACTIONS(147), 1,
       anon_sym_writable,
-    ACTIONS(144), 1,
+    ACTIONS(149), 1,
       anon_sym_hidden,
-    ACTIONS(146), 1,
+    ACTIONS(151), 1,
       anon_sym_exec,
-    ACTIONS(148), 1,
+    ACTIONS(153), 1,
       anon_sym_syscall,
-    ACTIONS(150), 1,
+    ACTIONS(155), 1,
       anon_sym_network,
-    ACTIONS(152), 2,
+    ACTIONS(157), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(10), 11,
@@ -3961,28 +4092,28 @@ static const uint16_t ts_small_parse_table[] = {
       sym_expect_user_namespaces,
       sym__sep,
       aux_sym_expect_block_repeat1,
-  [619] = 12,
+  [641] = 12,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(136), 1,
+    ACTIONS(141), 1,
       anon_sym_read_DASHonly,
-    ACTIONS(138), 1,
+    ACTIONS(143), 1,
       anon_sym_user_DASHnamespaces,
-    ACTIONS(140), 1,
+    ACTIONS(145), 1,
       anon_sym_processes,
-    ACTIONS(142), 1,
+    ACTIONS(147), 1,
       anon_sym_writable,
-    ACTIONS(144), 1,
+    ACTIONS(149), 1,
       anon_sym_hidden,
-    ACTIONS(146), 1,
+    ACTIONS(151), 1,
       anon_sym_exec,
-    ACTIONS(148), 1,
+    ACTIONS(153), 1,
       anon_sym_syscall,
-    ACTIONS(150), 1,
+    ACTIONS(155), 1,
       anon_sym_network,
-    ACTIONS(154), 1,
+    ACTIONS(159), 1,
       anon_sym_RBRACE,
-    ACTIONS(156), 2,
+    ACTIONS(161), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(11), 11,
@@ -3997,28 +4128,28 @@ static const uint16_t ts_small_parse_table[] = {
       sym_expect_user_namespaces,
       sym__sep,
       aux_sym_expect_block_repeat1,
-  [667] = 12,
+  [689] = 12,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(158), 1,
-      anon_sym_RBRACE,
-    ACTIONS(160), 1,
-      anon_sym_read_DASHonly,
     ACTIONS(163), 1,
+      anon_sym_RBRACE,
+    ACTIONS(165), 1,
+      anon_sym_read_DASHonly,
+    ACTIONS(168), 1,
       anon_sym_user_DASHnamespaces,
-    ACTIONS(166), 1,
+    ACTIONS(171), 1,
       anon_sym_processes,
-    ACTIONS(169), 1,
+    ACTIONS(174), 1,
       anon_sym_writable,
-    ACTIONS(172), 1,
+    ACTIONS(177), 1,
       anon_sym_hidden,
-    ACTIONS(175), 1,
+    ACTIONS(180), 1,
       anon_sym_exec,
-    ACTIONS(178), 1,
+    ACTIONS(183), 1,
       anon_sym_syscall,
-    ACTIONS(181), 1,
+    ACTIONS(186), 1,
       anon_sym_network,
-    ACTIONS(184), 2,
+    ACTIONS(189), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(11), 11,
@@ -4033,40 +4164,18 @@ static const uint16_t ts_small_parse_table[] = {
       sym_expect_user_namespaces,
       sym__sep,
       aux_sym_expect_block_repeat1,
-  [715] = 5,
+  [737] = 9,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(187), 1,
-      sym__word,
-    STATE(18), 1,
-      sym_unit,
-    ACTIONS(189), 3,
+    ACTIONS(192), 1,
       anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-    ACTIONS(191), 10,
-      anon_sym_read_DASHonly,
-      anon_sym_inodes,
-      anon_sym_user_DASHnamespaces,
-      anon_sym_call,
-      anon_sym_processes,
-      anon_sym_writable,
-      anon_sym_hidden,
-      anon_sym_exec,
-      anon_sym_syscall,
-      anon_sym_network,
-  [742] = 9,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(193), 1,
-      anon_sym_RBRACE,
-    ACTIONS(197), 1,
+    ACTIONS(196), 1,
       anon_sym_io,
-    STATE(25), 1,
+    STATE(34), 1,
       aux_sym_cgroup_block_repeat1,
-    STATE(171), 1,
+    STATE(185), 1,
       sym_cgroup_name,
-    ACTIONS(55), 2,
+    ACTIONS(57), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
@@ -4075,44 +4184,66 @@ static const uint16_t ts_small_parse_table[] = {
     STATE(84), 2,
       sym_cgroup_value,
       sym_io_entry,
-    ACTIONS(195), 5,
+    ACTIONS(194), 5,
       anon_sym_cpu,
       anon_sym_memory,
       anon_sym_swap,
       anon_sym_pids,
       anon_sym_join_DASHtimeout,
-  [777] = 9,
+  [772] = 9,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(197), 1,
+    ACTIONS(196), 1,
       anon_sym_io,
-    ACTIONS(199), 1,
+    ACTIONS(198), 1,
       anon_sym_RBRACE,
-    STATE(31), 1,
+    STATE(32), 1,
       aux_sym_cgroup_block_repeat1,
-    STATE(171), 1,
+    STATE(185), 1,
       sym_cgroup_name,
-    ACTIONS(201), 2,
+    ACTIONS(200), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(13), 2,
+    STATE(12), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    STATE(83), 2,
+    STATE(80), 2,
       sym_cgroup_value,
       sym_io_entry,
-    ACTIONS(195), 5,
+    ACTIONS(194), 5,
       anon_sym_cpu,
       anon_sym_memory,
       anon_sym_swap,
       anon_sym_pids,
       anon_sym_join_DASHtimeout,
-  [812] = 3,
+  [807] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(205), 1,
+    ACTIONS(202), 1,
+      sym__word,
+    STATE(17), 1,
+      sym_unit,
+    ACTIONS(204), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+    ACTIONS(206), 10,
+      anon_sym_read_DASHonly,
+      anon_sym_inodes,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_call,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+  [834] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(210), 1,
       aux_sym_unit_token1,
-    ACTIONS(203), 13,
+    ACTIONS(208), 13,
       anon_sym_RBRACE,
       anon_sym_read_DASHonly,
       anon_sym_inodes,
@@ -4126,33 +4257,33 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_network,
       anon_sym_SEMI,
       sym__newline,
-  [834] = 8,
+  [856] = 8,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(207), 1,
+    ACTIONS(212), 1,
       anon_sym_RBRACE,
-    STATE(39), 1,
+    STATE(40), 1,
       aux_sym_limits_block_repeat1,
-    STATE(61), 1,
+    STATE(91), 1,
       sym_limit_entry,
-    STATE(211), 1,
+    STATE(203), 1,
       sym_limit_name,
-    ACTIONS(211), 2,
+    ACTIONS(57), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(22), 2,
+    STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    ACTIONS(209), 5,
+    ACTIONS(214), 5,
       anon_sym_cpu,
       anon_sym_address_DASHspace,
       anon_sym_processes,
       anon_sym_open_DASHfiles,
       anon_sym_file_DASHsize,
-  [865] = 2,
+  [887] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(189), 13,
+    ACTIONS(216), 13,
       anon_sym_RBRACE,
       anon_sym_read_DASHonly,
       anon_sym_inodes,
@@ -4166,111 +4297,128 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_network,
       anon_sym_SEMI,
       sym__newline,
-  [884] = 2,
+  [906] = 8,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(213), 13,
-      anon_sym_RBRACE,
-      anon_sym_read_DASHonly,
-      anon_sym_inodes,
-      anon_sym_user_DASHnamespaces,
-      anon_sym_call,
-      anon_sym_processes,
-      anon_sym_writable,
-      anon_sym_hidden,
-      anon_sym_exec,
-      anon_sym_syscall,
-      anon_sym_network,
-      anon_sym_SEMI,
-      sym__newline,
-  [903] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(215), 13,
-      anon_sym_RBRACE,
-      anon_sym_read_DASHonly,
-      anon_sym_inodes,
-      anon_sym_user_DASHnamespaces,
-      anon_sym_call,
-      anon_sym_processes,
-      anon_sym_writable,
-      anon_sym_hidden,
-      anon_sym_exec,
-      anon_sym_syscall,
-      anon_sym_network,
-      anon_sym_SEMI,
-      sym__newline,
-  [922] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(217), 1,
-      sym__word,
-    STATE(21), 1,
-      aux_sym_expect_syscall_repeat1,
-    ACTIONS(219), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-    ACTIONS(221), 8,
-      anon_sym_read_DASHonly,
-      anon_sym_user_DASHnamespaces,
-      anon_sym_processes,
-      anon_sym_writable,
-      anon_sym_hidden,
-      anon_sym_exec,
-      anon_sym_syscall,
-      anon_sym_network,
-  [947] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(223), 1,
-      sym__word,
-    STATE(21), 1,
-      aux_sym_expect_syscall_repeat1,
-    ACTIONS(226), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-    ACTIONS(228), 8,
-      anon_sym_read_DASHonly,
-      anon_sym_user_DASHnamespaces,
-      anon_sym_processes,
-      anon_sym_writable,
-      anon_sym_hidden,
-      anon_sym_exec,
-      anon_sym_syscall,
-      anon_sym_network,
-  [972] = 8,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(230), 1,
+    ACTIONS(218), 1,
       anon_sym_RBRACE,
     STATE(41), 1,
       aux_sym_limits_block_repeat1,
-    STATE(70), 1,
+    STATE(89), 1,
       sym_limit_entry,
-    STATE(211), 1,
+    STATE(203), 1,
       sym_limit_name,
-    ACTIONS(55), 2,
+    ACTIONS(220), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(7), 2,
+    STATE(16), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    ACTIONS(209), 5,
+    ACTIONS(214), 5,
       anon_sym_cpu,
       anon_sym_address_DASHspace,
       anon_sym_processes,
       anon_sym_open_DASHfiles,
       anon_sym_file_DASHsize,
-  [1003] = 3,
+  [937] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(234), 3,
+    ACTIONS(204), 13,
+      anon_sym_RBRACE,
+      anon_sym_read_DASHonly,
+      anon_sym_inodes,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_call,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+      anon_sym_SEMI,
+      sym__newline,
+  [956] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(222), 1,
+      sym__word,
+    STATE(20), 1,
+      aux_sym_expect_syscall_repeat1,
+    ACTIONS(225), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-    ACTIONS(232), 9,
+    ACTIONS(227), 8,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+  [981] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(229), 1,
+      sym__word,
+    STATE(20), 1,
+      aux_sym_expect_syscall_repeat1,
+    ACTIONS(231), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+    ACTIONS(233), 8,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+  [1006] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(235), 13,
+      anon_sym_RBRACE,
+      anon_sym_read_DASHonly,
+      anon_sym_inodes,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_call,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+      anon_sym_SEMI,
+      sym__newline,
+  [1025] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(239), 1,
+      anon_sym_max,
+    ACTIONS(237), 11,
+      anon_sym_RBRACE,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+      anon_sym_SEMI,
+      sym__newline,
+  [1045] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(243), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+    ACTIONS(241), 9,
       anon_sym_read_DASHonly,
       anon_sym_user_DASHnamespaces,
       anon_sym_processes,
@@ -4280,12 +4428,10 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_syscall,
       anon_sym_network,
       sym__word,
-  [1023] = 3,
+  [1065] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(238), 1,
-      anon_sym_max,
-    ACTIONS(236), 11,
+    ACTIONS(245), 11,
       anon_sym_RBRACE,
       anon_sym_read_DASHonly,
       anon_sym_user_DASHnamespaces,
@@ -4297,2982 +4443,3018 @@ static const uint16_t ts_small_parse_table[] = {
       anon_sym_network,
       anon_sym_SEMI,
       sym__newline,
-  [1043] = 7,
+  [1082] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(197), 1,
+    ACTIONS(247), 11,
+      anon_sym_RBRACE,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+      anon_sym_SEMI,
+      sym__newline,
+  [1099] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(249), 11,
+      anon_sym_RBRACE,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+      anon_sym_SEMI,
+      sym__newline,
+  [1116] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(251), 11,
+      anon_sym_RBRACE,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+      anon_sym_SEMI,
+      sym__newline,
+  [1133] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(253), 11,
+      anon_sym_RBRACE,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+      anon_sym_SEMI,
+      sym__newline,
+  [1150] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(255), 11,
+      anon_sym_RBRACE,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+      anon_sym_SEMI,
+      sym__newline,
+  [1167] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(257), 11,
+      anon_sym_RBRACE,
+      anon_sym_read_DASHonly,
+      anon_sym_user_DASHnamespaces,
+      anon_sym_processes,
+      anon_sym_writable,
+      anon_sym_hidden,
+      anon_sym_exec,
+      anon_sym_syscall,
+      anon_sym_network,
+      anon_sym_SEMI,
+      sym__newline,
+  [1184] = 7,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(192), 1,
+      anon_sym_RBRACE,
+    ACTIONS(196), 1,
       anon_sym_io,
-    ACTIONS(240), 1,
-      anon_sym_RBRACE,
-    STATE(33), 1,
+    STATE(35), 1,
       aux_sym_cgroup_block_repeat1,
-    STATE(171), 1,
-      sym_cgroup_name,
-    STATE(86), 2,
-      sym_cgroup_value,
-      sym_io_entry,
-    ACTIONS(195), 5,
-      anon_sym_cpu,
-      anon_sym_memory,
-      anon_sym_swap,
-      anon_sym_pids,
-      anon_sym_join_DASHtimeout,
-  [1070] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(242), 11,
-      anon_sym_RBRACE,
-      anon_sym_read_DASHonly,
-      anon_sym_user_DASHnamespaces,
-      anon_sym_processes,
-      anon_sym_writable,
-      anon_sym_hidden,
-      anon_sym_exec,
-      anon_sym_syscall,
-      anon_sym_network,
-      anon_sym_SEMI,
-      sym__newline,
-  [1087] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(244), 11,
-      anon_sym_RBRACE,
-      anon_sym_read_DASHonly,
-      anon_sym_user_DASHnamespaces,
-      anon_sym_processes,
-      anon_sym_writable,
-      anon_sym_hidden,
-      anon_sym_exec,
-      anon_sym_syscall,
-      anon_sym_network,
-      anon_sym_SEMI,
-      sym__newline,
-  [1104] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(246), 11,
-      anon_sym_RBRACE,
-      anon_sym_read_DASHonly,
-      anon_sym_user_DASHnamespaces,
-      anon_sym_processes,
-      anon_sym_writable,
-      anon_sym_hidden,
-      anon_sym_exec,
-      anon_sym_syscall,
-      anon_sym_network,
-      anon_sym_SEMI,
-      sym__newline,
-  [1121] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(248), 11,
-      anon_sym_RBRACE,
-      anon_sym_read_DASHonly,
-      anon_sym_user_DASHnamespaces,
-      anon_sym_processes,
-      anon_sym_writable,
-      anon_sym_hidden,
-      anon_sym_exec,
-      anon_sym_syscall,
-      anon_sym_network,
-      anon_sym_SEMI,
-      sym__newline,
-  [1138] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(250), 11,
-      anon_sym_RBRACE,
-      anon_sym_read_DASHonly,
-      anon_sym_user_DASHnamespaces,
-      anon_sym_processes,
-      anon_sym_writable,
-      anon_sym_hidden,
-      anon_sym_exec,
-      anon_sym_syscall,
-      anon_sym_network,
-      anon_sym_SEMI,
-      sym__newline,
-  [1155] = 7,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(193), 1,
-      anon_sym_RBRACE,
-    ACTIONS(197), 1,
-      anon_sym_io,
-    STATE(33), 1,
-      aux_sym_cgroup_block_repeat1,
-    STATE(171), 1,
+    STATE(185), 1,
       sym_cgroup_name,
     STATE(84), 2,
       sym_cgroup_value,
       sym_io_entry,
-    ACTIONS(195), 5,
+    ACTIONS(194), 5,
       anon_sym_cpu,
       anon_sym_memory,
       anon_sym_swap,
       anon_sym_pids,
       anon_sym_join_DASHtimeout,
-  [1182] = 2,
+  [1211] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(252), 11,
-      anon_sym_RBRACE,
-      anon_sym_read_DASHonly,
-      anon_sym_user_DASHnamespaces,
-      anon_sym_processes,
-      anon_sym_writable,
-      anon_sym_hidden,
-      anon_sym_exec,
-      anon_sym_syscall,
-      anon_sym_network,
+    ACTIONS(57), 2,
       anon_sym_SEMI,
       sym__newline,
-  [1199] = 7,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+    ACTIONS(259), 7,
+      anon_sym_RBRACE,
+      anon_sym_cpu,
+      anon_sym_memory,
+      anon_sym_swap,
+      anon_sym_pids,
+      anon_sym_join_DASHtimeout,
+      anon_sym_io,
+  [1232] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(254), 1,
-      anon_sym_RBRACE,
-    ACTIONS(259), 1,
+    ACTIONS(196), 1,
       anon_sym_io,
-    STATE(33), 1,
+    ACTIONS(261), 1,
+      anon_sym_RBRACE,
+    STATE(35), 1,
       aux_sym_cgroup_block_repeat1,
-    STATE(171), 1,
+    STATE(185), 1,
       sym_cgroup_name,
-    STATE(116), 2,
+    STATE(59), 2,
       sym_cgroup_value,
       sym_io_entry,
-    ACTIONS(256), 5,
+    ACTIONS(194), 5,
       anon_sym_cpu,
       anon_sym_memory,
       anon_sym_swap,
       anon_sym_pids,
       anon_sym_join_DASHtimeout,
-  [1226] = 4,
+  [1259] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(55), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-    ACTIONS(254), 7,
+    ACTIONS(259), 1,
       anon_sym_RBRACE,
-      anon_sym_cpu,
-      anon_sym_memory,
-      anon_sym_swap,
-      anon_sym_pids,
-      anon_sym_join_DASHtimeout,
+    ACTIONS(266), 1,
       anon_sym_io,
-  [1247] = 2,
+    STATE(35), 1,
+      aux_sym_cgroup_block_repeat1,
+    STATE(185), 1,
+      sym_cgroup_name,
+    STATE(114), 2,
+      sym_cgroup_value,
+      sym_io_entry,
+    ACTIONS(263), 5,
+      anon_sym_cpu,
+      anon_sym_memory,
+      anon_sym_swap,
+      anon_sym_pids,
+      anon_sym_join_DASHtimeout,
+  [1286] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(262), 11,
-      anon_sym_RBRACE,
-      anon_sym_read_DASHonly,
-      anon_sym_user_DASHnamespaces,
-      anon_sym_processes,
-      anon_sym_writable,
-      anon_sym_hidden,
-      anon_sym_exec,
-      anon_sym_syscall,
-      anon_sym_network,
-      anon_sym_SEMI,
-      sym__newline,
-  [1264] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(55), 2,
+    ACTIONS(57), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    ACTIONS(264), 6,
+    ACTIONS(269), 6,
       anon_sym_RBRACE,
       anon_sym_cpu,
       anon_sym_address_DASHspace,
       anon_sym_processes,
       anon_sym_open_DASHfiles,
       anon_sym_file_DASHsize,
-  [1284] = 8,
+  [1306] = 8,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(266), 1,
+    ACTIONS(271), 1,
       anon_sym_RBRACE,
-    STATE(58), 1,
+    STATE(57), 1,
       aux_sym_io_block_repeat1,
     STATE(87), 1,
       sym_io_limit,
-    STATE(201), 1,
+    STATE(210), 1,
       sym_io_direction,
-    ACTIONS(268), 2,
+    ACTIONS(273), 2,
       anon_sym_read,
       anon_sym_write,
-    ACTIONS(270), 2,
+    ACTIONS(275), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(38), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1312] = 8,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(272), 1,
-      anon_sym_RBRACE,
-    STATE(48), 1,
-      aux_sym_io_block_repeat1,
-    STATE(90), 1,
-      sym_io_limit,
-    STATE(201), 1,
-      sym_io_direction,
-    ACTIONS(55), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    ACTIONS(268), 2,
-      anon_sym_read,
-      anon_sym_write,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1340] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(230), 1,
-      anon_sym_RBRACE,
-    STATE(40), 1,
-      aux_sym_limits_block_repeat1,
-    STATE(70), 1,
-      sym_limit_entry,
-    STATE(211), 1,
-      sym_limit_name,
-    ACTIONS(209), 5,
-      anon_sym_cpu,
-      anon_sym_address_DASHspace,
-      anon_sym_processes,
-      anon_sym_open_DASHfiles,
-      anon_sym_file_DASHsize,
-  [1363] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(264), 1,
-      anon_sym_RBRACE,
-    STATE(40), 1,
-      aux_sym_limits_block_repeat1,
-    STATE(120), 1,
-      sym_limit_entry,
-    STATE(211), 1,
-      sym_limit_name,
-    ACTIONS(274), 5,
-      anon_sym_cpu,
-      anon_sym_address_DASHspace,
-      anon_sym_processes,
-      anon_sym_open_DASHfiles,
-      anon_sym_file_DASHsize,
-  [1386] = 6,
+  [1334] = 8,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(277), 1,
       anon_sym_RBRACE,
-    STATE(40), 1,
+    STATE(58), 1,
+      aux_sym_io_block_repeat1,
+    STATE(90), 1,
+      sym_io_limit,
+    STATE(210), 1,
+      sym_io_direction,
+    ACTIONS(57), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    ACTIONS(273), 2,
+      anon_sym_read,
+      anon_sym_write,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1362] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(269), 1,
+      anon_sym_RBRACE,
+    STATE(39), 1,
       aux_sym_limits_block_repeat1,
-    STATE(76), 1,
+    STATE(121), 1,
       sym_limit_entry,
-    STATE(211), 1,
+    STATE(203), 1,
       sym_limit_name,
-    ACTIONS(209), 5,
+    ACTIONS(279), 5,
       anon_sym_cpu,
       anon_sym_address_DASHspace,
       anon_sym_processes,
       anon_sym_open_DASHfiles,
       anon_sym_file_DASHsize,
-  [1409] = 7,
+  [1385] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(282), 1,
+      anon_sym_RBRACE,
+    STATE(39), 1,
+      aux_sym_limits_block_repeat1,
+    STATE(69), 1,
+      sym_limit_entry,
+    STATE(203), 1,
+      sym_limit_name,
+    ACTIONS(214), 5,
+      anon_sym_cpu,
+      anon_sym_address_DASHspace,
+      anon_sym_processes,
+      anon_sym_open_DASHfiles,
+      anon_sym_file_DASHsize,
+  [1408] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(212), 1,
+      anon_sym_RBRACE,
+    STATE(39), 1,
+      aux_sym_limits_block_repeat1,
+    STATE(91), 1,
+      sym_limit_entry,
+    STATE(203), 1,
+      sym_limit_name,
+    ACTIONS(214), 5,
+      anon_sym_cpu,
+      anon_sym_address_DASHspace,
+      anon_sym_processes,
+      anon_sym_open_DASHfiles,
+      anon_sym_file_DASHsize,
+  [1431] = 7,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(7), 1,
       anon_sym_splashpol,
     ACTIONS(9), 1,
       anon_sym_policy,
-    STATE(71), 1,
+    STATE(93), 1,
       sym_policy,
-    STATE(119), 1,
+    STATE(107), 1,
       sym_header,
-    ACTIONS(279), 2,
+    ACTIONS(57), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(46), 2,
+    STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1433] = 7,
+  [1455] = 7,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(7), 1,
       anon_sym_splashpol,
     ACTIONS(9), 1,
       anon_sym_policy,
-    STATE(71), 1,
-      sym_policy,
-    STATE(119), 1,
-      sym_header,
-    ACTIONS(55), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1457] = 7,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(281), 1,
-      anon_sym_RBRACE,
-    ACTIONS(283), 1,
-      anon_sym_allow_DASHexec,
-    STATE(74), 1,
-      sym_allow_exec,
-    STATE(104), 1,
-      aux_sym_landlock_block_repeat1,
-    ACTIONS(55), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1481] = 7,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(283), 1,
-      anon_sym_allow_DASHexec,
-    ACTIONS(285), 1,
-      anon_sym_RBRACE,
     STATE(64), 1,
-      sym_allow_exec,
-    STATE(95), 1,
-      aux_sym_landlock_block_repeat1,
-    ACTIONS(287), 2,
+      sym_policy,
+    STATE(119), 1,
+      sym_header,
+    ACTIONS(284), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(44), 2,
+    STATE(42), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1505] = 7,
+  [1479] = 7,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(7), 1,
       anon_sym_splashpol,
     ACTIONS(9), 1,
       anon_sym_policy,
-    STATE(66), 1,
+    STATE(64), 1,
       sym_policy,
-    STATE(121), 1,
+    STATE(119), 1,
       sym_header,
-    ACTIONS(55), 2,
+    ACTIONS(57), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1529] = 4,
+  [1503] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(55), 2,
+    ACTIONS(286), 1,
+      anon_sym_RBRACE,
+    ACTIONS(288), 1,
+      anon_sym_allow_DASHexec,
+    STATE(63), 1,
+      sym_allow_exec,
+    STATE(108), 1,
+      aux_sym_landlock_block_repeat1,
+    ACTIONS(57), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-    ACTIONS(289), 3,
-      anon_sym_RBRACE,
-      anon_sym_read,
-      anon_sym_write,
-  [1546] = 6,
+  [1527] = 7,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(291), 1,
+    ACTIONS(288), 1,
+      anon_sym_allow_DASHexec,
+    ACTIONS(290), 1,
       anon_sym_RBRACE,
-    STATE(49), 1,
-      aux_sym_io_block_repeat1,
-    STATE(60), 1,
-      sym_io_limit,
-    STATE(201), 1,
-      sym_io_direction,
-    ACTIONS(268), 2,
-      anon_sym_read,
-      anon_sym_write,
-  [1566] = 6,
+    STATE(81), 1,
+      sym_allow_exec,
+    STATE(120), 1,
+      aux_sym_landlock_block_repeat1,
+    ACTIONS(292), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(45), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1551] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(289), 1,
-      anon_sym_RBRACE,
-    STATE(49), 1,
-      aux_sym_io_block_repeat1,
-    STATE(125), 1,
-      sym_io_limit,
-    STATE(201), 1,
-      sym_io_direction,
-    ACTIONS(293), 2,
-      anon_sym_read,
-      anon_sym_write,
-  [1586] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(9), 1,
-      anon_sym_policy,
-    STATE(66), 1,
-      sym_policy,
-    ACTIONS(55), 2,
+    ACTIONS(57), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1604] = 4,
+    ACTIONS(294), 3,
+      anon_sym_RBRACE,
+      anon_sym_read,
+      anon_sym_write,
+  [1568] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(296), 1,
       anon_sym_RBRACE,
-    STATE(53), 2,
+    STATE(51), 2,
       sym__sep,
       aux_sym_syscall_block_repeat1,
     ACTIONS(298), 3,
       sym_syscall_name,
       anon_sym_SEMI,
       sym__newline,
-  [1620] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(9), 1,
-      anon_sym_policy,
-    STATE(69), 1,
-      sym_policy,
-    ACTIONS(55), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1638] = 4,
+  [1584] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(300), 1,
-      anon_sym_RBRACE,
-    STATE(56), 2,
-      sym__sep,
-      aux_sym_syscall_block_repeat1,
+      anon_sym_LBRACE,
+    ACTIONS(304), 1,
+      anon_sym_runner,
+    STATE(164), 1,
+      sym_landlock_block,
     ACTIONS(302), 3,
-      sym_syscall_name,
+      anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [1654] = 5,
+  [1602] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(9), 1,
       anon_sym_policy,
-    STATE(62), 1,
+    STATE(66), 1,
       sym_policy,
-    ACTIONS(55), 2,
+    ACTIONS(57), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1672] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(55), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    ACTIONS(304), 2,
-      anon_sym_RBRACE,
-      anon_sym_allow_DASHexec,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1688] = 4,
+  [1620] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(306), 1,
       anon_sym_RBRACE,
-    STATE(56), 2,
+    STATE(51), 2,
       sym__sep,
       aux_sym_syscall_block_repeat1,
     ACTIONS(308), 3,
       sym_syscall_name,
       anon_sym_SEMI,
       sym__newline,
-  [1704] = 5,
+  [1636] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(311), 1,
-      anon_sym_LBRACE,
-    ACTIONS(315), 1,
-      anon_sym_runner,
-    STATE(140), 1,
-      sym_landlock_block,
-    ACTIONS(313), 3,
-      anon_sym_RBRACE,
+    ACTIONS(57), 2,
       anon_sym_SEMI,
       sym__newline,
-  [1722] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(272), 1,
+    ACTIONS(311), 2,
       anon_sym_RBRACE,
-    STATE(49), 1,
-      aux_sym_io_block_repeat1,
-    STATE(90), 1,
-      sym_io_limit,
-    STATE(201), 1,
-      sym_io_direction,
-    ACTIONS(268), 2,
-      anon_sym_read,
-      anon_sym_write,
-  [1742] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(319), 1,
-      anon_sym_COMMA,
-    STATE(92), 1,
-      aux_sym_pin_statement_repeat1,
-    ACTIONS(317), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [1757] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(321), 1,
-      anon_sym_RBRACE,
-    ACTIONS(323), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(47), 2,
+      anon_sym_allow_DASHexec,
+    STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1772] = 4,
+  [1652] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(230), 1,
-      anon_sym_RBRACE,
-    ACTIONS(325), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(36), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1787] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(327), 1,
-      ts_builtin_sym_end,
-    ACTIONS(329), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(85), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1802] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(331), 1,
-      ts_builtin_sym_end,
-    ACTIONS(55), 2,
+    ACTIONS(9), 1,
+      anon_sym_policy,
+    STATE(93), 1,
+      sym_policy,
+    ACTIONS(57), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1817] = 4,
+  [1670] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(281), 1,
-      anon_sym_RBRACE,
-    ACTIONS(333), 2,
+    ACTIONS(9), 1,
+      anon_sym_policy,
+    STATE(62), 1,
+      sym_policy,
+    ACTIONS(57), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(55), 2,
+    STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1832] = 4,
+  [1688] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(311), 1,
-      anon_sym_LBRACE,
-    STATE(213), 1,
-      sym_landlock_block,
-    ACTIONS(335), 3,
+    ACTIONS(313), 1,
       anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [1847] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(331), 1,
-      ts_builtin_sym_end,
-    ACTIONS(337), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(72), 2,
+    STATE(48), 2,
       sym__sep,
-      aux_sym_source_file_repeat1,
-  [1862] = 4,
+      aux_sym_syscall_block_repeat1,
+    ACTIONS(315), 3,
+      sym_syscall_name,
+      anon_sym_SEMI,
+      sym__newline,
+  [1704] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(339), 1,
+    ACTIONS(294), 1,
       anon_sym_RBRACE,
-    ACTIONS(341), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(8), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1877] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(345), 1,
-      anon_sym_COMMA,
-    STATE(68), 1,
-      aux_sym_pin_statement_repeat1,
-    ACTIONS(343), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [1892] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(348), 1,
-      ts_builtin_sym_end,
-    ACTIONS(350), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(77), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1907] = 4,
+    STATE(56), 1,
+      aux_sym_io_block_repeat1,
+    STATE(125), 1,
+      sym_io_limit,
+    STATE(210), 1,
+      sym_io_direction,
+    ACTIONS(317), 2,
+      anon_sym_read,
+      anon_sym_write,
+  [1724] = 6,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(277), 1,
       anon_sym_RBRACE,
-    ACTIONS(325), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(36), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1922] = 4,
+    STATE(56), 1,
+      aux_sym_io_block_repeat1,
+    STATE(90), 1,
+      sym_io_limit,
+    STATE(210), 1,
+      sym_io_direction,
+    ACTIONS(273), 2,
+      anon_sym_read,
+      anon_sym_write,
+  [1744] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(352), 1,
-      ts_builtin_sym_end,
-    ACTIONS(354), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(63), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1937] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(348), 1,
-      ts_builtin_sym_end,
-    ACTIONS(55), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1952] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(61), 1,
+    ACTIONS(320), 1,
       anon_sym_RBRACE,
-    ACTIONS(341), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(8), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [1967] = 4,
+    STATE(56), 1,
+      aux_sym_io_block_repeat1,
+    STATE(92), 1,
+      sym_io_limit,
+    STATE(210), 1,
+      sym_io_direction,
+    ACTIONS(273), 2,
+      anon_sym_read,
+      anon_sym_write,
+  [1764] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(356), 1,
+    ACTIONS(322), 1,
       anon_sym_RBRACE,
-    ACTIONS(333), 2,
+    ACTIONS(324), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(55), 2,
+    STATE(33), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [1982] = 6,
+  [1779] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(358), 1,
-      anon_sym_COMMA,
-    ACTIONS(360), 1,
-      anon_sym_RBRACK,
-    ACTIONS(362), 1,
-      sym__newline,
-    STATE(78), 1,
-      aux_sym_string_list_repeat1,
-    STATE(148), 1,
-      aux_sym_string_list_repeat2,
-  [2001] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(364), 1,
-      anon_sym_RBRACE,
-    ACTIONS(325), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(36), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2016] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(327), 1,
-      ts_builtin_sym_end,
-    ACTIONS(55), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2031] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(366), 1,
-      anon_sym_COMMA,
-    ACTIONS(368), 1,
-      anon_sym_RBRACK,
-    ACTIONS(370), 1,
-      sym__newline,
-    STATE(80), 1,
-      aux_sym_string_list_repeat1,
-    STATE(163), 1,
-      aux_sym_string_list_repeat2,
-  [2050] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(366), 1,
-      anon_sym_COMMA,
-    ACTIONS(368), 1,
-      anon_sym_RBRACK,
-    ACTIONS(372), 1,
-      sym__newline,
-    STATE(81), 1,
-      aux_sym_string_list_repeat1,
-    STATE(163), 1,
-      aux_sym_string_list_repeat2,
-  [2069] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(376), 1,
-      sym__newline,
-    STATE(80), 1,
-      aux_sym_string_list_repeat1,
-    ACTIONS(374), 3,
-      anon_sym_COMMA,
-      sym_string,
-      anon_sym_RBRACK,
-  [2084] = 6,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(370), 1,
-      sym__newline,
-    ACTIONS(379), 1,
-      anon_sym_COMMA,
-    ACTIONS(381), 1,
-      anon_sym_RBRACK,
-    STATE(80), 1,
-      aux_sym_string_list_repeat1,
-    STATE(179), 1,
-      aux_sym_string_list_repeat2,
-  [2103] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(385), 1,
-      anon_sym_quota,
-    STATE(180), 1,
-      sym_root_quota,
-    ACTIONS(383), 3,
+    ACTIONS(300), 1,
+      anon_sym_LBRACE,
+    STATE(147), 1,
+      sym_landlock_block,
+    ACTIONS(326), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2118] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(193), 1,
-      anon_sym_RBRACE,
-    ACTIONS(387), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(34), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2133] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(240), 1,
-      anon_sym_RBRACE,
-    ACTIONS(387), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(34), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2148] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(389), 1,
-      ts_builtin_sym_end,
-    ACTIONS(55), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2163] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(391), 1,
-      anon_sym_RBRACE,
-    ACTIONS(387), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(34), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2178] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(272), 1,
-      anon_sym_RBRACE,
-    ACTIONS(323), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(47), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2193] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(352), 1,
-      ts_builtin_sym_end,
-    ACTIONS(55), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(7), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2208] = 4,
+  [1794] = 4,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(13), 1,
       anon_sym_RBRACE,
-    ACTIONS(341), 2,
+    ACTIONS(328), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(8), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [2223] = 4,
+  [1809] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(291), 1,
-      anon_sym_RBRACE,
-    ACTIONS(323), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(47), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2238] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(393), 1,
+    ACTIONS(330), 1,
       ts_builtin_sym_end,
-    ACTIONS(395), 2,
+    ACTIONS(332), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(88), 2,
+    STATE(65), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [2253] = 4,
+  [1824] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(319), 1,
-      anon_sym_COMMA,
-    STATE(68), 1,
-      aux_sym_pin_statement_repeat1,
-    ACTIONS(397), 3,
+    ACTIONS(334), 1,
       anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2268] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(399), 1,
-      anon_sym_RBRACE,
-    ACTIONS(333), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(55), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2283] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(401), 4,
-      anon_sym_RBRACE,
-      anon_sym_COMMA,
-      anon_sym_SEMI,
-      sym__newline,
-  [2293] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(281), 1,
-      anon_sym_RBRACE,
-    ACTIONS(283), 1,
-      anon_sym_allow_DASHexec,
-    STATE(74), 1,
-      sym_allow_exec,
-    STATE(109), 1,
-      aux_sym_landlock_block_repeat1,
-  [2309] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(341), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(8), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2321] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(403), 1,
-      sym_string,
-    ACTIONS(405), 1,
-      anon_sym_RBRACK,
-    ACTIONS(407), 1,
-      sym__newline,
-    STATE(115), 1,
-      aux_sym_string_list_repeat1,
-  [2337] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(411), 1,
-      sym__newline,
-    STATE(105), 1,
-      aux_sym_string_list_repeat1,
-    ACTIONS(409), 2,
-      anon_sym_COMMA,
-      anon_sym_RBRACK,
-  [2351] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(370), 1,
-      sym__newline,
-    ACTIONS(381), 1,
-      anon_sym_RBRACK,
-    ACTIONS(413), 1,
-      sym_string,
-    STATE(80), 1,
-      aux_sym_string_list_repeat1,
-  [2367] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(381), 1,
-      anon_sym_RBRACK,
-    ACTIONS(415), 1,
-      sym_string,
-    ACTIONS(417), 1,
-      sym__newline,
-    STATE(107), 1,
-      aux_sym_string_list_repeat1,
-  [2383] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(419), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(50), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2395] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(421), 4,
-      anon_sym_RBRACE,
-      anon_sym_quota,
-      anon_sym_SEMI,
-      sym__newline,
-  [2405] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(343), 4,
-      anon_sym_RBRACE,
-      anon_sym_COMMA,
-      anon_sym_SEMI,
-      sym__newline,
-  [2415] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(283), 1,
-      anon_sym_allow_DASHexec,
-    ACTIONS(356), 1,
-      anon_sym_RBRACE,
-    STATE(93), 1,
-      sym_allow_exec,
-    STATE(109), 1,
-      aux_sym_landlock_block_repeat1,
-  [2431] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(370), 1,
-      sym__newline,
-    STATE(80), 1,
-      aux_sym_string_list_repeat1,
-    ACTIONS(423), 2,
-      anon_sym_COMMA,
-      anon_sym_RBRACK,
-  [2445] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(425), 1,
-      sym__newline,
-    STATE(112), 1,
-      aux_sym_string_list_repeat1,
-    ACTIONS(423), 2,
-      anon_sym_COMMA,
-      anon_sym_RBRACK,
-  [2459] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(370), 1,
-      sym__newline,
-    ACTIONS(413), 1,
-      sym_string,
-    ACTIONS(427), 1,
-      anon_sym_RBRACK,
-    STATE(80), 1,
-      aux_sym_string_list_repeat1,
-  [2475] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(415), 1,
-      sym_string,
-    ACTIONS(427), 1,
-      anon_sym_RBRACK,
-    ACTIONS(429), 1,
-      sym__newline,
-    STATE(113), 1,
-      aux_sym_string_list_repeat1,
-  [2491] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(304), 1,
-      anon_sym_RBRACE,
-    ACTIONS(431), 1,
-      anon_sym_allow_DASHexec,
-    STATE(109), 1,
-      aux_sym_landlock_block_repeat1,
-    STATE(123), 1,
-      sym_allow_exec,
-  [2507] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(434), 1,
-      anon_sym_LBRACE,
-    ACTIONS(436), 1,
-      anon_sym_runner,
-    ACTIONS(438), 1,
-      anon_sym_required,
-    STATE(129), 1,
-      sym_limits_block,
-  [2523] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(442), 1,
-      anon_sym_call,
-    ACTIONS(440), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2535] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(370), 1,
-      sym__newline,
-    STATE(80), 1,
-      aux_sym_string_list_repeat1,
-    ACTIONS(444), 2,
-      anon_sym_COMMA,
-      anon_sym_RBRACK,
-  [2549] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(370), 1,
-      sym__newline,
-    ACTIONS(413), 1,
-      sym_string,
-    ACTIONS(446), 1,
-      anon_sym_RBRACK,
-    STATE(80), 1,
-      aux_sym_string_list_repeat1,
-  [2565] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(415), 1,
-      sym_string,
-    ACTIONS(446), 1,
-      anon_sym_RBRACK,
-    ACTIONS(448), 1,
-      sym__newline,
-    STATE(117), 1,
-      aux_sym_string_list_repeat1,
-  [2581] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(360), 1,
-      anon_sym_RBRACK,
-    ACTIONS(370), 1,
-      sym__newline,
-    ACTIONS(450), 1,
-      sym_string,
-    STATE(80), 1,
-      aux_sym_string_list_repeat1,
-  [2597] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(387), 2,
-      anon_sym_SEMI,
-      sym__newline,
-    STATE(34), 2,
-      sym__sep,
-      aux_sym_source_file_repeat1,
-  [2609] = 5,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(370), 1,
-      sym__newline,
-    ACTIONS(413), 1,
-      sym_string,
-    ACTIONS(452), 1,
-      anon_sym_RBRACK,
-    STATE(80), 1,
-      aux_sym_string_list_repeat1,
-  [2625] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(456), 1,
-      anon_sym_size,
-    ACTIONS(454), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2637] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(458), 2,
+    ACTIONS(336), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(52), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [2649] = 3,
+  [1839] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(325), 2,
+    ACTIONS(338), 1,
+      ts_builtin_sym_end,
+    ACTIONS(340), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(83), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1854] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(342), 1,
+      ts_builtin_sym_end,
+    ACTIONS(57), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1869] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(342), 1,
+      ts_builtin_sym_end,
+    ACTIONS(344), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(82), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1884] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(346), 1,
+      anon_sym_COMMA,
+    ACTIONS(348), 1,
+      anon_sym_RBRACK,
+    ACTIONS(350), 1,
+      sym__newline,
+    STATE(72), 1,
+      aux_sym_string_list_repeat1,
+    STATE(169), 1,
+      aux_sym_string_list_repeat2,
+  [1903] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(352), 1,
+      anon_sym_RBRACE,
+    ACTIONS(328), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(8), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [1918] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(354), 1,
+      anon_sym_RBRACE,
+    ACTIONS(356), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(36), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [2661] = 3,
+  [1933] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(460), 2,
+    ACTIONS(358), 1,
+      anon_sym_RBRACE,
+    ACTIONS(336), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(54), 2,
+    STATE(52), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [2673] = 3,
+  [1948] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(464), 1,
-      anon_sym_args,
-    ACTIONS(462), 3,
+    ACTIONS(362), 1,
+      anon_sym_COMMA,
+    STATE(85), 1,
+      aux_sym_pin_statement_repeat1,
+    ACTIONS(360), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2685] = 3,
+  [1963] = 6,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(333), 2,
+    ACTIONS(364), 1,
+      anon_sym_COMMA,
+    ACTIONS(366), 1,
+      anon_sym_RBRACK,
+    ACTIONS(368), 1,
+      sym__newline,
+    STATE(74), 1,
+      aux_sym_string_list_repeat1,
+    STATE(178), 1,
+      aux_sym_string_list_repeat2,
+  [1982] = 6,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(364), 1,
+      anon_sym_COMMA,
+    ACTIONS(366), 1,
+      anon_sym_RBRACK,
+    ACTIONS(370), 1,
+      sym__newline,
+    STATE(78), 1,
+      aux_sym_string_list_repeat1,
+    STATE(178), 1,
+      aux_sym_string_list_repeat2,
+  [2001] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(374), 1,
+      sym__newline,
+    STATE(74), 1,
+      aux_sym_string_list_repeat1,
+    ACTIONS(372), 3,
+      anon_sym_COMMA,
+      sym_string,
+      anon_sym_RBRACK,
+  [2016] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(338), 1,
+      ts_builtin_sym_end,
+    ACTIONS(57), 2,
       anon_sym_SEMI,
       sym__newline,
-    STATE(55), 2,
+    STATE(7), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [2697] = 5,
+  [2031] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(63), 1,
+      anon_sym_RBRACE,
+    ACTIONS(328), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(8), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2046] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(377), 1,
+      ts_builtin_sym_end,
+    ACTIONS(379), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(75), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2061] = 6,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(368), 1,
-      anon_sym_RBRACK,
-    ACTIONS(415), 1,
-      sym_string,
-    ACTIONS(466), 1,
       sym__newline,
-    STATE(99), 1,
+    ACTIONS(381), 1,
+      anon_sym_COMMA,
+    ACTIONS(383), 1,
+      anon_sym_RBRACK,
+    STATE(74), 1,
       aux_sym_string_list_repeat1,
-  [2713] = 3,
+    STATE(194), 1,
+      aux_sym_string_list_repeat2,
+  [2080] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(323), 2,
+    ACTIONS(387), 1,
+      anon_sym_quota,
+    STATE(195), 1,
+      sym_root_quota,
+    ACTIONS(385), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2095] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(192), 1,
+      anon_sym_RBRACE,
+    ACTIONS(324), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(33), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2110] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(286), 1,
+      anon_sym_RBRACE,
+    ACTIONS(336), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(52), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2125] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(389), 1,
+      ts_builtin_sym_end,
+    ACTIONS(57), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2140] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(391), 1,
+      ts_builtin_sym_end,
+    ACTIONS(57), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2155] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(261), 1,
+      anon_sym_RBRACE,
+    ACTIONS(324), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(33), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2170] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(362), 1,
+      anon_sym_COMMA,
+    STATE(88), 1,
+      aux_sym_pin_statement_repeat1,
+    ACTIONS(393), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2185] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(330), 1,
+      ts_builtin_sym_end,
+    ACTIONS(57), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(7), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2200] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(277), 1,
+      anon_sym_RBRACE,
+    ACTIONS(395), 2,
       anon_sym_SEMI,
       sym__newline,
     STATE(47), 2,
       sym__sep,
       aux_sym_source_file_repeat1,
-  [2725] = 2,
+  [2215] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(468), 3,
+    ACTIONS(399), 1,
+      anon_sym_COMMA,
+    STATE(88), 1,
+      aux_sym_pin_statement_repeat1,
+    ACTIONS(397), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2734] = 2,
+  [2230] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(470), 3,
+    ACTIONS(212), 1,
       anon_sym_RBRACE,
+    ACTIONS(356), 2,
       anon_sym_SEMI,
       sym__newline,
-  [2743] = 2,
+    STATE(36), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2245] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(472), 3,
+    ACTIONS(320), 1,
+      anon_sym_RBRACE,
+    ACTIONS(395), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(47), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2260] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(282), 1,
+      anon_sym_RBRACE,
+    ACTIONS(356), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(36), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2275] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(402), 1,
+      anon_sym_RBRACE,
+    ACTIONS(395), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(47), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2290] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(391), 1,
       ts_builtin_sym_end,
+    ACTIONS(404), 2,
       anon_sym_SEMI,
       sym__newline,
-  [2752] = 2,
+    STATE(86), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2305] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(474), 3,
+    ACTIONS(383), 1,
+      anon_sym_RBRACK,
+    ACTIONS(406), 1,
+      sym_string,
+    ACTIONS(408), 1,
+      sym__newline,
+    STATE(103), 1,
+      aux_sym_string_list_repeat1,
+  [2321] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(412), 1,
+      anon_sym_args,
+    ACTIONS(410), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2761] = 2,
+  [2333] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(476), 3,
+    ACTIONS(414), 4,
+      anon_sym_RBRACE,
+      anon_sym_quota,
+      anon_sym_SEMI,
+      sym__newline,
+  [2343] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(336), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(52), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2355] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(418), 1,
+      anon_sym_size,
+    ACTIONS(416), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [2770] = 2,
+  [2367] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(478), 3,
-      anon_sym_RBRACE,
+    ACTIONS(420), 2,
       anon_sym_SEMI,
       sym__newline,
-  [2779] = 4,
+    STATE(53), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2379] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(480), 1,
-      anon_sym_unlimited,
-    ACTIONS(482), 1,
-      sym_number,
-    STATE(153), 1,
-      sym_quantity,
-  [2792] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(484), 3,
-      anon_sym_RBRACE,
+    ACTIONS(328), 2,
       anon_sym_SEMI,
       sym__newline,
-  [2801] = 4,
+    STATE(8), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2391] = 4,
     ACTIONS(3), 1,
       sym_comment,
+    ACTIONS(368), 1,
+      sym__newline,
+    STATE(74), 1,
+      aux_sym_string_list_repeat1,
+    ACTIONS(422), 2,
+      anon_sym_COMMA,
+      anon_sym_RBRACK,
+  [2405] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(424), 1,
+      sym__newline,
+    STATE(109), 1,
+      aux_sym_string_list_repeat1,
+    ACTIONS(422), 2,
+      anon_sym_COMMA,
+      anon_sym_RBRACK,
+  [2419] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(368), 1,
+      sym__newline,
+    ACTIONS(426), 1,
+      sym_string,
+    ACTIONS(428), 1,
+      anon_sym_RBRACK,
+    STATE(74), 1,
+      aux_sym_string_list_repeat1,
+  [2435] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(406), 1,
+      sym_string,
+    ACTIONS(428), 1,
+      anon_sym_RBRACK,
+    ACTIONS(430), 1,
+      sym__newline,
+    STATE(110), 1,
+      aux_sym_string_list_repeat1,
+  [2451] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(432), 1,
+      sym_string,
     ACTIONS(434), 1,
-      anon_sym_LBRACE,
-    ACTIONS(486), 1,
-      anon_sym_required,
-    STATE(198), 1,
-      sym_limits_block,
-  [2814] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(488), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
+      anon_sym_RBRACK,
+    ACTIONS(436), 1,
       sym__newline,
-  [2823] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(490), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2832] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(492), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2841] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(494), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2850] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(496), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2859] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(498), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2868] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(500), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2877] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(502), 3,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-  [2886] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(504), 1,
-      anon_sym_LBRACE,
-    ACTIONS(506), 1,
-      anon_sym_required,
-    STATE(157), 1,
-      sym_cgroup_block,
-  [2899] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(480), 1,
-      anon_sym_unlimited,
-    ACTIONS(482), 1,
-      sym_number,
-    STATE(30), 1,
-      sym_quantity,
-  [2912] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(508), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2921] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(510), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2930] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(512), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [2939] = 4,
+    STATE(112), 1,
+      aux_sym_string_list_repeat1,
+  [2467] = 5,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(366), 1,
-      anon_sym_COMMA,
-    ACTIONS(368), 1,
       anon_sym_RBRACK,
-    STATE(164), 1,
-      aux_sym_string_list_repeat2,
-  [2952] = 2,
+    ACTIONS(406), 1,
+      sym_string,
+    ACTIONS(438), 1,
+      sym__newline,
+    STATE(124), 1,
+      aux_sym_string_list_repeat1,
+  [2483] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(514), 3,
+    ACTIONS(440), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(50), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2495] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(288), 1,
+      anon_sym_allow_DASHexec,
+    ACTIONS(334), 1,
       anon_sym_RBRACE,
-      anon_sym_SEMI,
+    STATE(70), 1,
+      sym_allow_exec,
+    STATE(118), 1,
+      aux_sym_landlock_block_repeat1,
+  [2511] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(368), 1,
       sym__newline,
-  [2961] = 2,
+    STATE(74), 1,
+      aux_sym_string_list_repeat1,
+    ACTIONS(442), 2,
+      anon_sym_COMMA,
+      anon_sym_RBRACK,
+  [2525] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(516), 3,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
+    ACTIONS(368), 1,
       sym__newline,
-  [2970] = 3,
+    ACTIONS(426), 1,
+      sym_string,
+    ACTIONS(444), 1,
+      anon_sym_RBRACK,
+    STATE(74), 1,
+      aux_sym_string_list_repeat1,
+  [2541] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    STATE(82), 1,
-      sym_access,
-    ACTIONS(518), 2,
-      anon_sym_read_DASHonly,
-      anon_sym_read_DASHwrite,
-  [2981] = 4,
+    ACTIONS(406), 1,
+      sym_string,
+    ACTIONS(444), 1,
+      anon_sym_RBRACK,
+    ACTIONS(446), 1,
+      sym__newline,
+    STATE(115), 1,
+      aux_sym_string_list_repeat1,
+  [2557] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(480), 1,
-      anon_sym_unlimited,
-    ACTIONS(482), 1,
-      sym_number,
-    STATE(168), 1,
-      sym_quantity,
-  [2994] = 2,
+    ACTIONS(348), 1,
+      anon_sym_RBRACK,
+    ACTIONS(368), 1,
+      sym__newline,
+    ACTIONS(448), 1,
+      sym_string,
+    STATE(74), 1,
+      aux_sym_string_list_repeat1,
+  [2573] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(520), 3,
+    ACTIONS(397), 4,
       anon_sym_RBRACE,
+      anon_sym_COMMA,
       anon_sym_SEMI,
       sym__newline,
-  [3003] = 2,
+  [2583] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(522), 3,
+    ACTIONS(324), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(33), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2595] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(368), 1,
+      sym__newline,
+    ACTIONS(426), 1,
+      sym_string,
+    ACTIONS(450), 1,
+      anon_sym_RBRACK,
+    STATE(74), 1,
+      aux_sym_string_list_repeat1,
+  [2611] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(452), 4,
       anon_sym_RBRACE,
+      anon_sym_COMMA,
       anon_sym_SEMI,
       sym__newline,
-  [3012] = 2,
+  [2621] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(524), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3021] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    STATE(59), 1,
-      sym_pin_item,
-    ACTIONS(526), 2,
-      anon_sym_mounts,
-      anon_sym_executables,
-  [3032] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(528), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3041] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(532), 1,
-      anon_sym_strict_DASHallowlist,
-    ACTIONS(530), 2,
-      anon_sym_off,
-      anon_sym_deny_DASHknown_DASHescape_DASHsurface,
-  [3052] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(480), 1,
-      anon_sym_unlimited,
-    ACTIONS(482), 1,
-      sym_number,
-    STATE(162), 1,
-      sym_quantity,
-  [3065] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(534), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3074] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
+    ACTIONS(456), 1,
+      anon_sym_call,
     ACTIONS(454), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3083] = 2,
+  [2633] = 5,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(536), 3,
+    ACTIONS(311), 1,
+      anon_sym_RBRACE,
+    ACTIONS(458), 1,
+      anon_sym_allow_DASHexec,
+    STATE(97), 1,
+      sym_allow_exec,
+    STATE(118), 1,
+      aux_sym_landlock_block_repeat1,
+  [2649] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(461), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(54), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2661] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(286), 1,
+      anon_sym_RBRACE,
+    ACTIONS(288), 1,
+      anon_sym_allow_DASHexec,
+    STATE(63), 1,
+      sym_allow_exec,
+    STATE(118), 1,
+      aux_sym_landlock_block_repeat1,
+  [2677] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(356), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(36), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2689] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(463), 1,
+      anon_sym_LBRACE,
+    ACTIONS(465), 1,
+      anon_sym_runner,
+    ACTIONS(467), 1,
+      anon_sym_required,
+    STATE(160), 1,
+      sym_limits_block,
+  [2705] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(471), 1,
+      sym__newline,
+    STATE(101), 1,
+      aux_sym_string_list_repeat1,
+    ACTIONS(469), 2,
+      anon_sym_COMMA,
+      anon_sym_RBRACK,
+  [2719] = 5,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(368), 1,
+      sym__newline,
+    ACTIONS(383), 1,
+      anon_sym_RBRACK,
+    ACTIONS(426), 1,
+      sym_string,
+    STATE(74), 1,
+      aux_sym_string_list_repeat1,
+  [2735] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(395), 2,
+      anon_sym_SEMI,
+      sym__newline,
+    STATE(47), 2,
+      sym__sep,
+      aux_sym_source_file_repeat1,
+  [2747] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(473), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3092] = 4,
+  [2756] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(379), 1,
-      anon_sym_COMMA,
-    ACTIONS(381), 1,
-      anon_sym_RBRACK,
-    STATE(164), 1,
-      aux_sym_string_list_repeat2,
-  [3105] = 4,
+    ACTIONS(475), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2765] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(409), 1,
-      anon_sym_RBRACK,
-    ACTIONS(538), 1,
-      anon_sym_COMMA,
-    STATE(164), 1,
-      aux_sym_string_list_repeat2,
-  [3118] = 2,
+    ACTIONS(477), 3,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+  [2774] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(479), 3,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+  [2783] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(481), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2792] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(483), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2801] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(485), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2810] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(487), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2819] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(489), 1,
+      anon_sym_unlimited,
+    ACTIONS(491), 1,
+      sym_number,
+    STATE(181), 1,
+      sym_quantity,
+  [2832] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(493), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2841] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(489), 1,
+      anon_sym_unlimited,
+    ACTIONS(491), 1,
+      sym_number,
+    STATE(157), 1,
+      sym_quantity,
+  [2854] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(495), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2863] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(416), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2872] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(497), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2881] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(499), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2890] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(501), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2899] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(503), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2908] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(505), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2917] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(507), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2926] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(509), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2935] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(489), 1,
+      anon_sym_unlimited,
+    ACTIONS(491), 1,
+      sym_number,
+    STATE(189), 1,
+      sym_quantity,
+  [2948] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(511), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2957] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(513), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [2966] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(489), 1,
+      anon_sym_unlimited,
+    ACTIONS(491), 1,
+      sym_number,
+    STATE(30), 1,
+      sym_quantity,
+  [2979] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(489), 1,
+      anon_sym_unlimited,
+    ACTIONS(491), 1,
+      sym_number,
+    STATE(117), 1,
+      sym_quantity,
+  [2992] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(515), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3001] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(517), 3,
+      ts_builtin_sym_end,
+      anon_sym_SEMI,
+      sym__newline,
+  [3010] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(519), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3019] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(521), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3028] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(489), 1,
+      anon_sym_unlimited,
+    ACTIONS(491), 1,
+      sym_number,
+    STATE(172), 1,
+      sym_quantity,
+  [3041] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(523), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3050] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(525), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3059] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(527), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3068] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(529), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3077] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(531), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3086] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(533), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3095] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(535), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3104] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(537), 1,
+      anon_sym_LBRACE,
+    ACTIONS(539), 1,
+      anon_sym_required,
+    STATE(176), 1,
+      sym_cgroup_block,
+  [3117] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(541), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3127] = 2,
+  [3126] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(489), 1,
+      anon_sym_unlimited,
+    ACTIONS(491), 1,
+      sym_number,
+    STATE(31), 1,
+      sym_quantity,
+  [3139] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(543), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3136] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(480), 1,
-      anon_sym_unlimited,
-    ACTIONS(482), 1,
-      sym_number,
-    STATE(252), 1,
-      sym_quantity,
-  [3149] = 2,
+  [3148] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(545), 3,
-      anon_sym_RBRACE,
+      ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-  [3158] = 2,
+  [3157] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(547), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3167] = 2,
+  [3166] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(549), 3,
-      ts_builtin_sym_end,
-      anon_sym_SEMI,
-      sym__newline,
-  [3176] = 4,
+    ACTIONS(364), 1,
+      anon_sym_COMMA,
+    ACTIONS(366), 1,
+      anon_sym_RBRACK,
+    STATE(179), 1,
+      aux_sym_string_list_repeat2,
+  [3179] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(480), 1,
+    STATE(79), 1,
+      sym_access,
+    ACTIONS(549), 2,
+      anon_sym_read_DASHonly,
+      anon_sym_read_DASHwrite,
+  [3190] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(489), 1,
       anon_sym_unlimited,
-    ACTIONS(482), 1,
+    ACTIONS(491), 1,
       sym_number,
-    STATE(184), 1,
+    STATE(182), 1,
       sym_quantity,
-  [3189] = 2,
+  [3203] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(551), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3198] = 2,
+  [3212] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(553), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3207] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(480), 1,
-      anon_sym_unlimited,
-    ACTIONS(482), 1,
-      sym_number,
-    STATE(29), 1,
-      sym_quantity,
-  [3220] = 2,
+  [3221] = 2,
     ACTIONS(3), 1,
       sym_comment,
     ACTIONS(555), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3229] = 3,
+  [3230] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    STATE(103), 1,
+    STATE(71), 1,
       sym_pin_item,
-    ACTIONS(526), 2,
+    ACTIONS(557), 2,
       anon_sym_mounts,
       anon_sym_executables,
-  [3240] = 2,
+  [3241] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(557), 3,
+    ACTIONS(559), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3249] = 4,
+  [3250] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(415), 1,
-      sym_string,
-    ACTIONS(559), 1,
+    ACTIONS(561), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
       sym__newline,
-    STATE(191), 1,
-      aux_sym_string_list_repeat1,
-  [3262] = 4,
+  [3259] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(427), 1,
-      anon_sym_RBRACK,
-    ACTIONS(561), 1,
+    ACTIONS(381), 1,
       anon_sym_COMMA,
-    STATE(164), 1,
+    ACTIONS(383), 1,
+      anon_sym_RBRACK,
+    STATE(179), 1,
       aux_sym_string_list_repeat2,
-  [3275] = 2,
+  [3272] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(563), 3,
+    ACTIONS(469), 1,
+      anon_sym_RBRACK,
+    ACTIONS(563), 1,
+      anon_sym_COMMA,
+    STATE(179), 1,
+      aux_sym_string_list_repeat2,
+  [3285] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(568), 1,
+      anon_sym_strict_DASHallowlist,
+    ACTIONS(566), 2,
+      anon_sym_off,
+      anon_sym_deny_DASHknown_DASHescape_DASHsurface,
+  [3296] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(570), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3284] = 2,
+  [3305] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(565), 3,
+    ACTIONS(572), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3293] = 2,
+  [3314] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(567), 3,
+    ACTIONS(574), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3302] = 3,
+  [3323] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    STATE(238), 1,
+    ACTIONS(489), 1,
+      anon_sym_unlimited,
+    ACTIONS(491), 1,
+      sym_number,
+    STATE(246), 1,
+      sym_quantity,
+  [3336] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(489), 1,
+      anon_sym_unlimited,
+    ACTIONS(491), 1,
+      sym_number,
+    STATE(199), 1,
+      sym_quantity,
+  [3349] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(489), 1,
+      anon_sym_unlimited,
+    ACTIONS(491), 1,
+      sym_number,
+    STATE(133), 1,
+      sym_quantity,
+  [3362] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    STATE(113), 1,
+      sym_pin_item,
+    ACTIONS(557), 2,
+      anon_sym_mounts,
+      anon_sym_executables,
+  [3373] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(576), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3382] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(578), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3391] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(580), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3400] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    STATE(249), 1,
       sym_catalog,
-    ACTIONS(569), 2,
+    ACTIONS(582), 2,
       anon_sym_endpoint,
       anon_sym_origin,
-  [3313] = 2,
+  [3411] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(571), 3,
+    ACTIONS(584), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3322] = 4,
+  [3420] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(480), 1,
-      anon_sym_unlimited,
-    ACTIONS(482), 1,
-      sym_number,
-    STATE(188), 1,
-      sym_quantity,
-  [3335] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(480), 1,
-      anon_sym_unlimited,
-    ACTIONS(482), 1,
-      sym_number,
-    STATE(135), 1,
-      sym_quantity,
-  [3348] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(573), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3357] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(575), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3366] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(577), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3375] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(579), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3384] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(370), 1,
-      sym__newline,
-    ACTIONS(413), 1,
+    ACTIONS(406), 1,
       sym_string,
-    STATE(80), 1,
+    ACTIONS(586), 1,
+      sym__newline,
+    STATE(202), 1,
       aux_sym_string_list_repeat1,
-  [3397] = 2,
+  [3433] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(581), 3,
+    ACTIONS(428), 1,
+      anon_sym_RBRACK,
+    ACTIONS(588), 1,
+      anon_sym_COMMA,
+    STATE(179), 1,
+      aux_sym_string_list_repeat2,
+  [3446] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(590), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3406] = 2,
+  [3455] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(583), 3,
+    ACTIONS(592), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3415] = 2,
+  [3464] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(585), 3,
+    ACTIONS(594), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3424] = 2,
+  [3473] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(587), 3,
+    ACTIONS(596), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3433] = 2,
+  [3482] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(589), 3,
+    ACTIONS(598), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3442] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(591), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3451] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(593), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3460] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(595), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3469] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(597), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
-      sym__newline,
-  [3478] = 4,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(480), 1,
-      anon_sym_unlimited,
-    ACTIONS(482), 1,
-      sym_number,
-    STATE(208), 1,
-      sym_quantity,
   [3491] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(599), 3,
+    ACTIONS(600), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
   [3500] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(601), 3,
+    ACTIONS(602), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3509] = 2,
+  [3509] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(603), 3,
-      anon_sym_RBRACE,
-      anon_sym_SEMI,
+    ACTIONS(368), 1,
       sym__newline,
-  [3518] = 4,
+    ACTIONS(426), 1,
+      sym_string,
+    STATE(74), 1,
+      aux_sym_string_list_repeat1,
+  [3522] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(480), 1,
+    ACTIONS(489), 1,
       anon_sym_unlimited,
-    ACTIONS(482), 1,
+    ACTIONS(491), 1,
       sym_number,
-    STATE(281), 1,
+    STATE(139), 1,
       sym_quantity,
-  [3531] = 2,
+  [3535] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(605), 3,
+    ACTIONS(604), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3540] = 4,
+  [3544] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(480), 1,
-      anon_sym_unlimited,
-    ACTIONS(482), 1,
-      sym_number,
-    STATE(111), 1,
-      sym_quantity,
+    ACTIONS(606), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
   [3553] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(607), 3,
+    ACTIONS(608), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3562] = 2,
+  [3562] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(609), 3,
+    ACTIONS(463), 1,
+      anon_sym_LBRACE,
+    ACTIONS(610), 1,
+      anon_sym_required,
+    STATE(142), 1,
+      sym_limits_block,
+  [3575] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(612), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3571] = 2,
+  [3584] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(611), 3,
+    ACTIONS(614), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3580] = 4,
+  [3593] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(480), 1,
+    ACTIONS(489), 1,
       anon_sym_unlimited,
-    ACTIONS(482), 1,
+    ACTIONS(491), 1,
       sym_number,
-    STATE(190), 1,
+    STATE(216), 1,
       sym_quantity,
-  [3593] = 2,
+  [3606] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(613), 3,
+    ACTIONS(616), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3602] = 2,
+  [3615] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(615), 3,
+    ACTIONS(618), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3611] = 2,
+  [3624] = 4,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(617), 3,
+    ACTIONS(489), 1,
+      anon_sym_unlimited,
+    ACTIONS(491), 1,
+      sym_number,
+    STATE(287), 1,
+      sym_quantity,
+  [3637] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(620), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3646] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(622), 3,
       ts_builtin_sym_end,
       anon_sym_SEMI,
       sym__newline,
-  [3620] = 4,
+  [3655] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(480), 1,
-      anon_sym_unlimited,
-    ACTIONS(482), 1,
-      sym_number,
-    STATE(217), 1,
-      sym_quantity,
-  [3633] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(619), 3,
+    ACTIONS(624), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3642] = 2,
+  [3664] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(621), 3,
+    ACTIONS(626), 3,
       anon_sym_RBRACE,
       anon_sym_SEMI,
       sym__newline,
-  [3651] = 4,
+  [3673] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(480), 1,
+    ACTIONS(628), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3682] = 4,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(489), 1,
       anon_sym_unlimited,
-    ACTIONS(482), 1,
+    ACTIONS(491), 1,
       sym_number,
-    STATE(173), 1,
+    STATE(174), 1,
       sym_quantity,
-  [3664] = 3,
+  [3695] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(623), 1,
-      anon_sym_LBRACE,
-    STATE(141), 1,
-      sym_expect_block,
-  [3674] = 2,
+    ACTIONS(630), 3,
+      anon_sym_RBRACE,
+      anon_sym_SEMI,
+      sym__newline,
+  [3704] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(625), 2,
+    ACTIONS(632), 2,
       anon_sym_denied,
       anon_sym_allowed,
-  [3682] = 3,
+  [3712] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(627), 1,
-      anon_sym_LBRACK,
-    STATE(181), 1,
-      sym_string_list,
-  [3692] = 3,
+    ACTIONS(634), 1,
+      sym_string,
+    STATE(227), 1,
+      sym_root_id,
+  [3722] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(629), 1,
-      sym__word,
-    STATE(20), 1,
-      aux_sym_expect_syscall_repeat1,
-  [3702] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(631), 2,
+    ACTIONS(636), 2,
       anon_sym_unlimited,
       sym_number,
-  [3710] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(633), 1,
-      sym_string,
-    STATE(226), 1,
-      sym_root_id,
-  [3720] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(635), 1,
-      anon_sym_LBRACE,
-    STATE(195), 1,
-      sym_syscall_block,
   [3730] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(637), 1,
-      anon_sym_host,
-    ACTIONS(639), 1,
-      anon_sym_tmpfs,
-  [3740] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(641), 1,
+    ACTIONS(537), 1,
       anon_sym_LBRACE,
-    STATE(193), 1,
-      sym_io_block,
-  [3750] = 2,
+    STATE(188), 1,
+      sym_cgroup_block,
+  [3740] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(643), 2,
+    ACTIONS(638), 2,
+      anon_sym_unlimited,
+      sym_number,
+  [3748] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(640), 1,
+      anon_sym_LBRACE,
+    STATE(204), 1,
+      sym_io_block,
+  [3758] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(642), 1,
+      anon_sym_host,
+    ACTIONS(644), 1,
+      anon_sym_tmpfs,
+  [3768] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(646), 1,
+      anon_sym_LBRACK,
+    STATE(131), 1,
+      sym_string_list,
+  [3778] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(648), 1,
+      sym__word,
+    STATE(21), 1,
+      aux_sym_expect_syscall_repeat1,
+  [3788] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(650), 1,
+      anon_sym_LBRACE,
+    STATE(166), 1,
+      sym_expect_block,
+  [3798] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(652), 1,
+      anon_sym_user,
+    ACTIONS(654), 1,
+      anon_sym_dynamic,
+  [3808] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(463), 1,
+      anon_sym_LBRACE,
+    STATE(161), 1,
+      sym_limits_block,
+  [3818] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(656), 2,
+      anon_sym_host,
+      anon_sym_tmpfs,
+  [3826] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(658), 2,
+      anon_sym_unlimited,
+      sym_number,
+  [3834] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(660), 2,
       anon_sym_SEMI,
       sym__newline,
-  [3758] = 2,
+  [3842] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(645), 2,
-      anon_sym_unlimited,
-      sym_number,
-  [3766] = 3,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(647), 1,
+    ACTIONS(662), 1,
       anon_sym_LBRACE,
-    STATE(170), 1,
+    STATE(215), 1,
       sym_policy_body,
-  [3776] = 3,
+  [3852] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(649), 1,
+    ACTIONS(664), 1,
+      anon_sym_LBRACE,
+    STATE(192), 1,
+      sym_syscall_block,
+  [3862] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(666), 1,
       anon_sym_off,
-    ACTIONS(651), 1,
+    ACTIONS(668), 1,
       anon_sym_private,
-  [3786] = 3,
+  [3872] = 3,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(627), 1,
+    ACTIONS(463), 1,
+      anon_sym_LBRACE,
+    STATE(209), 1,
+      sym_limits_block,
+  [3882] = 3,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(646), 1,
       anon_sym_LBRACK,
-    STATE(165), 1,
+    STATE(196), 1,
       sym_string_list,
-  [3796] = 2,
+  [3892] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(653), 2,
-      anon_sym_unlimited,
-      sym_number,
-  [3804] = 3,
+    ACTIONS(670), 1,
+      sym_string,
+  [3899] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(434), 1,
-      anon_sym_LBRACE,
-    STATE(137), 1,
-      sym_limits_block,
-  [3814] = 3,
+    ACTIONS(672), 1,
+      sym_string,
+  [3906] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(434), 1,
-      anon_sym_LBRACE,
-    STATE(139), 1,
-      sym_limits_block,
-  [3824] = 2,
+    ACTIONS(674), 1,
+      sym_string,
+  [3913] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(655), 2,
-      anon_sym_host,
-      anon_sym_tmpfs,
-  [3832] = 3,
+    ACTIONS(676), 1,
+      sym_string,
+  [3920] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(504), 1,
-      anon_sym_LBRACE,
-    STATE(172), 1,
-      sym_cgroup_block,
-  [3842] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(657), 1,
+    ACTIONS(678), 1,
       anon_sym_parent,
-  [3849] = 2,
+  [3927] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(659), 1,
-      sym_string,
-  [3856] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(661), 1,
-      anon_sym_size,
-  [3863] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(663), 1,
-      anon_sym_aggregate,
-  [3870] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(665), 1,
-      anon_sym_project,
-  [3877] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(667), 1,
-      sym_string,
-  [3884] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(669), 1,
-      sym_string,
-  [3891] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(671), 1,
-      anon_sym_denied,
-  [3898] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(673), 1,
-      sym_string,
-  [3905] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(675), 1,
-      anon_sym_at,
-  [3912] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(677), 1,
-      sym_string,
-  [3919] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(679), 1,
-      sym_string,
-  [3926] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(681), 1,
-      sym_string,
-  [3933] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(683), 1,
-      anon_sym_parent,
-  [3940] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(685), 1,
+    ACTIONS(680), 1,
       anon_sym_inodes,
-  [3947] = 2,
+  [3934] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(687), 1,
-      sym_device,
-  [3954] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(689), 1,
-      sym_string,
-  [3961] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(691), 1,
-      sym_string,
-  [3968] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(693), 1,
-      anon_sym_at,
-  [3975] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(695), 1,
-      sym_number,
-  [3982] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(697), 1,
-      anon_sym_parent,
-  [3989] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(699), 1,
-      anon_sym_none,
-  [3996] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(701), 1,
-      anon_sym_combined,
-  [4003] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(703), 1,
+    ACTIONS(682), 1,
       anon_sym_bounded,
-  [4010] = 2,
+  [3941] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(705), 1,
-      sym_string,
-  [4017] = 2,
+    ACTIONS(684), 1,
+      anon_sym_project,
+  [3948] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(707), 1,
-      anon_sym_none,
-  [4024] = 2,
+    ACTIONS(686), 1,
+      anon_sym_parent,
+  [3955] = 2,
     ACTIONS(3), 1,
       sym_comment,
-    ACTIONS(709), 1,
-      sym_string,
-  [4031] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(711), 1,
-      anon_sym_bytes,
-  [4038] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(713), 1,
-      anon_sym_at,
-  [4045] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(715), 1,
-      anon_sym_session,
-  [4052] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(717), 1,
-      sym_string,
-  [4059] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(719), 1,
-      anon_sym_at,
-  [4066] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(721), 1,
-      sym_number,
-  [4073] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(723), 1,
-      sym_string,
-  [4080] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(725), 1,
-      sym_string,
-  [4087] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(727), 1,
-      ts_builtin_sym_end,
-  [4094] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(729), 1,
-      anon_sym_aggregate,
-  [4101] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(731), 1,
-      sym_string,
-  [4108] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(733), 1,
-      anon_sym_ids,
-  [4115] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(735), 1,
-      anon_sym_bytes,
-  [4122] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(737), 1,
-      anon_sym_runner,
-  [4129] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(739), 1,
-      sym_string,
-  [4136] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(741), 1,
-      sym_string,
-  [4143] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(743), 1,
-      anon_sym_inodes,
-  [4150] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(745), 1,
-      sym_string,
-  [4157] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(747), 1,
-      anon_sym_max,
-  [4164] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(749), 1,
-      anon_sym_none,
-  [4171] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(751), 1,
-      anon_sym_max,
-  [4178] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(753), 1,
-      sym_string,
-  [4185] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(755), 1,
-      sym_string,
-  [4192] = 2,
-    ACTIONS(3), 1,
-      sym_comment,
-    ACTIONS(757), 1,
+    ACTIONS(688), 1,
       anon_sym_unbounded,
+  [3962] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(690), 1,
+      anon_sym_none,
+  [3969] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(692), 1,
+      sym_string,
+  [3976] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(694), 1,
+      sym_number,
+  [3983] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(696), 1,
+      anon_sym_denied,
+  [3990] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(698), 1,
+      anon_sym_ids,
+  [3997] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(700), 1,
+      sym_string,
+  [4004] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(702), 1,
+      anon_sym_group,
+  [4011] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(704), 1,
+      sym_string,
+  [4018] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(706), 1,
+      sym_string,
+  [4025] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(708), 1,
+      anon_sym_size,
+  [4032] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(710), 1,
+      anon_sym_aggregate,
+  [4039] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(712), 1,
+      sym_string,
+  [4046] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(714), 1,
+      sym_number,
+  [4053] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(716), 1,
+      anon_sym_none,
+  [4060] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(718), 1,
+      anon_sym_max,
+  [4067] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(720), 1,
+      anon_sym_bytes,
+  [4074] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(722), 1,
+      ts_builtin_sym_end,
+  [4081] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(724), 1,
+      anon_sym_parent,
+  [4088] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(726), 1,
+      sym_string,
+  [4095] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(728), 1,
+      sym_string,
+  [4102] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(730), 1,
+      anon_sym_bytes,
+  [4109] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(732), 1,
+      anon_sym_none,
+  [4116] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(734), 1,
+      anon_sym_at,
+  [4123] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(736), 1,
+      sym_string,
+  [4130] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(738), 1,
+      sym_string,
+  [4137] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(740), 1,
+      sym_number,
+  [4144] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(742), 1,
+      sym_string,
+  [4151] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(744), 1,
+      anon_sym_combined,
+  [4158] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(746), 1,
+      anon_sym_at,
+  [4165] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(748), 1,
+      sym_number,
+  [4172] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(750), 1,
+      sym_string,
+  [4179] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(752), 1,
+      anon_sym_at,
+  [4186] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(754), 1,
+      sym_string,
+  [4193] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(756), 1,
+      sym_device,
+  [4200] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(758), 1,
+      anon_sym_aggregate,
+  [4207] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(760), 1,
+      anon_sym_runner,
+  [4214] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(762), 1,
+      anon_sym_inodes,
+  [4221] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(764), 1,
+      sym_string,
+  [4228] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(766), 1,
+      anon_sym_at,
+  [4235] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(768), 1,
+      sym_string,
+  [4242] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(770), 1,
+      sym_string,
+  [4249] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(772), 1,
+      sym_string,
+  [4256] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(774), 1,
+      anon_sym_session,
+  [4263] = 2,
+    ACTIONS(3), 1,
+      sym_comment,
+    ACTIONS(776), 1,
+      anon_sym_max,
 };
 
 static const uint32_t ts_small_parse_table_map[] = {
   [SMALL_STATE(2)] = 0,
-  [SMALL_STATE(3)] = 101,
-  [SMALL_STATE(4)] = 202,
-  [SMALL_STATE(5)] = 295,
-  [SMALL_STATE(6)] = 388,
-  [SMALL_STATE(7)] = 481,
-  [SMALL_STATE(8)] = 534,
-  [SMALL_STATE(9)] = 571,
-  [SMALL_STATE(10)] = 619,
-  [SMALL_STATE(11)] = 667,
-  [SMALL_STATE(12)] = 715,
-  [SMALL_STATE(13)] = 742,
-  [SMALL_STATE(14)] = 777,
-  [SMALL_STATE(15)] = 812,
-  [SMALL_STATE(16)] = 834,
-  [SMALL_STATE(17)] = 865,
-  [SMALL_STATE(18)] = 884,
-  [SMALL_STATE(19)] = 903,
-  [SMALL_STATE(20)] = 922,
-  [SMALL_STATE(21)] = 947,
-  [SMALL_STATE(22)] = 972,
-  [SMALL_STATE(23)] = 1003,
-  [SMALL_STATE(24)] = 1023,
-  [SMALL_STATE(25)] = 1043,
-  [SMALL_STATE(26)] = 1070,
-  [SMALL_STATE(27)] = 1087,
-  [SMALL_STATE(28)] = 1104,
-  [SMALL_STATE(29)] = 1121,
-  [SMALL_STATE(30)] = 1138,
-  [SMALL_STATE(31)] = 1155,
-  [SMALL_STATE(32)] = 1182,
-  [SMALL_STATE(33)] = 1199,
-  [SMALL_STATE(34)] = 1226,
-  [SMALL_STATE(35)] = 1247,
-  [SMALL_STATE(36)] = 1264,
-  [SMALL_STATE(37)] = 1284,
-  [SMALL_STATE(38)] = 1312,
-  [SMALL_STATE(39)] = 1340,
-  [SMALL_STATE(40)] = 1363,
-  [SMALL_STATE(41)] = 1386,
-  [SMALL_STATE(42)] = 1409,
-  [SMALL_STATE(43)] = 1433,
-  [SMALL_STATE(44)] = 1457,
-  [SMALL_STATE(45)] = 1481,
-  [SMALL_STATE(46)] = 1505,
-  [SMALL_STATE(47)] = 1529,
-  [SMALL_STATE(48)] = 1546,
-  [SMALL_STATE(49)] = 1566,
-  [SMALL_STATE(50)] = 1586,
-  [SMALL_STATE(51)] = 1604,
-  [SMALL_STATE(52)] = 1620,
-  [SMALL_STATE(53)] = 1638,
-  [SMALL_STATE(54)] = 1654,
-  [SMALL_STATE(55)] = 1672,
-  [SMALL_STATE(56)] = 1688,
-  [SMALL_STATE(57)] = 1704,
-  [SMALL_STATE(58)] = 1722,
-  [SMALL_STATE(59)] = 1742,
-  [SMALL_STATE(60)] = 1757,
-  [SMALL_STATE(61)] = 1772,
-  [SMALL_STATE(62)] = 1787,
-  [SMALL_STATE(63)] = 1802,
-  [SMALL_STATE(64)] = 1817,
-  [SMALL_STATE(65)] = 1832,
-  [SMALL_STATE(66)] = 1847,
-  [SMALL_STATE(67)] = 1862,
-  [SMALL_STATE(68)] = 1877,
-  [SMALL_STATE(69)] = 1892,
-  [SMALL_STATE(70)] = 1907,
-  [SMALL_STATE(71)] = 1922,
-  [SMALL_STATE(72)] = 1937,
-  [SMALL_STATE(73)] = 1952,
-  [SMALL_STATE(74)] = 1967,
-  [SMALL_STATE(75)] = 1982,
-  [SMALL_STATE(76)] = 2001,
-  [SMALL_STATE(77)] = 2016,
-  [SMALL_STATE(78)] = 2031,
-  [SMALL_STATE(79)] = 2050,
-  [SMALL_STATE(80)] = 2069,
-  [SMALL_STATE(81)] = 2084,
-  [SMALL_STATE(82)] = 2103,
-  [SMALL_STATE(83)] = 2118,
-  [SMALL_STATE(84)] = 2133,
-  [SMALL_STATE(85)] = 2148,
-  [SMALL_STATE(86)] = 2163,
-  [SMALL_STATE(87)] = 2178,
-  [SMALL_STATE(88)] = 2193,
-  [SMALL_STATE(89)] = 2208,
-  [SMALL_STATE(90)] = 2223,
-  [SMALL_STATE(91)] = 2238,
-  [SMALL_STATE(92)] = 2253,
-  [SMALL_STATE(93)] = 2268,
-  [SMALL_STATE(94)] = 2283,
-  [SMALL_STATE(95)] = 2293,
-  [SMALL_STATE(96)] = 2309,
-  [SMALL_STATE(97)] = 2321,
-  [SMALL_STATE(98)] = 2337,
-  [SMALL_STATE(99)] = 2351,
-  [SMALL_STATE(100)] = 2367,
-  [SMALL_STATE(101)] = 2383,
-  [SMALL_STATE(102)] = 2395,
-  [SMALL_STATE(103)] = 2405,
-  [SMALL_STATE(104)] = 2415,
-  [SMALL_STATE(105)] = 2431,
-  [SMALL_STATE(106)] = 2445,
-  [SMALL_STATE(107)] = 2459,
-  [SMALL_STATE(108)] = 2475,
-  [SMALL_STATE(109)] = 2491,
-  [SMALL_STATE(110)] = 2507,
-  [SMALL_STATE(111)] = 2523,
-  [SMALL_STATE(112)] = 2535,
-  [SMALL_STATE(113)] = 2549,
-  [SMALL_STATE(114)] = 2565,
-  [SMALL_STATE(115)] = 2581,
-  [SMALL_STATE(116)] = 2597,
-  [SMALL_STATE(117)] = 2609,
-  [SMALL_STATE(118)] = 2625,
-  [SMALL_STATE(119)] = 2637,
-  [SMALL_STATE(120)] = 2649,
-  [SMALL_STATE(121)] = 2661,
-  [SMALL_STATE(122)] = 2673,
-  [SMALL_STATE(123)] = 2685,
-  [SMALL_STATE(124)] = 2697,
-  [SMALL_STATE(125)] = 2713,
-  [SMALL_STATE(126)] = 2725,
-  [SMALL_STATE(127)] = 2734,
-  [SMALL_STATE(128)] = 2743,
-  [SMALL_STATE(129)] = 2752,
-  [SMALL_STATE(130)] = 2761,
-  [SMALL_STATE(131)] = 2770,
-  [SMALL_STATE(132)] = 2779,
-  [SMALL_STATE(133)] = 2792,
-  [SMALL_STATE(134)] = 2801,
-  [SMALL_STATE(135)] = 2814,
-  [SMALL_STATE(136)] = 2823,
-  [SMALL_STATE(137)] = 2832,
-  [SMALL_STATE(138)] = 2841,
-  [SMALL_STATE(139)] = 2850,
-  [SMALL_STATE(140)] = 2859,
-  [SMALL_STATE(141)] = 2868,
-  [SMALL_STATE(142)] = 2877,
-  [SMALL_STATE(143)] = 2886,
-  [SMALL_STATE(144)] = 2899,
-  [SMALL_STATE(145)] = 2912,
-  [SMALL_STATE(146)] = 2921,
-  [SMALL_STATE(147)] = 2930,
-  [SMALL_STATE(148)] = 2939,
-  [SMALL_STATE(149)] = 2952,
-  [SMALL_STATE(150)] = 2961,
-  [SMALL_STATE(151)] = 2970,
-  [SMALL_STATE(152)] = 2981,
-  [SMALL_STATE(153)] = 2994,
-  [SMALL_STATE(154)] = 3003,
-  [SMALL_STATE(155)] = 3012,
-  [SMALL_STATE(156)] = 3021,
-  [SMALL_STATE(157)] = 3032,
-  [SMALL_STATE(158)] = 3041,
-  [SMALL_STATE(159)] = 3052,
-  [SMALL_STATE(160)] = 3065,
-  [SMALL_STATE(161)] = 3074,
-  [SMALL_STATE(162)] = 3083,
-  [SMALL_STATE(163)] = 3092,
-  [SMALL_STATE(164)] = 3105,
-  [SMALL_STATE(165)] = 3118,
-  [SMALL_STATE(166)] = 3127,
-  [SMALL_STATE(167)] = 3136,
-  [SMALL_STATE(168)] = 3149,
-  [SMALL_STATE(169)] = 3158,
-  [SMALL_STATE(170)] = 3167,
-  [SMALL_STATE(171)] = 3176,
-  [SMALL_STATE(172)] = 3189,
-  [SMALL_STATE(173)] = 3198,
-  [SMALL_STATE(174)] = 3207,
-  [SMALL_STATE(175)] = 3220,
-  [SMALL_STATE(176)] = 3229,
-  [SMALL_STATE(177)] = 3240,
-  [SMALL_STATE(178)] = 3249,
-  [SMALL_STATE(179)] = 3262,
-  [SMALL_STATE(180)] = 3275,
-  [SMALL_STATE(181)] = 3284,
-  [SMALL_STATE(182)] = 3293,
-  [SMALL_STATE(183)] = 3302,
-  [SMALL_STATE(184)] = 3313,
-  [SMALL_STATE(185)] = 3322,
-  [SMALL_STATE(186)] = 3335,
-  [SMALL_STATE(187)] = 3348,
-  [SMALL_STATE(188)] = 3357,
-  [SMALL_STATE(189)] = 3366,
-  [SMALL_STATE(190)] = 3375,
-  [SMALL_STATE(191)] = 3384,
-  [SMALL_STATE(192)] = 3397,
-  [SMALL_STATE(193)] = 3406,
-  [SMALL_STATE(194)] = 3415,
-  [SMALL_STATE(195)] = 3424,
-  [SMALL_STATE(196)] = 3433,
-  [SMALL_STATE(197)] = 3442,
-  [SMALL_STATE(198)] = 3451,
-  [SMALL_STATE(199)] = 3460,
-  [SMALL_STATE(200)] = 3469,
-  [SMALL_STATE(201)] = 3478,
-  [SMALL_STATE(202)] = 3491,
-  [SMALL_STATE(203)] = 3500,
-  [SMALL_STATE(204)] = 3509,
-  [SMALL_STATE(205)] = 3518,
-  [SMALL_STATE(206)] = 3531,
-  [SMALL_STATE(207)] = 3540,
-  [SMALL_STATE(208)] = 3553,
-  [SMALL_STATE(209)] = 3562,
-  [SMALL_STATE(210)] = 3571,
-  [SMALL_STATE(211)] = 3580,
-  [SMALL_STATE(212)] = 3593,
-  [SMALL_STATE(213)] = 3602,
-  [SMALL_STATE(214)] = 3611,
-  [SMALL_STATE(215)] = 3620,
-  [SMALL_STATE(216)] = 3633,
-  [SMALL_STATE(217)] = 3642,
-  [SMALL_STATE(218)] = 3651,
-  [SMALL_STATE(219)] = 3664,
-  [SMALL_STATE(220)] = 3674,
-  [SMALL_STATE(221)] = 3682,
-  [SMALL_STATE(222)] = 3692,
-  [SMALL_STATE(223)] = 3702,
-  [SMALL_STATE(224)] = 3710,
-  [SMALL_STATE(225)] = 3720,
-  [SMALL_STATE(226)] = 3730,
-  [SMALL_STATE(227)] = 3740,
-  [SMALL_STATE(228)] = 3750,
-  [SMALL_STATE(229)] = 3758,
-  [SMALL_STATE(230)] = 3766,
-  [SMALL_STATE(231)] = 3776,
-  [SMALL_STATE(232)] = 3786,
-  [SMALL_STATE(233)] = 3796,
-  [SMALL_STATE(234)] = 3804,
-  [SMALL_STATE(235)] = 3814,
-  [SMALL_STATE(236)] = 3824,
-  [SMALL_STATE(237)] = 3832,
-  [SMALL_STATE(238)] = 3842,
-  [SMALL_STATE(239)] = 3849,
-  [SMALL_STATE(240)] = 3856,
-  [SMALL_STATE(241)] = 3863,
-  [SMALL_STATE(242)] = 3870,
-  [SMALL_STATE(243)] = 3877,
-  [SMALL_STATE(244)] = 3884,
-  [SMALL_STATE(245)] = 3891,
-  [SMALL_STATE(246)] = 3898,
-  [SMALL_STATE(247)] = 3905,
-  [SMALL_STATE(248)] = 3912,
-  [SMALL_STATE(249)] = 3919,
-  [SMALL_STATE(250)] = 3926,
-  [SMALL_STATE(251)] = 3933,
-  [SMALL_STATE(252)] = 3940,
-  [SMALL_STATE(253)] = 3947,
-  [SMALL_STATE(254)] = 3954,
-  [SMALL_STATE(255)] = 3961,
-  [SMALL_STATE(256)] = 3968,
-  [SMALL_STATE(257)] = 3975,
-  [SMALL_STATE(258)] = 3982,
-  [SMALL_STATE(259)] = 3989,
-  [SMALL_STATE(260)] = 3996,
-  [SMALL_STATE(261)] = 4003,
-  [SMALL_STATE(262)] = 4010,
-  [SMALL_STATE(263)] = 4017,
-  [SMALL_STATE(264)] = 4024,
-  [SMALL_STATE(265)] = 4031,
-  [SMALL_STATE(266)] = 4038,
-  [SMALL_STATE(267)] = 4045,
-  [SMALL_STATE(268)] = 4052,
-  [SMALL_STATE(269)] = 4059,
-  [SMALL_STATE(270)] = 4066,
-  [SMALL_STATE(271)] = 4073,
-  [SMALL_STATE(272)] = 4080,
-  [SMALL_STATE(273)] = 4087,
-  [SMALL_STATE(274)] = 4094,
-  [SMALL_STATE(275)] = 4101,
-  [SMALL_STATE(276)] = 4108,
-  [SMALL_STATE(277)] = 4115,
-  [SMALL_STATE(278)] = 4122,
-  [SMALL_STATE(279)] = 4129,
-  [SMALL_STATE(280)] = 4136,
-  [SMALL_STATE(281)] = 4143,
-  [SMALL_STATE(282)] = 4150,
-  [SMALL_STATE(283)] = 4157,
-  [SMALL_STATE(284)] = 4164,
-  [SMALL_STATE(285)] = 4171,
-  [SMALL_STATE(286)] = 4178,
-  [SMALL_STATE(287)] = 4185,
-  [SMALL_STATE(288)] = 4192,
+  [SMALL_STATE(3)] = 105,
+  [SMALL_STATE(4)] = 210,
+  [SMALL_STATE(5)] = 307,
+  [SMALL_STATE(6)] = 404,
+  [SMALL_STATE(7)] = 501,
+  [SMALL_STATE(8)] = 555,
+  [SMALL_STATE(9)] = 593,
+  [SMALL_STATE(10)] = 641,
+  [SMALL_STATE(11)] = 689,
+  [SMALL_STATE(12)] = 737,
+  [SMALL_STATE(13)] = 772,
+  [SMALL_STATE(14)] = 807,
+  [SMALL_STATE(15)] = 834,
+  [SMALL_STATE(16)] = 856,
+  [SMALL_STATE(17)] = 887,
+  [SMALL_STATE(18)] = 906,
+  [SMALL_STATE(19)] = 937,
+  [SMALL_STATE(20)] = 956,
+  [SMALL_STATE(21)] = 981,
+  [SMALL_STATE(22)] = 1006,
+  [SMALL_STATE(23)] = 1025,
+  [SMALL_STATE(24)] = 1045,
+  [SMALL_STATE(25)] = 1065,
+  [SMALL_STATE(26)] = 1082,
+  [SMALL_STATE(27)] = 1099,
+  [SMALL_STATE(28)] = 1116,
+  [SMALL_STATE(29)] = 1133,
+  [SMALL_STATE(30)] = 1150,
+  [SMALL_STATE(31)] = 1167,
+  [SMALL_STATE(32)] = 1184,
+  [SMALL_STATE(33)] = 1211,
+  [SMALL_STATE(34)] = 1232,
+  [SMALL_STATE(35)] = 1259,
+  [SMALL_STATE(36)] = 1286,
+  [SMALL_STATE(37)] = 1306,
+  [SMALL_STATE(38)] = 1334,
+  [SMALL_STATE(39)] = 1362,
+  [SMALL_STATE(40)] = 1385,
+  [SMALL_STATE(41)] = 1408,
+  [SMALL_STATE(42)] = 1431,
+  [SMALL_STATE(43)] = 1455,
+  [SMALL_STATE(44)] = 1479,
+  [SMALL_STATE(45)] = 1503,
+  [SMALL_STATE(46)] = 1527,
+  [SMALL_STATE(47)] = 1551,
+  [SMALL_STATE(48)] = 1568,
+  [SMALL_STATE(49)] = 1584,
+  [SMALL_STATE(50)] = 1602,
+  [SMALL_STATE(51)] = 1620,
+  [SMALL_STATE(52)] = 1636,
+  [SMALL_STATE(53)] = 1652,
+  [SMALL_STATE(54)] = 1670,
+  [SMALL_STATE(55)] = 1688,
+  [SMALL_STATE(56)] = 1704,
+  [SMALL_STATE(57)] = 1724,
+  [SMALL_STATE(58)] = 1744,
+  [SMALL_STATE(59)] = 1764,
+  [SMALL_STATE(60)] = 1779,
+  [SMALL_STATE(61)] = 1794,
+  [SMALL_STATE(62)] = 1809,
+  [SMALL_STATE(63)] = 1824,
+  [SMALL_STATE(64)] = 1839,
+  [SMALL_STATE(65)] = 1854,
+  [SMALL_STATE(66)] = 1869,
+  [SMALL_STATE(67)] = 1884,
+  [SMALL_STATE(68)] = 1903,
+  [SMALL_STATE(69)] = 1918,
+  [SMALL_STATE(70)] = 1933,
+  [SMALL_STATE(71)] = 1948,
+  [SMALL_STATE(72)] = 1963,
+  [SMALL_STATE(73)] = 1982,
+  [SMALL_STATE(74)] = 2001,
+  [SMALL_STATE(75)] = 2016,
+  [SMALL_STATE(76)] = 2031,
+  [SMALL_STATE(77)] = 2046,
+  [SMALL_STATE(78)] = 2061,
+  [SMALL_STATE(79)] = 2080,
+  [SMALL_STATE(80)] = 2095,
+  [SMALL_STATE(81)] = 2110,
+  [SMALL_STATE(82)] = 2125,
+  [SMALL_STATE(83)] = 2140,
+  [SMALL_STATE(84)] = 2155,
+  [SMALL_STATE(85)] = 2170,
+  [SMALL_STATE(86)] = 2185,
+  [SMALL_STATE(87)] = 2200,
+  [SMALL_STATE(88)] = 2215,
+  [SMALL_STATE(89)] = 2230,
+  [SMALL_STATE(90)] = 2245,
+  [SMALL_STATE(91)] = 2260,
+  [SMALL_STATE(92)] = 2275,
+  [SMALL_STATE(93)] = 2290,
+  [SMALL_STATE(94)] = 2305,
+  [SMALL_STATE(95)] = 2321,
+  [SMALL_STATE(96)] = 2333,
+  [SMALL_STATE(97)] = 2343,
+  [SMALL_STATE(98)] = 2355,
+  [SMALL_STATE(99)] = 2367,
+  [SMALL_STATE(100)] = 2379,
+  [SMALL_STATE(101)] = 2391,
+  [SMALL_STATE(102)] = 2405,
+  [SMALL_STATE(103)] = 2419,
+  [SMALL_STATE(104)] = 2435,
+  [SMALL_STATE(105)] = 2451,
+  [SMALL_STATE(106)] = 2467,
+  [SMALL_STATE(107)] = 2483,
+  [SMALL_STATE(108)] = 2495,
+  [SMALL_STATE(109)] = 2511,
+  [SMALL_STATE(110)] = 2525,
+  [SMALL_STATE(111)] = 2541,
+  [SMALL_STATE(112)] = 2557,
+  [SMALL_STATE(113)] = 2573,
+  [SMALL_STATE(114)] = 2583,
+  [SMALL_STATE(115)] = 2595,
+  [SMALL_STATE(116)] = 2611,
+  [SMALL_STATE(117)] = 2621,
+  [SMALL_STATE(118)] = 2633,
+  [SMALL_STATE(119)] = 2649,
+  [SMALL_STATE(120)] = 2661,
+  [SMALL_STATE(121)] = 2677,
+  [SMALL_STATE(122)] = 2689,
+  [SMALL_STATE(123)] = 2705,
+  [SMALL_STATE(124)] = 2719,
+  [SMALL_STATE(125)] = 2735,
+  [SMALL_STATE(126)] = 2747,
+  [SMALL_STATE(127)] = 2756,
+  [SMALL_STATE(128)] = 2765,
+  [SMALL_STATE(129)] = 2774,
+  [SMALL_STATE(130)] = 2783,
+  [SMALL_STATE(131)] = 2792,
+  [SMALL_STATE(132)] = 2801,
+  [SMALL_STATE(133)] = 2810,
+  [SMALL_STATE(134)] = 2819,
+  [SMALL_STATE(135)] = 2832,
+  [SMALL_STATE(136)] = 2841,
+  [SMALL_STATE(137)] = 2854,
+  [SMALL_STATE(138)] = 2863,
+  [SMALL_STATE(139)] = 2872,
+  [SMALL_STATE(140)] = 2881,
+  [SMALL_STATE(141)] = 2890,
+  [SMALL_STATE(142)] = 2899,
+  [SMALL_STATE(143)] = 2908,
+  [SMALL_STATE(144)] = 2917,
+  [SMALL_STATE(145)] = 2926,
+  [SMALL_STATE(146)] = 2935,
+  [SMALL_STATE(147)] = 2948,
+  [SMALL_STATE(148)] = 2957,
+  [SMALL_STATE(149)] = 2966,
+  [SMALL_STATE(150)] = 2979,
+  [SMALL_STATE(151)] = 2992,
+  [SMALL_STATE(152)] = 3001,
+  [SMALL_STATE(153)] = 3010,
+  [SMALL_STATE(154)] = 3019,
+  [SMALL_STATE(155)] = 3028,
+  [SMALL_STATE(156)] = 3041,
+  [SMALL_STATE(157)] = 3050,
+  [SMALL_STATE(158)] = 3059,
+  [SMALL_STATE(159)] = 3068,
+  [SMALL_STATE(160)] = 3077,
+  [SMALL_STATE(161)] = 3086,
+  [SMALL_STATE(162)] = 3095,
+  [SMALL_STATE(163)] = 3104,
+  [SMALL_STATE(164)] = 3117,
+  [SMALL_STATE(165)] = 3126,
+  [SMALL_STATE(166)] = 3139,
+  [SMALL_STATE(167)] = 3148,
+  [SMALL_STATE(168)] = 3157,
+  [SMALL_STATE(169)] = 3166,
+  [SMALL_STATE(170)] = 3179,
+  [SMALL_STATE(171)] = 3190,
+  [SMALL_STATE(172)] = 3203,
+  [SMALL_STATE(173)] = 3212,
+  [SMALL_STATE(174)] = 3221,
+  [SMALL_STATE(175)] = 3230,
+  [SMALL_STATE(176)] = 3241,
+  [SMALL_STATE(177)] = 3250,
+  [SMALL_STATE(178)] = 3259,
+  [SMALL_STATE(179)] = 3272,
+  [SMALL_STATE(180)] = 3285,
+  [SMALL_STATE(181)] = 3296,
+  [SMALL_STATE(182)] = 3305,
+  [SMALL_STATE(183)] = 3314,
+  [SMALL_STATE(184)] = 3323,
+  [SMALL_STATE(185)] = 3336,
+  [SMALL_STATE(186)] = 3349,
+  [SMALL_STATE(187)] = 3362,
+  [SMALL_STATE(188)] = 3373,
+  [SMALL_STATE(189)] = 3382,
+  [SMALL_STATE(190)] = 3391,
+  [SMALL_STATE(191)] = 3400,
+  [SMALL_STATE(192)] = 3411,
+  [SMALL_STATE(193)] = 3420,
+  [SMALL_STATE(194)] = 3433,
+  [SMALL_STATE(195)] = 3446,
+  [SMALL_STATE(196)] = 3455,
+  [SMALL_STATE(197)] = 3464,
+  [SMALL_STATE(198)] = 3473,
+  [SMALL_STATE(199)] = 3482,
+  [SMALL_STATE(200)] = 3491,
+  [SMALL_STATE(201)] = 3500,
+  [SMALL_STATE(202)] = 3509,
+  [SMALL_STATE(203)] = 3522,
+  [SMALL_STATE(204)] = 3535,
+  [SMALL_STATE(205)] = 3544,
+  [SMALL_STATE(206)] = 3553,
+  [SMALL_STATE(207)] = 3562,
+  [SMALL_STATE(208)] = 3575,
+  [SMALL_STATE(209)] = 3584,
+  [SMALL_STATE(210)] = 3593,
+  [SMALL_STATE(211)] = 3606,
+  [SMALL_STATE(212)] = 3615,
+  [SMALL_STATE(213)] = 3624,
+  [SMALL_STATE(214)] = 3637,
+  [SMALL_STATE(215)] = 3646,
+  [SMALL_STATE(216)] = 3655,
+  [SMALL_STATE(217)] = 3664,
+  [SMALL_STATE(218)] = 3673,
+  [SMALL_STATE(219)] = 3682,
+  [SMALL_STATE(220)] = 3695,
+  [SMALL_STATE(221)] = 3704,
+  [SMALL_STATE(222)] = 3712,
+  [SMALL_STATE(223)] = 3722,
+  [SMALL_STATE(224)] = 3730,
+  [SMALL_STATE(225)] = 3740,
+  [SMALL_STATE(226)] = 3748,
+  [SMALL_STATE(227)] = 3758,
+  [SMALL_STATE(228)] = 3768,
+  [SMALL_STATE(229)] = 3778,
+  [SMALL_STATE(230)] = 3788,
+  [SMALL_STATE(231)] = 3798,
+  [SMALL_STATE(232)] = 3808,
+  [SMALL_STATE(233)] = 3818,
+  [SMALL_STATE(234)] = 3826,
+  [SMALL_STATE(235)] = 3834,
+  [SMALL_STATE(236)] = 3842,
+  [SMALL_STATE(237)] = 3852,
+  [SMALL_STATE(238)] = 3862,
+  [SMALL_STATE(239)] = 3872,
+  [SMALL_STATE(240)] = 3882,
+  [SMALL_STATE(241)] = 3892,
+  [SMALL_STATE(242)] = 3899,
+  [SMALL_STATE(243)] = 3906,
+  [SMALL_STATE(244)] = 3913,
+  [SMALL_STATE(245)] = 3920,
+  [SMALL_STATE(246)] = 3927,
+  [SMALL_STATE(247)] = 3934,
+  [SMALL_STATE(248)] = 3941,
+  [SMALL_STATE(249)] = 3948,
+  [SMALL_STATE(250)] = 3955,
+  [SMALL_STATE(251)] = 3962,
+  [SMALL_STATE(252)] = 3969,
+  [SMALL_STATE(253)] = 3976,
+  [SMALL_STATE(254)] = 3983,
+  [SMALL_STATE(255)] = 3990,
+  [SMALL_STATE(256)] = 3997,
+  [SMALL_STATE(257)] = 4004,
+  [SMALL_STATE(258)] = 4011,
+  [SMALL_STATE(259)] = 4018,
+  [SMALL_STATE(260)] = 4025,
+  [SMALL_STATE(261)] = 4032,
+  [SMALL_STATE(262)] = 4039,
+  [SMALL_STATE(263)] = 4046,
+  [SMALL_STATE(264)] = 4053,
+  [SMALL_STATE(265)] = 4060,
+  [SMALL_STATE(266)] = 4067,
+  [SMALL_STATE(267)] = 4074,
+  [SMALL_STATE(268)] = 4081,
+  [SMALL_STATE(269)] = 4088,
+  [SMALL_STATE(270)] = 4095,
+  [SMALL_STATE(271)] = 4102,
+  [SMALL_STATE(272)] = 4109,
+  [SMALL_STATE(273)] = 4116,
+  [SMALL_STATE(274)] = 4123,
+  [SMALL_STATE(275)] = 4130,
+  [SMALL_STATE(276)] = 4137,
+  [SMALL_STATE(277)] = 4144,
+  [SMALL_STATE(278)] = 4151,
+  [SMALL_STATE(279)] = 4158,
+  [SMALL_STATE(280)] = 4165,
+  [SMALL_STATE(281)] = 4172,
+  [SMALL_STATE(282)] = 4179,
+  [SMALL_STATE(283)] = 4186,
+  [SMALL_STATE(284)] = 4193,
+  [SMALL_STATE(285)] = 4200,
+  [SMALL_STATE(286)] = 4207,
+  [SMALL_STATE(287)] = 4214,
+  [SMALL_STATE(288)] = 4221,
+  [SMALL_STATE(289)] = 4228,
+  [SMALL_STATE(290)] = 4235,
+  [SMALL_STATE(291)] = 4242,
+  [SMALL_STATE(292)] = 4249,
+  [SMALL_STATE(293)] = 4256,
+  [SMALL_STATE(294)] = 4263,
 };
 
 static const TSParseActionEntry ts_parse_actions[] = {
   [0] = {.entry = {.count = 0, .reusable = false}},
   [1] = {.entry = {.count = 1, .reusable = false}}, RECOVER(),
   [3] = {.entry = {.count = 1, .reusable = true}}, SHIFT_EXTRA(),
-  [5] = {.entry = {.count = 1, .reusable = true}}, SHIFT(42),
-  [7] = {.entry = {.count = 1, .reusable = true}}, SHIFT(270),
+  [5] = {.entry = {.count = 1, .reusable = true}}, SHIFT(43),
+  [7] = {.entry = {.count = 1, .reusable = true}}, SHIFT(276),
   [9] = {.entry = {.count = 1, .reusable = true}}, SHIFT(262),
-  [11] = {.entry = {.count = 1, .reusable = true}}, SHIFT(43),
-  [13] = {.entry = {.count = 1, .reusable = true}}, SHIFT(142),
-  [15] = {.entry = {.count = 1, .reusable = true}}, SHIFT(244),
-  [17] = {.entry = {.count = 1, .reusable = true}}, SHIFT(246),
-  [19] = {.entry = {.count = 1, .reusable = true}}, SHIFT(254),
-  [21] = {.entry = {.count = 1, .reusable = true}}, SHIFT(224),
-  [23] = {.entry = {.count = 1, .reusable = true}}, SHIFT(274),
-  [25] = {.entry = {.count = 1, .reusable = true}}, SHIFT(241),
-  [27] = {.entry = {.count = 1, .reusable = false}}, SHIFT(231),
-  [29] = {.entry = {.count = 1, .reusable = true}}, SHIFT(261),
-  [31] = {.entry = {.count = 1, .reusable = true}}, SHIFT(288),
-  [33] = {.entry = {.count = 1, .reusable = true}}, SHIFT(263),
-  [35] = {.entry = {.count = 1, .reusable = true}}, SHIFT(156),
-  [37] = {.entry = {.count = 1, .reusable = true}}, SHIFT(283),
-  [39] = {.entry = {.count = 1, .reusable = true}}, SHIFT(158),
-  [41] = {.entry = {.count = 1, .reusable = true}}, SHIFT(260),
-  [43] = {.entry = {.count = 1, .reusable = true}}, SHIFT(267),
-  [45] = {.entry = {.count = 1, .reusable = true}}, SHIFT(183),
-  [47] = {.entry = {.count = 1, .reusable = true}}, SHIFT(110),
-  [49] = {.entry = {.count = 1, .reusable = true}}, SHIFT(57),
-  [51] = {.entry = {.count = 1, .reusable = true}}, SHIFT(258),
-  [53] = {.entry = {.count = 1, .reusable = true}}, SHIFT(219),
-  [55] = {.entry = {.count = 1, .reusable = true}}, SHIFT(7),
-  [57] = {.entry = {.count = 1, .reusable = true}}, SHIFT(214),
-  [59] = {.entry = {.count = 1, .reusable = true}}, SHIFT(2),
-  [61] = {.entry = {.count = 1, .reusable = true}}, SHIFT(150),
-  [63] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0),
-  [65] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(244),
-  [68] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(246),
-  [71] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(254),
-  [74] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(224),
-  [77] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(274),
-  [80] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(241),
-  [83] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(231),
-  [86] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(261),
-  [89] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(288),
-  [92] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(263),
-  [95] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(156),
-  [98] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(283),
-  [101] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(158),
-  [104] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(260),
-  [107] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(267),
-  [110] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(183),
-  [113] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(110),
-  [116] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(57),
-  [119] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(258),
-  [122] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(219),
-  [125] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
-  [127] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
-  [129] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(7),
-  [132] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0),
-  [134] = {.entry = {.count = 1, .reusable = true}}, SHIFT(147),
-  [136] = {.entry = {.count = 1, .reusable = true}}, SHIFT(282),
-  [138] = {.entry = {.count = 1, .reusable = true}}, SHIFT(284),
-  [140] = {.entry = {.count = 1, .reusable = true}}, SHIFT(285),
-  [142] = {.entry = {.count = 1, .reusable = true}}, SHIFT(286),
-  [144] = {.entry = {.count = 1, .reusable = true}}, SHIFT(287),
-  [146] = {.entry = {.count = 1, .reusable = true}}, SHIFT(220),
-  [148] = {.entry = {.count = 1, .reusable = true}}, SHIFT(245),
-  [150] = {.entry = {.count = 1, .reusable = true}}, SHIFT(259),
-  [152] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
-  [154] = {.entry = {.count = 1, .reusable = true}}, SHIFT(127),
-  [156] = {.entry = {.count = 1, .reusable = true}}, SHIFT(11),
-  [158] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0),
-  [160] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(282),
-  [163] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(284),
-  [166] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(285),
-  [169] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(286),
-  [172] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(287),
-  [175] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(220),
-  [178] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(245),
-  [181] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(259),
-  [184] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(11),
-  [187] = {.entry = {.count = 1, .reusable = false}}, SHIFT(15),
-  [189] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quantity, 1, 0, 0),
-  [191] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_quantity, 1, 0, 0),
-  [193] = {.entry = {.count = 1, .reusable = true}}, SHIFT(182),
-  [195] = {.entry = {.count = 1, .reusable = true}}, SHIFT(223),
-  [197] = {.entry = {.count = 1, .reusable = true}}, SHIFT(253),
-  [199] = {.entry = {.count = 1, .reusable = true}}, SHIFT(169),
-  [201] = {.entry = {.count = 1, .reusable = true}}, SHIFT(13),
-  [203] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_unit, 1, 0, 0),
-  [205] = {.entry = {.count = 1, .reusable = true}}, SHIFT(19),
-  [207] = {.entry = {.count = 1, .reusable = true}}, SHIFT(209),
-  [209] = {.entry = {.count = 1, .reusable = true}}, SHIFT(229),
-  [211] = {.entry = {.count = 1, .reusable = true}}, SHIFT(22),
-  [213] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quantity, 2, 0, 0),
-  [215] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_unit, 2, 0, 0),
-  [217] = {.entry = {.count = 1, .reusable = false}}, SHIFT(23),
-  [219] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_syscall, 3, 0, 0),
-  [221] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_expect_syscall, 3, 0, 0),
-  [223] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_expect_syscall_repeat1, 2, 0, 0), SHIFT_REPEAT(23),
-  [226] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_expect_syscall_repeat1, 2, 0, 0),
-  [228] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_expect_syscall_repeat1, 2, 0, 0),
-  [230] = {.entry = {.count = 1, .reusable = true}}, SHIFT(187),
-  [232] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_expect_syscall_repeat1, 1, 0, 14),
-  [234] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_expect_syscall_repeat1, 1, 0, 14),
-  [236] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_writable, 2, 0, 3),
-  [238] = {.entry = {.count = 1, .reusable = true}}, SHIFT(144),
-  [240] = {.entry = {.count = 1, .reusable = true}}, SHIFT(194),
-  [242] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_network, 2, 0, 0),
-  [244] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_exec, 3, 0, 6),
-  [246] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_hidden, 2, 0, 3),
-  [248] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_processes, 3, 0, 5),
-  [250] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_writable, 4, 0, 17),
-  [252] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_read_only, 2, 0, 3),
-  [254] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0),
-  [256] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0), SHIFT_REPEAT(223),
-  [259] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0), SHIFT_REPEAT(253),
-  [262] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_user_namespaces, 2, 0, 0),
-  [264] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_limits_block_repeat1, 2, 0, 0),
-  [266] = {.entry = {.count = 1, .reusable = true}}, SHIFT(199),
-  [268] = {.entry = {.count = 1, .reusable = true}}, SHIFT(233),
-  [270] = {.entry = {.count = 1, .reusable = true}}, SHIFT(38),
-  [272] = {.entry = {.count = 1, .reusable = true}}, SHIFT(206),
-  [274] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_limits_block_repeat1, 2, 0, 0), SHIFT_REPEAT(229),
-  [277] = {.entry = {.count = 1, .reusable = true}}, SHIFT(136),
-  [279] = {.entry = {.count = 1, .reusable = true}}, SHIFT(46),
-  [281] = {.entry = {.count = 1, .reusable = true}}, SHIFT(202),
-  [283] = {.entry = {.count = 1, .reusable = true}}, SHIFT(271),
-  [285] = {.entry = {.count = 1, .reusable = true}}, SHIFT(138),
-  [287] = {.entry = {.count = 1, .reusable = true}}, SHIFT(44),
-  [289] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_io_block_repeat1, 2, 0, 0),
-  [291] = {.entry = {.count = 1, .reusable = true}}, SHIFT(212),
-  [293] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_io_block_repeat1, 2, 0, 0), SHIFT_REPEAT(233),
-  [296] = {.entry = {.count = 1, .reusable = true}}, SHIFT(177),
-  [298] = {.entry = {.count = 1, .reusable = true}}, SHIFT(53),
-  [300] = {.entry = {.count = 1, .reusable = true}}, SHIFT(133),
-  [302] = {.entry = {.count = 1, .reusable = true}}, SHIFT(56),
-  [304] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_landlock_block_repeat1, 2, 0, 0),
+  [11] = {.entry = {.count = 1, .reusable = true}}, SHIFT(44),
+  [13] = {.entry = {.count = 1, .reusable = true}}, SHIFT(167),
+  [15] = {.entry = {.count = 1, .reusable = true}}, SHIFT(258),
+  [17] = {.entry = {.count = 1, .reusable = true}}, SHIFT(292),
+  [19] = {.entry = {.count = 1, .reusable = true}}, SHIFT(274),
+  [21] = {.entry = {.count = 1, .reusable = true}}, SHIFT(222),
+  [23] = {.entry = {.count = 1, .reusable = true}}, SHIFT(261),
+  [25] = {.entry = {.count = 1, .reusable = true}}, SHIFT(285),
+  [27] = {.entry = {.count = 1, .reusable = false}}, SHIFT(238),
+  [29] = {.entry = {.count = 1, .reusable = true}}, SHIFT(247),
+  [31] = {.entry = {.count = 1, .reusable = true}}, SHIFT(250),
+  [33] = {.entry = {.count = 1, .reusable = true}}, SHIFT(251),
+  [35] = {.entry = {.count = 1, .reusable = true}}, SHIFT(175),
+  [37] = {.entry = {.count = 1, .reusable = true}}, SHIFT(294),
+  [39] = {.entry = {.count = 1, .reusable = true}}, SHIFT(180),
+  [41] = {.entry = {.count = 1, .reusable = true}}, SHIFT(278),
+  [43] = {.entry = {.count = 1, .reusable = true}}, SHIFT(293),
+  [45] = {.entry = {.count = 1, .reusable = true}}, SHIFT(191),
+  [47] = {.entry = {.count = 1, .reusable = true}}, SHIFT(231),
+  [49] = {.entry = {.count = 1, .reusable = true}}, SHIFT(122),
+  [51] = {.entry = {.count = 1, .reusable = true}}, SHIFT(49),
+  [53] = {.entry = {.count = 1, .reusable = true}}, SHIFT(268),
+  [55] = {.entry = {.count = 1, .reusable = true}}, SHIFT(230),
+  [57] = {.entry = {.count = 1, .reusable = true}}, SHIFT(7),
+  [59] = {.entry = {.count = 1, .reusable = true}}, SHIFT(129),
+  [61] = {.entry = {.count = 1, .reusable = true}}, SHIFT(2),
+  [63] = {.entry = {.count = 1, .reusable = true}}, SHIFT(128),
+  [65] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0),
+  [67] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(258),
+  [70] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(292),
+  [73] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(274),
+  [76] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(222),
+  [79] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(261),
+  [82] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(285),
+  [85] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(238),
+  [88] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(247),
+  [91] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(250),
+  [94] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(251),
+  [97] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(175),
+  [100] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(294),
+  [103] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(180),
+  [106] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(278),
+  [109] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(293),
+  [112] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(191),
+  [115] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(231),
+  [118] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(122),
+  [121] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(49),
+  [124] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(268),
+  [127] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0), SHIFT_REPEAT(230),
+  [130] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
+  [132] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0),
+  [134] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_source_file_repeat1, 2, 0, 0), SHIFT_REPEAT(7),
+  [137] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_policy_body_repeat1, 2, 0, 0),
+  [139] = {.entry = {.count = 1, .reusable = true}}, SHIFT(218),
+  [141] = {.entry = {.count = 1, .reusable = true}}, SHIFT(290),
+  [143] = {.entry = {.count = 1, .reusable = true}}, SHIFT(272),
+  [145] = {.entry = {.count = 1, .reusable = true}}, SHIFT(265),
+  [147] = {.entry = {.count = 1, .reusable = true}}, SHIFT(252),
+  [149] = {.entry = {.count = 1, .reusable = true}}, SHIFT(244),
+  [151] = {.entry = {.count = 1, .reusable = true}}, SHIFT(221),
+  [153] = {.entry = {.count = 1, .reusable = true}}, SHIFT(254),
+  [155] = {.entry = {.count = 1, .reusable = true}}, SHIFT(264),
+  [157] = {.entry = {.count = 1, .reusable = true}}, SHIFT(10),
+  [159] = {.entry = {.count = 1, .reusable = true}}, SHIFT(151),
+  [161] = {.entry = {.count = 1, .reusable = true}}, SHIFT(11),
+  [163] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0),
+  [165] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(290),
+  [168] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(272),
+  [171] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(265),
+  [174] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(252),
+  [177] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(244),
+  [180] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(221),
+  [183] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(254),
+  [186] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(264),
+  [189] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_expect_block_repeat1, 2, 0, 0), SHIFT_REPEAT(11),
+  [192] = {.entry = {.count = 1, .reusable = true}}, SHIFT(197),
+  [194] = {.entry = {.count = 1, .reusable = true}}, SHIFT(223),
+  [196] = {.entry = {.count = 1, .reusable = true}}, SHIFT(284),
+  [198] = {.entry = {.count = 1, .reusable = true}}, SHIFT(183),
+  [200] = {.entry = {.count = 1, .reusable = true}}, SHIFT(12),
+  [202] = {.entry = {.count = 1, .reusable = false}}, SHIFT(15),
+  [204] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quantity, 1, 0, 0),
+  [206] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_quantity, 1, 0, 0),
+  [208] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_unit, 1, 0, 0),
+  [210] = {.entry = {.count = 1, .reusable = true}}, SHIFT(22),
+  [212] = {.entry = {.count = 1, .reusable = true}}, SHIFT(137),
+  [214] = {.entry = {.count = 1, .reusable = true}}, SHIFT(234),
+  [216] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quantity, 2, 0, 0),
+  [218] = {.entry = {.count = 1, .reusable = true}}, SHIFT(200),
+  [220] = {.entry = {.count = 1, .reusable = true}}, SHIFT(16),
+  [222] = {.entry = {.count = 2, .reusable = false}}, REDUCE(aux_sym_expect_syscall_repeat1, 2, 0, 0), SHIFT_REPEAT(24),
+  [225] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_expect_syscall_repeat1, 2, 0, 0),
+  [227] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_expect_syscall_repeat1, 2, 0, 0),
+  [229] = {.entry = {.count = 1, .reusable = false}}, SHIFT(24),
+  [231] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_syscall, 3, 0, 0),
+  [233] = {.entry = {.count = 1, .reusable = false}}, REDUCE(sym_expect_syscall, 3, 0, 0),
+  [235] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_unit, 2, 0, 0),
+  [237] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_writable, 2, 0, 3),
+  [239] = {.entry = {.count = 1, .reusable = true}}, SHIFT(165),
+  [241] = {.entry = {.count = 1, .reusable = false}}, REDUCE(aux_sym_expect_syscall_repeat1, 1, 0, 15),
+  [243] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_expect_syscall_repeat1, 1, 0, 15),
+  [245] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_hidden, 2, 0, 3),
+  [247] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_read_only, 2, 0, 3),
+  [249] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_user_namespaces, 2, 0, 0),
+  [251] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_network, 2, 0, 0),
+  [253] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_exec, 3, 0, 6),
+  [255] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_processes, 3, 0, 5),
+  [257] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_writable, 4, 0, 18),
+  [259] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0),
+  [261] = {.entry = {.count = 1, .reusable = true}}, SHIFT(205),
+  [263] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0), SHIFT_REPEAT(223),
+  [266] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_cgroup_block_repeat1, 2, 0, 0), SHIFT_REPEAT(284),
+  [269] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_limits_block_repeat1, 2, 0, 0),
+  [271] = {.entry = {.count = 1, .reusable = true}}, SHIFT(208),
+  [273] = {.entry = {.count = 1, .reusable = true}}, SHIFT(225),
+  [275] = {.entry = {.count = 1, .reusable = true}}, SHIFT(38),
+  [277] = {.entry = {.count = 1, .reusable = true}}, SHIFT(214),
+  [279] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_limits_block_repeat1, 2, 0, 0), SHIFT_REPEAT(234),
+  [282] = {.entry = {.count = 1, .reusable = true}}, SHIFT(159),
+  [284] = {.entry = {.count = 1, .reusable = true}}, SHIFT(42),
+  [286] = {.entry = {.count = 1, .reusable = true}}, SHIFT(144),
+  [288] = {.entry = {.count = 1, .reusable = true}}, SHIFT(277),
+  [290] = {.entry = {.count = 1, .reusable = true}}, SHIFT(211),
+  [292] = {.entry = {.count = 1, .reusable = true}}, SHIFT(45),
+  [294] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_io_block_repeat1, 2, 0, 0),
+  [296] = {.entry = {.count = 1, .reusable = true}}, SHIFT(156),
+  [298] = {.entry = {.count = 1, .reusable = true}}, SHIFT(51),
+  [300] = {.entry = {.count = 1, .reusable = true}}, SHIFT(46),
+  [302] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 1, 0, 0),
+  [304] = {.entry = {.count = 1, .reusable = true}}, SHIFT(288),
   [306] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_syscall_block_repeat1, 2, 0, 0),
-  [308] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_syscall_block_repeat1, 2, 0, 0), SHIFT_REPEAT(56),
-  [311] = {.entry = {.count = 1, .reusable = true}}, SHIFT(45),
-  [313] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 1, 0, 0),
-  [315] = {.entry = {.count = 1, .reusable = true}}, SHIFT(275),
-  [317] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_statement, 2, 0, 0),
-  [319] = {.entry = {.count = 1, .reusable = true}}, SHIFT(176),
-  [321] = {.entry = {.count = 1, .reusable = true}}, SHIFT(216),
-  [323] = {.entry = {.count = 1, .reusable = true}}, SHIFT(47),
-  [325] = {.entry = {.count = 1, .reusable = true}}, SHIFT(36),
-  [327] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 5, 0, 0),
-  [329] = {.entry = {.count = 1, .reusable = true}}, SHIFT(85),
-  [331] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 3, 0, 0),
-  [333] = {.entry = {.count = 1, .reusable = true}}, SHIFT(55),
-  [335] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 3, 0, 8),
-  [337] = {.entry = {.count = 1, .reusable = true}}, SHIFT(72),
-  [339] = {.entry = {.count = 1, .reusable = true}}, SHIFT(128),
-  [341] = {.entry = {.count = 1, .reusable = true}}, SHIFT(8),
-  [343] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_pin_statement_repeat1, 2, 0, 0),
-  [345] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_pin_statement_repeat1, 2, 0, 0), SHIFT_REPEAT(176),
-  [348] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 4, 0, 0),
-  [350] = {.entry = {.count = 1, .reusable = true}}, SHIFT(77),
-  [352] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 2, 0, 0),
-  [354] = {.entry = {.count = 1, .reusable = true}}, SHIFT(63),
-  [356] = {.entry = {.count = 1, .reusable = true}}, SHIFT(126),
-  [358] = {.entry = {.count = 1, .reusable = true}}, SHIFT(124),
-  [360] = {.entry = {.count = 1, .reusable = true}}, SHIFT(146),
-  [362] = {.entry = {.count = 1, .reusable = true}}, SHIFT(78),
-  [364] = {.entry = {.count = 1, .reusable = true}}, SHIFT(154),
-  [366] = {.entry = {.count = 1, .reusable = true}}, SHIFT(100),
-  [368] = {.entry = {.count = 1, .reusable = true}}, SHIFT(160),
-  [370] = {.entry = {.count = 1, .reusable = true}}, SHIFT(80),
-  [372] = {.entry = {.count = 1, .reusable = true}}, SHIFT(81),
-  [374] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat1, 2, 0, 0),
-  [376] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_list_repeat1, 2, 0, 0), SHIFT_REPEAT(80),
-  [379] = {.entry = {.count = 1, .reusable = true}}, SHIFT(108),
-  [381] = {.entry = {.count = 1, .reusable = true}}, SHIFT(175),
-  [383] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 7, 0, 18),
-  [385] = {.entry = {.count = 1, .reusable = true}}, SHIFT(242),
-  [387] = {.entry = {.count = 1, .reusable = true}}, SHIFT(34),
+  [308] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_syscall_block_repeat1, 2, 0, 0), SHIFT_REPEAT(51),
+  [311] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_landlock_block_repeat1, 2, 0, 0),
+  [313] = {.entry = {.count = 1, .reusable = true}}, SHIFT(135),
+  [315] = {.entry = {.count = 1, .reusable = true}}, SHIFT(48),
+  [317] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_io_block_repeat1, 2, 0, 0), SHIFT_REPEAT(225),
+  [320] = {.entry = {.count = 1, .reusable = true}}, SHIFT(217),
+  [322] = {.entry = {.count = 1, .reusable = true}}, SHIFT(212),
+  [324] = {.entry = {.count = 1, .reusable = true}}, SHIFT(33),
+  [326] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 3, 0, 8),
+  [328] = {.entry = {.count = 1, .reusable = true}}, SHIFT(8),
+  [330] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 4, 0, 0),
+  [332] = {.entry = {.count = 1, .reusable = true}}, SHIFT(65),
+  [334] = {.entry = {.count = 1, .reusable = true}}, SHIFT(162),
+  [336] = {.entry = {.count = 1, .reusable = true}}, SHIFT(52),
+  [338] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 2, 0, 0),
+  [340] = {.entry = {.count = 1, .reusable = true}}, SHIFT(83),
+  [342] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 5, 0, 0),
+  [344] = {.entry = {.count = 1, .reusable = true}}, SHIFT(82),
+  [346] = {.entry = {.count = 1, .reusable = true}}, SHIFT(106),
+  [348] = {.entry = {.count = 1, .reusable = true}}, SHIFT(168),
+  [350] = {.entry = {.count = 1, .reusable = true}}, SHIFT(72),
+  [352] = {.entry = {.count = 1, .reusable = true}}, SHIFT(152),
+  [354] = {.entry = {.count = 1, .reusable = true}}, SHIFT(173),
+  [356] = {.entry = {.count = 1, .reusable = true}}, SHIFT(36),
+  [358] = {.entry = {.count = 1, .reusable = true}}, SHIFT(220),
+  [360] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_statement, 2, 0, 0),
+  [362] = {.entry = {.count = 1, .reusable = true}}, SHIFT(187),
+  [364] = {.entry = {.count = 1, .reusable = true}}, SHIFT(94),
+  [366] = {.entry = {.count = 1, .reusable = true}}, SHIFT(177),
+  [368] = {.entry = {.count = 1, .reusable = true}}, SHIFT(74),
+  [370] = {.entry = {.count = 1, .reusable = true}}, SHIFT(78),
+  [372] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat1, 2, 0, 0),
+  [374] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_list_repeat1, 2, 0, 0), SHIFT_REPEAT(74),
+  [377] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 1, 0, 0),
+  [379] = {.entry = {.count = 1, .reusable = true}}, SHIFT(75),
+  [381] = {.entry = {.count = 1, .reusable = true}}, SHIFT(104),
+  [383] = {.entry = {.count = 1, .reusable = true}}, SHIFT(190),
+  [385] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 7, 0, 19),
+  [387] = {.entry = {.count = 1, .reusable = true}}, SHIFT(248),
   [389] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 6, 0, 0),
-  [391] = {.entry = {.count = 1, .reusable = true}}, SHIFT(203),
-  [393] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 1, 0, 0),
-  [395] = {.entry = {.count = 1, .reusable = true}}, SHIFT(88),
-  [397] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_statement, 3, 0, 0),
-  [399] = {.entry = {.count = 1, .reusable = true}}, SHIFT(155),
-  [401] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_item, 1, 0, 0),
-  [403] = {.entry = {.count = 1, .reusable = true}}, SHIFT(75),
-  [405] = {.entry = {.count = 1, .reusable = true}}, SHIFT(130),
-  [407] = {.entry = {.count = 1, .reusable = true}}, SHIFT(115),
-  [409] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 2, 0, 0),
-  [411] = {.entry = {.count = 1, .reusable = true}}, SHIFT(105),
-  [413] = {.entry = {.count = 1, .reusable = true}}, SHIFT(106),
-  [415] = {.entry = {.count = 1, .reusable = true}}, SHIFT(98),
-  [417] = {.entry = {.count = 1, .reusable = true}}, SHIFT(107),
-  [419] = {.entry = {.count = 1, .reusable = true}}, SHIFT(50),
-  [421] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_access, 1, 0, 0),
-  [423] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 3, 0, 0),
-  [425] = {.entry = {.count = 1, .reusable = true}}, SHIFT(112),
-  [427] = {.entry = {.count = 1, .reusable = true}}, SHIFT(189),
-  [429] = {.entry = {.count = 1, .reusable = true}}, SHIFT(113),
-  [431] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_landlock_block_repeat1, 2, 0, 0), SHIFT_REPEAT(271),
-  [434] = {.entry = {.count = 1, .reusable = true}}, SHIFT(16),
-  [436] = {.entry = {.count = 1, .reusable = true}}, SHIFT(272),
-  [438] = {.entry = {.count = 1, .reusable = true}}, SHIFT(234),
-  [440] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_watchdog_statement, 3, 0, 7),
-  [442] = {.entry = {.count = 1, .reusable = true}}, SHIFT(186),
-  [444] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 4, 0, 0),
-  [446] = {.entry = {.count = 1, .reusable = true}}, SHIFT(197),
-  [448] = {.entry = {.count = 1, .reusable = true}}, SHIFT(117),
-  [450] = {.entry = {.count = 1, .reusable = true}}, SHIFT(79),
-  [452] = {.entry = {.count = 1, .reusable = true}}, SHIFT(204),
-  [454] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmp_statement, 2, 0, 0),
-  [456] = {.entry = {.count = 1, .reusable = true}}, SHIFT(218),
-  [458] = {.entry = {.count = 1, .reusable = true}}, SHIFT(52),
-  [460] = {.entry = {.count = 1, .reusable = true}}, SHIFT(54),
-  [462] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_worker_statement, 2, 0, 3),
-  [464] = {.entry = {.count = 1, .reusable = true}}, SHIFT(232),
-  [466] = {.entry = {.count = 1, .reusable = true}}, SHIFT(99),
-  [468] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 4, 0, 0),
-  [470] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_block, 3, 0, 0),
-  [472] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 5, 0, 0),
-  [474] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 2, 0, 0),
-  [476] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 2, 0, 0),
-  [478] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_writes_statement, 2, 0, 0),
-  [480] = {.entry = {.count = 1, .reusable = true}}, SHIFT(17),
-  [482] = {.entry = {.count = 1, .reusable = true}}, SHIFT(12),
-  [484] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_syscall_block, 3, 0, 0),
-  [486] = {.entry = {.count = 1, .reusable = true}}, SHIFT(235),
-  [488] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_watchdog_statement, 5, 0, 13),
-  [490] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 4, 0, 0),
-  [492] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 3, 0, 0),
-  [494] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 2, 0, 0),
-  [496] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 5, 0, 8),
-  [498] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 2, 0, 0),
-  [500] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_statement, 2, 0, 0),
-  [502] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 3, 0, 0),
-  [504] = {.entry = {.count = 1, .reusable = true}}, SHIFT(14),
-  [506] = {.entry = {.count = 1, .reusable = true}}, SHIFT(237),
-  [508] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_host_writes_statement, 2, 0, 0),
-  [510] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 3, 0, 0),
-  [512] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_block, 2, 0, 0),
-  [514] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_user_namespaces_statement, 2, 0, 0),
-  [516] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 4, 0, 0),
-  [518] = {.entry = {.count = 1, .reusable = true}}, SHIFT(102),
-  [520] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quota_statement, 6, 0, 15),
-  [522] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 5, 0, 0),
-  [524] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 5, 0, 0),
-  [526] = {.entry = {.count = 1, .reusable = true}}, SHIFT(94),
-  [528] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_statement, 6, 0, 16),
-  [530] = {.entry = {.count = 1, .reusable = true}}, SHIFT(192),
-  [532] = {.entry = {.count = 1, .reusable = true}}, SHIFT(225),
-  [534] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 4, 0, 0),
-  [536] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmpfs_statement, 3, 0, 4),
-  [538] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 2, 0, 0), SHIFT_REPEAT(178),
-  [541] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_worker_statement, 4, 0, 9),
-  [543] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runtime_statement, 4, 0, 10),
-  [545] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 7, 0, 19),
-  [547] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 2, 0, 0),
-  [549] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy, 3, 0, 2),
-  [551] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_statement, 7, 0, 16),
-  [553] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmp_statement, 4, 0, 11),
-  [555] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 5, 0, 0),
-  [557] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_syscall_block, 2, 0, 0),
-  [559] = {.entry = {.count = 1, .reusable = true}}, SHIFT(191),
-  [561] = {.entry = {.count = 1, .reusable = true}}, SHIFT(114),
-  [563] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 8, 0, 18),
-  [565] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_network_broker_statement, 8, 0, 20),
-  [567] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 3, 0, 0),
-  [569] = {.entry = {.count = 1, .reusable = true}}, SHIFT(251),
-  [571] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_value, 2, 0, 12),
-  [573] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 3, 0, 0),
-  [575] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_active_roots_statement, 3, 0, 5),
-  [577] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 6, 0, 0),
-  [579] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limit_entry, 2, 0, 12),
-  [581] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_seccomp_statement, 2, 0, 0),
-  [583] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_entry, 3, 0, 21),
-  [585] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 4, 0, 0),
-  [587] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_seccomp_statement, 3, 0, 0),
-  [589] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runner_statement, 3, 0, 6),
-  [591] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 7, 0, 0),
-  [593] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 4, 0, 8),
-  [595] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 2, 0, 0),
-  [597] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_allow_exec, 2, 0, 3),
-  [599] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 3, 0, 0),
-  [601] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 5, 0, 0),
-  [603] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 8, 0, 0),
-  [605] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 3, 0, 0),
-  [607] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_limit, 2, 0, 22),
-  [609] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 2, 0, 0),
-  [611] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bubblewrap_statement, 2, 0, 3),
-  [613] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 4, 0, 0),
-  [615] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 4, 0, 8),
-  [617] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 2, 0, 0),
-  [619] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 5, 0, 0),
-  [621] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_quota, 7, 0, 23),
-  [623] = {.entry = {.count = 1, .reusable = true}}, SHIFT(9),
-  [625] = {.entry = {.count = 1, .reusable = true}}, SHIFT(279),
-  [627] = {.entry = {.count = 1, .reusable = true}}, SHIFT(97),
-  [629] = {.entry = {.count = 1, .reusable = true}}, SHIFT(23),
-  [631] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_name, 1, 0, 0),
-  [633] = {.entry = {.count = 1, .reusable = true}}, SHIFT(236),
-  [635] = {.entry = {.count = 1, .reusable = true}}, SHIFT(51),
-  [637] = {.entry = {.count = 1, .reusable = true}}, SHIFT(268),
-  [639] = {.entry = {.count = 1, .reusable = true}}, SHIFT(269),
-  [641] = {.entry = {.count = 1, .reusable = true}}, SHIFT(37),
-  [643] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_header, 2, 0, 1),
-  [645] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limit_name, 1, 0, 0),
-  [647] = {.entry = {.count = 1, .reusable = true}}, SHIFT(3),
-  [649] = {.entry = {.count = 1, .reusable = true}}, SHIFT(161),
-  [651] = {.entry = {.count = 1, .reusable = true}}, SHIFT(118),
-  [653] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_direction, 1, 0, 0),
-  [655] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_id, 1, 0, 0),
-  [657] = {.entry = {.count = 1, .reusable = true}}, SHIFT(250),
-  [659] = {.entry = {.count = 1, .reusable = true}}, SHIFT(151),
-  [661] = {.entry = {.count = 1, .reusable = true}}, SHIFT(152),
-  [663] = {.entry = {.count = 1, .reusable = true}}, SHIFT(277),
-  [665] = {.entry = {.count = 1, .reusable = true}}, SHIFT(257),
-  [667] = {.entry = {.count = 1, .reusable = true}}, SHIFT(196),
-  [669] = {.entry = {.count = 1, .reusable = true}}, SHIFT(210),
-  [671] = {.entry = {.count = 1, .reusable = true}}, SHIFT(222),
-  [673] = {.entry = {.count = 1, .reusable = true}}, SHIFT(122),
-  [675] = {.entry = {.count = 1, .reusable = true}}, SHIFT(239),
-  [677] = {.entry = {.count = 1, .reusable = true}}, SHIFT(276),
-  [679] = {.entry = {.count = 1, .reusable = true}}, SHIFT(240),
-  [681] = {.entry = {.count = 1, .reusable = true}}, SHIFT(266),
-  [683] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_catalog, 1, 0, 0),
-  [685] = {.entry = {.count = 1, .reusable = true}}, SHIFT(132),
-  [687] = {.entry = {.count = 1, .reusable = true}}, SHIFT(227),
-  [689] = {.entry = {.count = 1, .reusable = true}}, SHIFT(256),
-  [691] = {.entry = {.count = 1, .reusable = true}}, SHIFT(143),
-  [693] = {.entry = {.count = 1, .reusable = true}}, SHIFT(264),
-  [695] = {.entry = {.count = 1, .reusable = true}}, SHIFT(265),
-  [697] = {.entry = {.count = 1, .reusable = true}}, SHIFT(280),
-  [699] = {.entry = {.count = 1, .reusable = true}}, SHIFT(26),
-  [701] = {.entry = {.count = 1, .reusable = true}}, SHIFT(243),
-  [703] = {.entry = {.count = 1, .reusable = true}}, SHIFT(131),
-  [705] = {.entry = {.count = 1, .reusable = true}}, SHIFT(230),
-  [707] = {.entry = {.count = 1, .reusable = true}}, SHIFT(149),
-  [709] = {.entry = {.count = 1, .reusable = true}}, SHIFT(166),
-  [711] = {.entry = {.count = 1, .reusable = true}}, SHIFT(205),
-  [713] = {.entry = {.count = 1, .reusable = true}}, SHIFT(248),
-  [715] = {.entry = {.count = 1, .reusable = true}}, SHIFT(207),
-  [717] = {.entry = {.count = 1, .reusable = true}}, SHIFT(247),
-  [719] = {.entry = {.count = 1, .reusable = true}}, SHIFT(249),
-  [721] = {.entry = {.count = 1, .reusable = true}}, SHIFT(228),
-  [723] = {.entry = {.count = 1, .reusable = true}}, SHIFT(200),
-  [725] = {.entry = {.count = 1, .reusable = true}}, SHIFT(134),
-  [727] = {.entry = {.count = 1, .reusable = true}},  ACCEPT_INPUT(),
-  [729] = {.entry = {.count = 1, .reusable = true}}, SHIFT(159),
-  [731] = {.entry = {.count = 1, .reusable = true}}, SHIFT(65),
-  [733] = {.entry = {.count = 1, .reusable = true}}, SHIFT(221),
-  [735] = {.entry = {.count = 1, .reusable = true}}, SHIFT(167),
-  [737] = {.entry = {.count = 1, .reusable = true}}, SHIFT(255),
-  [739] = {.entry = {.count = 1, .reusable = true}}, SHIFT(27),
-  [741] = {.entry = {.count = 1, .reusable = true}}, SHIFT(278),
-  [743] = {.entry = {.count = 1, .reusable = true}}, SHIFT(215),
-  [745] = {.entry = {.count = 1, .reusable = true}}, SHIFT(32),
-  [747] = {.entry = {.count = 1, .reusable = true}}, SHIFT(185),
-  [749] = {.entry = {.count = 1, .reusable = true}}, SHIFT(35),
-  [751] = {.entry = {.count = 1, .reusable = true}}, SHIFT(174),
-  [753] = {.entry = {.count = 1, .reusable = true}}, SHIFT(24),
-  [755] = {.entry = {.count = 1, .reusable = true}}, SHIFT(28),
-  [757] = {.entry = {.count = 1, .reusable = true}}, SHIFT(145),
+  [391] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_source_file, 3, 0, 0),
+  [393] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_statement, 3, 0, 0),
+  [395] = {.entry = {.count = 1, .reusable = true}}, SHIFT(47),
+  [397] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_pin_statement_repeat1, 2, 0, 0),
+  [399] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_pin_statement_repeat1, 2, 0, 0), SHIFT_REPEAT(187),
+  [402] = {.entry = {.count = 1, .reusable = true}}, SHIFT(127),
+  [404] = {.entry = {.count = 1, .reusable = true}}, SHIFT(86),
+  [406] = {.entry = {.count = 1, .reusable = true}}, SHIFT(123),
+  [408] = {.entry = {.count = 1, .reusable = true}}, SHIFT(103),
+  [410] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_worker_statement, 2, 0, 3),
+  [412] = {.entry = {.count = 1, .reusable = true}}, SHIFT(228),
+  [414] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_access, 1, 0, 0),
+  [416] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmp_statement, 2, 0, 0),
+  [418] = {.entry = {.count = 1, .reusable = true}}, SHIFT(186),
+  [420] = {.entry = {.count = 1, .reusable = true}}, SHIFT(53),
+  [422] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 3, 0, 0),
+  [424] = {.entry = {.count = 1, .reusable = true}}, SHIFT(109),
+  [426] = {.entry = {.count = 1, .reusable = true}}, SHIFT(102),
+  [428] = {.entry = {.count = 1, .reusable = true}}, SHIFT(201),
+  [430] = {.entry = {.count = 1, .reusable = true}}, SHIFT(110),
+  [432] = {.entry = {.count = 1, .reusable = true}}, SHIFT(67),
+  [434] = {.entry = {.count = 1, .reusable = true}}, SHIFT(153),
+  [436] = {.entry = {.count = 1, .reusable = true}}, SHIFT(112),
+  [438] = {.entry = {.count = 1, .reusable = true}}, SHIFT(124),
+  [440] = {.entry = {.count = 1, .reusable = true}}, SHIFT(50),
+  [442] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 4, 0, 0),
+  [444] = {.entry = {.count = 1, .reusable = true}}, SHIFT(206),
+  [446] = {.entry = {.count = 1, .reusable = true}}, SHIFT(115),
+  [448] = {.entry = {.count = 1, .reusable = true}}, SHIFT(73),
+  [450] = {.entry = {.count = 1, .reusable = true}}, SHIFT(126),
+  [452] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_pin_item, 1, 0, 0),
+  [454] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_watchdog_statement, 3, 0, 7),
+  [456] = {.entry = {.count = 1, .reusable = true}}, SHIFT(136),
+  [458] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_landlock_block_repeat1, 2, 0, 0), SHIFT_REPEAT(277),
+  [461] = {.entry = {.count = 1, .reusable = true}}, SHIFT(54),
+  [463] = {.entry = {.count = 1, .reusable = true}}, SHIFT(18),
+  [465] = {.entry = {.count = 1, .reusable = true}}, SHIFT(270),
+  [467] = {.entry = {.count = 1, .reusable = true}}, SHIFT(239),
+  [469] = {.entry = {.count = 1, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 2, 0, 0),
+  [471] = {.entry = {.count = 1, .reusable = true}}, SHIFT(101),
+  [473] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 8, 0, 0),
+  [475] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 5, 0, 0),
+  [477] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 4, 0, 0),
+  [479] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 2, 0, 0),
+  [481] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_bubblewrap_statement, 2, 0, 3),
+  [483] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_worker_statement, 4, 0, 9),
+  [485] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runtime_statement, 4, 0, 10),
+  [487] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmp_statement, 4, 0, 11),
+  [489] = {.entry = {.count = 1, .reusable = true}}, SHIFT(19),
+  [491] = {.entry = {.count = 1, .reusable = true}}, SHIFT(14),
+  [493] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_syscall_block, 2, 0, 0),
+  [495] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 3, 0, 0),
+  [497] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limit_entry, 2, 0, 12),
+  [499] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_writes_statement, 2, 0, 0),
+  [501] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_host_writes_statement, 2, 0, 0),
+  [503] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 4, 0, 8),
+  [505] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_allow_exec, 2, 0, 3),
+  [507] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 3, 0, 0),
+  [509] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_user_namespaces_statement, 2, 0, 0),
+  [511] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 4, 0, 8),
+  [513] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_seccomp_statement, 2, 0, 0),
+  [515] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_block, 3, 0, 0),
+  [517] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 5, 0, 0),
+  [519] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 2, 0, 0),
+  [521] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_identity_statement, 2, 0, 0),
+  [523] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_syscall_block, 3, 0, 0),
+  [525] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_watchdog_statement, 5, 0, 13),
+  [527] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_identity_statement, 5, 0, 14),
+  [529] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 4, 0, 0),
+  [531] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 2, 0, 0),
+  [533] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 5, 0, 8),
+  [535] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 4, 0, 0),
+  [537] = {.entry = {.count = 1, .reusable = true}}, SHIFT(13),
+  [539] = {.entry = {.count = 1, .reusable = true}}, SHIFT(224),
+  [541] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_statement, 2, 0, 0),
+  [543] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_statement, 2, 0, 0),
+  [545] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy_body, 3, 0, 0),
+  [547] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 3, 0, 0),
+  [549] = {.entry = {.count = 1, .reusable = true}}, SHIFT(96),
+  [551] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_quota_statement, 6, 0, 16),
+  [553] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 5, 0, 0),
+  [555] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_quota, 7, 0, 24),
+  [557] = {.entry = {.count = 1, .reusable = true}}, SHIFT(116),
+  [559] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_statement, 6, 0, 17),
+  [561] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 4, 0, 0),
+  [563] = {.entry = {.count = 2, .reusable = true}}, REDUCE(aux_sym_string_list_repeat2, 2, 0, 0), SHIFT_REPEAT(193),
+  [566] = {.entry = {.count = 1, .reusable = true}}, SHIFT(148),
+  [568] = {.entry = {.count = 1, .reusable = true}}, SHIFT(237),
+  [570] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_tmpfs_statement, 3, 0, 4),
+  [572] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 7, 0, 20),
+  [574] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 2, 0, 0),
+  [576] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_statement, 7, 0, 17),
+  [578] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_active_roots_statement, 3, 0, 5),
+  [580] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 5, 0, 0),
+  [582] = {.entry = {.count = 1, .reusable = true}}, SHIFT(245),
+  [584] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_seccomp_statement, 3, 0, 0),
+  [586] = {.entry = {.count = 1, .reusable = true}}, SHIFT(202),
+  [588] = {.entry = {.count = 1, .reusable = true}}, SHIFT(111),
+  [590] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_statement, 8, 0, 19),
+  [592] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_network_broker_statement, 8, 0, 21),
+  [594] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 3, 0, 0),
+  [596] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_runner_statement, 3, 0, 6),
+  [598] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_value, 2, 0, 12),
+  [600] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_block, 2, 0, 0),
+  [602] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 6, 0, 0),
+  [604] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_entry, 3, 0, 22),
+  [606] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 4, 0, 0),
+  [608] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_string_list, 7, 0, 0),
+  [610] = {.entry = {.count = 1, .reusable = true}}, SHIFT(232),
+  [612] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 2, 0, 0),
+  [614] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limits_statement, 3, 0, 0),
+  [616] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 2, 0, 0),
+  [618] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_block, 5, 0, 0),
+  [620] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 3, 0, 0),
+  [622] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_policy, 3, 0, 2),
+  [624] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_limit, 2, 0, 23),
+  [626] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_block, 4, 0, 0),
+  [628] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_expect_block, 2, 0, 0),
+  [630] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_landlock_block, 5, 0, 0),
+  [632] = {.entry = {.count = 1, .reusable = true}}, SHIFT(243),
+  [634] = {.entry = {.count = 1, .reusable = true}}, SHIFT(233),
+  [636] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_cgroup_name, 1, 0, 0),
+  [638] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_io_direction, 1, 0, 0),
+  [640] = {.entry = {.count = 1, .reusable = true}}, SHIFT(37),
+  [642] = {.entry = {.count = 1, .reusable = true}}, SHIFT(241),
+  [644] = {.entry = {.count = 1, .reusable = true}}, SHIFT(273),
+  [646] = {.entry = {.count = 1, .reusable = true}}, SHIFT(105),
+  [648] = {.entry = {.count = 1, .reusable = true}}, SHIFT(24),
+  [650] = {.entry = {.count = 1, .reusable = true}}, SHIFT(9),
+  [652] = {.entry = {.count = 1, .reusable = true}}, SHIFT(253),
+  [654] = {.entry = {.count = 1, .reusable = true}}, SHIFT(154),
+  [656] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_root_id, 1, 0, 0),
+  [658] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_limit_name, 1, 0, 0),
+  [660] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_header, 2, 0, 1),
+  [662] = {.entry = {.count = 1, .reusable = true}}, SHIFT(3),
+  [664] = {.entry = {.count = 1, .reusable = true}}, SHIFT(55),
+  [666] = {.entry = {.count = 1, .reusable = true}}, SHIFT(138),
+  [668] = {.entry = {.count = 1, .reusable = true}}, SHIFT(98),
+  [670] = {.entry = {.count = 1, .reusable = true}}, SHIFT(282),
+  [672] = {.entry = {.count = 1, .reusable = true}}, SHIFT(286),
+  [674] = {.entry = {.count = 1, .reusable = true}}, SHIFT(29),
+  [676] = {.entry = {.count = 1, .reusable = true}}, SHIFT(25),
+  [678] = {.entry = {.count = 1, .reusable = true}}, REDUCE(sym_catalog, 1, 0, 0),
+  [680] = {.entry = {.count = 1, .reusable = true}}, SHIFT(155),
+  [682] = {.entry = {.count = 1, .reusable = true}}, SHIFT(140),
+  [684] = {.entry = {.count = 1, .reusable = true}}, SHIFT(263),
+  [686] = {.entry = {.count = 1, .reusable = true}}, SHIFT(256),
+  [688] = {.entry = {.count = 1, .reusable = true}}, SHIFT(141),
+  [690] = {.entry = {.count = 1, .reusable = true}}, SHIFT(145),
+  [692] = {.entry = {.count = 1, .reusable = true}}, SHIFT(23),
+  [694] = {.entry = {.count = 1, .reusable = true}}, SHIFT(257),
+  [696] = {.entry = {.count = 1, .reusable = true}}, SHIFT(229),
+  [698] = {.entry = {.count = 1, .reusable = true}}, SHIFT(240),
+  [700] = {.entry = {.count = 1, .reusable = true}}, SHIFT(279),
+  [702] = {.entry = {.count = 1, .reusable = true}}, SHIFT(280),
+  [704] = {.entry = {.count = 1, .reusable = true}}, SHIFT(130),
+  [706] = {.entry = {.count = 1, .reusable = true}}, SHIFT(170),
+  [708] = {.entry = {.count = 1, .reusable = true}}, SHIFT(171),
+  [710] = {.entry = {.count = 1, .reusable = true}}, SHIFT(134),
+  [712] = {.entry = {.count = 1, .reusable = true}}, SHIFT(236),
+  [714] = {.entry = {.count = 1, .reusable = true}}, SHIFT(271),
+  [716] = {.entry = {.count = 1, .reusable = true}}, SHIFT(28),
+  [718] = {.entry = {.count = 1, .reusable = true}}, SHIFT(149),
+  [720] = {.entry = {.count = 1, .reusable = true}}, SHIFT(184),
+  [722] = {.entry = {.count = 1, .reusable = true}},  ACCEPT_INPUT(),
+  [724] = {.entry = {.count = 1, .reusable = true}}, SHIFT(242),
+  [726] = {.entry = {.count = 1, .reusable = true}}, SHIFT(132),
+  [728] = {.entry = {.count = 1, .reusable = true}}, SHIFT(207),
+  [730] = {.entry = {.count = 1, .reusable = true}}, SHIFT(213),
+  [732] = {.entry = {.count = 1, .reusable = true}}, SHIFT(27),
+  [734] = {.entry = {.count = 1, .reusable = true}}, SHIFT(283),
+  [736] = {.entry = {.count = 1, .reusable = true}}, SHIFT(289),
+  [738] = {.entry = {.count = 1, .reusable = true}}, SHIFT(255),
+  [740] = {.entry = {.count = 1, .reusable = true}}, SHIFT(235),
+  [742] = {.entry = {.count = 1, .reusable = true}}, SHIFT(143),
+  [744] = {.entry = {.count = 1, .reusable = true}}, SHIFT(291),
+  [746] = {.entry = {.count = 1, .reusable = true}}, SHIFT(275),
+  [748] = {.entry = {.count = 1, .reusable = true}}, SHIFT(158),
+  [750] = {.entry = {.count = 1, .reusable = true}}, SHIFT(163),
+  [752] = {.entry = {.count = 1, .reusable = true}}, SHIFT(259),
+  [754] = {.entry = {.count = 1, .reusable = true}}, SHIFT(260),
+  [756] = {.entry = {.count = 1, .reusable = true}}, SHIFT(226),
+  [758] = {.entry = {.count = 1, .reusable = true}}, SHIFT(266),
+  [760] = {.entry = {.count = 1, .reusable = true}}, SHIFT(281),
+  [762] = {.entry = {.count = 1, .reusable = true}}, SHIFT(219),
+  [764] = {.entry = {.count = 1, .reusable = true}}, SHIFT(60),
+  [766] = {.entry = {.count = 1, .reusable = true}}, SHIFT(269),
+  [768] = {.entry = {.count = 1, .reusable = true}}, SHIFT(26),
+  [770] = {.entry = {.count = 1, .reusable = true}}, SHIFT(198),
+  [772] = {.entry = {.count = 1, .reusable = true}}, SHIFT(95),
+  [774] = {.entry = {.count = 1, .reusable = true}}, SHIFT(150),
+  [776] = {.entry = {.count = 1, .reusable = true}}, SHIFT(146),
 };
 
 #ifdef __cplusplus

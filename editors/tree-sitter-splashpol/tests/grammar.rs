@@ -227,6 +227,11 @@ const ONE_EDIT_APART: &[(&str, &str)] = &[
     ("watchdog session 5 call 1 s", "watchdog session 5 s call"),
     ("tmp private size 16 MiB", "tmp private size \"16 MiB\""),
     ("user-namespaces none", "user-namespace none"),
+    (
+        "identity user 64000 group 64000",
+        "identity user 64000 gid 64000",
+    ),
+    ("identity dynamic", "identity dynamic 1"),
     ("runtime \"/r\" at \"/o\"", "runtime \"/r at \"/o\""),
     ("pin mounts, executables", "pin mounts executables"),
     (

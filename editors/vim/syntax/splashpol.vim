@@ -12,14 +12,14 @@ syntax iskeyword @,48-57,_,-
 
 syntax keyword splashpolKeyword active-roots address-space aggregate allow-exec args at
 syntax keyword splashpolKeyword bounded bubblewrap bytes call cgroup combined cpu
-syntax keyword splashpolKeyword deny-known-escape-surface endpoint executables file-size
-syntax keyword splashpolKeyword host host-writes ids inodes io join-timeout landlock
+syntax keyword splashpolKeyword deny-known-escape-surface dynamic endpoint executables file-size
+syntax keyword splashpolKeyword group host host-writes identity ids inodes io join-timeout landlock
 syntax keyword splashpolKeyword limits max memory mounts network-broker none off
 syntax keyword splashpolKeyword open-files origin parent pids pin policy private processes
 syntax keyword splashpolKeyword project quota read read-only read-write required root
 syntax keyword splashpolKeyword runner runtime seccomp session size splashpol
 syntax keyword splashpolKeyword strict-allowlist swap tmp tmpfs unbounded unlimited
-syntax keyword splashpolKeyword user-namespaces watchdog worker write writes
+syntax keyword splashpolKeyword user user-namespaces watchdog worker write writes
 syntax keyword splashpolKeyword allowed denied exec expect hidden network syscall writable
 
 syntax match splashpolNumber "\<\d[0-9_]*\(\.\d[0-9_]*\)\="

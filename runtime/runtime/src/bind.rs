@@ -109,6 +109,7 @@ pub struct BindOptions {
     pub(crate) network_broker: Option<splash_broker::BrokerMount>,
     /// Set only by [`crate::learn`]: a learning plan may be bound.
     pub(crate) learning: bool,
+    pub(crate) identities: crate::identity::DynamicIdentities,
 }
 
 /// A [`QuotaInspector`] that can be printed in debug output.
@@ -123,6 +124,7 @@ impl Default for BindOptions {
             device_parent: PathBuf::from(DEFAULT_DEVICE_PARENT),
             network_broker: None,
             learning: false,
+            identities: crate::identity::DynamicIdentities::default(),
         }
     }
 }
@@ -139,6 +141,17 @@ impl BindOptions {
     /// (or sticky), on a filesystem not mounted `nodev`.
     pub fn with_device_directory(mut self, parent: impl Into<PathBuf>) -> Self {
         self.device_parent = parent.into();
+        self
+    }
+
+    /// Replaces where `identity dynamic` leases its ids from (default
+    /// [`crate::identity::IdentityRange::DEFAULT`] in
+    /// [`crate::identity::DEFAULT_LEASE_DIRECTORY`]).
+    pub fn with_dynamic_identities(
+        mut self,
+        identities: crate::identity::DynamicIdentities,
+    ) -> Self {
+        self.identities = identities;
         self
     }
 
@@ -178,6 +191,7 @@ pub struct BoundCommand {
     pub(crate) preparations: Vec<Box<dyn LaunchPreparation>>,
     pub(crate) cgroup: Option<CgroupBoundary>,
     pub(crate) devices: DeviceSources,
+    pub(crate) identity: crate::identity::IdentitySwitch,
 }
 
 impl BoundCommand {
@@ -205,6 +219,7 @@ impl BoundCommand {
             preparations: Vec::new(),
             cgroup: bound.cgroup,
             devices: bound.devices,
+            identity: bound.identity,
         };
 
         // 9. Launch preparations.
@@ -224,6 +239,11 @@ impl BoundCommand {
     /// the host's).
     pub fn private_device_nodes(&self) -> bool {
         self.devices.private()
+    }
+
+    /// What each launch does about the worker's identity.
+    pub fn identity(&self) -> &crate::identity::IdentitySwitch {
+        &self.identity
     }
 
     /// The plan this command was bound from.
@@ -279,6 +299,7 @@ pub(crate) struct Bound {
     pub quotas: Vec<VerifiedQuota>,
     pub cgroup: Option<CgroupBoundary>,
     pub devices: DeviceSources,
+    pub identity: crate::identity::IdentitySwitch,
 }
 
 /// The state of one run of the steps.
@@ -293,6 +314,7 @@ pub(crate) struct Binding<'a> {
     quotas: Vec<VerifiedQuota>,
     cgroup: Option<CgroupBoundary>,
     devices: Option<DeviceSources>,
+    identity: Option<crate::identity::IdentitySwitch>,
     checks: Vec<(Check, Outcome)>,
 }
 
@@ -308,6 +330,7 @@ impl<'a> Binding<'a> {
             quotas: Vec::new(),
             cgroup: None,
             devices: None,
+            identity: None,
             checks: Vec::new(),
         }
     }
@@ -316,7 +339,7 @@ impl<'a> Binding<'a> {
     pub(crate) fn run(&mut self) -> ControlFlow<()> {
         // The one list of steps, in bind's order; each reports its checks
         // through `report`.
-        let steps: [fn(&mut Self) -> ControlFlow<()>; 11] = [
+        let steps: [fn(&mut Self) -> ControlFlow<()>; 12] = [
             Self::plan_step,
             Self::broker_step,
             Self::bubblewrap_step,
@@ -326,6 +349,7 @@ impl<'a> Binding<'a> {
             Self::bubblewrap_options_step,
             Self::quotas_step,
             Self::cgroup_step,
+            Self::identity_step,
             Self::writable_roots_step,
             Self::device_nodes_step,
         ];
@@ -357,6 +381,7 @@ impl<'a> Binding<'a> {
             quotas: self.quotas,
             cgroup: self.cgroup,
             devices: self.devices.expect(PRODUCT),
+            identity: self.identity.expect(PRODUCT),
         })
     }
 
@@ -679,9 +704,76 @@ impl<'a> Binding<'a> {
         ControlFlow::Continue(())
     }
 
+    /// 7. The worker's identity: what the launch switches to
+    ///    ([`crate::identity`]), and for a switch to a fixed identity, that
+    ///    it can write each read-write host root.
+    fn identity_step(&mut self) -> ControlFlow<()> {
+        let plan = self.plan;
+        let subject = plan
+            .identity()
+            .map_or_else(|| "none".to_owned(), |i| i.to_string());
+        let decided = crate::identity::decide_for(plan, &self.options.identities);
+        let switch = match decided {
+            Ok(switch) => switch,
+            Err(e) => return self.report(Step::Identity, subject, Err(e.into())),
+        };
+        self.report(Step::Identity, subject, Ok(()))?;
+        if let crate::identity::IdentitySwitch::Fixed { .. } = switch {
+            for op in plan.ops() {
+                let BwrapOp::Bind {
+                    source,
+                    destination,
+                } = op
+                else {
+                    continue;
+                };
+                let root = plan
+                    .active_roots()
+                    .iter()
+                    .find(|r| r.destination == *destination)
+                    .map_or_else(|| destination.to_string(), |r| r.id.to_string());
+                let meta = match source {
+                    MountSource::Pinned(slot) => match self.pin(slot.0) {
+                        Some(pinned) => pinned
+                            .fd
+                            .try_clone()
+                            .and_then(|fd| std::fs::File::from(fd).metadata())
+                            .map(|m| (pinned.canonical.clone(), m))
+                            .map_err(|source| BindError::Pin {
+                                path: pinned.canonical.clone(),
+                                source,
+                            }),
+                        None => {
+                            self.not_run(Step::Identity, root, Step::Pins);
+                            continue;
+                        }
+                    },
+                    MountSource::Path(p) => canonical(p.as_str()).and_then(|c| {
+                        std::fs::metadata(&c)
+                            .map(|m| (c.clone(), m))
+                            .map_err(|source| BindError::Pin { path: c, source })
+                    }),
+                };
+                let result = meta.and_then(|(path, meta)| {
+                    switch
+                        .check_writable(&root, &path, &meta)
+                        .map_err(BindError::from)
+                });
+                self.report(Step::Identity, root, result)?;
+            }
+        }
+        self.identity = Some(switch);
+        ControlFlow::Continue(())
+    }
+
     /// The host uid the worker will run as: what the last preparation that
     /// changes it says, or this process's real uid.
     fn worker_uid(&self) -> u32 {
+        if let Some(switch) = &self.identity
+            && *switch != crate::identity::IdentitySwitch::Unchanged
+        {
+            return switch.worker_uid(sys::real_uid());
+        }
         self.options
             .preparations
             .iter()

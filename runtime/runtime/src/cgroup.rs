@@ -887,14 +887,24 @@ impl CgroupBoundary {
     /// Creates this launch's child cgroup and prefixes `spec` with the
     /// runner (launch steps 1–5). Every descriptor the spec already passes
     /// on is listed with `--keep-fd`; the child directory's descriptor is
-    /// added as `--cgroup-fd`.
-    pub fn wrap(&self, spec: &mut LaunchSpec) -> Result<WorkerCgroup, CgroupError> {
+    /// added as `--cgroup-fd`. With `identity` (uid, gid) the runner
+    /// switches to it after it joined (`--identity UID:GID`), so Bubblewrap
+    /// starts as the identity inside the cgroup.
+    pub fn wrap(
+        &self,
+        spec: &mut LaunchSpec,
+        identity: Option<(u32, u32)>,
+    ) -> Result<WorkerCgroup, CgroupError> {
         let child = self.parent.create_child(&self.limits)?;
         let fd = child.descriptor()?;
         let mut prefix = vec!["--cgroup-fd".to_owned(), fd.as_raw_fd().to_string()];
         for keep in spec.inherited() {
             prefix.push("--keep-fd".to_owned());
             prefix.push(keep.to_string());
+        }
+        if let Some((uid, gid)) = identity {
+            prefix.push("--identity".to_owned());
+            prefix.push(format!("{uid}:{gid}"));
         }
         prefix.push("--".to_owned());
         let program = match &self.runner {

@@ -211,6 +211,9 @@ pub enum BindError {
     /// A read-write root of a root launch would honour set-user-ID bits.
     #[error(transparent)]
     SetId(#[from] crate::nosuid::SetIdError),
+    /// The plan's worker identity cannot be used on this host.
+    #[error(transparent)]
+    Identity(#[from] crate::identity::IdentityError),
     /// Failed to bind the network broker.
     #[error("failed to bind the network broker")]
     Broker(#[from] crate::broker::BrokerBindError),
@@ -424,6 +427,9 @@ pub enum SpawnError {
     /// Failed to make the launch's private device nodes.
     #[error("failed to make the launch's private device nodes")]
     Devices(#[from] crate::devices::DeviceError),
+    /// The launch's identity could not be leased.
+    #[error("the worker's identity could not be leased; nothing was started")]
+    Identity(#[source] crate::identity::IdentityError),
     /// The plan's argument list uses a slot this launch did not prepare.
     #[error("the plan's argument list uses {0:?}, which this launch did not prepare")]
     UnpreparedSlot(Slot),

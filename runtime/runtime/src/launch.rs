@@ -127,6 +127,13 @@ impl LaunchOptions {
         self
     }
 
+    /// Where `identity dynamic` leases its ids from
+    /// ([`BindOptions::with_dynamic_identities`]).
+    pub fn with_dynamic_identities(mut self, identities: crate::DynamicIdentities) -> Self {
+        self.bind = self.bind.with_dynamic_identities(identities);
+        self
+    }
+
     /// The host's deadlines; the policy's `watchdog` block can only make
     /// them tighter.
     pub fn with_deadlines(mut self, deadlines: Deadlines) -> Self {

@@ -41,6 +41,7 @@ pub mod bwrap_options;
 pub mod cgroup;
 pub mod devices;
 pub mod error;
+pub mod identity;
 pub mod launch;
 pub mod launch_spec;
 pub mod learn;
@@ -65,6 +66,9 @@ pub use devices::{DeviceDirectory, DeviceError, DeviceSources, ParentDefect};
 pub use error::{
     BindError, ExecDefect, ExecRole, ForeignPart, LaunchError, PlanDefect, SpawnError, Stopped,
     Unprovided,
+};
+pub use identity::{
+    DynamicIdentities, IdentityError, IdentityLease, IdentityRange, IdentitySwitch,
 };
 pub use launch::{LaunchOptions, LoadedPolicy, launch};
 pub use launch_spec::LaunchSpec;

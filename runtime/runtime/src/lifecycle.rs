@@ -106,6 +106,8 @@ pub struct WorkerLifecycle {
     devices: Option<DeviceDirectory>,
     /// The sandbox's pid 1.
     init: SandboxInit,
+    /// The launch's dynamic identity: given back once the worker is reaped.
+    identity: Option<crate::identity::IdentityLease>,
 }
 
 impl WorkerLifecycle {
@@ -123,7 +125,20 @@ impl WorkerLifecycle {
             cgroup,
             devices,
             init,
+            identity: None,
         }
+    }
+
+    /// Keeps the launch's dynamic identity lease until the worker is reaped.
+    pub(crate) fn hold_identity(&mut self, lease: Option<crate::identity::IdentityLease>) {
+        self.identity = lease;
+    }
+
+    /// The uid leased for this launch's dynamic identity, while it is held.
+    pub fn leased_uid(&self) -> Option<u32> {
+        self.identity
+            .as_ref()
+            .map(crate::identity::IdentityLease::uid)
     }
 
     /// Reads Bubblewrap's report of the sandbox's pid 1 and holds it (step
@@ -153,6 +168,7 @@ impl WorkerLifecycle {
         self.reaped = Some(status);
         // Nothing in the sandbox uses the nodes any more.
         self.devices = None;
+        self.identity = None;
         status
     }
 

@@ -52,6 +52,9 @@ pub enum Step {
     Quotas,
     /// 7: the cgroup-v2 parent and runner.
     Cgroup,
+    /// 7: the worker's identity: whether the launch switches to it, and
+    /// that it can write every read-write host root.
+    Identity,
     /// 8: read-write host roots of a worker that runs as host uid 0.
     WritableRoots,
     /// 8: the sandbox's device nodes.
@@ -71,6 +74,7 @@ impl Step {
             Self::BubblewrapOptions => "bubblewrap options",
             Self::Quotas => "quota",
             Self::Cgroup => "cgroup",
+            Self::Identity => "identity",
             Self::WritableRoots => "read-write roots",
             Self::DeviceNodes => "device nodes",
         }

@@ -212,11 +212,15 @@ impl BoundCommand {
         {
             return Err(SpawnError::UnpreparedSlot(Slot::LearnListener));
         }
-        // The cgroup runner wraps last, so it is the first program to run.
+        let identity = self.identity.for_launch().map_err(SpawnError::Identity)?;
+        let ids = identity.as_ref().map(|i| (i.uid, i.gid));
+        // The cgroup runner wraps last, so it is the first program to run;
+        // it joins as root and then switches to the identity.
         let mut cgroup = match &self.cgroup {
-            Some(boundary) => Some(boundary.wrap(&mut spec).map_err(SpawnError::Cgroup)?),
+            Some(boundary) => Some(boundary.wrap(&mut spec, ids).map_err(SpawnError::Cgroup)?),
             None => None,
         };
+        let child_ids = if cgroup.is_some() { None } else { ids };
         let devices = spec.devices.take();
         let init = spec
             .init_report
@@ -227,7 +231,7 @@ impl BoundCommand {
             })?;
         let inherited = spec.inherited();
         let started = Instant::now();
-        let spawned = sys::spawn_child(&spec.program, &spec.args, &inherited);
+        let spawned = sys::spawn_child_as(&spec.program, &spec.args, &inherited, child_ids);
         // The child has its copies (or never started): close the parent's.
         let shown = spec.shown.clone();
         drop(spec);
@@ -248,6 +252,7 @@ impl BoundCommand {
         let stdout = ChildStdout::from(child.stdout);
         // From here every stop goes through `WorkerLifecycle::terminate`.
         let mut lifecycle = WorkerLifecycle::new(process, cgroup, devices, init);
+        lifecycle.hold_identity(identity.and_then(|i| i.lease));
         if let Some(boundary) = self.cgroup.as_ref() {
             lifecycle
                 .await_cgroup_join(boundary.join_timeout())

@@ -78,6 +78,7 @@ const RLIMITS: &str = "rlimits";
 const USERNS: &str = "userns-lockdown";
 const WRITES: &str = "bounded-writes";
 const TMP: &str = "tmp-size";
+const IDENTITY: &str = "identity";
 const TMPFS: &str = "tmpfs-size";
 
 /// Bytes a fill writes at most: more than any size a bundled policy gives
@@ -1070,7 +1071,7 @@ pub static ATTEMPTS: &[Attempt] = &[
         "dev-node-chmod",
         "device nodes",
         "chmod a /dev node (to its own mode)",
-        [DEVNODES],
+        [DEVNODES, IDENTITY],
         CapDropped,
         |_| each_dev_node(dev_chmod)
     ),
@@ -1078,7 +1079,7 @@ pub static ATTEMPTS: &[Attempt] = &[
         "dev-node-utimensat",
         "device nodes",
         "utimensat a /dev node to explicit times (its own)",
-        [DEVNODES],
+        [DEVNODES, IDENTITY],
         CapDropped,
         |_| each_dev_node(dev_utimes)
     ),
@@ -1086,7 +1087,7 @@ pub static ATTEMPTS: &[Attempt] = &[
         "dev-node-fchown",
         "device nodes",
         "fchown a /dev node to the worker's uid and gid",
-        [DEVNODES],
+        [DEVNODES, IDENTITY],
         CapDropped,
         |_| each_dev_node(dev_chown)
     ),
@@ -1094,7 +1095,7 @@ pub static ATTEMPTS: &[Attempt] = &[
         "dev-node-acl",
         "device nodes",
         "setxattr system.posix_acl_access on a /dev node (its own mode)",
-        [DEVNODES],
+        [DEVNODES, IDENTITY],
         CapDropped,
         |_| each_dev_node(dev_acl)
     ),
@@ -1179,7 +1180,7 @@ pub static ATTEMPTS: &[Attempt] = &[
         "sysctl-write-same-value",
         "kernel surfaces",
         "write /proc/sys/fs/lease-break-time (the value read)",
-        [PROC],
+        [PROC, IDENTITY],
         Contained,
         |_| sysctl_write_same()
     ),
@@ -1187,7 +1188,7 @@ pub static ATTEMPTS: &[Attempt] = &[
         "core-pattern-open-write",
         "kernel surfaces",
         "open /proc/sys/kernel/core_pattern for writing",
-        [PROC],
+        [PROC, IDENTITY],
         Contained,
         |_| open_proc_for_write("/proc/sys/kernel/core_pattern")
     ),
@@ -1195,7 +1196,7 @@ pub static ATTEMPTS: &[Attempt] = &[
         "drop-caches-open-write",
         "kernel surfaces",
         "open /proc/sys/vm/drop_caches for writing",
-        [PROC],
+        [PROC, IDENTITY],
         Contained,
         |_| open_proc_for_write("/proc/sys/vm/drop_caches")
     ),
@@ -1203,7 +1204,7 @@ pub static ATTEMPTS: &[Attempt] = &[
         "sysrq-trigger-open-write",
         "kernel surfaces",
         "open /proc/sysrq-trigger for writing",
-        [PROC],
+        [PROC, IDENTITY],
         Contained,
         |_| open_proc_for_write("/proc/sysrq-trigger")
     ),
@@ -1211,7 +1212,7 @@ pub static ATTEMPTS: &[Attempt] = &[
         "proc-irq-open-write",
         "kernel surfaces",
         "open a /proc/irq file for writing",
-        [PROC],
+        [PROC, IDENTITY],
         Contained,
         |_| proc_tree_open_write("/proc/irq", Some("/proc/irq/default_smp_affinity"))
     ),
@@ -1219,7 +1220,7 @@ pub static ATTEMPTS: &[Attempt] = &[
         "proc-bus-open-write",
         "kernel surfaces",
         "open a /proc/bus file for writing",
-        [PROC],
+        [PROC, IDENTITY],
         Contained,
         |_| proc_tree_open_write("/proc/bus", None)
     ),
@@ -1227,7 +1228,7 @@ pub static ATTEMPTS: &[Attempt] = &[
         "proc-fs-open-write",
         "kernel surfaces",
         "open a /proc/fs file for writing",
-        [PROC],
+        [PROC, IDENTITY],
         Contained,
         |_| proc_tree_open_write("/proc/fs", None)
     ),
@@ -1389,7 +1390,7 @@ pub static ATTEMPTS: &[Attempt] = &[
         "proc-pid1-mem-open-write",
         "cross-process",
         "open /proc/1/mem for writing",
-        [PROC],
+        [PROC, IDENTITY],
         Contained,
         |_| mem_open_write(Some(1))
     ),
@@ -1723,7 +1724,7 @@ pub static ATTEMPTS: &[Attempt] = &[
         "kill-host-canary",
         "host",
         "kill(-1, SIGKILL) must not reach a host canary",
-        [NS],
+        [NS, IDENTITY],
         HostShared,
         kill_host
     ),

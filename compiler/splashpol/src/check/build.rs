@@ -64,6 +64,10 @@ impl Checker {
             cgroup,
             watchdog: c.watchdog,
             network_broker: c.broker.map(|(b, _, _)| b),
+            worker_identity: match c.identity {
+                Some((i, _)) => Some(i.ok()?),
+                None => None,
+            },
         };
         // The same two checks an artifact's policy goes through
         // (`artifact::load`): the invariants, then the language rules.

@@ -242,6 +242,9 @@ impl Checker {
             }
             // Judged against the built policy (`expect.rs`).
             Statement::Expect { .. } => {}
+            Statement::Identity(identity) => {
+                c.identity = Some((self.identity(identity).ok_or(super::Reported), stmt.span));
+            }
             Statement::NetworkBroker {
                 catalog,
                 parent,

@@ -202,6 +202,11 @@ codes! {
     /// `exec allowed` outside the Landlock list, `syscall denied` of a syscall the filter
     /// allows, a bound the policy does not set.
     ImpossibleExpectation = "splash::check::impossible-expectation",
+    /// An `identity user` or `group` id of 0 (root) or above 4294967294.
+    IdentityIdOutOfRange = "splash::check::identity-id-out-of-range",
+    /// `identity dynamic` with a read-write host root: a later session may get the same uid
+    /// and own what this one wrote.
+    DynamicIdentityWritableRoot = "splash::check::dynamic-identity-writable-root",
 }
 
 impl fmt::Display for Code {

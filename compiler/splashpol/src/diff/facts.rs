@@ -14,7 +14,9 @@ use std::collections::BTreeMap;
 
 use super::{Change, Differ, Side, Statements};
 use crate::ast::PinItem;
-use crate::model::{AggregateQuota, Policy, ProjectQuota, RawPolicy, Runners, SandboxPath};
+use crate::model::{
+    AggregateQuota, Policy, ProjectQuota, RawPolicy, Runners, SandboxPath, WorkerIdentity,
+};
 use crate::plan::{
     ActiveRoot, BwrapOp, DeviceNode, ExecArg, LaunchPlan, MountPoint, MountSource, Pin, PinRole,
     PinSlot, QuotaCheck, RawPlan, SeccompDelivery, SeccompPlan, Stdio,
@@ -92,8 +94,10 @@ pub(super) fn plan(d: &mut Differ<'_>, a: &Side<'_>, b: &Side<'_>) {
         cgroup,
         require_cgroup_v2,
         watchdog: _, // `deadlines`
+        identity,
     } = a.plan.raw();
     let pb = b.plan.raw();
+    identity_change(d, *identity, pb.identity);
     if *arch != pb.arch {
         let what = format!("plans for {} instead of {}", pb.arch.name(), arch.name());
         d.push("seccomp", Change::Widened, what, |_| None);
@@ -469,6 +473,26 @@ fn chain(policy: &Policy) -> BTreeMap<&'static str, &SandboxPath> {
     out
 }
 
+/// The worker's host identity: dropping one, or changing it, widens (the
+/// worker runs as host root, or as a uid that may own other files); adding
+/// one narrows.
+fn identity_change(d: &mut Differ<'_>, a: Option<WorkerIdentity>, b: Option<WorkerIdentity>) {
+    let shown = |i: Option<WorkerIdentity>| {
+        i.map_or_else(
+            || "the launching uid".to_string(),
+            |i| format!("`identity {i}`"),
+        )
+    };
+    let change = match (a, b) {
+        _ if a == b => return,
+        (None, Some(_)) => Change::Narrowed,
+        (Some(_), None) | (Some(_), Some(_)) => Change::Widened,
+        (None, None) => return,
+    };
+    let what = format!("the worker runs as {} instead of {}", shown(b), shown(a));
+    d.push("isolation", change, what, |s| s.keyword("identity"));
+}
+
 /// The policy's facts that the plan does not carry, and the exec chain.
 pub(super) fn policy(d: &mut Differ<'_>, a: &Policy, b: &Policy) {
     let RawPolicy {
@@ -496,6 +520,7 @@ pub(super) fn policy(d: &mut Differ<'_>, a: &Policy, b: &Policy) {
         require_cgroup_v2: _, // the plan's
         watchdog: _,          // the plan's
         network_broker: _,    // the plan's
+        worker_identity: _,   // the plan's `identity`
     } = a.raw();
     let rb = b.raw();
     if *worker != rb.worker {

@@ -117,6 +117,18 @@ pub enum RuleError {
         /// The aggregate ceiling.
         max: u64,
     },
+    /// An `identity` uid or gid of 0 (root) or `(uid_t) -1`.
+    #[error("the worker identity's {what} {id} is not an unprivileged id (1 to 4294967294)")]
+    IdentityId {
+        /// `uid` or `gid`.
+        what: &'static str,
+        /// The id.
+        id: u32,
+    },
+    /// `identity dynamic` with a read-write host root: a later session may
+    /// get the same uid and own what this one wrote.
+    #[error("a dynamic worker identity cannot have read-write host root `{0}`")]
+    DynamicIdentityWritableRoot(SelectorId),
     /// An aggregate tmpfs bound with an unbounded private `/tmp`.
     #[error("an aggregate tmpfs bound requires a bounded private `/tmp`")]
     AggregateTmpfsUnboundedTmp,
@@ -226,6 +238,37 @@ pub fn check_rules(policy: &Policy) -> Result<(), RuleError> {
         nonzero("watchdog.session_deadline_ms", w.session_deadline_ms)?;
         if let Some(call) = w.call_deadline_ms {
             nonzero("watchdog.call_deadline_ms", call)?;
+        }
+    }
+    if let Some(identity) = raw.worker_identity {
+        worker_identity(policy, identity)?;
+    }
+    Ok(())
+}
+
+/// A fixed identity names unprivileged ids; a dynamic one has no read-write
+/// host root.
+fn worker_identity(policy: &Policy, identity: super::WorkerIdentity) -> Result<(), RuleError> {
+    match identity {
+        super::WorkerIdentity::Fixed { uid, gid } => {
+            for (what, id) in [("uid", uid), ("gid", gid)] {
+                if !super::WorkerIdentity::valid_id(u64::from(id)) {
+                    return Err(RuleError::IdentityId { what, id });
+                }
+            }
+        }
+        super::WorkerIdentity::Dynamic => {
+            if let Some(root) = policy.file_roots().iter().find(|r| {
+                matches!(
+                    r.kind,
+                    FileRootKind::Host {
+                        access: super::Access::ReadWrite,
+                        ..
+                    }
+                )
+            }) {
+                return Err(RuleError::DynamicIdentityWritableRoot(root.id.clone()));
+            }
         }
     }
     Ok(())

@@ -334,6 +334,7 @@ impl Parsing {
                 }
                 Statement::Expect { entries, parsed }
             }
+            Rule::identity_stmt => Statement::Identity(identity(next(&mut it)?)?),
             _ => return None,
         };
         Some(Stmt {
@@ -517,4 +518,19 @@ fn expect_entry(pair: Pair<'_, Rule>) -> Option<Node<ExpectEntry>> {
         _ => return None,
     };
     Some(Node::new(entry, sp))
+}
+
+/// The part of an `identity` statement after its keyword.
+fn identity(pair: Pair<'_, Rule>) -> Option<Identity> {
+    match pair.as_rule() {
+        Rule::kw_dynamic => Some(Identity::Dynamic),
+        Rule::identity_fixed => {
+            let mut ids = pair.into_inner().filter(|p| p.as_rule() == Rule::number);
+            Some(Identity::Fixed {
+                user: number(next(&mut ids)?),
+                group: number(next(&mut ids)?),
+            })
+        }
+        _ => None,
+    }
 }

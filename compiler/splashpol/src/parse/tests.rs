@@ -679,6 +679,8 @@ const STATEMENT_EXAMPLES: &[(&str, &str)] = &[
     ("writes_stmt", "writes bounded"),
     ("host_writes_stmt", "host-writes unbounded"),
     ("user_namespaces_stmt", "user-namespaces none"),
+    ("identity_stmt", "identity user 64000 group 64000"),
+    ("identity_stmt", "identity dynamic"),
     ("pin_stmt", "pin mounts, executables"),
     ("quota_stmt", "quota aggregate bytes 1 GiB inodes 100"),
     ("tmpfs_stmt", "tmpfs aggregate unlimited"),

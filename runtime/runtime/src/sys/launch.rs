@@ -95,6 +95,10 @@ struct ChildSetup {
     parent: libc::pid_t,
     /// The `errno` of the step that failed, or 0 (written by the child).
     error: libc::c_int,
+    /// The uid and gid to switch to before the exec, or `None`.
+    identity: Option<(u32, u32)>,
+    /// Set by the child when the identity switch failed.
+    identity_failed: bool,
 }
 
 /// The bytes of the child's own stack (it runs until `execve`).
@@ -161,6 +165,16 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
                 fail(setup);
             }
         }
+        // The identity switch comes before the parent-death signal, which
+        // the kernel clears on a change of credentials.
+        if let Some((uid, gid)) = (*setup).identity {
+            let errno = super::identity::switch_task_identity(uid, gid);
+            if errno != 0 {
+                (*setup).identity_failed = true;
+                *libc::__errno_location() = errno;
+                fail(setup);
+            }
+        }
         // SIGKILL when the thread that spawned it exits, and so when the
         // host dies by SIGKILL: the signal is kept across the exec (the
         // programs are not set-user-ID). A parent already gone before the
@@ -212,7 +226,21 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
 /// (a `fork` of a large host does both). Every signal is blocked around the
 /// `clone`. An `execve` (or earlier) failure is the returned error, and the
 /// child is reaped before it is returned.
+#[cfg(test)]
 pub fn spawn_child(program: &Path, args: &[String], inherit: &[RawFd]) -> io::Result<SpawnedChild> {
+    spawn_child_as(program, args, inherit, None)
+}
+
+/// [`spawn_child`], switching the child to `identity` (uid, gid) before
+/// its exec ([`super::identity::switch_task_identity`]); a failed switch is
+/// an error of kind [`io::ErrorKind::PermissionDenied`] naming the ids, and
+/// nothing is executed.
+pub fn spawn_child_as(
+    program: &Path,
+    args: &[String],
+    inherit: &[RawFd],
+    identity: Option<(u32, u32)>,
+) -> io::Result<SpawnedChild> {
     use std::os::unix::ffi::OsStrExt;
 
     let invalid = || io::Error::from(io::ErrorKind::InvalidInput);
@@ -251,6 +279,8 @@ pub fn spawn_child(program: &Path, args: &[String], inherit: &[RawFd]) -> io::Re
         inherit_len: inherit.len(),
         parent: rustix::process::getpid().as_raw_nonzero().get(),
         error: 0,
+        identity,
+        identity_failed: false,
     };
     // Left uninitialized: only the child writes it, and only its top pages
     // (zeroing all of it would touch every page).
@@ -301,6 +331,17 @@ pub fn spawn_child(program: &Path, args: &[String], inherit: &[RawFd]) -> io::Re
     if error != 0 {
         // The child exited with 127: reap it so that it is not a zombie.
         let _ = wait_child(pidfd.as_fd(), true);
+        // SAFETY: as `error` above.
+        let switch_failed = unsafe { std::ptr::read_volatile(&raw const setup.identity_failed) };
+        if let (true, Some((uid, gid))) = (switch_failed, identity) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "switching to uid {uid} gid {gid} failed: {}",
+                    io::Error::from_raw_os_error(error)
+                ),
+            ));
+        }
         return Err(io::Error::from_raw_os_error(error));
     }
     Ok(SpawnedChild {

@@ -44,11 +44,15 @@
 //!   learn`): receiving, validating and answering them, and the listener's
 //!   hand-over from the runner.
 //!
-//! Only `quota`, `launch` and `notify` hold `unsafe`, each block with a
+//! - `identity`: the worker identity switch of the launch child and the
+//!   calling task's ids.
+//!
+//! Only `quota`, `launch`, `identity` and `notify` hold `unsafe`, each block with a
 //! `SAFETY` note.
 
 mod devnode;
 mod dirfd;
+mod identity;
 mod launch;
 mod memfd;
 pub(crate) mod notify;
@@ -60,6 +64,7 @@ mod statfs;
 
 pub use devnode::*;
 pub use dirfd::*;
+pub use identity::*;
 pub use launch::*;
 pub use memfd::*;
 pub use pin::*;
