@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
-use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, ResourceKind, Token};
+use splash_protocol::Token;
 use splash_runtime::learn::{ExecResult, Recording, Verdict};
 use splash_runtime::{BindOptions, Deadlines, LoadedPolicy, Session, SessionState};
 use splash_seccomp::Arch;
@@ -62,48 +62,6 @@ fn phase_label(phase: u32, calls: &[(Token, Value)]) -> String {
     }
 }
 
-fn random_hex(bytes: usize) -> Result<String, u8> {
-    let mut buf = vec![0u8; bytes];
-    getrandom::fill(&mut buf).map_err(|e| {
-        eprintln!("splashc learn: cannot read the random source: {e}");
-        2
-    })?;
-    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
-}
-
-/// A manifest for a fresh session granting every tool called (as many calls
-/// as are made) and every registered root.
-fn generated_manifest(
-    policy: &Policy,
-    tools: &BTreeMap<Token, u32>,
-) -> Result<CapabilityManifest, u8> {
-    let session = Token::new(format!("learn-{}", random_hex(8)?)).map_err(|e| {
-        eprintln!("splashc learn: cannot make a session id: {e}");
-        2
-    })?;
-    let resources: BTreeSet<Resource> = policy
-        .file_roots()
-        .iter()
-        .map(|r| Resource::new(ResourceKind::FileRoot, r.id.clone()))
-        .collect();
-    let grants = tools
-        .iter()
-        .map(|(tool, calls)| {
-            let mut grant = Grant::new(tool.clone(), GrantFormat::Json);
-            grant.max_calls = (*calls).max(1);
-            grant.max_input_bytes = 64 * 1024;
-            grant.max_output_bytes = 1024 * 1024;
-            grant.resources = resources.clone();
-            grant
-        })
-        .collect();
-    Ok(CapabilityManifest {
-        protocol_version: splash_protocol::PROTOCOL_VERSION,
-        session_id: session,
-        grants,
-    })
-}
-
 /// The `--invoke`/`--input` pairs, in order.
 fn calls(args: &LearnArgs) -> Result<Vec<(Token, Value)>, u8> {
     if args.input.len() > args.invoke.len() {
@@ -128,17 +86,6 @@ fn calls(args: &LearnArgs) -> Result<Vec<(Token, Value)>, u8> {
     Ok(out)
 }
 
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = splashpol::text::escaped(&e.to_string()).to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&splashpol::text::escaped(&s.to_string()).to_string());
-        source = s.source();
-    }
-    text
-}
-
 fn learn_main(args: &LearnArgs) -> Result<(), u8> {
     let mut calls = calls(args)?;
     let source_bytes = crate::emit::read_policy(&args.policy)?;
@@ -155,7 +102,7 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
     crate::emit::policy_from_bytes(&args.policy, source_bytes.clone())?;
     let loaded = LoadedPolicy::from_bytes(&args.policy.display().to_string(), source_bytes)
         .map_err(|e| {
-            eprintln!("splashc learn: {}", chain(&e));
+            eprintln!("splashc learn: {}", crate::run::chain(&e));
             1
         })?;
     let manifest = match &args.manifest {
@@ -175,7 +122,10 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
             for (tool, _) in &calls {
                 *tools.entry(tool.clone()).or_insert(0) += 1;
             }
-            generated_manifest(&loaded.policy, &tools)?
+            crate::run::generated_manifest(&loaded.policy, "learn", &tools).map_err(|e| {
+                eprintln!("splashc learn: {e}");
+                2u8
+            })?
         }
     };
     let recorder_path = match &args.runner {
@@ -192,12 +142,12 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
     })?;
 
     let plan = loaded.plan(&manifest).map_err(|e| {
-        eprintln!("splashc learn: {}", chain(&e));
+        eprintln!("splashc learn: {}", crate::run::chain(&e));
         1
     })?;
     let production_plan = plan.clone();
     let learning = splashpol::learn::learning_plan(plan, &recorder_path).map_err(|e| {
-        eprintln!("splashc learn: {}", chain(&e));
+        eprintln!("splashc learn: {}", crate::run::chain(&e));
         LAUNCH_FAILED
     })?;
     eprintln!(
@@ -208,11 +158,11 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
     let (bound, recorder) =
         splash_runtime::learn::bind_learning(learning, BindOptions::default(), LISTENER_TIMEOUT)
             .map_err(|e| {
-                eprintln!("splashc learn: {}", chain(&e));
+                eprintln!("splashc learn: {}", crate::run::chain(&e));
                 LAUNCH_FAILED
             })?;
     let mut session = Session::open_owned(bound, manifest, Deadlines::none()).map_err(|e| {
-        eprintln!("splashc learn: {}", chain(&e));
+        eprintln!("splashc learn: {}", crate::run::chain(&e));
         LAUNCH_FAILED
     })?;
     for (i, (tool, input)) in calls.iter().enumerate() {
@@ -224,7 +174,7 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
                 splashpol::text::escaped(&response.to_string())
             ),
             Err(e) => {
-                eprintln!("splashc learn: `{tool}`: {}", chain(&e));
+                eprintln!("splashc learn: `{tool}`: {}", crate::run::chain(&e));
                 if e.leaves_session() == SessionState::Usable {
                     let _ = session.stop();
                 }
@@ -238,11 +188,14 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
         .send_close()
         .and_then(|closing| closing.wait(Duration::from_secs(5)))
         .map_err(|e| {
-            eprintln!("splashc learn: closing the session: {}", chain(&e));
+            eprintln!(
+                "splashc learn: closing the session: {}",
+                crate::run::chain(&e)
+            );
             LAUNCH_FAILED
         })?;
     let recording = recorder.finish(Duration::from_secs(5)).map_err(|e| {
-        eprintln!("splashc learn: {}", chain(&e));
+        eprintln!("splashc learn: {}", crate::run::chain(&e));
         LAUNCH_FAILED
     })?;
     eprintln!(

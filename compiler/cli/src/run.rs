@@ -98,7 +98,7 @@ pub fn generated_manifest(
         .iter()
         .map(|(tool, calls)| {
             let mut grant = Grant::new(tool.clone(), GrantFormat::Json);
-            grant.max_calls = *calls;
+            grant.max_calls = (*calls).max(1);
             grant.max_input_bytes = 64 * 1024;
             grant.max_output_bytes = 1024 * 1024;
             grant.resources = resources.clone();

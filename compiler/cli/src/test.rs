@@ -88,17 +88,6 @@ fn cannot(reason: impl std::fmt::Display) -> u8 {
     2
 }
 
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut text = splashpol::text::escaped(&e.to_string()).to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&splashpol::text::escaped(&s.to_string()).to_string());
-        source = s.source();
-    }
-    text
-}
-
 /// The probe: `--probe`, or `splash-probe` beside this `splashc`.
 fn probe_path(args: &TestArgs) -> Result<PathBuf, u8> {
     let path = match &args.probe {
@@ -130,9 +119,9 @@ fn test_main(args: &TestArgs) -> Result<u8, u8> {
             );
             1
         }
-        LaunchError::Read { .. } => cannot(chain(&e)),
+        LaunchError::Read { .. } => cannot(crate::run::chain(&e)),
         _ => {
-            eprintln!("splashc test: {}", chain(&e));
+            eprintln!("splashc test: {}", crate::run::chain(&e));
             1
         }
     })?;
@@ -156,7 +145,7 @@ fn test_main(args: &TestArgs) -> Result<u8, u8> {
     };
     let manifest = probe_manifest(&loaded.policy, user_manifest.as_ref())?;
     let plan = loaded.plan(&manifest).map_err(|e| {
-        eprintln!("splashc test: {}", chain(&e));
+        eprintln!("splashc test: {}", crate::run::chain(&e));
         1
     })?;
     if let Some(missing) = missing_startup_syscalls(&loaded.policy) {
@@ -521,17 +510,17 @@ fn attempts(
     expectations: &[Expectation],
 ) -> Result<Vec<Value>, String> {
     let bound = BoundCommand::bind_with(plan, BindOptions::default())
-        .map_err(|e| format!("bind refused: {}", chain(&e)))?;
+        .map_err(|e| format!("bind refused: {}", crate::run::chain(&e)))?;
     let deadlines = Deadlines::session(Duration::from_secs(120)).with_call(Duration::from_secs(30));
     let mut session = Session::open_owned(bound, manifest.clone(), deadlines)
-        .map_err(|e| format!("the launch failed: {}", chain(&e)))?;
+        .map_err(|e| format!("the launch failed: {}", crate::run::chain(&e)))?;
     let arch = splash_seccomp::Arch::host();
     let mut out = Vec::new();
     for (n, x) in expectations.iter().enumerate() {
         let mut call = |tool: &str, input: Value| -> Result<Value, String> {
             session
                 .call(tool, input)
-                .map_err(|e| format!("`{tool}` for `{}`: {}", x.text, chain(&e)))
+                .map_err(|e| format!("`{tool}` for `{}`: {}", x.text, crate::run::chain(&e)))
         };
         let v = match &x.kind {
             ExpectKind::ReadOnly(p) | ExpectKind::Hidden(p) => {

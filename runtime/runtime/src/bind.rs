@@ -719,19 +719,7 @@ impl<'a> Binding<'a> {
         };
         self.report(Step::Identity, subject, Ok(()))?;
         if let crate::identity::IdentitySwitch::Fixed { .. } = switch {
-            for op in plan.ops() {
-                let BwrapOp::Bind {
-                    source,
-                    destination,
-                } = op
-                else {
-                    continue;
-                };
-                let root = plan
-                    .active_roots()
-                    .iter()
-                    .find(|r| r.destination == *destination)
-                    .map_or_else(|| destination.to_string(), |r| r.id.to_string());
+            for (root, source) in read_write_binds(plan) {
                 let meta = match source {
                     MountSource::Pinned(slot) => match self.pin(slot.0) {
                         Some(pinned) => pinned
@@ -790,19 +778,7 @@ impl<'a> Binding<'a> {
             return ControlFlow::Continue(());
         }
         let plan = self.plan;
-        for op in plan.ops() {
-            let BwrapOp::Bind {
-                source,
-                destination,
-            } = op
-            else {
-                continue;
-            };
-            let root = plan
-                .active_roots()
-                .iter()
-                .find(|r| r.destination == *destination)
-                .map_or_else(|| destination.to_string(), |r| r.id.to_string());
+        for (root, source) in read_write_binds(plan) {
             let result = match source {
                 MountSource::Pinned(slot) => match self.pin(slot.0) {
                     Some(pinned) => {
@@ -838,4 +814,24 @@ impl<'a> Binding<'a> {
             .map_err(BindError::from);
         self.report(Step::DeviceNodes, format!("for host uid {uid}"), result)
     }
+}
+
+/// Every read-write bind of `plan`, in order: the id of the root it mounts
+/// (its destination when no active root has it) and its source.
+fn read_write_binds(plan: &LaunchPlan) -> impl Iterator<Item = (String, &MountSource)> {
+    plan.ops().iter().filter_map(|op| {
+        let BwrapOp::Bind {
+            source,
+            destination,
+        } = op
+        else {
+            return None;
+        };
+        let root = plan
+            .active_roots()
+            .iter()
+            .find(|r| r.destination == *destination)
+            .map_or_else(|| destination.to_string(), |r| r.id.to_string());
+        Some((root, source))
+    })
 }
