@@ -54,7 +54,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::lower::InvariantError;
+use crate::model::invariants::InvariantError;
 use crate::model::{Policy, RawPolicy, RuleError};
 use crate::text::escaped;
 

@@ -144,7 +144,7 @@ pub fn display_op(op: &BwrapOp) -> String {
 
 /// The sandbox path of `node` (`/dev/NAME`).
 pub fn device_destination(node: DeviceNode) -> String {
-    format!("/dev/{}", node.name())
+    node.destination()
 }
 
 fn mount_point(p: &MountPoint) -> String {

@@ -31,6 +31,7 @@ pub use splash_manifest::Token as SelectorId;
 pub use splash_seccomp::SyscallName;
 
 mod identity;
+pub mod invariants;
 mod rules;
 pub use identity::{MAX_IDENTITY_ID, MIN_IDENTITY_ID, WorkerIdentity};
 pub use rules::{RuleError, ValueDefect, check_rules};
@@ -296,7 +297,7 @@ pub const DEFAULT_CGROUP_JOIN_TIMEOUT_MS: u64 = 5_000;
 /// serialized shape (the `policy` object of a compiled artifact).
 ///
 /// It becomes a [`Policy`] only through [`Policy::try_from`], which checks
-/// the invariants lowering relies on ([`crate::lower::InvariantError`]).
+/// the invariants lowering relies on ([`invariants::InvariantError`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawPolicy {
@@ -486,7 +487,7 @@ impl Runners {
     }
 
     /// The runners' split from their serialized fields.
-    fn from_raw(raw: &RawPolicy) -> Result<Self, crate::lower::InvariantError> {
+    fn from_raw(raw: &RawPolicy) -> Result<Self, invariants::InvariantError> {
         let Some(path) = &raw.combined_runner else {
             return Ok(match (&raw.limit_runner, &raw.landlock_runner) {
                 (None, None) => Runners::None,
@@ -502,7 +503,7 @@ impl Runners {
         if raw.limit_runner.as_ref().is_some_and(|l| other(&l.path))
             || raw.landlock_runner.as_ref().is_some_and(|l| other(&l.path))
         {
-            return Err(crate::lower::InvariantError::CombinedRunnerPath);
+            return Err(invariants::InvariantError::CombinedRunnerPath);
         }
         Ok(Runners::Combined {
             path: path.clone(),
@@ -513,9 +514,9 @@ impl Runners {
 }
 
 impl TryFrom<RawPolicy> for Policy {
-    type Error = crate::lower::InvariantError;
+    type Error = invariants::InvariantError;
     fn try_from(raw: RawPolicy) -> Result<Self, Self::Error> {
-        crate::lower::check_invariants(&raw)?;
+        invariants::check_invariants(&raw)?;
         let runners = Runners::from_raw(&raw)?;
         Ok(Self {
             raw,
@@ -695,7 +696,7 @@ pub struct RuntimeMount {
 /// Registering a root grants nothing: only the roots a manifest selects
 /// ([`crate::activate::Activation::roots`]) are mounted, and lowering
 /// re-checks a root's access mode only when it is active
-/// ([`crate::lower::check_active_root`]).
+/// ([`invariants::check_active_root`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FileRoot {

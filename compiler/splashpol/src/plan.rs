@@ -87,6 +87,11 @@ pub enum DeviceNode {
 }
 
 impl DeviceNode {
+    /// Its sandbox path, `/dev/NAME`.
+    pub fn destination(self) -> String {
+        format!("/dev/{}", self.name())
+    }
+
     /// Every node Bubblewrap 0.8's `--dev` binds from the host, in its order.
     /// (`--dev` also creates `/dev/pts` as a new devpts instance, `/dev/ptmx`,
     /// `/dev/fd`, `/dev/stdin`, `/dev/stdout`, `/dev/stderr` and `/dev/core`
@@ -1005,7 +1010,7 @@ pub fn mount_behind<'a>(ops: &'a [BwrapOp], path: &'a SandboxPath) -> Behind<'a>
             {
                 Behind::Synthetic
             }
-            BwrapOp::DevBind(node) if path.as_str() == crate::emit::device_destination(*node) => {
+            BwrapOp::DevBind(node) if path.as_str() == node.destination() => {
                 Behind::Synthetic
             }
             _ => continue,

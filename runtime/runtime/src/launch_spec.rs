@@ -11,6 +11,11 @@ pub(crate) fn proc_fd_path(fd: &OwnedFd) -> PathBuf {
     PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
 }
 
+/// What the launch arguments hold for a learning plan's listener slot
+/// until the learning preparation ([`crate::learn`]) puts the socket's
+/// descriptor number there.
+pub(crate) const LISTENER_PLACEHOLDER: &str = "{learn-listener}";
+
 /// One prepared launch: the program, its arguments and the descriptors the
 /// child inherits. A cgroup runner can [`wrap`](Self::wrap) it.
 #[derive(Debug)]
@@ -58,7 +63,7 @@ impl LaunchSpec {
         let number = fd.as_raw_fd().to_string();
         let mut filled = false;
         for arg in &mut self.args {
-            if arg == crate::learn::LISTENER_PLACEHOLDER {
+            if arg == LISTENER_PLACEHOLDER {
                 arg.clone_from(&number);
                 filled = true;
             }

@@ -52,10 +52,6 @@ use crate::error::BindError;
 use crate::launch_spec::LaunchSpec;
 use crate::sys::notify::{self, Answer, Readiness};
 
-/// What the launch arguments hold for the listener slot until the learning
-/// preparation puts the socket's descriptor number there.
-pub(crate) const LISTENER_PLACEHOLDER: &str = "{learn-listener}";
-
 /// The most bytes of an exec path read from the caller's memory.
 const PATH_MAX: usize = 4096;
 

@@ -109,7 +109,7 @@ impl BoundCommand {
                 Slot::Device(node) => return devices::source(node, device_directory.as_ref()),
                 // Filled by the learning launch's preparation, or refused
                 // after the preparations ran.
-                Slot::LearnListener => return crate::learn::LISTENER_PLACEHOLDER.to_owned(),
+                Slot::LearnListener => return crate::launch_spec::LISTENER_PLACEHOLDER.to_owned(),
                 Slot::Pin(p) => fresh.get(usize::from(p.0)).and_then(Option::as_ref),
                 other => seccomp
                     .as_ref()
@@ -208,7 +208,7 @@ impl BoundCommand {
         if spec
             .args
             .iter()
-            .any(|a| a == crate::learn::LISTENER_PLACEHOLDER)
+            .any(|a| a == crate::launch_spec::LISTENER_PLACEHOLDER)
         {
             return Err(SpawnError::UnpreparedSlot(Slot::LearnListener));
         }

@@ -15,10 +15,10 @@
 
 use std::collections::BTreeMap;
 
+use super::invariants::{InvariantError, check_active_root};
 use super::{
     Access, FileRootKind, Policy, PrivateTmp, SandboxPath, SeccompPolicy, SelectorId, SyscallName,
 };
-use crate::lower::{InvariantError, check_active_root};
 
 /// How a value breaks its setting's range or unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
