@@ -340,6 +340,9 @@ struct PolicyRun {
     root_ids: Vec<String>,
     /// The network broker's ids, granted by the manifest.
     origins: Vec<String>,
+    /// The uid of the policy's `identity user U group G`, which the root run
+    /// keeps.
+    identity: Option<u32>,
 }
 
 /// Removes the statement starting with `prefix` (a trimmed line), and its
@@ -433,6 +436,9 @@ fn policy_layers(text: &str) -> (Vec<String>, bool, Option<String>, Vec<String>)
         if line.starts_with("tmp private size") {
             add("tmp-size");
         }
+        if line.starts_with("identity ") {
+            add("identity");
+        }
 
         if let Some(rest) = line.strip_prefix("root \"") {
             let id = rest.split('"').next().expect("root id").to_owned();
@@ -461,7 +467,17 @@ impl PolicyRun {
                     .collect::<Vec<_>>()
             })
             .collect();
+        let identity = text.lines().find_map(|l| {
+            let rest = l.trim().strip_prefix("identity user ")?;
+            Some(
+                rest.split_whitespace()
+                    .next()?
+                    .parse()
+                    .expect("identity uid"),
+            )
+        });
         Self {
+            identity,
             origins,
             name: name.to_owned(),
             adapted,
@@ -473,20 +489,38 @@ impl PolicyRun {
         }
     }
 
+    /// The layers of the run as host `uid`: only the root run keeps the
+    /// `identity`.
+    fn layers_for(&self, uid: u32) -> Vec<String> {
+        self.layers
+            .iter()
+            .filter(|l| uid == 0 || *l != "identity")
+            .cloned()
+            .collect()
+    }
+
+    /// The host uid the worker runs as when the host side is `uid`.
+    fn worker_uid(&self, uid: u32) -> u32 {
+        match self.identity {
+            Some(id) if uid == 0 => id,
+            _ => uid,
+        }
+    }
+
     fn plan(&self, args: &[String]) -> splashpol::plan::LaunchPlan {
         self.plan_for(args, 0)
     }
 
-    /// The plan for a run as host `uid`. Every run drops `identity`: a run
-    /// as another user than root has its wrapper as its identity, and the
-    /// root run under an identity does not start here yet (Bubblewrap ends
-    /// with status 2 before it makes the sandbox), so the battery runs the
-    /// policy's other layers as root.
+    /// The plan for a run as host `uid`. The root run keeps the policy's
+    /// `identity`, so the launcher switches to it before Bubblewrap; a run
+    /// as another user drops it, since its wrapper already is the worker's
+    /// identity (and bind refuses any other).
     fn plan_for(&self, args: &[String], uid: u32) -> splashpol::plan::LaunchPlan {
-        let _ = uid;
         let quoted: Vec<String> = args.iter().map(|a| format!("\"{a}\"")).collect();
         let mut text = self.text.replace("WORKER_ARGS", &quoted.join(", "));
-        text = remove_statement(&text, "identity ");
+        if uid != 0 {
+            text = remove_statement(&text, "identity ");
+        }
         // The expectations do not change the sandbox, and the battery drops
         // layers this host cannot provide (a cgroup) that they may rely on.
         text = remove_statement(&text, "expect ");
@@ -639,10 +673,11 @@ fn run_policy(
     let mut seen = BTreeMap::new();
     let mut details = BTreeMap::new();
     let mut printed = 0;
+    let worker = policy.worker_uid(uid);
     let check_ids = |lines: &[Value]| {
         if let Some(ids) = lines.iter().find_map(|l| l.get("ids")) {
             assert_eq!(
-                ids["uid"], uid,
+                ids["uid"], worker,
                 "{} as uid {uid}: the probe ran as {ids}",
                 policy.name
             );
@@ -656,7 +691,7 @@ fn run_policy(
                 let node = &devices[name];
                 assert!(
                     uid == UNPRIVILEGED
-                        || node["uid"].as_u64().is_some_and(|o| o != u64::from(uid)),
+                        || node["uid"].as_u64().is_some_and(|o| o != u64::from(worker)),
                     "{} as uid {uid}: the worker owns /dev/{name}: {devices}",
                     policy.name
                 );
@@ -698,7 +733,7 @@ fn run_policy(
     } else {
         let mut args = vec!["all".to_owned()];
         args.extend(opts.iter().cloned());
-        let bound = bind(host, policy.plan(&args), uid).expect("bind");
+        let bound = bind(host, policy.plan_for(&args, uid), uid).expect("bind");
         let (lines, status) = launch(&bound, RUN_TIMEOUT);
         check_ids(&lines);
         assert!(
@@ -964,7 +999,22 @@ fn policies(host: &Host) -> Vec<PolicyRun> {
             }
         }
         let adapted = (!notes.is_empty()).then(|| notes.join("; "));
-        out.push(PolicyRun::new(&name, adapted_text, adapted));
+        out.push(PolicyRun::new(&name, adapted_text.clone(), adapted));
+        if adapted_text
+            .lines()
+            .any(|l| l.trim_start().starts_with("identity "))
+        {
+            // The identity's control: the same policy as root without it.
+            let mut control_notes = notes.clone();
+            control_notes.push(format!(
+                "`identity` removed (the control for `{name}`'s identity layer)"
+            ));
+            out.push(PolicyRun::new(
+                &format!("{name} without identity"),
+                remove_statement(&adapted_text, "identity "),
+                Some(control_notes.join("; ")),
+            ));
+        }
     }
     out
 }
@@ -1003,15 +1053,18 @@ fn strict_additions(text: &str) -> (Vec<&'static str>, String) {
 }
 
 /// One table cell for root and the unprivileged user.
-fn cell(root: &Seen, user: &Seen, escaped: (bool, bool), layer_present: bool) -> String {
-    let one = |s: &Seen, escaped: bool| match s {
+fn cell(root: &Seen, user: &Seen, escaped: (bool, bool), present: (bool, bool)) -> String {
+    let one = |s: &Seen, escaped: bool, layer_present: bool| match s {
         _ if escaped => "**ESCAPE**".to_owned(),
         Seen::Worked(_) if !layer_present => "allowed".to_owned(),
         Seen::Worked(w) => w.clone(),
         Seen::Refused(r) => r.clone(),
         Seen::NotApplicable(_) => "n/a".to_owned(),
     };
-    let (a, b) = (one(root, escaped.0), one(user, escaped.1));
+    let (a, b) = (
+        one(root, escaped.0, present.0),
+        one(user, escaped.1, present.1),
+    );
     if a == b { a } else { format!("{a} / {b}") }
 }
 
@@ -1079,7 +1132,7 @@ fn no_attempt_escapes_any_bundled_policy_as_root_or_unprivileged() {
             let mut canary = Canary::start(uid);
             let (seen, details) = run_policy(&host, policy, uid, &mut canary);
             for a in &host.attempts {
-                let present = a.layers.iter().any(|l| policy.layers.contains(l));
+                let present = a.layers.iter().any(|l| policy.layers_for(uid).contains(l));
                 if present && matches!(seen[&a.name], Seen::Worked(_)) {
                     escapes.push(format!(
                         "{} under {} as uid {uid}: {:?} (layers {:?}): {}",
@@ -1126,7 +1179,11 @@ fn render(
         "Generated by `tests/tests/escape_battery.rs`; do not edit. The test runs \
 `splash-escape-probe` (`tests/escape-probe`, statically linked) as the worker of \
 every bundled policy under the real bwrap, once with the host side as root and \
-once as uid 65534, and fails when an attempt escapes, when a control does not \
+once as uid 65534 (a policy's `identity` is kept in the root run, so the \
+launcher switches to it before Bubblewrap starts, and dropped in the other, \
+whose host user already is the worker's identity; the same policy run \
+without its `identity` is a column of its own, the identity layer's \
+control), and fails when an attempt escapes, when a control does not \
 work, or when this file differs from what it measured. To rewrite it after a \
 reviewed change:\n\n```\nSPLASH_BLESS=1 cargo test -p splash-tests --test escape_battery\n```\n\n",
     );
@@ -1139,7 +1196,8 @@ the worker's `/proc/self/status`), `cap-drop`, `read-only-proc`, \
 environment, no inherited descriptors), `private-device-nodes` (the worker owns \
 no node in `/dev`; checked with every run, which also shows the nodes work). Policy layers: `seccomp` (either \
 profile), `landlock` (executable allowlist), `rlimits`, `userns-lockdown`, \
-`bounded-writes`, `tmp-size` (`tmp private size`), `tmpfs-size` (a tmpfs root).\n\n",
+`bounded-writes`, `tmp-size` (`tmp private size`), `tmpfs-size` (a tmpfs root), \
+`identity` (the worker is the policy's unprivileged host user; root run only).\n\n",
     );
     t.push_str(
         "Cells: the errno or signal that refused the attempt (`SIGSYS`: killed by the \
@@ -1206,10 +1264,11 @@ cannot do it at all, so there is nothing to stop here.\n\n",
             control_cell(&a.name, &controls[&a.name])
         ));
         for (p, (root, user)) in runs.iter().zip(results) {
-            let present = a.layers.iter().any(|l| p.layers.contains(l));
+            let present = |uid: u32| a.layers.iter().any(|l| p.layers_for(uid).contains(l));
+            let present = (present(0), present(UNPRIVILEGED));
             let e = (
-                present && matches!(root[&a.name], Seen::Worked(_)),
-                present && matches!(user[&a.name], Seen::Worked(_)),
+                present.0 && matches!(root[&a.name], Seen::Worked(_)),
+                present.1 && matches!(user[&a.name], Seen::Worked(_)),
             );
             escapes += usize::from(e.0) + usize::from(e.1);
             t.push_str(&format!(

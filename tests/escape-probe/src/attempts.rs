@@ -595,6 +595,32 @@ fn other_id(a: u32) -> u32 {
     if a == 4242 { 4243 } else { 4242 }
 }
 
+/// Creates a file in `dir`, gives it the set-user-ID bit and removes it
+/// again: it worked when the file was owned by uid 0 with the bit set (a
+/// program anyone executing it would run as root, where the mount honours
+/// it).
+fn setuid_root_file(dir: &str) -> Outcome {
+    let path = format!("{dir}/splash-battery-setuid");
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o755)
+        .open(&path);
+    if let Err(e) = created {
+        return Denied(e.raw_os_error().unwrap_or(0), path);
+    }
+    let name = cs(&path);
+    let outcome = match sys::chmod(&name, 0o4755).and_then(|_| sys::lstat(&name)) {
+        Err(e) => Denied(e, path.clone()),
+        Ok(st) if st.st_mode & libc::S_ISUID != 0 && st.st_uid == 0 => {
+            Worked(format!("{path} is set-user-ID and owned by uid 0"))
+        }
+        Ok(st) => Denied(0, format!("{path} is owned by uid {}", st.st_uid)),
+    };
+    let _ = std::fs::remove_file(&path);
+    outcome
+}
+
 fn mknod_somewhere() -> Outcome {
     let mut last = Denied(libc::EROFS, "no writable directory".into());
     for dir in ["/tmp", "/dev/shm", "/workspace/scratch", ""] {
@@ -1589,6 +1615,14 @@ pub static ATTEMPTS: &[Attempt] = &[
         }
     ),
     // Privilege.
+    attempt!(
+        "setuid-root-file",
+        "privilege",
+        "make a set-user-ID file owned by host uid 0 on a writable root (the tmpfs root, else /tmp)",
+        [IDENTITY],
+        Contained,
+        |c| setuid_root_file(c.scratch.as_deref().unwrap_or("/tmp"))
+    ),
     attempt!(
         "keep-new-privileges",
         "privilege",

@@ -13,6 +13,9 @@
 //!   the swap limit it succeeds and the kernel swaps);
 //! - `io.max`: buffered writes with `fsync` to a block device take at least
 //!   the time the write rate allows (control: without it, far less);
+//! - a worker under an `identity` sits in its child cgroup: every process
+//!   there is the identity's uid, and `pids.max` stops its fork loop
+//!   (control: without the identity the cgroup holds host root);
 //! - and every limit file reads back what the policy said.
 //!
 //! Every launch goes through the real pipeline (policy text, check,
@@ -102,6 +105,12 @@ impl Worker {
     /// [`launch`](Self::launch), with `host` as the read-write root `io`
     /// at `/workspace/io` when given.
     fn launch_with(entries: &str, host: Option<&Path>) -> Self {
+        Self::launch_full(entries, host, None)
+    }
+
+    /// [`launch_with`](Self::launch_with), with `identity` (the statement's
+    /// words after `identity`) when given.
+    fn launch_full(entries: &str, host: Option<&Path>, identity: Option<&str>) -> Self {
         let g = splash_vm_tests::guest();
         let probe = ProbeDir::new(&g.bin_dir);
         let mut text = String::from("splashpol 1\npolicy \"vm-cgroup\" {\n");
@@ -120,6 +129,9 @@ impl Worker {
                 "  root \"io\" host \"{}\" at \"/workspace/io\" read-write\n  host-writes unbounded\n",
                 host.display()
             ));
+        }
+        if let Some(identity) = identity {
+            text.push_str(&format!("  identity {identity}\n"));
         }
         text.push_str(&format!(
             "  cgroup parent \"{}\" runner \"{}\" required {{ {entries} }}\n}}\n",
@@ -243,6 +255,52 @@ fn pids_max_stops_a_fork_loop() {
     note(format!("no pids limit (control): {out}"));
     assert_eq!(out["started"], json!(64), "{out}");
     assert_eq!(out["error"], Value::Null, "{out}");
+    w.finish();
+}
+
+/// The host uids (real, effective, saved, filesystem) of process `pid`.
+fn uids(pid: &str) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .map(|v| {
+            v.split_whitespace()
+                .filter_map(|f| f.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+#[ignore = "runs inside the VM: scripts/vm-tests"]
+fn a_worker_under_an_identity_sits_in_its_child_cgroup() {
+    let mut w = Worker::launch_full("pids 32", None, Some("user 64000 group 64000"));
+    let report = w.call("probe.report", json!({})).expect("report");
+    note(format!("identity 64000 in a cgroup: {report}"));
+    let procs = w.cgroup_file("cgroup.procs");
+    let pids: Vec<&str> = procs.split_whitespace().collect();
+    note(format!("cgroup.procs: {pids:?}"));
+    // Bubblewrap and the probe: every process of the child cgroup is the
+    // identity, none is host root.
+    assert!(pids.len() >= 2, "{procs:?}");
+    for pid in &pids {
+        assert_eq!(uids(pid), vec![64000; 4], "process {pid} of {procs:?}");
+    }
+    // The limit holds for it: a fork loop stops below `pids.max`.
+    let out = w.call("probe.fork", json!({"max": 64})).expect("fork");
+    assert_eq!(out["error"]["name"], json!("EAGAIN"), "{out}");
+    w.finish();
+
+    // Control: without the identity, the same cgroup holds host root.
+    let w = Worker::launch("pids 32");
+    let procs = w.cgroup_file("cgroup.procs");
+    assert!(
+        procs
+            .split_whitespace()
+            .any(|pid| uids(pid).first() == Some(&0)),
+        "{procs:?}"
+    );
     w.finish();
 }
 
