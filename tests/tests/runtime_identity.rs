@@ -306,3 +306,59 @@ fn process_with_uid(uid: u32) -> bool {
         .flatten()
         .any(|e| process_uids(&e.path()).is_some_and(|ids| ids.contains(&uid)))
 }
+
+/// A preparation that would run the launch as another uid.
+#[derive(Debug)]
+struct LaunchesAs(u32);
+
+impl splash_runtime::LaunchPreparation for LaunchesAs {
+    fn name(&self) -> &str {
+        "launches-as"
+    }
+    fn prepare(&mut self, _: &BoundCommand) -> std::io::Result<()> {
+        Ok(())
+    }
+    fn launch_uid(&self) -> Option<u32> {
+        Some(self.0)
+    }
+    fn wrap(&self, _: &mut splash_runtime::LaunchSpec) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn an_identity_and_a_preparation_launching_as_another_uid_are_a_bind_error() {
+    let _serial = serial();
+    let Some((bwrap, probe)) = root_host() else {
+        return;
+    };
+    let mut policy = probe_policy(&bwrap, &probe);
+    policy
+        .extra
+        .push(format!("identity user {UID} group {GID}"));
+    let options = BindOptions::default().with_preparation(LaunchesAs(65534));
+    let err = BoundCommand::bind_with(policy.plan(), options).expect_err("two uids");
+    assert!(
+        matches!(
+            &err,
+            BindError::Identity(IdentityError::PreparationUid {
+                wrapper_uid: 65534,
+                ..
+            })
+        ),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("launches-as") && text.contains("65534"),
+        "{text}"
+    );
+    // Control: without the identity the same preparation binds.
+    let mut plain = probe_policy(&bwrap, &probe);
+    plain.binding = policy.binding;
+    BoundCommand::bind_with(
+        plain.plan(),
+        BindOptions::default().with_preparation(LaunchesAs(65534)),
+    )
+    .expect("no identity: the preparation alone binds");
+}

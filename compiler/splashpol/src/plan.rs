@@ -1010,9 +1010,7 @@ pub fn mount_behind<'a>(ops: &'a [BwrapOp], path: &'a SandboxPath) -> Behind<'a>
             {
                 Behind::Synthetic
             }
-            BwrapOp::DevBind(node) if path.as_str() == node.destination() => {
-                Behind::Synthetic
-            }
+            BwrapOp::DevBind(node) if path.as_str() == node.destination() => Behind::Synthetic,
             _ => continue,
         };
     }

@@ -717,6 +717,22 @@ impl<'a> Binding<'a> {
             Ok(switch) => switch,
             Err(e) => return self.report(Step::Identity, subject, Err(e.into())),
         };
+        // A preparation that runs the launch as another uid and an identity
+        // switch would fight over the launch's credentials.
+        if switch != crate::identity::IdentitySwitch::Unchanged
+            && let Some((preparation, wrapper_uid)) = self
+                .options
+                .preparations
+                .iter()
+                .find_map(|p| p.launch_uid().map(|uid| (p.name().to_owned(), uid)))
+        {
+            let refused = crate::identity::IdentityError::PreparationUid {
+                identity: subject.clone(),
+                preparation,
+                wrapper_uid,
+            };
+            return self.report(Step::Identity, subject, Err(refused.into()));
+        }
         self.report(Step::Identity, subject, Ok(()))?;
         if let crate::identity::IdentitySwitch::Fixed { .. } = switch {
             for (root, source) in read_write_binds(plan) {

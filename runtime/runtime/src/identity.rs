@@ -181,6 +181,19 @@ pub enum IdentityError {
         /// The directory's permission bits.
         mode: u32,
     },
+    /// A launch preparation runs the launch as `wrapper_uid` while the
+    /// plan has an identity: the two cannot both hold.
+    #[error(
+        "the policy's identity `{identity}` and the launch preparation `{preparation}`, which launches as uid {wrapper_uid}, cannot both apply; drop one of them"
+    )]
+    PreparationUid {
+        /// The plan's identity, as written.
+        identity: String,
+        /// The preparation's name.
+        preparation: String,
+        /// The uid it launches as.
+        wrapper_uid: u32,
+    },
     /// An unusable dynamic range.
     #[error("the dynamic identity range of {count} ids from {first} is refused: {why}")]
     Range {
