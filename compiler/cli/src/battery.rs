@@ -433,7 +433,11 @@ fn print_report(format: TestFormat, policy: &str, present: &[&str], outcomes: &[
                     "| `{}` | {} | {} | {} |\n",
                     o.attempt.name,
                     o.attempt.what.replace('|', "\\|"),
-                    o.attempt.layers.join(", "),
+                    if o.attempt.layers.is_empty() {
+                        "none (accepted)".to_owned()
+                    } else {
+                        o.attempt.layers.join(", ")
+                    },
                     cell(o)
                 ));
             }
