@@ -85,6 +85,8 @@ fn the_demo_holds_the_battery() {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let doc = json(&out);
     assert_eq!(doc["escaped"], 0, "{doc}");
+    // The probe reported who it ran as: it started in the sandbox.
+    assert!(doc["ids"]["uid"].is_u64(), "{doc}");
     assert!(doc["held"].as_u64().is_some_and(|h| h >= 60), "{doc}");
     for attempt in [
         "unshare-user",

@@ -302,11 +302,11 @@ fn battery_main(args: &TestArgs) -> Result<u8, u8> {
         ))
     })?;
     let (lines, status) = launch(&bound, &manifest)?;
-    if !lines.iter().any(|l| l.get("ids").is_some()) {
+    let Some(ids) = lines.iter().find_map(|l| l.get("ids")).cloned() else {
         return Err(cannot(format_args!(
             "the escape probe did not start in the policy's sandbox ({status}); it must be linked statically, and the policy must let it run"
         )));
-    }
+    };
     let present = layers(policy);
     let outcomes: Vec<Outcome> = attempts
         .into_iter()
@@ -338,7 +338,7 @@ fn battery_main(args: &TestArgs) -> Result<u8, u8> {
         })
         .collect();
     drop(tcp);
-    print_report(args.format, policy.name(), &present, &outcomes);
+    print_report(args.format, policy.name(), &ids, &present, &outcomes);
     Ok(u8::from(
         outcomes.iter().any(|o| o.verdict == Verdict::Escaped),
     ))
@@ -403,7 +403,13 @@ fn xml(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn print_report(format: TestFormat, policy: &str, present: &[&str], outcomes: &[Outcome]) {
+fn print_report(
+    format: TestFormat,
+    policy: &str,
+    ids: &Value,
+    present: &[&str],
+    outcomes: &[Outcome],
+) {
     let count = |v: Verdict| outcomes.iter().filter(|o| o.verdict == v).count();
     let (held, escaped, allowed, na) = (
         count(Verdict::Held),
@@ -420,13 +426,15 @@ fn print_report(format: TestFormat, policy: &str, present: &[&str], outcomes: &[
     match format {
         TestFormat::Human => {
             text.push_str(&format!(
-                "policy `{}`: layers {}\n\n| attempt | what | layers | result |\n|---|---|---|---|\n",
+                "policy `{}`: layers {}; the probe ran as uid {} gid {}\n\n| attempt | what | layers | result |\n|---|---|---|---|\n",
                 splashpol::text::escaped(policy),
                 if policy_layers.is_empty() {
                     "always-on only".to_owned()
                 } else {
                     policy_layers.join(", ")
-                }
+                },
+                ids["uid"],
+                ids["gid"]
             ));
             for o in outcomes {
                 text.push_str(&format!(
@@ -507,6 +515,7 @@ fn print_report(format: TestFormat, policy: &str, present: &[&str], outcomes: &[
             let v = json!({
                 "policy": policy,
                 "layers": present,
+                "ids": ids,
                 "attempts": list,
                 "held": held,
                 "escaped": escaped,
