@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use runtime_support::{TempDir, bin_dir, lowered, manifest_selecting, serial};
 use serde_json::Value;
+use splash_escape_probe::verdict::{ALWAYS_ON, Line, Seen, Verdict, verdict};
 use splash_protocol::{PrivatePipeWorkerBootstrap, Resource, ResourceKind, SessionKey, Token};
 use splash_require_host::bless_command;
 use splash_require_host::snapshot::check_snapshot;
@@ -47,17 +48,6 @@ const MARKER_EXIT: i32 = 42;
 /// A whole battery run (or one attempt of a strict policy) takes at most this.
 const RUN_TIMEOUT: Duration = Duration::from_secs(300);
 const ONE_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Layers every plan has.
-const ALWAYS_ON: [&str; 7] = [
-    "namespaces",
-    "no-new-privs",
-    "cap-drop",
-    "read-only-proc",
-    "pid1-is-worker",
-    "launcher-hygiene",
-    "private-device-nodes",
-];
 
 /// One attempt as the probe lists it.
 #[derive(Debug, Clone)]
@@ -606,38 +596,24 @@ fn launch(bound: &BoundCommand, timeout: Duration) -> (Vec<Value>, WorkerStatus)
 /// Attempt name -> what it did, for one policy and user.
 type Results = BTreeMap<String, Seen>;
 
-/// What an attempt did, reduced to what the table shows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Seen {
-    Worked(String),
-    Refused(String),
-    NotApplicable(String),
+/// What a result line says (the shared reading of the probe's output).
+fn seen_of(v: &Value) -> Seen {
+    Seen::from_line(&Line {
+        result: v["result"].as_str().unwrap_or_default(),
+        errno: v["errno"].as_str(),
+        signal: v["signal"].as_str(),
+        code: v["code"].as_i64(),
+        detail: v["detail"].as_str(),
+    })
 }
 
-impl Seen {
-    fn from_line(v: &Value) -> Self {
-        let errno = v["errno"].as_str();
-        match v["result"].as_str().unwrap_or_default() {
-            "ok" => Seen::Worked("ok".into()),
-            "reached" => Seen::Worked(format!("reached ({})", errno.unwrap_or("?"))),
-            "n/a" => Seen::NotApplicable(v["detail"].as_str().unwrap_or_default().into()),
-            "denied" => Seen::Refused(errno.unwrap_or("denied").into()),
-            "killed" => Seen::Refused(v["signal"].as_str().unwrap_or("killed").into()),
-            "timeout" => Seen::Refused("timeout".into()),
-            "exit" => Seen::Refused(format!("exit {}", v["code"])),
-            "sent" => Seen::Refused("sent".into()),
-            other => Seen::Refused(format!("unknown result {other}")),
-        }
-    }
-
-    /// A strict-allowlist launch of one attempt that printed nothing.
-    fn from_status(status: WorkerStatus) -> Self {
-        match status {
-            WorkerStatus::Exited(MARKER_EXIT) => Seen::Worked("ok".into()),
-            WorkerStatus::Exited(c) if c > 128 => Seen::Refused(signal_name(c - 128)),
-            WorkerStatus::Killed(s) => Seen::Refused(signal_name(s)),
-            other => Seen::Refused(format!("{other}")),
-        }
+/// A strict-allowlist launch of one attempt that printed nothing.
+fn seen_of_status(status: WorkerStatus) -> Seen {
+    match status {
+        WorkerStatus::Exited(MARKER_EXIT) => Seen::Worked("ok".into()),
+        WorkerStatus::Exited(c) if c > 128 => Seen::Refused(signal_name(c - 128)),
+        WorkerStatus::Killed(s) => Seen::Refused(signal_name(s)),
+        other => Seen::Refused(format!("{other}")),
     }
 }
 
@@ -655,11 +631,7 @@ fn judge_canary(name: &str, s: Seen, canary: &mut Canary) -> Seen {
     if name != "kill-host-canary" || matches!(s, Seen::NotApplicable(_)) {
         return s;
     }
-    if canary.alive() {
-        Seen::Refused("canary survived".into())
-    } else {
-        Seen::Worked("canary killed".into())
-    }
+    Seen::of_canary(canary.alive())
 }
 
 /// Runs the battery under `policy` as `uid`: attempt name -> what it did.
@@ -724,9 +696,9 @@ fn run_policy(
                 Some(l) => {
                     printed += 1;
                     details.insert(a.name.clone(), l.to_string());
-                    Seen::from_line(l)
+                    seen_of(l)
                 }
-                None => Seen::from_status(status),
+                None => seen_of_status(status),
             };
             seen.insert(a.name.clone(), judge_canary(&a.name, s, canary));
         }
@@ -751,7 +723,7 @@ fn run_policy(
                 Some(l) => {
                     printed += 1;
                     details.insert(a.name.clone(), l.to_string());
-                    Seen::from_line(l)
+                    seen_of(l)
                 }
                 None => Seen::Refused(format!("no result ({status})")),
             };
@@ -885,13 +857,9 @@ fn run_controls(host: &Host) -> BTreeMap<String, Seen> {
         let mut s = lines
             .iter()
             .find(|l| l["attempt"] == a.name.as_str())
-            .map_or_else(|| Seen::Refused("no result".into()), Seen::from_line);
+            .map_or_else(|| Seen::Refused("no result".into()), seen_of);
         if a.name == "kill-host-canary" {
-            s = if canary.alive() {
-                Seen::Refused("canary survived".into())
-            } else {
-                Seen::Worked("canary killed".into())
-            };
+            s = Seen::of_canary(canary.alive());
         }
         seen.insert(a.name.clone(), s);
     }
@@ -1132,8 +1100,7 @@ fn no_attempt_escapes_any_bundled_policy_as_root_or_unprivileged() {
             let mut canary = Canary::start(uid);
             let (seen, details) = run_policy(&host, policy, uid, &mut canary);
             for a in &host.attempts {
-                let present = a.layers.iter().any(|l| policy.layers_for(uid).contains(l));
-                if present && matches!(seen[&a.name], Seen::Worked(_)) {
+                if verdict(&a.layers, &policy.layers_for(uid), &seen[&a.name]) == Verdict::Escaped {
                     escapes.push(format!(
                         "{} under {} as uid {uid}: {:?} (layers {:?}): {}",
                         a.name,
@@ -1264,11 +1231,13 @@ cannot do it at all, so there is nothing to stop here.\n\n",
             control_cell(&a.name, &controls[&a.name])
         ));
         for (p, (root, user)) in runs.iter().zip(results) {
-            let present = |uid: u32| a.layers.iter().any(|l| p.layers_for(uid).contains(l));
+            let present = |uid: u32| {
+                splash_escape_probe::verdict::layer_present(&a.layers, &p.layers_for(uid))
+            };
             let present = (present(0), present(UNPRIVILEGED));
             let e = (
-                present.0 && matches!(root[&a.name], Seen::Worked(_)),
-                present.1 && matches!(user[&a.name], Seen::Worked(_)),
+                verdict(&a.layers, &p.layers_for(0), &root[&a.name]) == Verdict::Escaped,
+                verdict(&a.layers, &p.layers_for(UNPRIVILEGED), &user[&a.name]) == Verdict::Escaped,
             );
             escapes += usize::from(e.0) + usize::from(e.1);
             t.push_str(&format!(

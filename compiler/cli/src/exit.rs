@@ -273,10 +273,13 @@ pub const PAGES: &[Page] = &[
     Page {
         command: "test",
         statuses: &[
-            s(0, "every expectation held, each denial against its control"),
+            s(
+                0,
+                "every expectation held, each denial against its control (with `--battery`: no attempt escaped)",
+            ),
             s(
                 1,
-                "an expectation failed, or the policy or manifest has errors",
+                "an expectation failed (with `--battery`: an attempt escaped), or the policy or manifest has errors",
             ),
             s(
                 2,
@@ -287,6 +290,10 @@ pub const PAGES: &[Page] = &[
             e(
                 "splashc test policies/demo.splashpol",
                 "check the demo's `expect` block inside its sandbox",
+            ),
+            e(
+                "splashc test --battery policies/demo.splashpol",
+                "run the escape battery inside the demo's sandbox",
             ),
             e(
                 "splashc test --format junit policy.splashpol > report.xml",

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
+mod battery;
 mod bpf;
 mod check;
 mod compile;
@@ -165,8 +166,16 @@ pub struct TestArgs {
     #[arg(long)]
     pub manifest: Option<PathBuf>,
     /// The static test probe (default: `splash-probe` beside `splashc`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "battery")]
     pub probe: Option<PathBuf>,
+    /// Run the escape battery in the policy's sandbox instead of its
+    /// `expect` block: exit 1 when an attempt escapes.
+    #[arg(long)]
+    pub battery: bool,
+    /// The static escape probe for `--battery` (default:
+    /// `splash-escape-probe` beside `splashc`).
+    #[arg(long, requires = "battery")]
+    pub escape_probe: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "human")]
     pub format: test::TestFormat,
 }

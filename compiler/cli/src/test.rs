@@ -76,6 +76,9 @@ struct Outcome {
 }
 
 pub fn run(args: &TestArgs) -> u8 {
+    if args.battery {
+        return crate::battery::run(args);
+    }
     match test_main(args) {
         Ok(code) => code,
         Err(code) => code,
@@ -83,7 +86,7 @@ pub fn run(args: &TestArgs) -> u8 {
 }
 
 /// Reports why the test could not run and returns status 2.
-fn cannot(reason: impl std::fmt::Display) -> u8 {
+pub(crate) fn cannot(reason: impl std::fmt::Display) -> u8 {
     eprintln!("splashc test: cannot run: {reason}");
     2
 }
@@ -198,7 +201,7 @@ fn test_main(args: &TestArgs) -> Result<u8, u8> {
 /// A manifest for the probe: the session and file roots of `user` (or,
 /// without one, a fresh session with every registered root), granting the
 /// probe's tools.
-fn probe_manifest(
+pub(crate) fn probe_manifest(
     policy: &Policy,
     user: Option<&CapabilityManifest>,
 ) -> Result<CapabilityManifest, u8> {
@@ -319,7 +322,11 @@ const PROBE_SYSCALLS: &[&str] = &[
 
 /// The plan with the probe in place of the worker's file and no worker
 /// arguments.
-fn with_probe(plan: LaunchPlan, probe: &Path, worker: &SandboxPath) -> Result<LaunchPlan, u8> {
+pub(crate) fn with_probe(
+    plan: LaunchPlan,
+    probe: &Path,
+    worker: &SandboxPath,
+) -> Result<LaunchPlan, u8> {
     let mut raw = plan.into_raw();
     let probe_host = HostPath::new(probe.to_string_lossy().into_owned())
         .map_err(|e| cannot(format_args!("the probe's path `{}`: {e}", probe.display())))?;
