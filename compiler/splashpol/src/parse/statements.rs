@@ -365,8 +365,8 @@ fn host_root(mut b: Pairs<'_, Rule>) -> Option<(Node<String>, RootKind)> {
     let access_pair = next(&mut b)?;
     let access_span = span(&access_pair);
     let access = match access_pair.into_inner().next().map(|p| p.as_rule()) {
-        Some(Rule::kw_read_write) => Access::ReadWrite,
-        Some(Rule::kw_read_only) => Access::ReadOnly,
+        Some(Rule::kw_read_write) => AccessDecl::ReadWrite,
+        Some(Rule::kw_read_only) => AccessDecl::ReadOnly,
         _ => return None,
     };
     let quota = match b.next() {
