@@ -33,14 +33,14 @@ pub struct File {
     /// number other than `1` is `splash::parse::unsupported-version`.
     pub version: Option<Node<NumberLit>>,
     /// The file's `policy "NAME" { ... }` block; a file holds exactly one.
-    pub policy: Policy,
+    pub policy: PolicyDecl,
 }
 
 /// `policy "NAME" { ... }`: the policy's name and its statements.
 ///
-/// Equality compares the name and the statements, not [`Policy::header`].
+/// Equality compares the name and the statements, not [`PolicyDecl::header`].
 #[derive(Debug, Clone)]
-pub struct Policy {
+pub struct PolicyDecl {
     /// The policy's name: free text used in reports (it becomes
     /// [`crate::model::RawPolicy::name`] unchanged).
     pub name: Node<String>,
@@ -54,13 +54,13 @@ pub struct Policy {
     pub statements: Vec<Stmt>,
 }
 
-impl PartialEq for Policy {
+impl PartialEq for PolicyDecl {
     fn eq(&self, other: &Self) -> bool {
         self.name == other.name && self.statements == other.statements
     }
 }
 
-impl Eq for Policy {}
+impl Eq for PolicyDecl {}
 
 /// One statement with the span of the whole statement and of its keyword.
 ///
@@ -364,7 +364,7 @@ pub enum RootKind {
         /// Host path of the bound directory, as written.
         source: Node<String>,
         /// `read-only` or `read-write`.
-        access: Node<Access>,
+        access: Node<AccessDecl>,
         /// The `quota project ...` clause, if written (the checker accepts it
         /// only on a `read-write` root).
         quota: Option<Node<Quota>>,
@@ -380,7 +380,7 @@ pub enum RootKind {
 
 /// How a host-backed root is bound: the keyword after its destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
+pub enum AccessDecl {
     /// `read-only`: bound read-only (`--ro-bind`).
     ReadOnly,
     /// `read-write`: bound writable (`--bind`); accepted by the checker only

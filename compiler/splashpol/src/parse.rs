@@ -355,7 +355,7 @@ impl Parsing {
         })
     }
 
-    fn policy(&mut self, pair: Pair<'_, Rule>) -> Option<Policy> {
+    fn policy(&mut self, pair: Pair<'_, Rule>) -> Option<PolicyDecl> {
         let mut name = Node::new(String::new(), Span::default());
         let mut header = span(&pair);
         let mut statements = Vec::new();
@@ -370,7 +370,7 @@ impl Parsing {
                 _ => return None,
             }
         }
-        Some(Policy {
+        Some(PolicyDecl {
             name,
             header,
             statements,

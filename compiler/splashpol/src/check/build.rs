@@ -6,7 +6,11 @@ use crate::ast;
 use crate::model::{self, LandlockRunner, LimitRunner, PrivateTmp, SeccompPolicy};
 
 impl Checker {
-    pub(super) fn build(&mut self, policy: &ast::Policy, c: Collected) -> Option<model::Policy> {
+    pub(super) fn build(
+        &mut self,
+        policy: &ast::PolicyDecl,
+        c: Collected,
+    ) -> Option<model::Policy> {
         let combined_path = valid(&c.combined).map(|p| p.path.clone());
         let limit_runner = c.limits.as_ref().and_then(|l| {
             let path = valid(&l.runner)

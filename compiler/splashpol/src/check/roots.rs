@@ -51,8 +51,8 @@ impl Checker {
                 let src = self.path(source, "root source");
                 access_span = Some(access.span);
                 let access_v = match access.node {
-                    ast::Access::ReadOnly => Access::ReadOnly,
-                    ast::Access::ReadWrite => Access::ReadWrite,
+                    ast::AccessDecl::ReadOnly => Access::ReadOnly,
+                    ast::AccessDecl::ReadWrite => Access::ReadWrite,
                 };
                 let mut q = None;
                 let mut quota_ok = true;

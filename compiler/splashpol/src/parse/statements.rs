@@ -8,7 +8,7 @@
 //! [`Parsing::bad`](super::Parsing), and mark the block
 //! [`Parsed::Recovered`].
 
-use pest::iterators::Pair;
+use pest::iterators::{Pair, Pairs};
 
 use super::literals::{number, quantity, string, string_list};
 use super::{Context, Parsing, Rule, inner, next, span};
@@ -27,313 +27,31 @@ impl Parsing {
             Rule::bubblewrap_stmt => Statement::Bubblewrap {
                 path: string(next(&mut it)?),
             },
-            Rule::worker_stmt => {
-                let path = string(next(&mut it)?);
-                let args = it
-                    .find(|p| p.as_rule() == Rule::string_list)
-                    .map(string_list);
-                Statement::Worker { path, args }
-            }
-            Rule::runtime_stmt => {
-                let source = string(next(&mut it)?);
-                let _at = next(&mut it)?;
-                let destination = string(next(&mut it)?);
-                Statement::Runtime {
-                    source,
-                    destination,
-                }
-            }
-            Rule::root_stmt => {
-                let id = string(next(&mut it)?);
-                let body = next(&mut it)?;
-                let body_rule = body.as_rule();
-                let is_host = body_rule == Rule::root_host;
-                let mut b = body.into_inner();
-                if is_host {
-                    let _host = next(&mut b)?;
-                    let source = string(next(&mut b)?);
-                    let _at = next(&mut b)?;
-                    let destination = string(next(&mut b)?);
-                    let access_pair = next(&mut b)?;
-                    let access_span = span(&access_pair);
-                    let access = match access_pair.into_inner().next().map(|p| p.as_rule()) {
-                        Some(Rule::kw_read_write) => Access::ReadWrite,
-                        Some(Rule::kw_read_only) => Access::ReadOnly,
-                        _ => return None,
-                    };
-                    let quota = match b.next() {
-                        Some(q) => {
-                            let qs = span(&q);
-                            let mut qi = q
-                                .into_inner()
-                                .filter(|p| matches!(p.as_rule(), Rule::number | Rule::quantity));
-                            Some(Node::new(
-                                Quota {
-                                    project: number(next(&mut qi)?),
-                                    bytes: quantity(next(&mut qi)?)?,
-                                    inodes: quantity(next(&mut qi)?)?,
-                                },
-                                qs,
-                            ))
-                        }
-                        None => None,
-                    };
-                    Statement::Root {
-                        id,
-                        destination,
-                        kind: RootKind::Host {
-                            source,
-                            access: Node::new(access, access_span),
-                            quota,
-                        },
-                    }
-                } else if body_rule == Rule::root_tmpfs {
-                    let mut b = b.filter(|p| matches!(p.as_rule(), Rule::path | Rule::quantity));
-                    let destination = string(next(&mut b)?);
-                    let size = quantity(next(&mut b)?)?;
-                    Statement::Root {
-                        id,
-                        destination,
-                        kind: RootKind::Tmpfs { size },
-                    }
-                } else {
-                    return None;
-                }
-            }
-            Rule::tmp_stmt => {
-                let setting = next(&mut it)?;
-                if setting.as_rule() == Rule::tmp_off {
-                    Statement::Tmp(Tmp::Off)
-                } else if setting.as_rule() != Rule::tmp_private {
-                    return None;
-                } else {
-                    let size = match setting.into_inner().find(|p| p.as_rule() == Rule::quantity) {
-                        Some(q) => Some(quantity(q)?),
-                        None => None,
-                    };
-                    Statement::Tmp(Tmp::Private { size })
-                }
-            }
+            Rule::worker_stmt => worker(it)?,
+            Rule::runtime_stmt => runtime(it)?,
+            Rule::root_stmt => root(it)?,
+            Rule::tmp_stmt => tmp(it)?,
             Rule::writes_stmt => Statement::WritesBounded,
             Rule::host_writes_stmt => Statement::HostWritesUnbounded,
             Rule::user_namespaces_stmt => Statement::UserNamespacesNone,
-            Rule::pin_stmt => {
-                let mut items = Vec::new();
-                for p in it {
-                    let s = span(&p);
-                    let item = match p.into_inner().next().map(|k| k.as_rule()) {
-                        Some(Rule::kw_executables) => PinItem::Executables,
-                        Some(Rule::kw_mounts) => PinItem::Mounts,
-                        _ => return None,
-                    };
-                    items.push(Node::new(item, s));
-                }
-                Statement::Pin { items }
-            }
-            Rule::quota_stmt => {
-                let mut q = it.filter(|p| p.as_rule() == Rule::quantity);
-                Statement::QuotaAggregate {
-                    bytes: quantity(next(&mut q)?)?,
-                    inodes: quantity(next(&mut q)?)?,
-                }
-            }
+            Rule::pin_stmt => pin(it)?,
+            Rule::quota_stmt => quota_aggregate(it)?,
             Rule::tmpfs_stmt => Statement::TmpfsAggregate {
                 size: quantity(it.find(|p| p.as_rule() == Rule::quantity)?)?,
             },
             Rule::active_roots_stmt => Statement::ActiveRoots {
                 max: quantity(it.find(|p| p.as_rule() == Rule::quantity)?)?,
             },
-            Rule::seccomp_stmt => {
-                let mode = next(&mut it)?;
-                match mode.as_rule() {
-                    Rule::kw_off => Statement::Seccomp(Seccomp::Off),
-                    Rule::kw_deny_known_escape_surface => {
-                        Statement::Seccomp(Seccomp::DenyKnownEscapeSurface)
-                    }
-                    Rule::strict_allowlist => {
-                        let mut syscalls = Vec::new();
-                        let mut parsed = Parsed::Clean;
-                        if let Some(block) = mode
-                            .into_inner()
-                            .find(|p| p.as_rule() == Rule::syscall_block)
-                        {
-                            for s in inner(block) {
-                                if s.as_rule() == Rule::syscall_name {
-                                    syscalls.push(Node::new(s.as_str().to_string(), span(&s)));
-                                } else if s.as_rule() != Rule::bad_word {
-                                    return None;
-                                } else {
-                                    parsed = Parsed::Recovered;
-                                    self.diagnostics.push(
-                                        Diagnostic::error(
-                                            Code::InvalidSyscallName,
-                                            span(&s),
-                                            format!("`{}` is not a syscall name", s.as_str()),
-                                        )
-                                        .with_label("expected a name such as `openat`")
-                                        .with_help(
-                                            "separate names with spaces or newlines; names use \
-                                             letters, digits and `_` only",
-                                        ),
-                                    );
-                                }
-                            }
-                        }
-                        Statement::Seccomp(Seccomp::StrictAllowlist { syscalls, parsed })
-                    }
-                    _ => return None,
-                }
-            }
-            Rule::limits_stmt => {
-                let mut runner = None;
-                let mut required = None;
-                let mut entries = Vec::new();
-                let mut parsed = Parsed::Clean;
-                for p in it {
-                    match p.as_rule() {
-                        Rule::path => runner = Some(string(p)),
-                        Rule::kw_required => required = Some(Node::new((), span(&p))),
-                        Rule::limits_block => {
-                            for e in inner(p) {
-                                if e.as_rule() == Rule::bad_entry {
-                                    parsed = Parsed::Recovered;
-                                    self.bad(&e, Context::Limits);
-                                } else {
-                                    entries.push(limit_entry(e)?);
-                                }
-                            }
-                        }
-                        Rule::kw_runner => {}
-                        _ => return None,
-                    }
-                }
-                Statement::Limits {
-                    runner,
-                    required,
-                    entries,
-                    parsed,
-                }
-            }
-            Rule::landlock_stmt => {
-                let mut runner = None;
-                let mut allow_exec = Vec::new();
-                let mut parsed = Parsed::Clean;
-                for p in it {
-                    match p.as_rule() {
-                        Rule::path => runner = Some(string(p)),
-                        Rule::landlock_block => {
-                            for e in inner(p) {
-                                if e.as_rule() == Rule::bad_entry {
-                                    parsed = Parsed::Recovered;
-                                    self.bad(&e, Context::Landlock);
-                                } else if e.as_rule() == Rule::allow_exec {
-                                    let path =
-                                        e.into_inner().find(|p| p.as_rule() == Rule::path)?;
-                                    allow_exec.push(string(path));
-                                } else {
-                                    return None;
-                                }
-                            }
-                        }
-                        Rule::kw_runner => {}
-                        _ => return None,
-                    }
-                }
-                Statement::Landlock {
-                    runner,
-                    allow_exec,
-                    parsed,
-                }
-            }
+            Rule::seccomp_stmt => self.seccomp(it)?,
+            Rule::limits_stmt => self.limits(it)?,
+            Rule::landlock_stmt => self.landlock(it)?,
             Rule::runner_stmt => Statement::CombinedRunner {
                 path: string(it.find(|p| p.as_rule() == Rule::path)?),
             },
-            Rule::cgroup_stmt => {
-                let mut paths = Vec::new();
-                let mut required = None;
-                let mut entries = Vec::new();
-                let mut parsed = Parsed::Clean;
-                for p in it {
-                    match p.as_rule() {
-                        Rule::path => paths.push(string(p)),
-                        Rule::kw_required => required = Some(Node::new((), span(&p))),
-                        Rule::cgroup_block => {
-                            for e in inner(p) {
-                                match e.as_rule() {
-                                    Rule::bad_entry => {
-                                        parsed = Parsed::Recovered;
-                                        self.bad(&e, Context::Cgroup);
-                                    }
-                                    _ => entries.push(self.cgroup_entry(e)?),
-                                }
-                            }
-                        }
-                        Rule::kw_parent | Rule::kw_runner => {}
-                        _ => return None,
-                    }
-                }
-                let mut paths = paths.into_iter();
-                Statement::Cgroup {
-                    parent: paths.next()?,
-                    runner: paths.next()?,
-                    required,
-                    entries,
-                    parsed,
-                }
-            }
-            Rule::watchdog_stmt => {
-                let mut q = it.filter(|p| p.as_rule() == Rule::quantity);
-                Statement::Watchdog {
-                    session: quantity(next(&mut q)?)?,
-                    call: match q.next() {
-                        Some(call) => Some(quantity(call)?),
-                        None => None,
-                    },
-                }
-            }
-            Rule::network_broker_stmt => {
-                let mut catalog = None;
-                let mut paths = Vec::new();
-                let mut ids = None;
-                for p in it {
-                    match p.as_rule() {
-                        Rule::catalog => {
-                            let s = span(&p);
-                            let c = match p.into_inner().next().map(|k| k.as_rule()) {
-                                Some(Rule::kw_origin) => Catalog::Origin,
-                                Some(Rule::kw_endpoint) => Catalog::Endpoint,
-                                _ => return None,
-                            };
-                            catalog = Some(Node::new(c, s));
-                        }
-                        Rule::path => paths.push(string(p)),
-                        Rule::string_list => ids = Some(string_list(p)),
-                        Rule::kw_parent | Rule::kw_at | Rule::kw_ids => {}
-                        _ => return None,
-                    }
-                }
-                let mut paths = paths.into_iter();
-                Statement::NetworkBroker {
-                    catalog: catalog?,
-                    parent: paths.next()?,
-                    destination: paths.next()?,
-                    ids: ids?,
-                }
-            }
-            Rule::expect_stmt => {
-                let block = it.find(|p| p.as_rule() == Rule::expect_block)?;
-                let mut entries = Vec::new();
-                let mut parsed = Parsed::Clean;
-                for e in inner(block) {
-                    if e.as_rule() == Rule::bad_entry {
-                        parsed = Parsed::Recovered;
-                        self.bad(&e, Context::Expect);
-                    } else {
-                        entries.push(expect_entry(e)?);
-                    }
-                }
-                Statement::Expect { entries, parsed }
-            }
+            Rule::cgroup_stmt => self.cgroup(it)?,
+            Rule::watchdog_stmt => watchdog(it)?,
+            Rule::network_broker_stmt => network_broker(it)?,
+            Rule::expect_stmt => self.expect(it)?,
             Rule::identity_stmt => Statement::Identity(identity(next(&mut it)?)?),
             _ => return None,
         };
@@ -342,6 +60,172 @@ impl Parsing {
             span: sp,
             keyword,
         })
+    }
+
+    /// `seccomp off | deny-known-escape-surface | strict-allowlist { ... }`.
+    fn seccomp(&mut self, mut it: Pairs<'_, Rule>) -> Option<Statement> {
+        let mode = next(&mut it)?;
+        match mode.as_rule() {
+            Rule::kw_off => Some(Statement::Seccomp(Seccomp::Off)),
+            Rule::kw_deny_known_escape_surface => {
+                Some(Statement::Seccomp(Seccomp::DenyKnownEscapeSurface))
+            }
+            Rule::strict_allowlist => {
+                let mut syscalls = Vec::new();
+                let mut parsed = Parsed::Clean;
+                if let Some(block) = mode
+                    .into_inner()
+                    .find(|p| p.as_rule() == Rule::syscall_block)
+                {
+                    for s in inner(block) {
+                        if s.as_rule() == Rule::syscall_name {
+                            syscalls.push(Node::new(s.as_str().to_string(), span(&s)));
+                        } else if s.as_rule() != Rule::bad_word {
+                            return None;
+                        } else {
+                            parsed = Parsed::Recovered;
+                            self.bad_syscall(&s);
+                        }
+                    }
+                }
+                Some(Statement::Seccomp(Seccomp::StrictAllowlist {
+                    syscalls,
+                    parsed,
+                }))
+            }
+            _ => None,
+        }
+    }
+
+    /// Reports a word in a strict allowlist that is not a syscall name.
+    fn bad_syscall(&mut self, s: &Pair<'_, Rule>) {
+        self.diagnostics.push(
+            Diagnostic::error(
+                Code::InvalidSyscallName,
+                span(s),
+                format!("`{}` is not a syscall name", s.as_str()),
+            )
+            .with_label("expected a name such as `openat`")
+            .with_help(
+                "separate names with spaces or newlines; names use \
+                 letters, digits and `_` only",
+            ),
+        );
+    }
+
+    /// `limits [runner "PATH"] [required] { ... }`.
+    fn limits(&mut self, it: Pairs<'_, Rule>) -> Option<Statement> {
+        let mut runner = None;
+        let mut required = None;
+        let mut entries = Vec::new();
+        let mut parsed = Parsed::Clean;
+        for p in it {
+            match p.as_rule() {
+                Rule::path => runner = Some(string(p)),
+                Rule::kw_required => required = Some(Node::new((), span(&p))),
+                Rule::limits_block => {
+                    for e in inner(p) {
+                        if e.as_rule() == Rule::bad_entry {
+                            parsed = Parsed::Recovered;
+                            self.bad(&e, Context::Limits);
+                        } else {
+                            entries.push(limit_entry(e)?);
+                        }
+                    }
+                }
+                Rule::kw_runner => {}
+                _ => return None,
+            }
+        }
+        Some(Statement::Limits {
+            runner,
+            required,
+            entries,
+            parsed,
+        })
+    }
+
+    /// `landlock [runner "PATH"] { allow-exec "PATH" ... }`.
+    fn landlock(&mut self, it: Pairs<'_, Rule>) -> Option<Statement> {
+        let mut runner = None;
+        let mut allow_exec = Vec::new();
+        let mut parsed = Parsed::Clean;
+        for p in it {
+            match p.as_rule() {
+                Rule::path => runner = Some(string(p)),
+                Rule::landlock_block => {
+                    for e in inner(p) {
+                        if e.as_rule() == Rule::bad_entry {
+                            parsed = Parsed::Recovered;
+                            self.bad(&e, Context::Landlock);
+                        } else if e.as_rule() == Rule::allow_exec {
+                            let path = e.into_inner().find(|p| p.as_rule() == Rule::path)?;
+                            allow_exec.push(string(path));
+                        } else {
+                            return None;
+                        }
+                    }
+                }
+                Rule::kw_runner => {}
+                _ => return None,
+            }
+        }
+        Some(Statement::Landlock {
+            runner,
+            allow_exec,
+            parsed,
+        })
+    }
+
+    /// `cgroup parent "PATH" runner "PATH" [required] { ... }`.
+    fn cgroup(&mut self, it: Pairs<'_, Rule>) -> Option<Statement> {
+        let mut paths = Vec::new();
+        let mut required = None;
+        let mut entries = Vec::new();
+        let mut parsed = Parsed::Clean;
+        for p in it {
+            match p.as_rule() {
+                Rule::path => paths.push(string(p)),
+                Rule::kw_required => required = Some(Node::new((), span(&p))),
+                Rule::cgroup_block => {
+                    for e in inner(p) {
+                        match e.as_rule() {
+                            Rule::bad_entry => {
+                                parsed = Parsed::Recovered;
+                                self.bad(&e, Context::Cgroup);
+                            }
+                            _ => entries.push(self.cgroup_entry(e)?),
+                        }
+                    }
+                }
+                Rule::kw_parent | Rule::kw_runner => {}
+                _ => return None,
+            }
+        }
+        let mut paths = paths.into_iter();
+        Some(Statement::Cgroup {
+            parent: paths.next()?,
+            runner: paths.next()?,
+            required,
+            entries,
+            parsed,
+        })
+    }
+
+    /// `expect { ... }`.
+    fn expect(&mut self, mut it: Pairs<'_, Rule>) -> Option<Statement> {
+        let block = it.find(|p| p.as_rule() == Rule::expect_block)?;
+        let mut entries = Vec::new();
+        let mut parsed = Parsed::Clean;
+        for e in inner(block) {
+            if e.as_rule() == Rule::bad_entry {
+                parsed = Parsed::Recovered;
+                self.bad(&e, Context::Expect);
+            } else {
+                entries.push(expect_entry(e)?);
+            }
+        }
+        Some(Statement::Expect { entries, parsed })
     }
 
     fn cgroup_entry(&mut self, pair: Pair<'_, Rule>) -> Option<Node<CgroupEntry>> {
@@ -434,6 +318,176 @@ impl Parsing {
             _ => None,
         }
     }
+}
+
+/// `worker "PATH" [args [...]]`.
+fn worker(mut it: Pairs<'_, Rule>) -> Option<Statement> {
+    let path = string(next(&mut it)?);
+    let args = it
+        .find(|p| p.as_rule() == Rule::string_list)
+        .map(string_list);
+    Some(Statement::Worker { path, args })
+}
+
+/// `runtime "SOURCE" at "DESTINATION"`.
+fn runtime(mut it: Pairs<'_, Rule>) -> Option<Statement> {
+    let source = string(next(&mut it)?);
+    let _at = next(&mut it)?;
+    let destination = string(next(&mut it)?);
+    Some(Statement::Runtime {
+        source,
+        destination,
+    })
+}
+
+/// `root "ID" host ... | tmpfs ...`.
+fn root(mut it: Pairs<'_, Rule>) -> Option<Statement> {
+    let id = string(next(&mut it)?);
+    let body = next(&mut it)?;
+    let (destination, kind) = match body.as_rule() {
+        Rule::root_host => host_root(body.into_inner())?,
+        Rule::root_tmpfs => tmpfs_root(body.into_inner())?,
+        _ => return None,
+    };
+    Some(Statement::Root {
+        id,
+        destination,
+        kind,
+    })
+}
+
+/// The body of `root "ID" host "SOURCE" at "DESTINATION" ACCESS [quota ...]`.
+fn host_root(mut b: Pairs<'_, Rule>) -> Option<(Node<String>, RootKind)> {
+    let _host = next(&mut b)?;
+    let source = string(next(&mut b)?);
+    let _at = next(&mut b)?;
+    let destination = string(next(&mut b)?);
+    let access_pair = next(&mut b)?;
+    let access_span = span(&access_pair);
+    let access = match access_pair.into_inner().next().map(|p| p.as_rule()) {
+        Some(Rule::kw_read_write) => AccessDecl::ReadWrite,
+        Some(Rule::kw_read_only) => AccessDecl::ReadOnly,
+        _ => return None,
+    };
+    let quota = match b.next() {
+        Some(q) => Some(root_quota(q)?),
+        None => None,
+    };
+    Some((
+        destination,
+        RootKind::Host {
+            source,
+            access: Node::new(access, access_span),
+            quota,
+        },
+    ))
+}
+
+/// A host root's `quota project N bytes Q inodes Q`.
+fn root_quota(q: Pair<'_, Rule>) -> Option<Node<Quota>> {
+    let qs = span(&q);
+    let mut qi = q
+        .into_inner()
+        .filter(|p| matches!(p.as_rule(), Rule::number | Rule::quantity));
+    Some(Node::new(
+        Quota {
+            project: number(next(&mut qi)?),
+            bytes: quantity(next(&mut qi)?)?,
+            inodes: quantity(next(&mut qi)?)?,
+        },
+        qs,
+    ))
+}
+
+/// The body of `root "ID" tmpfs "DESTINATION" size Q`.
+fn tmpfs_root(b: Pairs<'_, Rule>) -> Option<(Node<String>, RootKind)> {
+    let mut b = b.filter(|p| matches!(p.as_rule(), Rule::path | Rule::quantity));
+    let destination = string(next(&mut b)?);
+    let size = quantity(next(&mut b)?)?;
+    Some((destination, RootKind::Tmpfs { size }))
+}
+
+/// `tmp off | private [size Q]`.
+fn tmp(mut it: Pairs<'_, Rule>) -> Option<Statement> {
+    let setting = next(&mut it)?;
+    if setting.as_rule() == Rule::tmp_off {
+        Some(Statement::Tmp(Tmp::Off))
+    } else if setting.as_rule() != Rule::tmp_private {
+        None
+    } else {
+        let size = match setting.into_inner().find(|p| p.as_rule() == Rule::quantity) {
+            Some(q) => Some(quantity(q)?),
+            None => None,
+        };
+        Some(Statement::Tmp(Tmp::Private { size }))
+    }
+}
+
+/// `pin executables mounts`.
+fn pin(it: Pairs<'_, Rule>) -> Option<Statement> {
+    let mut items = Vec::new();
+    for p in it {
+        let s = span(&p);
+        let item = match p.into_inner().next().map(|k| k.as_rule()) {
+            Some(Rule::kw_executables) => PinItem::Executables,
+            Some(Rule::kw_mounts) => PinItem::Mounts,
+            _ => return None,
+        };
+        items.push(Node::new(item, s));
+    }
+    Some(Statement::Pin { items })
+}
+
+/// `quota aggregate bytes Q inodes Q`.
+fn quota_aggregate(it: Pairs<'_, Rule>) -> Option<Statement> {
+    let mut q = it.filter(|p| p.as_rule() == Rule::quantity);
+    Some(Statement::QuotaAggregate {
+        bytes: quantity(next(&mut q)?)?,
+        inodes: quantity(next(&mut q)?)?,
+    })
+}
+
+/// `watchdog session Q [call Q]`.
+fn watchdog(it: Pairs<'_, Rule>) -> Option<Statement> {
+    let mut q = it.filter(|p| p.as_rule() == Rule::quantity);
+    Some(Statement::Watchdog {
+        session: quantity(next(&mut q)?)?,
+        call: match q.next() {
+            Some(call) => Some(quantity(call)?),
+            None => None,
+        },
+    })
+}
+
+/// `network-broker CATALOG parent "PATH" at "PATH" ids [...]`.
+fn network_broker(it: Pairs<'_, Rule>) -> Option<Statement> {
+    let mut catalog = None;
+    let mut paths = Vec::new();
+    let mut ids = None;
+    for p in it {
+        match p.as_rule() {
+            Rule::catalog => {
+                let s = span(&p);
+                let c = match p.into_inner().next().map(|k| k.as_rule()) {
+                    Some(Rule::kw_origin) => Catalog::Origin,
+                    Some(Rule::kw_endpoint) => Catalog::Endpoint,
+                    _ => return None,
+                };
+                catalog = Some(Node::new(c, s));
+            }
+            Rule::path => paths.push(string(p)),
+            Rule::string_list => ids = Some(string_list(p)),
+            Rule::kw_parent | Rule::kw_at | Rule::kw_ids => {}
+            _ => return None,
+        }
+    }
+    let mut paths = paths.into_iter();
+    Some(Statement::NetworkBroker {
+        catalog: catalog?,
+        parent: paths.next()?,
+        destination: paths.next()?,
+        ids: ids?,
+    })
 }
 
 fn limit_entry(pair: Pair<'_, Rule>) -> Option<Node<LimitEntry>> {

@@ -170,7 +170,7 @@ fn roots() {
             destination: s("/d"),
             kind: RootKind::Host {
                 source: s("/s"),
-                access: Node::new(Access::ReadWrite, Span::default()),
+                access: Node::new(AccessDecl::ReadWrite, Span::default()),
                 quota: Some(Node::new(
                     Quota {
                         project: n("4_2"),
