@@ -109,8 +109,12 @@ fn probe_path(args: &TestArgs) -> Result<PathBuf, u8> {
 }
 
 fn test_main(args: &TestArgs) -> Result<u8, u8> {
-    // The policy: its checked form (errors are exit 1) and its expectations.
-    let loaded = LoadedPolicy::from_path(&args.policy).map_err(|e| match &e {
+    // The policy, read once (to the policy bound, a regular file only): its
+    // checked form (errors are exit 1) and its expectations come from the
+    // same bytes.
+    let bytes = crate::emit::read_policy(&args.policy)?;
+    let name = args.policy.display().to_string();
+    let loaded = LoadedPolicy::from_bytes(&name, bytes.clone()).map_err(|e| match &e {
         LaunchError::Check {
             name,
             text,
@@ -128,7 +132,7 @@ fn test_main(args: &TestArgs) -> Result<u8, u8> {
             1
         }
     })?;
-    let source = std::fs::read_to_string(&args.policy).map_err(|_| {
+    let source = String::from_utf8(bytes).map_err(|_| {
         cannot("`splashc test` needs the policy's source (a compiled artifact carries no `expect` block)")
     })?;
     let Some((_, expectations)) = splashpol::expect::of_source(&source) else {
