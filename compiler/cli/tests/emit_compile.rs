@@ -186,7 +186,7 @@ fn compiled_artifact_emits_the_same_plan_and_refuses_tampering() {
     let bytes = std::fs::read(&art).expect("artifact written");
     let head: serde_json::Value = serde_json::from_slice(&bytes).expect("json artifact");
     assert_eq!(head["format"], "splashpol-compiled");
-    assert_eq!(head["version"], 1);
+    assert_eq!(head["version"], splashpol::artifact::VERSION);
 
     let from_source = splashc(&[
         "emit",

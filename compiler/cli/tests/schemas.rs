@@ -271,7 +271,7 @@ fn broken_artifacts_fail_the_schema_and_the_loader() {
             "unknown tmp variant",
             Box::new(|a| a["policy"]["tmp"] = json!("shared")),
         ),
-        ("version 2", Box::new(|a| a["version"] = json!(2))),
+        ("version 1", Box::new(|a| a["version"] = json!(1))),
         (
             "short digest",
             Box::new(|a| a["source_digest"] = json!("abc")),
@@ -443,12 +443,12 @@ fn the_artifact_schema_and_loader_agree_on_one_corpus() {
         ),
         (
             "version 1.0",
-            edit(&agent, r#""version": 1"#, r#""version": 1.0"#),
+            edit(&agent, r#""version": 2"#, r#""version": 2.0"#),
             false,
         ),
         (
             "version 1e0",
-            edit(&agent, r#""version": 1"#, r#""version": 1e0"#),
+            edit(&agent, r#""version": 2"#, r#""version": 2e0"#),
             false,
         ),
         (

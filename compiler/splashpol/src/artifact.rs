@@ -5,7 +5,7 @@
 //! Layout (one JSON object, keys in this order):
 //!
 //! ```json
-//! {"format":"splashpol-compiled","version":1,
+//! {"format":"splashpol-compiled","version":2,
 //!  "source_digest":"<blake3 hex of the .splashpol source>",
 //!  "policy_digest":"<blake3 hex of the compact JSON of `policy`>",
 //!  "policy":{...}}
@@ -65,7 +65,7 @@ pub const FORMAT: &str = "splashpol-compiled";
 /// The only artifact version this crate reads and writes (the `version`
 /// field); [`load`] refuses any other ([`ArtifactError::Version`]) before it
 /// looks at the policy.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 
 /// A loaded artifact, every field validated by [`load`].
 ///
@@ -113,7 +113,9 @@ pub enum ArtifactError {
     /// The `version` field (carried here) is not [`VERSION`]; reported before
     /// the rest of the document is decoded, so a future version's new fields
     /// do not hide it.
-    #[error("artifact version is {0}; only version {VERSION} is supported")]
+    #[error(
+        "artifact version is {0}; only version {VERSION} is supported (compile the policy again with `splashc compile`)"
+    )]
     Version(u32),
     /// The policy does not hash to the stored `policy_digest`: the artifact
     /// was truncated or edited without being resealed.
@@ -406,11 +408,13 @@ mod tests {
         let good: Edited =
             serde_json::from_slice(&write(&sample(), b"s").expect("write")).expect("json");
         let mut a = good.clone();
-        a.version = 2;
-        assert!(matches!(
-            load(&serde_json::to_vec(&a).expect("json")),
-            Err(ArtifactError::Version(2))
-        ));
+        for old_or_new in [1, 3] {
+            a.version = old_or_new;
+            assert!(matches!(
+                load(&serde_json::to_vec(&a).expect("json")),
+                Err(ArtifactError::Version(v)) if v == old_or_new
+            ));
+        }
         let mut a = good.clone();
         a.format = "other".into();
         assert!(matches!(

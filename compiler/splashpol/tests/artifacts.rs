@@ -192,10 +192,10 @@ const CASES: &[Case] = &[
     Case {
         name: "wrong-version",
         base: "agent-worker",
-        from: r#""version": 1"#,
-        to: r#""version": 2"#,
+        from: r#""version": 2"#,
+        to: r#""version": 1"#,
         reseal: false,
-        refused: |e| matches!(e, ArtifactError::Version(2)),
+        refused: |e| matches!(e, ArtifactError::Version(1)),
     },
     Case {
         name: "wrong-format",
