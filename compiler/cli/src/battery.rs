@@ -396,13 +396,6 @@ fn cell(o: &Outcome) -> String {
     }
 }
 
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 fn print_report(
     format: TestFormat,
     policy: &str,
@@ -478,16 +471,16 @@ fn print_report(
             text.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
             text.push_str(&format!(
                 "<testsuite name=\"{}\" tests=\"{}\" failures=\"{escaped}\" skipped=\"{}\">\n",
-                xml(policy),
+                crate::test::xml(policy),
                 outcomes.len(),
                 allowed + na
             ));
             for o in outcomes {
                 text.push_str(&format!(
                     "  <testcase name=\"{}\" classname=\"battery\">",
-                    xml(&o.attempt.name)
+                    crate::test::xml(&o.attempt.name)
                 ));
-                let message = xml(&format!("{}: {}", o.attempt.what, cell(o)));
+                let message = crate::test::xml(&format!("{}: {}", o.attempt.what, cell(o)));
                 match o.verdict {
                     Verdict::Held => {}
                     Verdict::Escaped => text.push_str(&format!("<failure message=\"{message}\"/>")),

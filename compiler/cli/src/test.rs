@@ -840,7 +840,8 @@ fn status_word(v: &Verdict) -> &'static str {
     }
 }
 
-fn xml(s: &str) -> String {
+/// `s` escaped for an XML attribute or text (the JUnit reports).
+pub(crate) fn xml(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
