@@ -6,8 +6,9 @@
 //! inspector through the pinned descriptor. A provisioned root binds; each
 //! misprovisioning, and limits that are not enforced, fail with their own
 //! error; a non-root worker's writes stop at the byte and at the inode
-//! limit, where the same writes into a root without the quota go further;
-//! the worker cannot retag its root; the aggregate counts each (filesystem,
+//! limit, where the same writes into a root without the quota go further,
+//! and so do those of a worker a root host runs under a policy `identity`,
+//! whose files are then the identity's; the worker cannot retag its root; the aggregate counts each (filesystem,
 //! project) pair once.
 
 use std::fs;
