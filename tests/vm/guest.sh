@@ -1,6 +1,8 @@
 # Runs inside the VM as root, with the job directory as the working directory
-# (see scripts/vm-tests). Prepares what the tests need, then runs every test
-# binary in ./bin with --ignored. Exit status: 0 only if every binary passed.
+# (see scripts/vm-tests). Prepares what the tests need, runs every test
+# binary in ./tests with --ignored, then `splashc test` on the bundled
+# policies the VM can enforce (policies.sh). Exit status: 0 only if every
+# binary and every policy passed.
 set -eu
 modprobe -a -d "$VMTEST_KROOT" virtio_blk ext4 quota_v2
 
@@ -31,9 +33,13 @@ export SPLASH_VM_BIN="$PWD/bin"
 export SPLASH_REQUIRE_HOST=1
 
 echo "guest: kernel $(uname -r); controllers: $(cat /sys/fs/cgroup/cgroup.controllers); swap: $(tail -n +2 /proc/swaps)"
+# A name filter from `scripts/vm-tests FILTER`, empty for every test.
+filter=$(cat filter 2>/dev/null || true)
 status=0
 for t in tests/*; do
   echo "=== $(basename "$t")"
-  "$t" --ignored --test-threads=1 || status=1
+  "$t" --ignored --test-threads=1 ${filter:+"$filter"} || status=1
 done
+echo "=== splashc test on the bundled policies"
+bash ./policies.sh || status=1
 exit $status

@@ -47,3 +47,18 @@ pub fn guest() -> Guest {
         bin_dir: var("SPLASH_VM_BIN"),
     }
 }
+
+/// The host uids (real, effective, saved, filesystem) of process `pid`, as
+/// `/proc/PID/status` lists them; empty when the process is gone.
+pub fn host_uids(pid: &str) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .map(|v| {
+            v.split_whitespace()
+                .filter_map(|f| f.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}

@@ -258,20 +258,6 @@ fn pids_max_stops_a_fork_loop() {
     w.finish();
 }
 
-/// The host uids (real, effective, saved, filesystem) of process `pid`.
-fn uids(pid: &str) -> Vec<u32> {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .map(|v| {
-            v.split_whitespace()
-                .filter_map(|f| f.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[test]
 #[ignore = "runs inside the VM: scripts/vm-tests"]
 fn a_worker_under_an_identity_sits_in_its_child_cgroup() {
@@ -285,7 +271,11 @@ fn a_worker_under_an_identity_sits_in_its_child_cgroup() {
     // identity, none is host root.
     assert!(pids.len() >= 2, "{procs:?}");
     for pid in &pids {
-        assert_eq!(uids(pid), vec![64000; 4], "process {pid} of {procs:?}");
+        assert_eq!(
+            splash_vm_tests::host_uids(pid),
+            vec![64000; 4],
+            "process {pid} of {procs:?}"
+        );
     }
     // The limit holds for it: a fork loop stops below `pids.max`.
     let out = w.call("probe.fork", json!({"max": 64})).expect("fork");
@@ -298,7 +288,7 @@ fn a_worker_under_an_identity_sits_in_its_child_cgroup() {
     assert!(
         procs
             .split_whitespace()
-            .any(|pid| uids(pid).first() == Some(&0)),
+            .any(|pid| splash_vm_tests::host_uids(pid).first() == Some(&0)),
         "{procs:?}"
     );
     w.finish();

@@ -6,8 +6,9 @@
 //! inspector through the pinned descriptor. A provisioned root binds; each
 //! misprovisioning, and limits that are not enforced, fail with their own
 //! error; a non-root worker's writes stop at the byte and at the inode
-//! limit, where the same writes into a root without the quota go further;
-//! the worker cannot retag its root; the aggregate counts each (filesystem,
+//! limit, where the same writes into a root without the quota go further,
+//! and so do those of a worker a root host runs under a policy `identity`,
+//! whose files are then the identity's; the worker cannot retag its root; the aggregate counts each (filesystem,
 //! project) pair once.
 
 use std::fs;
@@ -130,6 +131,16 @@ struct Root<'a> {
 /// further user namespaces; with quota roots, `quota aggregate` of
 /// `aggregate`.
 fn policy(probe: &ProbeDir, roots: &[Root<'_>], aggregate: &str) -> String {
+    policy_as(probe, roots, aggregate, None)
+}
+
+/// [`policy`], with `identity` (the words after `identity`) when given.
+fn policy_as(
+    probe: &ProbeDir,
+    roots: &[Root<'_>],
+    aggregate: &str,
+    identity: Option<&str>,
+) -> String {
     let mut out = String::from("splashpol 1\npolicy \"vm-quota\" {\n");
     let mut line = |s: String| {
         out.push_str("  ");
@@ -166,6 +177,9 @@ fn policy(probe: &ProbeDir, roots: &[Root<'_>], aggregate: &str) -> String {
     }
     line("user-namespaces none".into());
     line("pin mounts".into());
+    if let Some(identity) = identity {
+        line(format!("identity {identity}"));
+    }
     out.push_str("}\n");
     out
 }
@@ -198,11 +212,15 @@ fn manifest(roots: &[Root<'_>]) -> CapabilityManifest {
 
 /// The policy checked, activated with [`manifest`] and lowered.
 fn plan(probe: &ProbeDir, roots: &[Root<'_>], aggregate: &str) -> LaunchPlan {
-    let text = policy(probe, roots, aggregate);
-    let outcome = splashpol::check_source("vm.splashpol", &text);
+    lower_text(&policy(probe, roots, aggregate), roots)
+}
+
+/// `text` checked, activated with [`manifest`] and lowered.
+fn lower_text(text: &str, roots: &[Root<'_>]) -> LaunchPlan {
+    let outcome = splashpol::check_source("vm.splashpol", text);
     let checked = match outcome.policy {
         Some(p) if !outcome.has_errors() => p,
-        _ => panic!("{}", outcome.render_human("vm.splashpol", &text)),
+        _ => panic!("{}", outcome.render_human("vm.splashpol", text)),
     };
     let activation =
         splashpol::activate::activate(&checked, Some(&manifest(roots))).expect("activate");
@@ -1024,4 +1042,125 @@ fn a_worker_launched_by_root_is_bounded_too() {
     assert_eq!(errno(&write), Some("EDQUOT"), "{write}");
     assert!(u64_of(&write, "written") <= 4 * MIB, "{write}");
     let _ = fs::remove_dir_all(&dir);
+}
+
+/// The fixed policy identity of [`a_worker_under_an_identity_stops_at_the_quota`].
+const IDENTITY: u32 = 64000;
+
+/// A fresh directory `name` on the quota filesystem, in `project` (with
+/// hard limits of `bytes` and `inodes`) when given, with a `files`
+/// subdirectory made after that so that it is in the project too; both are
+/// owned by [`IDENTITY`] (bind refuses a read-write root the identity cannot
+/// write).
+fn identity_dir(name: &str, project: Option<(u32, u64, u64)>) -> PathBuf {
+    let dir = quota_dir(name);
+    if let Some((id, bytes, inodes)) = project {
+        assign_project(&dir, id);
+        set_limits(id, bytes, inodes);
+    }
+    let files = dir.join("files");
+    fs::create_dir(&files).expect("files dir");
+    for d in [&dir, &files] {
+        std::os::unix::fs::chown(d, Some(IDENTITY), Some(IDENTITY)).expect("chown");
+    }
+    dir
+}
+
+/// The worker writes 16 MiB into `/workspace/out/data`, then creates 64
+/// empty files in `/workspace/out/files`.
+fn data_and_files(s: &mut Session) -> (Value, Value) {
+    let write = s.call(
+        "probe.write",
+        json!({"path": "/workspace/out/data", "bytes": 16 * MIB}),
+    );
+    let create = s.call(
+        "probe.create",
+        json!({"dir": "/workspace/out/files", "count": 64}),
+    );
+    (write, create)
+}
+
+/// The host uid and gid owning `path`.
+fn owner(path: &Path) -> (u32, u32) {
+    let m = fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    (m.uid(), m.gid())
+}
+
+#[test]
+#[ignore = "runs inside the VM: scripts/vm-tests"]
+fn a_worker_under_an_identity_stops_at_the_quota() {
+    // A root host, a policy `identity user 64000 group 64000`: the launch
+    // drops to the identity before Bubblewrap starts, so the worker is host
+    // uid 64000 and the project quota stops its writes.
+    let probe = ProbeDir::new("identity");
+    let dir = identity_dir("identity", Some((200, 4 * MIB, 16)));
+    let roots = [Root {
+        id: "out",
+        host: &dir,
+        quota: Some((200, CEILINGS)),
+    }];
+    let fixed = format!("user {IDENTITY} group {IDENTITY}");
+    let text = policy_as(&probe, &roots, AGGREGATE, Some(&fixed));
+    let bound = BoundCommand::bind(lower_text(&text, &roots)).expect("binds as root");
+    let mut s = Session::start(&bound);
+    let host_uids = splash_vm_tests::host_uids(&s.lifecycle.pid().to_string());
+    let below = s.call(
+        "probe.write",
+        json!({"path": "/workspace/out/below", "bytes": MIB}),
+    );
+    let (write, create) = data_and_files(&mut s);
+    s.close();
+    eprintln!("identity {IDENTITY}: uids {host_uids:?}\n{below}\n{write}\n{create}");
+    assert_eq!(host_uids, vec![IDENTITY; 4], "the worker's host uids");
+    // Control: a write below the limit succeeds.
+    assert_eq!(below["ok"], json!(true), "{below}");
+    assert_eq!(u64_of(&below, "written"), MIB);
+    assert_eq!(errno(&write), Some("EDQUOT"), "{write}");
+    let written = u64_of(&write, "written");
+    assert!(
+        (2 * MIB..=3 * MIB).contains(&written),
+        "stops at the 4 MiB limit less the 1 MiB below it: {write}"
+    );
+    assert_eq!(errno(&create), Some("EDQUOT"), "{create}");
+    // The root, `files`, `below` and `data` are four of the 16 inodes.
+    assert_eq!(u64_of(&create, "created"), 12, "{create}");
+    // What it wrote is the identity's on the host.
+    for f in [dir.join("below"), dir.join("data"), dir.join("files/f0")] {
+        assert_eq!(owner(&f), (IDENTITY, IDENTITY), "{}", f.display());
+    }
+
+    // Control: the same writes under the same identity into a root of the
+    // same filesystem without the quota go to the end.
+    let free = identity_dir("identity-free", None);
+    let free_roots = [Root {
+        id: "out",
+        host: &free,
+        quota: None,
+    }];
+    let text = policy_as(&probe, &free_roots, AGGREGATE, Some(&fixed));
+    let bound = BoundCommand::bind(lower_text(&text, &free_roots)).expect("binds");
+    let mut s = Session::start(&bound);
+    let (write, create) = data_and_files(&mut s);
+    s.close();
+    assert_eq!(write["ok"], json!(true), "{write}");
+    assert_eq!(u64_of(&write, "written"), 16 * MIB);
+    assert_eq!(u64_of(&create, "created"), 64, "{create}");
+    assert_eq!(owner(&free.join("data")), (IDENTITY, IDENTITY));
+
+    // `identity dynamic` refuses the same read-write quota root statically:
+    // its files would stay owned by a uid a later session may get.
+    let text = policy_as(&probe, &roots, AGGREGATE, Some("dynamic"));
+    let outcome = splashpol::check_source("vm.splashpol", &text);
+    let codes: Vec<String> = outcome
+        .diagnostics
+        .iter()
+        .map(|d| d.code.to_string())
+        .collect();
+    assert!(
+        outcome.has_errors()
+            && codes.contains(&"splash::check::dynamic-identity-writable-root".to_owned()),
+        "{codes:?}"
+    );
+    let _ = fs::remove_dir_all(&dir);
+    let _ = fs::remove_dir_all(&free);
 }

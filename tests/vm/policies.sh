@@ -1,0 +1,96 @@
+# Runs inside the VM after the test binaries (tests/vm/guest.sh): `splashc
+# test` on the bundled policies this VM can enforce, each provisioned as its
+# text names. The guest's root filesystem is the development host's,
+# read-only, so /opt and /srv are fresh tmpfs mounts here. Every policy run
+# must exit 0.
+#
+# Not run: network-broker (`splashc test` supplies no network broker, so bind
+# refuses it on any host), one-hop and strict-allowlist (their strict
+# allowlists do not list the test probe's start-up syscalls; splashc never
+# widens a policy to test it).
+set -eu
+bin=$SPLASH_VM_BIN
+splashc=$bin/splashc
+
+mount -t tmpfs -o mode=0755 opt /opt
+mount -t tmpfs -o mode=0755 srv /srv
+
+# The demo's and the unprivileged policy's probe worker.
+install -D -m 0755 "$bin/splash-probe" /opt/splash-demo/bin/splash-probe
+
+# /opt/splash/runtime, mounted at /opt/splash: the worker (splashc test puts
+# its probe there), the in-sandbox runners, and agent-worker's Landlock
+# allow-exec entries (files the expectations never execute).
+rt=/opt/splash/runtime
+install -D -m 0755 "$bin/splash-probe" "$rt/bin/worker"
+install -m 0755 "$bin/splash-limit-runner" "$bin/splash-landlock-runner" "$rt/bin/"
+install -D -m 0755 /dev/null "$rt/lib/ld-linux-aarch64.so.1"
+install -m 0755 /dev/null "$rt/bin/reviewed-interpreter"
+# The host-side cgroup runner and the delegated parent cgroup-limits names.
+install -D -m 0755 "$bin/splash-cgroup-runner" /opt/splash/host-bin/splash-cgroup-runner
+mkdir -p /sys/fs/cgroup/splash-workers
+echo "+cpu +memory +pids +io" > /sys/fs/cgroup/splash-workers/cgroup.subtree_control
+
+# agent-worker's read-only project root.
+mkdir -p /srv/splash/project
+
+# durable-output's root: a directory of the prjquota filesystem in project
+# 42 with inheritance and hard limits below the policy's ceilings (32 MiB,
+# 1024 inodes), bind-mounted nosuid where the policy names it.
+out=$SPLASH_VM_QUOTA_MNT/worker-output
+mkdir -p "$out" /srv/splash/worker-output
+chattr +P -p 42 "$out"
+setquota -P 42 0 32768 0 1024 "$SPLASH_VM_QUOTA_MNT"
+mount --bind "$out" /srv/splash/worker-output
+mount -o remount,bind,nosuid /srv/splash/worker-output
+
+# cgroup-limits names block device 8:16 for its io limits. scsi_debug with
+# two targets makes sda and sdb, so 8:16 exists and the policy runs as
+# written; without the module a copy with the guest's disk in its place runs.
+limits=policies/cgroup-limits.splashpol
+if modprobe -a -d "$VMTEST_KROOT" scsi_debug num_tgts=2 dev_size_mb=8 2>/dev/null && udevadm settle 2>/dev/null; [ -e /sys/dev/block/8:16 ]; then
+  echo "policies: block device 8:16 is $(basename "$(readlink /sys/dev/block/8:16)") (scsi_debug)"
+else
+  vda=$(cat /sys/block/vda/dev)
+  mkdir -p /run/splash-policies
+  sed "s/io 8:16 /io $vda /" "$limits" > /run/splash-policies/cgroup-limits.splashpol
+  limits=/run/splash-policies/cgroup-limits.splashpol
+  echo "policies: no 8:16 in the guest; cgroup-limits runs with io $vda (/dev/vda)"
+fi
+
+# demo and unprivileged must hold every expectation (exit 0). The policies
+# whose worker lives in /opt/splash expect `read-only "/opt/splash"`, which
+# has no control launch anywhere (a tmpfs there would hide the worker), so
+# `splashc test` exits 2 with it unproven: those pass only when every other
+# expectation held and that is the one unproven line. agent-worker also has
+# expectations without a control on any host (see below); it runs for the
+# record and does not decide the status.
+status=0
+run() {
+  echo "== splashc test $1"
+  set +e
+  out=$("$splashc" test "$1" 2>&1)
+  code=$?
+  set -e
+  printf '%s\n' "$out"
+  others=$(printf '%s\n' "$out" | grep -E '^(FAILED|UNPROVEN)' |
+    grep -v -F 'UNPROVEN read-only "/opt/splash"' || true)
+  case "$2:$code" in
+    *:0) echo "policies: $1: every expectation held" ;;
+    opt:2) if [ -z "$others" ] && printf '%s\n' "$out" | grep -q ' 0 failed, 1 unproven$'; then
+        echo "policies: $1: every expectation held but read-only \"/opt/splash\" (no control: the worker lives there)"
+      else
+        echo "policies: $1: exited 2 with more than the known unproven expectation" >&2
+        status=1
+      fi ;;
+    record:*) echo "policies: $1: exited $code (not required)" ;;
+    *) echo "policies: $1: exited $code" >&2; status=1 ;;
+  esac
+}
+run "$limits" opt
+run policies/durable-output.splashpol opt
+run policies/minimal.splashpol opt
+run policies/demo.splashpol all
+run policies/unprivileged.splashpol all
+run policies/agent-worker.splashpol record
+exit $status
