@@ -22,7 +22,7 @@
 //! grant's call limit or input bound) and a tool's own error result leave
 //! the session usable.
 
-use std::io;
+use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::process::ChildStdin;
 use std::time::Duration;
@@ -98,22 +98,40 @@ pub use splash_protocol::CallEvent as Event;
 /// An open authenticated session with a watched worker.
 #[derive(Debug)]
 pub struct Session {
-    host: HostSession<StopAwareStdout, ChildStdin>,
+    core: Core<StopAwareStdout, ChildStdin>,
     /// A duplicate of the worker's stdout, only polled for readability.
     readable: OwnedFd,
-    /// Whether an answer about the call in flight has been read.
-    answered: bool,
-    /// Whether the worker has answered at all: it runs, so Bubblewrap has
-    /// made every mount, the private device nodes' binds included.
-    worker_answered: bool,
-    /// The tool of the last call started.
-    tool: String,
-    /// Whether an error poisoned the session.
-    state: SessionState,
-    watchdog: Watchdog,
-    /// The bound command of a one-call launch, kept until the worker is
-    /// gone (its launch preparations may own host state).
-    bound: Option<BoundCommand>,
+}
+
+/// A launched worker before its session is opened: the watchdog, the
+/// worker's pipes and the session key its bootstrap carried.
+pub(crate) struct Spawned {
+    pub(crate) watchdog: Watchdog,
+    pub(crate) stdin: ChildStdin,
+    pub(crate) stdout: StopAwareStdout,
+    pub(crate) key: SessionKey,
+}
+
+/// Spawns `bound` with a fresh session key under the tighter of
+/// `deadlines` and the plan's `watchdog` block. Both the blocking and the
+/// asynchronous session start here.
+pub(crate) fn spawn(
+    bound: &BoundCommand,
+    manifest: &CapabilityManifest,
+    deadlines: Deadlines,
+) -> Result<Spawned, LaunchError> {
+    manifest.validate().map_err(LaunchError::Manifest)?;
+    let key = SessionKey::generate().map_err(LaunchError::Key)?;
+    let bootstrap = PrivatePipeWorkerBootstrap::new(manifest.session_id.clone(), key.clone());
+    let (watchdog, stdin, stdout) = bound
+        .spawn_watched(&bootstrap, deadlines)
+        .map_err(LaunchError::Spawn)?;
+    Ok(Spawned {
+        watchdog,
+        stdin,
+        stdout,
+        key,
+    })
 }
 
 impl Session {
@@ -126,13 +144,12 @@ impl Session {
         manifest: CapabilityManifest,
         deadlines: Deadlines,
     ) -> Result<Self, LaunchError> {
-        manifest.validate().map_err(LaunchError::Manifest)?;
-        let key = SessionKey::generate().map_err(LaunchError::Key)?;
-        let bootstrap = PrivatePipeWorkerBootstrap::new(manifest.session_id.clone(), key.clone());
-        let (watchdog, stdin, stdout) = bound
-            .spawn_watched(&bootstrap, deadlines)
-            .map_err(LaunchError::Spawn)?;
-        drop(bootstrap);
+        let Spawned {
+            watchdog,
+            stdin,
+            stdout,
+            key,
+        } = spawn(bound, &manifest, deadlines)?;
         let readable = match stdout.as_fd().try_clone_to_owned() {
             Ok(fd) => fd,
             Err(source) => {
@@ -145,14 +162,8 @@ impl Session {
             LaunchError::Open { source, failure }
         })?;
         Ok(Self {
-            host,
+            core: Core::new(host, watchdog),
             readable,
-            answered: false,
-            worker_answered: false,
-            tool: String::new(),
-            state: SessionState::Usable,
-            watchdog,
-            bound: None,
         })
     }
 
@@ -163,34 +174,34 @@ impl Session {
         deadlines: Deadlines,
     ) -> Result<Self, LaunchError> {
         let mut session = Self::open(&bound, manifest, deadlines)?;
-        session.bound = Some(bound);
+        session.core.bound = Some(bound);
         Ok(session)
     }
 
     /// The manifest the session was opened with.
     pub fn manifest(&self) -> &CapabilityManifest {
-        self.host.manifest()
+        self.core.host.manifest()
     }
 
     /// The host pid of the Bubblewrap process.
     pub fn pid(&self) -> u32 {
-        self.watchdog.pid()
+        self.core.watchdog.pid()
     }
 
     /// A handle that force-stops the worker from any thread; a caller
     /// blocked in [`Session::call`] then gets [`CallError::Indeterminate`].
     pub fn stop_handle(&self) -> StopHandle {
-        self.watchdog.stop_handle()
+        self.core.watchdog.stop_handle()
     }
 
     /// True once an error poisoned the session.
     pub fn is_poisoned(&self) -> bool {
-        self.state == SessionState::Poisoned
+        self.core.is_poisoned()
     }
 
     /// The request id of the call in flight.
     pub fn call_in_flight(&self) -> Option<&Token> {
-        self.host.call_in_flight()
+        self.core.host.call_in_flight()
     }
 
     /// Calls one granted tool and waits for its result (bounded by the
@@ -198,12 +209,9 @@ impl Session {
     pub fn call(&mut self, tool: &str, input: Value) -> Result<Value, CallError> {
         self.start(tool, input)?;
         loop {
-            match self.next_event()? {
-                Event::Finished { output, .. } => return Ok(output),
-                // No cancel was sent, so nothing else can arrive; stay
-                // defensive and keep reading until the call settles.
-                _ if self.host.call_in_flight().is_some() => {}
-                _ => return Err(self.indeterminate_now(SessionError::Idle)),
+            let event = self.next_event()?;
+            if let Some(done) = self.core.call_outcome(event) {
+                return done;
             }
         }
     }
@@ -212,61 +220,19 @@ impl Session {
     /// id. Collect answers with [`Session::next_event`] or
     /// [`Session::wait_event`].
     pub fn start(&mut self, tool: &str, input: Value) -> Result<Token, CallError> {
-        self.usable()?;
-        if let Some(id) = self.host.call_in_flight() {
-            return Err(CallError::Refused(SessionError::Busy(id.clone())));
-        }
-        if let Err(why) = self.watchdog.arm_call() {
-            return Err(self.force_stopped(why));
-        }
-        match self.host.start(tool, input) {
-            Ok(id) => {
-                self.answered = false;
-                tool.clone_into(&mut self.tool);
-                Ok(id)
-            }
-            Err(e) if e.leaves_session() == SessionState::Usable => {
-                match self.watchdog.settle_call(true) {
-                    Ok(()) => Err(CallError::Refused(e)),
-                    Err(why) => Err(self.force_stopped(why)),
-                }
-            }
-            Err(e) => Err(self.transport_failed(e)),
-        }
+        self.core.start(tool, input)
     }
 
     /// Sends an authenticated `cancel` for the call in flight. The answer
     /// arrives as an [`Event`].
     pub fn cancel(&mut self, request_id: &Token) -> Result<(), CallError> {
-        self.usable()?;
-        if let Some(why) = self.watchdog.fired() {
-            return Err(self.force_stopped(why));
-        }
-        match self.host.cancel(request_id) {
-            Ok(()) => Ok(()),
-            Err(e) if e.leaves_session() == SessionState::Usable => Err(CallError::Refused(e)),
-            Err(e) => Err(self.transport_failed(e)),
-        }
+        self.core.cancel(request_id)
     }
 
     /// Reads the next answer about the call in flight, blocking until one
     /// arrives or a deadline or stop ends the worker.
     pub fn next_event(&mut self) -> Result<Event, CallError> {
-        self.usable()?;
-        let event = match self.host.next_event() {
-            Ok(event) => event,
-            Err(e) if e.leaves_session() == SessionState::Usable => {
-                return Err(CallError::Refused(e));
-            }
-            Err(e) => return Err(self.transport_failed(e)),
-        };
-        self.answered = true;
-        self.worker_answered = true;
-        let finished = self.host.call_in_flight().is_none();
-        if let Err(why) = self.watchdog.settle_call(finished) {
-            return Err(self.force_stopped(why));
-        }
-        Ok(event)
+        self.core.next_event()
     }
 
     /// Like [`Session::next_event`], but returns `Ok(None)` when nothing
@@ -276,17 +242,17 @@ impl Session {
     /// before `too_late`) the rest may already be buffered, so this blocks
     /// like `next_event` (still bounded by the deadlines).
     pub fn wait_event(&mut self, timeout: Duration) -> Result<Option<Event>, CallError> {
-        self.usable()?;
-        if !self.answered && self.host.call_in_flight().is_some() {
+        self.core.usable()?;
+        if self.core.awaits_first_answer() {
             match sys::wait_either(
                 self.readable.as_fd(),
-                self.watchdog.stopped_fd(),
+                self.core.watchdog.stopped_fd(),
                 Some(timeout),
             ) {
                 Ok(Some(_)) => {}
                 Ok(None) => return Ok(None),
                 Err(e) => {
-                    return Err(self.transport_failed(SessionError::Stdio(e)));
+                    return Err(self.core.transport_failed(SessionError::Stdio(e)));
                 }
             }
         }
@@ -309,16 +275,170 @@ impl Session {
     /// worker exits. A poisoned session, or a call still in flight, is
     /// stopped here and the error returned, as `close` would.
     pub fn send_close(self) -> Result<ClosingSession, CallError> {
+        drop(self.readable);
+        self.core.send_close()
+    }
+
+    /// Dispatches one durable operation of a granted tool (counted against
+    /// its `max_calls`) under the call deadline and returns the worker's
+    /// status for it. As with [`Session::call`], a deadline, stop or
+    /// transport error poisons the session and the operation's outcome is
+    /// indeterminate: reconcile it in a fresh session
+    /// ([`LoadedPolicy::reconcile`](crate::LoadedPolicy::reconcile)).
+    pub fn dispatch(
+        &mut self,
+        tool: &str,
+        operation_key: &Token,
+        input: Value,
+    ) -> Result<OperationStatus, CallError> {
+        self.core
+            .exchange(|host| host.dispatch(tool, operation_key, input))
+    }
+
+    /// One `reconcile_operation` exchange under the call deadline (the
+    /// recovery path's only request).
+    pub(crate) fn reconcile_once(
+        &mut self,
+        tool: &str,
+        operation_id: &Token,
+    ) -> Result<OperationStatus, CallError> {
+        self.core
+            .exchange(|host| host.reconcile(tool, operation_id))
+    }
+
+    /// Ends the session and reaps the worker: a healthy idle session is
+    /// closed and given `grace` to exit, anything else is force-stopped.
+    pub(crate) fn end(self, grace: Duration) -> io::Result<WorkerStatus> {
+        drop(self.readable);
+        self.core.end(grace)
+    }
+
+    /// Force-stops and reaps the worker and discards the session.
+    pub fn stop(self) -> io::Result<WorkerStatus> {
+        self.core.stop()
+    }
+}
+
+/// The session's state machine over any transport: the blocking
+/// [`Session`] reads and writes the worker's pipes through it directly;
+/// the asynchronous session feeds it frames it has already read and
+/// writes out what it sent. Every rule of a call (one in flight, the
+/// deadline armed before `invoke`, an answer accepted only if termination
+/// did not win, poisoning) lives here once.
+#[derive(Debug)]
+pub(crate) struct Core<R, W> {
+    pub(crate) host: HostSession<R, W>,
+    /// Whether an answer about the call in flight has been read.
+    answered: bool,
+    /// Whether the worker has answered at all: it runs, so Bubblewrap has
+    /// made every mount, the private device nodes' binds included.
+    worker_answered: bool,
+    /// Whether an error poisoned the session.
+    state: SessionState,
+    pub(crate) watchdog: Watchdog,
+    /// The bound command of a one-call launch, kept until the worker is
+    /// gone (its launch preparations may own host state).
+    pub(crate) bound: Option<BoundCommand>,
+}
+
+impl<R: Read, W: Write> Core<R, W> {
+    pub(crate) fn new(host: HostSession<R, W>, watchdog: Watchdog) -> Self {
+        Self {
+            host,
+            answered: false,
+            worker_answered: false,
+            state: SessionState::Usable,
+            watchdog,
+            bound: None,
+        }
+    }
+
+    pub(crate) fn is_poisoned(&self) -> bool {
+        self.state == SessionState::Poisoned
+    }
+
+    /// Whether a call is in flight and nothing about it has been read yet.
+    pub(crate) fn awaits_first_answer(&self) -> bool {
+        !self.answered && self.host.call_in_flight().is_some()
+    }
+
+    /// What one event means to [`Session::call`]: its result, or, once
+    /// the call settled without one, an indeterminate outcome; `None`
+    /// while the call is still in flight.
+    pub(crate) fn call_outcome(&mut self, event: Event) -> Option<Result<Value, CallError>> {
+        match event {
+            Event::Finished { output, .. } => Some(Ok(output)),
+            // No cancel was sent, so nothing else can arrive; stay
+            // defensive and keep reading until the call settles.
+            _ if self.host.call_in_flight().is_some() => None,
+            _ => Some(Err(self.indeterminate_now(SessionError::Idle))),
+        }
+    }
+
+    pub(crate) fn start(&mut self, tool: &str, input: Value) -> Result<Token, CallError> {
+        self.usable()?;
+        if let Some(id) = self.host.call_in_flight() {
+            return Err(CallError::Refused(SessionError::Busy(id.clone())));
+        }
+        if let Err(why) = self.watchdog.arm_call() {
+            return Err(self.force_stopped(why));
+        }
+        match self.host.start(tool, input) {
+            Ok(id) => {
+                self.answered = false;
+                Ok(id)
+            }
+            Err(e) if e.leaves_session() == SessionState::Usable => {
+                match self.watchdog.settle_call(true) {
+                    Ok(()) => Err(CallError::Refused(e)),
+                    Err(why) => Err(self.force_stopped(why)),
+                }
+            }
+            Err(e) => Err(self.transport_failed(e)),
+        }
+    }
+
+    pub(crate) fn cancel(&mut self, request_id: &Token) -> Result<(), CallError> {
+        self.usable()?;
+        if let Some(why) = self.watchdog.fired() {
+            return Err(self.force_stopped(why));
+        }
+        match self.host.cancel(request_id) {
+            Ok(()) => Ok(()),
+            Err(e) if e.leaves_session() == SessionState::Usable => Err(CallError::Refused(e)),
+            Err(e) => Err(self.transport_failed(e)),
+        }
+    }
+
+    pub(crate) fn next_event(&mut self) -> Result<Event, CallError> {
+        self.usable()?;
+        let event = match self.host.next_event() {
+            Ok(event) => event,
+            Err(e) if e.leaves_session() == SessionState::Usable => {
+                return Err(CallError::Refused(e));
+            }
+            Err(e) => return Err(self.transport_failed(e)),
+        };
+        self.answered = true;
+        self.worker_answered = true;
+        let finished = self.host.call_in_flight().is_none();
+        if let Err(why) = self.watchdog.settle_call(finished) {
+            return Err(self.force_stopped(why));
+        }
+        Ok(event)
+    }
+
+    /// Sends `close_session` (closing the worker's stdin) and hands the
+    /// exiting worker to a [`ClosingSession`].
+    pub(crate) fn send_close(self) -> Result<ClosingSession, CallError> {
         let Self {
             host,
-            readable,
             state,
             watchdog,
             bound,
             worker_answered,
             ..
         } = self;
-        drop(readable);
         if let Err(e) = Self::send_close_message(host, state, &watchdog) {
             // The worker is stopped; the bound command goes after it.
             drop(watchdog);
@@ -334,7 +454,7 @@ impl Session {
     }
 
     fn send_close_message(
-        host: HostSession<StopAwareStdout, ChildStdin>,
+        host: HostSession<R, W>,
         state: SessionState,
         watchdog: &Watchdog,
     ) -> Result<(), CallError> {
@@ -345,49 +465,14 @@ impl Session {
             watchdog.stop().map_err(CallError::Containment)?;
             return Err(CallError::Poisoned);
         }
-        if let Err(e) = host.close() {
-            let status = watchdog.stop().map_err(CallError::Containment)?;
-            let reason = match watchdog.fired() {
-                Some(why) if !matches!(e, SessionError::Abandoned(_)) => {
-                    Indeterminate::ForceStopped(why)
-                }
-                _ => Indeterminate::Transport(e),
-            };
-            return Err(CallError::Indeterminate { reason, status });
-        }
-        Ok(())
-    }
-
-    /// Dispatches one durable operation of a granted tool (counted against
-    /// its `max_calls`) under the call deadline and returns the worker's
-    /// status for it. As with [`Session::call`], a deadline, stop or
-    /// transport error poisons the session and the operation's outcome is
-    /// indeterminate: reconcile it in a fresh session
-    /// ([`LoadedPolicy::reconcile`](crate::LoadedPolicy::reconcile)).
-    pub fn dispatch(
-        &mut self,
-        tool: &str,
-        operation_key: &Token,
-        input: Value,
-    ) -> Result<OperationStatus, CallError> {
-        self.exchange(|host| host.dispatch(tool, operation_key, input))
-    }
-
-    /// One `reconcile_operation` exchange under the call deadline (the
-    /// recovery path's only request).
-    pub(crate) fn reconcile_once(
-        &mut self,
-        tool: &str,
-        operation_id: &Token,
-    ) -> Result<OperationStatus, CallError> {
-        self.exchange(|host| host.reconcile(tool, operation_id))
+        host.close().map_err(|e| close_failed(watchdog, e))
     }
 
     /// One request and its answer under the call deadline; the answer is
     /// accepted only if termination did not win.
-    fn exchange<T>(
+    pub(crate) fn exchange<T>(
         &mut self,
-        request: impl FnOnce(&mut HostSession<StopAwareStdout, ChildStdin>) -> Result<T, SessionError>,
+        request: impl FnOnce(&mut HostSession<R, W>) -> Result<T, SessionError>,
     ) -> Result<T, CallError> {
         self.usable()?;
         if let Some(id) = self.host.call_in_flight() {
@@ -411,18 +496,14 @@ impl Session {
         }
     }
 
-    /// Ends the session and reaps the worker: a healthy idle session is
-    /// closed and given `grace` to exit, anything else is force-stopped.
-    pub(crate) fn end(self, grace: Duration) -> io::Result<WorkerStatus> {
+    fn end(self, grace: Duration) -> io::Result<WorkerStatus> {
         let Self {
             host,
-            readable,
             state,
             watchdog,
             bound,
             ..
         } = self;
-        drop(readable);
         let status = if state == SessionState::Usable
             && host.call_in_flight().is_none()
             && host.close().is_ok()
@@ -440,7 +521,7 @@ impl Session {
     }
 
     /// Force-stops and reaps the worker and discards the session.
-    pub fn stop(self) -> io::Result<WorkerStatus> {
+    pub(crate) fn stop(self) -> io::Result<WorkerStatus> {
         let Self {
             host,
             watchdog,
@@ -454,7 +535,7 @@ impl Session {
         status
     }
 
-    fn usable(&self) -> Result<(), CallError> {
+    pub(crate) fn usable(&self) -> Result<(), CallError> {
         if self.state == SessionState::Poisoned {
             Err(CallError::Poisoned)
         } else {
@@ -480,7 +561,7 @@ impl Session {
 
     /// Poisons the session after a transport error. If the watchdog fired
     /// meanwhile, that is the reason; otherwise the worker is stopped.
-    fn transport_failed(&mut self, e: SessionError) -> CallError {
+    pub(crate) fn transport_failed(&mut self, e: SessionError) -> CallError {
         if let Some(why) = self.watchdog.fired() {
             return self.force_stopped(why);
         }
@@ -500,6 +581,20 @@ impl Session {
         };
         CallError::Indeterminate { reason, status }
     }
+}
+
+/// `close_session` could not be sent: the worker is stopped, and the
+/// outcome says whether a deadline or the transport ended it.
+pub(crate) fn close_failed(watchdog: &Watchdog, e: SessionError) -> CallError {
+    let status = match watchdog.stop() {
+        Ok(status) => status,
+        Err(e) => return CallError::Containment(e),
+    };
+    let reason = match watchdog.fired() {
+        Some(why) if !matches!(e, SessionError::Abandoned(_)) => Indeterminate::ForceStopped(why),
+        _ => Indeterminate::Transport(e),
+    };
+    CallError::Indeterminate { reason, status }
 }
 
 /// A session whose `close_session` was sent ([`Session::send_close`]): the
