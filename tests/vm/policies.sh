@@ -1,8 +1,8 @@
 # Runs inside the VM after the test binaries (tests/vm/guest.sh): `splashc
 # test` on the bundled policies this VM can enforce, each provisioned as its
 # text names. The guest's root filesystem is the development host's,
-# read-only, so /opt and /srv are fresh tmpfs mounts here. Every policy run
-# must exit 0.
+# read-only, so /opt and /srv are fresh tmpfs mounts here. Which exit each
+# policy must give is said above `run` below.
 #
 # Not run: network-broker (`splashc test` supplies no network broker, so bind
 # refuses it on any host), one-hop and strict-allowlist (their strict
@@ -69,15 +69,15 @@ status=0
 run() {
   echo "== splashc test $1"
   set +e
-  out=$("$splashc" test "$1" 2>&1)
+  report=$("$splashc" test "$1" 2>&1)
   code=$?
   set -e
-  printf '%s\n' "$out"
-  others=$(printf '%s\n' "$out" | grep -E '^(FAILED|UNPROVEN)' |
+  printf '%s\n' "$report"
+  others=$(printf '%s\n' "$report" | grep -E '^(FAILED|UNPROVEN)' |
     grep -v -F 'UNPROVEN read-only "/opt/splash"' || true)
   case "$2:$code" in
     *:0) echo "policies: $1: every expectation held" ;;
-    opt:2) if [ -z "$others" ] && printf '%s\n' "$out" | grep -q ' 0 failed, 1 unproven$'; then
+    opt:2) if [ -z "$others" ] && printf '%s\n' "$report" | grep -q ' 0 failed, 1 unproven$'; then
         echo "policies: $1: every expectation held but read-only \"/opt/splash\" (no control: the worker lives there)"
       else
         echo "policies: $1: exited 2 with more than the known unproven expectation" >&2
