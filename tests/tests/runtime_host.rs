@@ -16,7 +16,7 @@ use runtime_support::{
     processes_running, running_as_root, serial,
 };
 use serde_json::{Value, json};
-use splash_protocol::{CapabilityManifest, Grant, GrantFormat, SessionState, Token};
+use splash_protocol::{CapabilityManifest, SessionState, Token};
 use splash_runtime::{
     BindError, BoundCommand, CallError, Deadlines, Event, Indeterminate, LaunchError,
     LaunchOptions, LoadedPolicy, Session, SpawnError, StopReason,
@@ -27,21 +27,7 @@ use splashpol::plan::{Arch, BwrapOp, LaunchPlan};
 const TOOLS: &[&str] = &["probe.echo", "probe.sleep", "probe.spin", "probe.exec"];
 
 fn manifest(session: &str) -> CapabilityManifest {
-    let grants = TOOLS
-        .iter()
-        .map(|t| {
-            let mut g = Grant::new(Token::new(*t).expect("tool"), GrantFormat::Json);
-            g.max_calls = 16;
-            g.max_input_bytes = 4096;
-            g.max_output_bytes = 1 << 20;
-            g
-        })
-        .collect();
-    CapabilityManifest {
-        protocol_version: 5,
-        session_id: Token::new(session).expect("session"),
-        grants,
-    }
+    runtime_support::manifest_granting(session, TOOLS)
 }
 
 fn loaded(policy: &TestPolicy) -> LoadedPolicy {

@@ -266,6 +266,23 @@ impl LoadedPolicy {
         let bound = self.bind(&manifest, options.bind)?;
         Session::open_owned(bound, manifest, options.deadlines)
     }
+
+    /// [`Self::launch`] for a tokio host: the same steps, binding and
+    /// spawning on the runtime's blocking pool, into an
+    /// [`AsyncSession`](crate::AsyncSession). Dropping the future never
+    /// leaves a worker running.
+    #[cfg(feature = "tokio")]
+    pub async fn launch_async(
+        &self,
+        manifest: CapabilityManifest,
+        options: LaunchOptions,
+    ) -> Result<crate::AsyncSession, LaunchError> {
+        let policy = self.clone();
+        let LaunchOptions { bind, deadlines } = options;
+        let activated = manifest.clone();
+        crate::AsyncSession::open_with(move || policy.bind(&activated, bind), manifest, deadlines)
+            .await
+    }
 }
 
 /// Loads the policy at `path` and [launches](LoadedPolicy::launch) it.

@@ -35,6 +35,8 @@
 
 #![warn(missing_docs)]
 
+#[cfg(feature = "tokio")]
+pub mod async_session;
 pub mod bind;
 pub mod broker;
 pub mod bwrap_options;
@@ -59,6 +61,8 @@ mod sys;
 pub mod verify;
 pub mod watchdog;
 
+#[cfg(feature = "tokio")]
+pub use async_session::AsyncSession;
 pub use bind::{BindOptions, BoundCommand, BubblewrapLaunch, LaunchPreparation, preflight};
 pub use broker::{BrokerBindError, BrokerPlanDefect};
 pub use cgroup::{CgroupBoundary, CgroupError, RunnerDefect, WorkerCgroup};

@@ -623,6 +623,18 @@ impl ClosingSession {
         result
     }
 
+    /// `close_session` could not be written out after all (the
+    /// asynchronous session writes it once `send_close` returned): the
+    /// worker is stopped, as a failed `close` stops it.
+    #[cfg(feature = "tokio")]
+    pub(crate) fn failed(self, e: SessionError) -> CallError {
+        let Self { watchdog, bound } = self;
+        let error = close_failed(&watchdog, e);
+        drop(watchdog);
+        drop(bound);
+        error
+    }
+
     fn finish(watchdog: &Watchdog, grace: Duration) -> Result<WorkerStatus, CallError> {
         let status = match watchdog.wait_exit(grace) {
             // Still running after the grace period (or its exit could not

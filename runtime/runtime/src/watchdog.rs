@@ -325,6 +325,14 @@ impl StopAwareStdout {
     }
 }
 
+impl StopAwareStdout {
+    /// The pipe itself, for a reader that waits for the stop on its own.
+    #[cfg_attr(not(feature = "tokio"), expect(dead_code))]
+    pub(crate) fn into_pipe(self) -> ChildStdout {
+        self.stdout
+    }
+}
+
 impl AsFd for StopAwareStdout {
     fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.stdout.as_fd()
@@ -480,6 +488,13 @@ impl Watchdog {
     /// Readable once a stop was recorded.
     pub(crate) fn stopped_fd(&self) -> std::os::fd::BorrowedFd<'_> {
         self.shared.stopped.as_fd()
+    }
+
+    /// Readable once the launched process exited (its pidfd), if there is
+    /// one.
+    #[cfg_attr(not(feature = "tokio"), expect(dead_code))]
+    pub(crate) fn exit_fd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        self.exited.as_ref().map(std::os::fd::AsFd::as_fd)
     }
 
     /// Why the worker was force-stopped, if it was.

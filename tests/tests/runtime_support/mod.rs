@@ -392,6 +392,26 @@ pub const PROBE_TOOLS: &[&str] = &[
     "probe.echo",
 ];
 
+/// The manifest of `session` granting `tools` (16 calls each, 4 KiB in,
+/// 1 MiB out).
+pub fn manifest_granting(session: &str, tools: &[&str]) -> CapabilityManifest {
+    let grants = tools
+        .iter()
+        .map(|t| {
+            let mut g = Grant::new(Token::new(*t).expect("tool"), GrantFormat::Json);
+            g.max_calls = 16;
+            g.max_input_bytes = 4096;
+            g.max_output_bytes = 1 << 20;
+            g
+        })
+        .collect();
+    CapabilityManifest {
+        protocol_version: 5,
+        session_id: Token::new(session).expect("session"),
+        grants,
+    }
+}
+
 pub fn probe_manifest(session: &str) -> CapabilityManifest {
     let grants = PROBE_TOOLS
         .iter()

@@ -47,7 +47,11 @@
 //! - `identity`: the worker identity switch of the launch child and the
 //!   calling task's ids.
 //!
-//! Only `quota`, `launch`, `identity` and `notify` hold `unsafe`, each block with a
+//! - `reactor` (the `tokio` feature): registering a descriptor with the
+//!   runtime's reactor, `ioctl(FIONBIO)`, and `read(2)`/`write(2)` on the
+//!   non-blocking pipes of an [`crate::AsyncSession`].
+//!
+//! Only `quota`, `launch`, `identity`, `notify` and `reactor` hold `unsafe`, each block with a
 //! `SAFETY` note.
 
 mod devnode;
@@ -60,6 +64,8 @@ mod pin;
 mod poll;
 mod process;
 mod quota;
+#[cfg(feature = "tokio")]
+mod reactor;
 mod statfs;
 
 pub use devnode::*;
@@ -71,4 +77,6 @@ pub use pin::*;
 pub use poll::*;
 pub use process::*;
 pub use quota::*;
+#[cfg(feature = "tokio")]
+pub use reactor::*;
 pub use statfs::*;
