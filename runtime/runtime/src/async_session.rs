@@ -467,9 +467,12 @@ impl AsyncSession {
     }
 
     async fn start_inner(&mut self, tool: &str, input: Value) -> Result<Token, CallError> {
-        let tool = tool.to_owned();
-        let id = self.step(move |core| core.start(&tool, input)).await??;
-        self.written().await?;
+        let name = tool.to_owned();
+        let id = self.step(move |core| core.start(&name, input)).await??;
+        let ended = Token::new(tool)
+            .ok()
+            .map(|tool| ("invoke", id.clone(), tool));
+        self.written(ended).await?;
         Ok(id)
     }
 
@@ -480,7 +483,7 @@ impl AsyncSession {
         let armed = Armed(Some(self.stop.clone()));
         let id = request_id.clone();
         let outcome = match self.step(move |core| core.cancel(&id)).await {
-            Ok(Ok(())) => self.written().await,
+            Ok(Ok(())) => self.written(None).await,
             Ok(Err(e)) | Err(e) => Err(e),
         };
         armed.disarm();
@@ -619,15 +622,27 @@ impl AsyncSession {
     }
 
     /// Writes out what the last step sent; a failure poisons the session
-    /// as a failed write does in the blocking session.
-    async fn written(&mut self) -> Result<(), CallError> {
-        match self.flush().await {
-            Ok(()) => Ok(()),
-            Err(why) => {
-                let e = why.into_session_error();
-                Err(self.step(move |core| core.transport_failed(e)).await?)
+    /// as a failed write does in the blocking session. `request` names
+    /// the request just sent (its message type, id and tool): a worker
+    /// that closed its stdin then ended the session instead of reading it.
+    async fn written(
+        &mut self,
+        request: Option<(&'static str, Token, Token)>,
+    ) -> Result<(), CallError> {
+        let e = match (self.flush().await, request) {
+            (Ok(()), _) => return Ok(()),
+            (Err(Interrupted::Io(e)), Some((kind, request, tool)))
+                if e.kind() == io::ErrorKind::BrokenPipe =>
+            {
+                SessionError::WorkerEnded {
+                    kind,
+                    request,
+                    tool,
+                }
             }
-        }
+            (Err(why), _) => why.into_session_error(),
+        };
+        Err(self.step(move |core| core.transport_failed(e)).await?)
     }
 
     /// Writes the buffered frames to the worker's stdin, closing it after
