@@ -368,6 +368,11 @@ fn a_dropped_call_session_or_launch_leaves_nothing_running() {
             let launching = dropped.launch_async(manifest("a-3"), options(Deadlines::none()));
             let _ = tokio::time::timeout(Duration::from_millis(delay_ms), launching).await;
         }
+        // The spawns the dropped futures started go on on the blocking
+        // pool: let them finish (a whole launch takes tens of
+        // milliseconds here) before counting, so an empty count cannot
+        // come from a spawn that had not happened yet.
+        tokio::time::sleep(Duration::from_secs(2)).await;
         let started = Instant::now();
         while !processes_running(&probe).is_empty() && started.elapsed() < Duration::from_secs(10) {
             tokio::time::sleep(Duration::from_millis(20)).await;
