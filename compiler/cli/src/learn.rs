@@ -210,7 +210,7 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
         .unwrap_or_default();
     let learned = Learned::from_recording(&recording, &calls, &chain_programs);
     learned.report(&loaded.policy);
-    let proposal = propose(&source, &learned).map_err(|e| {
+    let proposal = propose(&source, &loaded.policy, &learned).map_err(|e| {
         eprintln!("splashc learn: cannot build the proposal: {e}");
         1
     })?;
@@ -496,15 +496,68 @@ fn landlock_text(runner: Option<&str>, learned: &Learned) -> String {
     text
 }
 
+/// Escape syscalls a derived `expect` block says are denied when the run
+/// did not need them. Each is one the probe's unfiltered attempt (every
+/// argument zero) does not see refused the way a filter refuses (it runs,
+/// or fails on its arguments: `EINVAL`, `EFAULT`, `ESRCH`, `EBADF`) whatever
+/// the host's sysctls and the caller's identity, so `splashc test` has a
+/// control for each.
+const DENIED_EXPECTATIONS: &[&str] = &[
+    "unshare",
+    "setns",
+    "mount",
+    "open_tree",
+    "ptrace",
+    "process_vm_readv",
+    "pidfd_getfd",
+    "kcmp",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "perf_event_open",
+    "name_to_handle_at",
+];
+
+/// An `expect` block for a policy without one: what the proposal's
+/// sandbox must show from inside (`splashc test --allow-probe-syscalls`
+/// checks it; the probe's own start-up is not what the worker learned).
+fn expect_text(policy: &Policy, learned: &Learned) -> String {
+    let mut entries = Vec::new();
+    if policy.no_further_user_namespaces() {
+        entries.push("user-namespaces none".to_owned());
+    }
+    if policy.network_broker().is_none() {
+        entries.push("network none".to_owned());
+    }
+    let denied: Vec<&str> = DENIED_EXPECTATIONS
+        .iter()
+        .copied()
+        .filter(|n| !learned.syscalls.iter().any(|(l, _)| l == n))
+        .collect();
+    if !denied.is_empty() {
+        entries.push(format!("syscall denied {}", denied.join(" ")));
+    }
+    let mut text = String::from(
+        "# learned: what `splashc test --allow-probe-syscalls` checks from inside\n  expect {\n",
+    );
+    for entry in entries {
+        text.push_str(&format!("    {entry}\n"));
+    }
+    text.push_str("  }");
+    text
+}
+
 /// The input source with its `seccomp` and `landlock` statements replaced
-/// (a missing `seccomp` statement is added after the last statement).
-fn propose(source: &str, learned: &Learned) -> Result<String, String> {
+/// (a missing `seccomp` statement is added after the last statement), and
+/// an `expect` block derived from `policy` when the input has none.
+fn propose(source: &str, policy: &Policy, learned: &Learned) -> Result<String, String> {
     let parsed = splashpol::parse::parse(source);
     let file = parsed
         .file
         .ok_or_else(|| "the policy does not parse".to_owned())?;
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     let mut has_seccomp = false;
+    let mut has_expect = false;
     let mut last_end = 0;
     for stmt in &file.policy.statements {
         last_end = last_end.max(stmt.span.end);
@@ -523,15 +576,19 @@ fn propose(source: &str, learned: &Learned) -> Result<String, String> {
                     landlock_text(runner, learned),
                 ));
             }
+            Statement::Expect { .. } => has_expect = true,
             _ => {}
         }
     }
+    let mut appended = String::new();
     if !has_seccomp {
-        edits.push((
-            last_end,
-            last_end,
-            format!("\n\n  {}", seccomp_text(learned)),
-        ));
+        appended.push_str(&format!("\n\n  {}", seccomp_text(learned)));
+    }
+    if !has_expect {
+        appended.push_str(&format!("\n\n  {}", expect_text(policy, learned)));
+    }
+    if !appended.is_empty() {
+        edits.push((last_end, last_end, appended));
     }
     edits.sort_by_key(|e| std::cmp::Reverse(e.0));
     let mut out = source.to_owned();
@@ -558,9 +615,48 @@ mod tests {
         }
     }
 
+    fn policy(source: &str) -> Policy {
+        splashpol::check_source("p", source)
+            .policy
+            .expect("the input checks")
+    }
+
+    #[test]
+    fn a_policy_without_an_expect_block_gets_one_the_proposal_can_meet() {
+        let input = INPUT.replace(
+            "  seccomp deny-known-escape-surface\n",
+            "  seccomp deny-known-escape-surface\n  user-namespaces none\n",
+        );
+        let mut learned = learned();
+        // A reviewed addition the run needed is listed, so never expected
+        // denied.
+        learned.syscalls.push(("kcmp".into(), "call 1".into()));
+        let text = propose(&input, &policy(&input), &learned).expect("proposal");
+        let text = splashpol::format::format_source(&text).expect("formats");
+        assert!(text.contains("  expect {\n    user-namespaces none\n    network none\n    syscall denied unshare setns mount open_tree ptrace process_vm_readv pidfd_getfd keyctl"), "{text}");
+        let (_, expectations) = splashpol::expect::of_source(&text).expect("the proposal checks");
+        assert_eq!(expectations.len(), 2 + DENIED_EXPECTATIONS.len() - 1);
+        // Without `user-namespaces none` the block does not claim it.
+        let text = propose(INPUT, &policy(INPUT), &learned).expect("proposal");
+        assert!(!text.contains("user-namespaces none"), "{text}");
+        assert!(splashpol::expect::of_source(&text).is_some(), "{text}");
+    }
+
+    #[test]
+    fn an_expect_block_of_the_input_is_kept_and_no_second_is_added() {
+        let input = INPUT.replace(
+            "  seccomp deny-known-escape-surface\n",
+            "  seccomp deny-known-escape-surface\n  expect {\n    hidden \"/etc\"\n  }\n",
+        );
+        let text = propose(&input, &policy(&input), &learned()).expect("proposal");
+        assert_eq!(text.matches("expect {").count(), 1, "{text}");
+        assert!(text.contains("hidden \"/etc\""), "{text}");
+        assert!(!text.contains("network none"), "{text}");
+    }
+
     #[test]
     fn the_proposal_replaces_the_filter_and_the_allowlist_and_checks() {
-        let text = propose(INPUT, &learned()).expect("proposal");
+        let text = propose(INPUT, &policy(INPUT), &learned()).expect("proposal");
         let text = splashpol::format::format_source(&text).expect("formats");
         assert!(text.contains("seccomp strict-allowlist {\n    execve # start-up; the exec chain\n    exit_group # close\n  }"), "{text}");
         assert!(
@@ -581,7 +677,7 @@ mod tests {
     #[test]
     fn a_policy_without_a_filter_gets_one() {
         let input = INPUT.replace("  seccomp deny-known-escape-surface\n", "");
-        let text = propose(&input, &learned()).expect("proposal");
+        let text = propose(&input, &policy(&input), &learned()).expect("proposal");
         let text = splashpol::format::format_source(&text).expect("formats");
         assert!(text.contains("seccomp strict-allowlist {"), "{text}");
         assert!(

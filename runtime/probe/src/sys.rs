@@ -171,11 +171,29 @@ pub enum ChildOp {
     Syscall {
         nr: libc::c_long,
     },
+    /// A TCP connection attempt ([`socket_inet_connect`]), in a child so a
+    /// filter that kills `socket` ends the child, not the probe.
+    SocketInet {
+        addr: [u8; 4],
+        port: u16,
+        timeout_ms: i32,
+    },
 }
 
 /// Step names, indexed by the byte the child reports.
-const STEPS: [&str; 8] = [
-    "unshare", "mount", "umount", "open", "setns", "chroot", "ptrace", "syscall",
+const STEPS: [&str; 12] = [
+    "unshare",
+    "mount",
+    "umount",
+    "open",
+    "setns",
+    "chroot",
+    "ptrace",
+    "syscall",
+    "socket",
+    "connect",
+    "poll",
+    "getsockopt",
 ];
 
 fn step_index(step: &str) -> u8 {
@@ -286,6 +304,16 @@ pub fn in_child(op: &ChildOp) -> io::Result<ChildOutcome> {
                     report(i_ptrace, errno());
                 }
             }
+            ChildOp::SocketInet {
+                addr,
+                port,
+                timeout_ms,
+            } => {
+                // Raw calls on the stack only; the step names are static.
+                if let Err((step, err)) = socket_inet_connect(*addr, *port, *timeout_ms) {
+                    report(step_index(step), err);
+                }
+            }
             ChildOp::Syscall { nr } => {
                 // SAFETY: every argument is zero, so a call that takes
                 // pointers gets NULL, which the kernel rejects with EFAULT
@@ -301,7 +329,10 @@ pub fn in_child(op: &ChildOp) -> io::Result<ChildOutcome> {
         report(ok, 0);
     }
     drop(writer);
-    let status = if matches!(op, ChildOp::Syscall { .. }) {
+    let status = if let ChildOp::SocketInet { timeout_ms, .. } = op {
+        let ms = u64::try_from(*timeout_ms).unwrap_or(0).saturating_add(2000);
+        wait_deadline(pid, std::time::Duration::from_millis(ms))?
+    } else if matches!(op, ChildOp::Syscall { .. }) {
         wait_deadline(pid, std::time::Duration::from_secs(2))?
     } else {
         wait(pid)?

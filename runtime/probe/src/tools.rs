@@ -323,8 +323,12 @@ pub fn try_op(input: &Value) -> Result<Value, String> {
             })?
         }
         "socket-inet" => {
-            let (ip, port) = inet_target(input)?;
-            ChildOutcome::Reported(sys::socket_inet_connect(ip, port, 2000))
+            let (addr, port) = inet_target(input)?;
+            child(ChildOp::SocketInet {
+                addr,
+                port,
+                timeout_ms: 2000,
+            })?
         }
         "chroot" => child(ChildOp::Chroot { path: c_path("/")? })?,
         "keyctl" => ChildOutcome::Reported(sys::keyctl_probe()),
