@@ -145,10 +145,8 @@ fn policy(fx: &Fixture, bwrap: &Path) -> RawPolicy {
         aggregate_ephemeral_max_bytes: Some(3 << 20),
         max_active_file_roots: 64,
         seccomp: SeccompPolicy::Off,
-        limit_runner: None,
         require_limit_runner: false,
-        landlock_runner: None,
-        combined_runner: None,
+        runners: splashpol::model::Runners::None,
         cgroup: None,
         require_cgroup_v2: false,
         watchdog: None,
@@ -490,7 +488,7 @@ fn chain_policy(fx: &Fixture, bwrap: &Path, landlock: bool) -> Option<RawPolicy>
     }
     std::fs::write(fx.base.join("rt/bin/worker"), CHAIN_WORKER).expect("write worker");
     let mut policy = policy(fx, bwrap);
-    policy.limit_runner = Some(splashpol::model::LimitRunner {
+    let limit = Some(splashpol::model::LimitRunner {
         path: p("/opt/splash/bin/splash-limit-runner"),
         limits: splashpol::model::ResourceLimits {
             cpu_seconds: Some(30),
@@ -500,19 +498,22 @@ fn chain_policy(fx: &Fixture, bwrap: &Path, landlock: bool) -> Option<RawPolicy>
             file_size_bytes: Some(16 << 20),
         },
     });
-    if landlock {
+    let landlock = if landlock {
         // The dynamically linked runner needs its resolved loader, the
         // script worker its interpreter.
         let loader = std::fs::canonicalize("/lib64/ld-linux-x86-64.so.2").ok()?;
         let shell = std::fs::canonicalize("/bin/sh").ok()?;
-        policy.landlock_runner = Some(splashpol::model::LandlockRunner {
+        Some(splashpol::model::LandlockRunner {
             path: p("/opt/splash/bin/splash-landlock-runner"),
             allow_exec: vec![
                 SandboxPath::new(loader.to_string_lossy().into_owned()).ok()?,
                 SandboxPath::new(shell.to_string_lossy().into_owned()).ok()?,
             ],
-        });
-    }
+        })
+    } else {
+        None
+    };
+    policy.runners = splashpol::model::Runners::Separate { limit, landlock };
     Some(policy)
 }
 

@@ -543,10 +543,6 @@ fn launch_programs(policy: &Policy) -> Vec<&SandboxPath> {
             out.extend(landlock.as_ref().map(|l| &l.path));
         }
         splashpol::model::Runners::Combined { path, .. } => out.push(path),
-        // A kind of runner this version does not know: no control hides
-        // anything it could not name, so a missing program fails the
-        // control launch instead.
-        _ => {}
     }
     out
 }

@@ -23,7 +23,7 @@ use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, Resource
 use splashpol::model::{
     AbsPath, Access, AggregateQuota, BrokerCatalog, CgroupLimits, CgroupPolicy, FileRoot,
     FileRootKind, IoMax, LandlockRunner, LimitRunner, NetworkBroker, PrivateTmp, ProjectQuota,
-    RawPolicy, ResourceLimits, RuntimeMount, SeccompPolicy, Side, SyscallName, Watchdog,
+    RawPolicy, ResourceLimits, Runners, RuntimeMount, SeccompPolicy, Side, SyscallName, Watchdog,
     WorkerIdentity,
 };
 
@@ -442,13 +442,13 @@ fn the_artifact_schema_and_loader_agree_on_one_corpus() {
             true,
         ),
         (
-            "version 1.0",
-            edit(&agent, r#""version": 2"#, r#""version": 2.0"#),
+            "version 3.0",
+            edit(&agent, r#""version": 3"#, r#""version": 3.0"#),
             false,
         ),
         (
-            "version 1e0",
-            edit(&agent, r#""version": 2"#, r#""version": 2e0"#),
+            "version 3.0",
+            edit(&agent, r#""version": 3"#, r#""version": 3e0"#),
             false,
         ),
         (
@@ -626,6 +626,41 @@ fn root_kinds() -> Vec<FileRootKind> {
     all
 }
 
+/// Every runner mode, each field with a value.
+fn runner_variants() -> Vec<Runners> {
+    let limits = ResourceLimits {
+        cpu_seconds: Some(1),
+        address_space_bytes: Some(1),
+        process_count: Some(1),
+        open_files: Some(1),
+        file_size_bytes: Some(1),
+    };
+    let all = vec![
+        Runners::Separate {
+            limit: Some(LimitRunner {
+                path: path("/opt/l"),
+                limits,
+            }),
+            landlock: Some(LandlockRunner {
+                path: path("/opt/ll"),
+                allow_exec: vec![path("/opt/w")],
+            }),
+        },
+        Runners::Combined {
+            path: path("/opt/c"),
+            limits: Some(limits),
+            allow_exec: Some(vec![path("/opt/w")]),
+        },
+        Runners::None,
+    ];
+    for r in &all {
+        match r {
+            Runners::None | Runners::Separate { .. } | Runners::Combined { .. } => {}
+        }
+    }
+    all
+}
+
 /// Policies that together use every field with a value (not only `null`)
 /// and every enum variant.
 fn full_policies() -> Vec<RawPolicy> {
@@ -669,22 +704,8 @@ fn full_policies() -> Vec<RawPolicy> {
             aggregate_ephemeral_max_bytes: Some(1),
             max_active_file_roots: 64,
             seccomp: seccomps[i].clone(),
-            limit_runner: Some(LimitRunner {
-                path: path("/opt/l"),
-                limits: ResourceLimits {
-                    cpu_seconds: Some(1),
-                    address_space_bytes: Some(1),
-                    process_count: Some(1),
-                    open_files: Some(1),
-                    file_size_bytes: Some(1),
-                },
-            }),
             require_limit_runner: true,
-            landlock_runner: Some(LandlockRunner {
-                path: path("/opt/ll"),
-                allow_exec: vec![path("/opt/w")],
-            }),
-            combined_runner: Some(path("/opt/c")),
+            runners: runner_variants().swap_remove(i),
             cgroup: Some(CgroupPolicy {
                 parent: path("/sys/fs/cgroup/p"),
                 runner: path("/opt/cg"),

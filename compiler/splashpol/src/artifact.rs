@@ -5,7 +5,7 @@
 //! Layout (one JSON object, keys in this order):
 //!
 //! ```json
-//! {"format":"splashpol-compiled","version":2,
+//! {"format":"splashpol-compiled","version":3,
 //!  "source_digest":"<blake3 hex of the .splashpol source>",
 //!  "policy_digest":"<blake3 hex of the compact JSON of `policy`>",
 //!  "policy":{...}}
@@ -65,7 +65,7 @@ pub const FORMAT: &str = "splashpol-compiled";
 /// The only artifact version this crate reads and writes (the `version`
 /// field); [`load`] refuses any other ([`ArtifactError::Version`]) before it
 /// looks at the policy.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// A loaded artifact, every field validated by [`load`].
 ///
@@ -408,7 +408,7 @@ mod tests {
         let good: Edited =
             serde_json::from_slice(&write(&sample(), b"s").expect("write")).expect("json");
         let mut a = good.clone();
-        for old_or_new in [1, 3] {
+        for old_or_new in [1, 2, 4] {
             a.version = old_or_new;
             assert!(matches!(
                 load(&serde_json::to_vec(&a).expect("json")),

@@ -585,25 +585,26 @@ pub(crate) mod tests {
             aggregate_ephemeral_max_bytes: None,
             max_active_file_roots: 64,
             seccomp: SeccompPolicy::Off,
-            limit_runner: Some(LimitRunner {
-                path: p("/opt/splash/bin/splash-limit-runner"),
-                limits: ResourceLimits {
-                    cpu_seconds: Some(30),
-                    address_space_bytes: Some(512 << 20),
-                    process_count: None,
-                    open_files: Some(64),
-                    file_size_bytes: Some(16 << 20),
-                },
-            }),
             require_limit_runner: true,
-            landlock_runner: Some(LandlockRunner {
-                path: p("/opt/splash/bin/splash-landlock-runner"),
-                allow_exec: vec![
-                    p("/opt/splash/lib/ld-linux-aarch64.so.1"),
-                    p("/opt/splash/bin/reviewed-interpreter"),
-                ],
-            }),
-            combined_runner: None,
+            runners: Runners::Separate {
+                limit: Some(LimitRunner {
+                    path: p("/opt/splash/bin/splash-limit-runner"),
+                    limits: ResourceLimits {
+                        cpu_seconds: Some(30),
+                        address_space_bytes: Some(512 << 20),
+                        process_count: None,
+                        open_files: Some(64),
+                        file_size_bytes: Some(16 << 20),
+                    },
+                }),
+                landlock: Some(LandlockRunner {
+                    path: p("/opt/splash/bin/splash-landlock-runner"),
+                    allow_exec: vec![
+                        p("/opt/splash/lib/ld-linux-aarch64.so.1"),
+                        p("/opt/splash/bin/reviewed-interpreter"),
+                    ],
+                }),
+            },
             cgroup: None,
             require_cgroup_v2: false,
             watchdog: None,
@@ -772,7 +773,7 @@ pub(crate) mod tests {
         assert_eq!(a[at + 1], "{fd:runner-seccomp}");
 
         // Strict without an executable runner: bwrap installs it.
-        policy.landlock_runner = None;
+        without_landlock(&mut policy);
         let plan = plain(&policy, None).expect("plan");
         assert_eq!(
             plan.seccomp().expect("seccomp").delivery,
@@ -793,28 +794,30 @@ pub(crate) mod tests {
         ));
     }
 
+    /// The sample without its Landlock runner.
+    fn without_landlock(policy: &mut RawPolicy) {
+        if let Runners::Separate { landlock, .. } = &mut policy.runners {
+            *landlock = None;
+        }
+    }
+
     #[test]
     fn combined_runner_command_line() {
         let mut policy = sample_raw();
         let one = p("/opt/splash/bin/splash-runner");
-        policy.combined_runner = Some(one.clone());
+        let Runners::Separate {
+            limit: Some(limit),
+            landlock: Some(landlock),
+        } = policy.runners.clone()
+        else {
+            panic!("the sample has both runners")
+        };
+        policy.runners = Runners::Combined {
+            path: one.clone(),
+            limits: Some(limit.limits),
+            allow_exec: Some(landlock.allow_exec),
+        };
         policy.pin_executables = false;
-        // The serialized `limits` and `landlock` settings must name the
-        // combined runner, as the checker writes them.
-        let err = plain(&policy, None).expect_err("another runner");
-        assert!(
-            matches!(
-                err,
-                LowerError::Invariant(InvariantError::CombinedRunnerPath)
-            ),
-            "{err:?}"
-        );
-        if let Some(l) = &mut policy.limit_runner {
-            l.path = one.clone();
-        }
-        if let Some(l) = &mut policy.landlock_runner {
-            l.path = one.clone();
-        }
         let built = checked(&policy);
         assert!(matches!(built.runners(), Runners::Combined { path, .. } if *path == one));
         let plan = plain(&policy, None).expect("plan");
@@ -827,7 +830,9 @@ pub(crate) mod tests {
              --allow /opt/splash/lib/ld-linux-aarch64.so.1 --allow /opt/splash/bin/reviewed-interpreter \
              -- /opt/splash/bin/worker --json-lines"
         );
-        policy.landlock_runner = None;
+        if let Runners::Combined { allow_exec, .. } = &mut policy.runners {
+            *allow_exec = None;
+        }
         let plan = plain(&policy, None).expect("plan");
         assert!(!argv(&plan).iter().any(|x| x == "--allow"));
     }
@@ -835,14 +840,24 @@ pub(crate) mod tests {
     #[test]
     fn limit_runner_alone_and_no_runner() {
         let mut policy = sample_raw();
-        policy.landlock_runner = None;
+        without_landlock(&mut policy);
         policy.pin_executables = false;
         let plan = plain(&policy, None).expect("plan");
         let a = argv(&plan);
         let cmd = &a[a.iter().position(|x| x == "--").expect("--") + 1..];
         assert_eq!(cmd[0], "/opt/splash/bin/splash-limit-runner");
-        policy.limit_runner = None;
         policy.require_limit_runner = false;
+        // A policy without runners has one form only.
+        policy.runners = Runners::Separate {
+            limit: None,
+            landlock: None,
+        };
+        let err = plain(&policy, None).expect_err("empty separate runners");
+        assert!(
+            matches!(err, LowerError::Invariant(InvariantError::NoSeparateRunner)),
+            "{err:?}"
+        );
+        policy.runners = Runners::None;
         let plan = plain(&policy, None).expect("plan");
         let a = argv(&plan);
         let cmd = &a[a.iter().position(|x| x == "--").expect("--") + 1..];

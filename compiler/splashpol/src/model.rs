@@ -361,21 +361,12 @@ pub struct RawPolicy {
     pub max_active_file_roots: u16,
     /// The seccomp profile (`seccomp`).
     pub seccomp: SeccompPolicy,
-    /// The rlimit runner (`limits` block), if configured.
-    pub limit_runner: Option<LimitRunner>,
     /// `limits ... required` (`require_resource_limit_runner`): a limit
     /// runner is configured, and a policy without one is refused.
     pub require_limit_runner: bool,
-    /// The Landlock executable runner (`landlock` statement), if configured.
-    pub landlock_runner: Option<LandlockRunner>,
-    /// One-hop mode: one fixed runner applies rlimits, Landlock and the strict
-    /// filter in a single exec instead of the separate runners.
-    ///
-    /// When set, the checker still fills `limit_runner` and `landlock_runner`
-    /// (from the `limits { ... }` and `landlock { ... }` blocks, which name no
-    /// runner of their own) with this same path: they carry the settings,
-    /// and only this runner is executed.
-    pub combined_runner: Option<SandboxPath>,
+    /// The runners that execute before the worker (`limits`, `landlock`,
+    /// `one-hop`), each path written once.
+    pub runners: Runners,
     /// The cgroup-v2 policy (`cgroup` block), if configured.
     pub cgroup: Option<CgroupPolicy>,
     /// `cgroup ... required` (`require_cgroup_v2`): a cgroup policy is
@@ -397,7 +388,6 @@ pub struct RawPolicy {
 #[serde(try_from = "RawPolicy")]
 pub struct Policy {
     raw: RawPolicy,
-    runners: Runners,
     identity: IdentityCache,
 }
 
@@ -436,9 +426,10 @@ impl std::fmt::Debug for IdentityCache {
     }
 }
 
-/// The runners that execute before the worker.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
+/// The runners that execute before the worker; serialized with a `mode`
+/// tag (`none`, `separate`, `combined`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Runners {
     /// No runner: Bubblewrap executes the worker.
     None,
@@ -485,42 +476,14 @@ impl Runners {
             Runners::Combined { allow_exec, .. } => allow_exec.as_deref(),
         }
     }
-
-    /// The runners' split from their serialized fields.
-    fn from_raw(raw: &RawPolicy) -> Result<Self, invariants::InvariantError> {
-        let Some(path) = &raw.combined_runner else {
-            return Ok(match (&raw.limit_runner, &raw.landlock_runner) {
-                (None, None) => Runners::None,
-                (limit, landlock) => Runners::Separate {
-                    limit: limit.clone(),
-                    landlock: landlock.clone(),
-                },
-            });
-        };
-        // In one-hop mode the `limits` and `landlock` blocks name no runner
-        // of their own: their serialized path is the combined runner's.
-        let other = |p: &SandboxPath| p != path;
-        if raw.limit_runner.as_ref().is_some_and(|l| other(&l.path))
-            || raw.landlock_runner.as_ref().is_some_and(|l| other(&l.path))
-        {
-            return Err(invariants::InvariantError::CombinedRunnerPath);
-        }
-        Ok(Runners::Combined {
-            path: path.clone(),
-            limits: raw.limit_runner.as_ref().map(|l| l.limits),
-            allow_exec: raw.landlock_runner.as_ref().map(|l| l.allow_exec.clone()),
-        })
-    }
 }
 
 impl TryFrom<RawPolicy> for Policy {
     type Error = invariants::InvariantError;
     fn try_from(raw: RawPolicy) -> Result<Self, Self::Error> {
         invariants::check_invariants(&raw)?;
-        let runners = Runners::from_raw(&raw)?;
         Ok(Self {
             raw,
-            runners,
             identity: IdentityCache::default(),
         })
     }
@@ -544,16 +507,14 @@ impl Policy {
         self.raw
     }
 
-    /// The policy's fields (in one-hop mode `limit_runner` and
-    /// `landlock_runner` carry the combined runner's path; see
-    /// [`Policy::runners`] for the runners that execute).
+    /// The policy's fields.
     pub fn raw(&self) -> &RawPolicy {
         &self.raw
     }
 
     /// The runners that execute before the worker.
     pub fn runners(&self) -> &Runners {
-        &self.runners
+        &self.raw.runners
     }
 
     /// The policy's name (free text, for reports).

@@ -97,6 +97,43 @@ const CASES: &[Case] = &[
         refused: decode,
     },
     Case {
+        name: "unknown-runner-field",
+        base: "agent-worker",
+        from: r#""mode": "separate","#,
+        to: r#""mode": "separate", "path": "/opt/splash/bin/splash-limit-runner","#,
+        reseal: true,
+        refused: decode,
+    },
+    Case {
+        name: "duplicate-runner-mode",
+        base: "agent-worker",
+        from: r#""mode": "separate","#,
+        to: r#""mode": "separate", "mode": "none","#,
+        reseal: true,
+        refused: decode,
+    },
+    Case {
+        name: "unknown-runner-mode",
+        base: "agent-worker",
+        from: r#""mode": "separate","#,
+        to: r#""mode": "chained","#,
+        reseal: true,
+        refused: decode,
+    },
+    Case {
+        name: "empty-separate-runners",
+        base: "minimal",
+        from: r#""mode": "none""#,
+        to: r#""mode": "separate", "limit": null, "landlock": null"#,
+        reseal: true,
+        refused: |e| {
+            matches!(
+                e,
+                ArtifactError::Invariant(InvariantError::NoSeparateRunner)
+            )
+        },
+    },
+    Case {
         name: "invalid-root-id",
         base: "agent-worker",
         from: r#""id": "scratch""#,
@@ -192,10 +229,10 @@ const CASES: &[Case] = &[
     Case {
         name: "wrong-version",
         base: "agent-worker",
-        from: r#""version": 2"#,
-        to: r#""version": 1"#,
+        from: r#""version": 3"#,
+        to: r#""version": 2"#,
         reseal: false,
-        refused: |e| matches!(e, ArtifactError::Version(1)),
+        refused: |e| matches!(e, ArtifactError::Version(2)),
     },
     Case {
         name: "wrong-format",

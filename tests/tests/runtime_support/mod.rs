@@ -541,6 +541,34 @@ pub fn device_directories() -> Vec<PathBuf> {
     out
 }
 
+/// The private device-node directories (`/dev/.splash-dev-*`) bound into
+/// the sandboxes of `pids`, read from each process's own mount table (the
+/// root of a bind mount is its source's path on the source filesystem), so
+/// a test counts its own launches' directories, not those of tests running
+/// beside it.
+pub fn device_directories_of(pids: &[u32]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for pid in pids {
+        let Ok(table) = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")) else {
+            continue;
+        };
+        for line in table.lines() {
+            let Some(root) = line.split(' ').nth(3) else {
+                continue;
+            };
+            let mut parts = root.trim_start_matches('/').split('/');
+            if let Some(dir) = parts.next()
+                && dir.starts_with(".splash-dev-")
+            {
+                out.push(Path::new("/dev").join(dir));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Processes on the host that run `program` (a test's own probe copy),
 /// wherever it is mounted inside their sandbox: the file behind
 /// `/proc/PID/exe` is compared by device and inode, not by the path, which

@@ -11,25 +11,36 @@ impl Checker {
         policy: &ast::PolicyDecl,
         c: Collected,
     ) -> Option<model::Policy> {
-        let combined_path = valid(&c.combined).map(|p| p.path.clone());
-        let limit_runner = c.limits.as_ref().and_then(|l| {
-            let path = valid(&l.runner)
-                .map(|r| r.path.clone())
-                .or_else(|| combined_path.clone())?;
-            Some(LimitRunner {
-                path,
-                limits: l.limits,
-            })
-        });
-        let landlock_runner = c.landlock.as_ref().and_then(|l| {
-            let path = valid(&l.runner)
-                .map(|r| r.path.clone())
-                .or_else(|| combined_path.clone())?;
-            Some(LandlockRunner {
-                path,
-                allow_exec: l.allow.iter().map(|p| p.path.clone()).collect(),
-            })
-        });
+        // In one-hop mode the `limits` and `landlock` blocks name no runner
+        // of their own: they carry the settings the combined runner applies.
+        let runners = match valid(&c.combined) {
+            Some(one) => model::Runners::Combined {
+                path: one.path.clone(),
+                limits: c.limits.as_ref().map(|l| l.limits),
+                allow_exec: c
+                    .landlock
+                    .as_ref()
+                    .map(|l| l.allow.iter().map(|p| p.path.clone()).collect()),
+            },
+            None => {
+                let limit = c.limits.as_ref().and_then(|l| {
+                    Some(LimitRunner {
+                        path: valid(&l.runner)?.path.clone(),
+                        limits: l.limits,
+                    })
+                });
+                let landlock = c.landlock.as_ref().and_then(|l| {
+                    Some(LandlockRunner {
+                        path: valid(&l.runner)?.path.clone(),
+                        allow_exec: l.allow.iter().map(|p| p.path.clone()).collect(),
+                    })
+                });
+                match (limit, landlock) {
+                    (None, None) => model::Runners::None,
+                    (limit, landlock) => model::Runners::Separate { limit, landlock },
+                }
+            }
+        };
         let cgroup = match &c.cgroup {
             Some((Ok(p), _)) => Some(p.clone()),
             Some((Err(Reported), _)) => return None,
@@ -61,9 +72,7 @@ impl Checker {
                 .map_or(model::DEFAULT_MAX_ACTIVE_FILE_ROOTS, |(v, _)| v),
             seccomp: c.seccomp.map_or(SeccompPolicy::Off, |(s, _)| s),
             require_limit_runner: c.limits.as_ref().is_some_and(|l| l.required.is_some()),
-            limit_runner,
-            landlock_runner,
-            combined_runner: combined_path,
+            runners,
             require_cgroup_v2: c.cgroup.as_ref().is_some_and(|(_, r)| *r),
             cgroup,
             watchdog: c.watchdog,

@@ -231,11 +231,15 @@ fn runner_wiring() {
         "limits runner \"/opt/splash/bin/lr\" required { cpu 1 s }\n  landlock runner \"/opt/splash/bin/ll\"",
     ));
     assert!(p.raw().require_limit_runner);
-    assert_eq!(
-        p.raw().limit_runner.clone().unwrap().path.as_str(),
-        "/opt/splash/bin/lr"
-    );
-    assert!(p.raw().combined_runner.is_none());
+    let model::Runners::Separate {
+        limit: Some(limit),
+        landlock: Some(landlock),
+    } = p.runners()
+    else {
+        panic!("separate runners: {:?}", p.runners())
+    };
+    assert_eq!(limit.path.as_str(), "/opt/splash/bin/lr");
+    assert_eq!(landlock.path.as_str(), "/opt/splash/bin/ll");
     // Limits without any runner.
     let src = policy("limits required { cpu 1 s }");
     expect(&src, Code::MissingRunner, "limits required");
@@ -245,18 +249,17 @@ fn runner_wiring() {
     let p = clean(&policy(
         "runner combined \"/opt/splash/bin/one\"\n  limits { cpu 1 s }\n  landlock",
     ));
-    assert_eq!(
-        p.raw().combined_runner.as_ref().unwrap().as_str(),
-        "/opt/splash/bin/one"
-    );
-    assert_eq!(
-        p.raw().limit_runner.clone().unwrap().path.as_str(),
-        "/opt/splash/bin/one"
-    );
-    assert_eq!(
-        p.raw().landlock_runner.clone().unwrap().path.as_str(),
-        "/opt/splash/bin/one"
-    );
+    let model::Runners::Combined {
+        path,
+        limits: Some(limits),
+        allow_exec: Some(allow_exec),
+    } = p.runners()
+    else {
+        panic!("a combined runner: {:?}", p.runners())
+    };
+    assert_eq!(path.as_str(), "/opt/splash/bin/one");
+    assert_eq!(limits.cpu_seconds, Some(1));
+    assert!(allow_exec.is_empty());
     let src = policy(
         "runner combined \"/opt/splash/bin/one\"\n  limits runner \"/opt/splash/bin/lr\" { cpu 1 s }",
     );
@@ -273,7 +276,7 @@ fn limits_values() {
     let p = clean(&policy(
         "limits runner \"/opt/splash/bin/lr\" {\n cpu 2 min; address-space 1 GiB; processes 64; open-files 1_024; file-size 16 MiB\n }",
     ));
-    let l = p.raw().limit_runner.clone().unwrap().limits;
+    let l = *p.runners().limits().unwrap();
     assert_eq!(l.cpu_seconds, Some(120));
     assert_eq!(l.address_space_bytes, Some(1 << 30));
     assert_eq!(l.process_count, Some(64));
@@ -312,7 +315,7 @@ fn landlock_targets() {
     let p = clean(&policy(
         "landlock runner \"/opt/splash/bin/ll\" { allow-exec \"/opt/splash/lib/ld.so\" }",
     ));
-    assert_eq!(p.raw().landlock_runner.clone().unwrap().allow_exec.len(), 1);
+    assert_eq!(p.runners().landlock_allow().unwrap().len(), 1);
     let src = policy(
         "landlock runner \"/opt/splash/bin/ll\" {\n allow-exec \"/opt/splash/a\"\n allow-exec \"/opt/splash/a\"\n }",
     );

@@ -511,11 +511,9 @@ pub(super) fn policy(d: &mut Differ<'_>, a: &Policy, b: &Policy) {
         aggregate_quota: _, // the plan's
         aggregate_ephemeral_max_bytes,
         max_active_file_roots,
-        seccomp: _,      // the plan's filter
-        limit_runner: _, // `chain` and the plan's command (`rlimits`, `exec`)
+        seccomp: _, // the plan's filter
         require_limit_runner,
-        landlock_runner: _,   // `chain` and the plan's command (`exec`)
-        combined_runner: _,   // `chain`
+        runners: _,           // `chain` and the plan's command (`rlimits`, `exec`)
         cgroup: _,            // the plan's
         require_cgroup_v2: _, // the plan's
         watchdog: _,          // the plan's

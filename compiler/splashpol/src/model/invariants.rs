@@ -8,7 +8,7 @@
 use crate::model::{
     Access, FileRoot, FileRootKind, MAX_ACTIVE_FILE_ROOTS_CEILING, MAX_LANDLOCK_TARGETS,
     MAX_SOCKET_PATH_BYTES, MAX_STRICT_SYSCALLS, MAX_TMPFS_BYTES, Policy, PrivateTmp, RawPolicy,
-    SandboxPath, SeccompPolicy, SelectorId,
+    Runners, SandboxPath, SeccompPolicy, SelectorId,
 };
 
 /// A policy invariant that lowering relies on does not hold.
@@ -88,12 +88,10 @@ pub enum InvariantError {
     /// The cgroup policy selects no finite controller limit.
     #[error("the cgroup policy selects no finite controller limit")]
     EmptyCgroup,
-    /// A one-hop policy whose limit or Landlock runner is not the combined
-    /// runner.
-    #[error(
-        "a one-hop policy's limits or landlock settings name another runner than the combined runner"
-    )]
-    CombinedRunnerPath,
+    /// Separate runners with neither a limit runner nor a Landlock runner
+    /// (a policy without runners has the mode `none`).
+    #[error("the separate runners hold neither a limit runner nor a Landlock runner")]
+    NoSeparateRunner,
     /// A strict seccomp allowlist that breaks a rule (which one).
     #[error("the strict seccomp allowlist {0}")]
     StrictAllowlist(AllowlistDefect),
@@ -316,7 +314,16 @@ pub(crate) fn check_invariants(policy: &RawPolicy) -> Result<(), InvariantError>
     }
     check_destinations(policy)?;
     check_executables(policy)?;
-    if policy.require_limit_runner && policy.limit_runner.is_none() {
+    if matches!(
+        policy.runners,
+        Runners::Separate {
+            limit: None,
+            landlock: None
+        }
+    ) {
+        return Err(InvariantError::NoSeparateRunner);
+    }
+    if policy.require_limit_runner && policy.runners.limits().is_none() {
         return Err(InvariantError::MissingLimitRunner);
     }
     if policy.require_cgroup_v2 && policy.cgroup.is_none() {
@@ -437,16 +444,18 @@ fn check_destinations(policy: &RawPolicy) -> Result<(), InvariantError> {
 /// a read-only runtime mount.
 fn check_executables(policy: &RawPolicy) -> Result<(), InvariantError> {
     let mut named: Vec<(Program, &SandboxPath)> = vec![(Program::Worker, &policy.worker)];
-    if let Some(c) = &policy.combined_runner {
+    match &policy.runners {
+        Runners::None => {}
         // One-hop mode: only the combined runner executes; the `limits` and
         // `landlock` blocks contribute their settings, not their paths.
-        named.push((Program::CombinedRunner, c));
-    } else {
-        if let Some(l) = &policy.limit_runner {
-            named.push((Program::LimitRunner, &l.path));
-        }
-        if let Some(l) = &policy.landlock_runner {
-            named.push((Program::LandlockRunner, &l.path));
+        Runners::Combined { path, .. } => named.push((Program::CombinedRunner, path)),
+        Runners::Separate { limit, landlock } => {
+            if let Some(l) = limit {
+                named.push((Program::LimitRunner, &l.path));
+            }
+            if let Some(l) = landlock {
+                named.push((Program::LandlockRunner, &l.path));
+            }
         }
     }
     for (i, (what, path)) in named.iter().enumerate() {
@@ -458,11 +467,11 @@ fn check_executables(policy: &RawPolicy) -> Result<(), InvariantError> {
             });
         }
     }
-    if let Some(l) = &policy.landlock_runner {
-        if l.allow_exec.len() > MAX_LANDLOCK_TARGETS {
-            return Err(InvariantError::TooManyLandlockTargets(l.allow_exec.len()));
+    if let Some(allow) = policy.runners.landlock_allow() {
+        if allow.len() > MAX_LANDLOCK_TARGETS {
+            return Err(InvariantError::TooManyLandlockTargets(allow.len()));
         }
-        named.extend(l.allow_exec.iter().map(|p| (Program::AllowedExecutable, p)));
+        named.extend(allow.iter().map(|p| (Program::AllowedExecutable, p)));
     }
     for (what, path) in named {
         if !policy

@@ -17,7 +17,8 @@ use std::collections::BTreeMap;
 
 use super::invariants::{InvariantError, check_active_root};
 use super::{
-    Access, FileRootKind, Policy, PrivateTmp, SandboxPath, SeccompPolicy, SelectorId, SyscallName,
+    Access, FileRootKind, Policy, PrivateTmp, Runners, SandboxPath, SeccompPolicy, SelectorId,
+    SyscallName,
 };
 
 /// How a value breaks its setting's range or unit.
@@ -221,12 +222,16 @@ pub fn check_rules(policy: &Policy) -> Result<(), RuleError> {
     {
         return Err(RuleError::GuardedSyscall(*s));
     }
-    if let Some(l) = &raw.limit_runner {
-        limits(&l.limits)?;
+    if let Some(l) = raw.runners.limits() {
+        let fields = match raw.runners {
+            Runners::Combined { .. } => &COMBINED_LIMIT_FIELDS,
+            _ => &SEPARATE_LIMIT_FIELDS,
+        };
+        limits(l, fields)?;
     }
-    if let Some(l) = &raw.landlock_runner {
-        for (i, p) in l.allow_exec.iter().enumerate() {
-            if l.allow_exec[..i].contains(p) {
+    if let Some(allow) = raw.runners.landlock_allow() {
+        for (i, p) in allow.iter().enumerate() {
+            if allow[..i].contains(p) {
                 return Err(RuleError::DuplicateLandlockTarget(p.clone()));
             }
         }
@@ -354,30 +359,48 @@ fn aggregate_tmpfs(policy: &Policy, max: u64) -> Result<(), RuleError> {
     Ok(())
 }
 
+/// The serialized paths of the rlimits, in the order of
+/// [`super::ResourceLimits`]'s fields: CPU seconds, address space, process
+/// count, open files, file size.
+type LimitFields = [&'static str; 5];
+
+const SEPARATE_LIMIT_FIELDS: LimitFields = [
+    "runners.limit.limits.cpu_seconds",
+    "runners.limit.limits.address_space_bytes",
+    "runners.limit.limits.process_count",
+    "runners.limit.limits.open_files",
+    "runners.limit.limits.file_size_bytes",
+];
+
+const COMBINED_LIMIT_FIELDS: LimitFields = [
+    "runners.limits.cpu_seconds",
+    "runners.limits.address_space_bytes",
+    "runners.limits.process_count",
+    "runners.limits.open_files",
+    "runners.limits.file_size_bytes",
+];
+
 /// The rlimits: at least one, each nonzero and finite; the CPU time fits
 /// 64 bits in milliseconds, as the language writes it.
-fn limits(l: &super::ResourceLimits) -> Result<(), RuleError> {
+fn limits(l: &super::ResourceLimits, fields: &LimitFields) -> Result<(), RuleError> {
     if l.is_empty() {
         return Err(RuleError::EmptyLimits);
     }
     if let Some(s) = l.cpu_seconds {
-        nonzero("limit_runner.limits.cpu_seconds", s)?;
+        nonzero(fields[0], s)?;
         if s > u64::MAX / 1000 {
             return Err(RuleError::Value {
-                field: "limit_runner.limits.cpu_seconds",
+                field: fields[0],
                 value: s,
                 defect: ValueDefect::TooLarge,
             });
         }
     }
     for (field, v) in [
-        (
-            "limit_runner.limits.address_space_bytes",
-            l.address_space_bytes,
-        ),
-        ("limit_runner.limits.process_count", l.process_count),
-        ("limit_runner.limits.open_files", l.open_files),
-        ("limit_runner.limits.file_size_bytes", l.file_size_bytes),
+        (fields[1], l.address_space_bytes),
+        (fields[2], l.process_count),
+        (fields[3], l.open_files),
+        (fields[4], l.file_size_bytes),
     ] {
         if let Some(v) = v {
             nonzero(field, v)?;
