@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::Checker;
-use crate::ast::{self, ExecVerdict, ExpectEntry, Parsed, Statement};
+use crate::ast::{self, ExecVerdict, ExpectEntry, Parsed, Quantity, Statement};
 use crate::diag::{Code, Diagnostic};
 use crate::expect::{Cover, ExpectKind, Expectation, cover};
 use crate::model::{self, SandboxPath, SeccompPolicy};
@@ -76,283 +76,329 @@ impl Checker {
     /// The expectations of one entry (a `syscall denied` entry gives one per
     /// name); invalid or impossible ones are reported and left out.
     fn expect_entry(&mut self, e: &Node<ExpectEntry>, policy: &model::Policy) -> Vec<Expectation> {
-        let one = |kind, text: String| {
-            vec![Expectation {
-                kind,
-                span: e.span,
-                text,
-            }]
-        };
-        match &e.node {
-            ExpectEntry::ReadOnly { path } => {
-                let Some(p) = self.expect_path(path) else {
-                    return Vec::new();
-                };
-                match cover(policy, &p) {
-                    Cover::ReadOnly(_) | Cover::Skeleton => {}
-                    Cover::Writable(dest, _) => {
-                        self.push(impossible(
-                            path.span,
-                            format!("`{p}` is writable in this sandbox: it lies in the writable mount at `{dest}`"),
-                            "never read-only",
-                            "expect `writable` here, or mount the path read-only",
-                        ));
-                        return Vec::new();
-                    }
-                    Cover::Nothing => {
-                        self.push(impossible(
-                            path.span,
-                            format!("`{p}` is not visible in this sandbox: no mount covers it"),
-                            "nothing is mounted here",
-                            "expect `hidden` here, or add a `runtime` mount or a read-only root for it",
-                        ));
-                        return Vec::new();
-                    }
-                }
-                one(
-                    ExpectKind::ReadOnly(p.clone()),
-                    format!("read-only {}", quoted(p.as_str())),
-                )
-            }
-            ExpectEntry::Writable { path, max } => {
-                let p = self.expect_path(path);
-                let m = max
-                    .as_ref()
-                    .map(|q| self.nonzero(q, Dimension::Bytes, "the `writable` bound"));
-                let Some(p) = p else { return Vec::new() };
-                let max_bytes = match m {
-                    Some(None) => return Vec::new(),
-                    Some(Some(v)) => Some(v),
-                    None => None,
-                };
-                let bound = match cover(policy, &p) {
-                    Cover::Writable(_, bound) => bound,
-                    Cover::ReadOnly(dest) => {
-                        self.push(impossible(
-                            path.span,
-                            format!("`{p}` is read-only in this sandbox: it lies in the read-only mount at `{dest}`"),
-                            "never writable",
-                            "expect `read-only` here, or give the worker a tmpfs root or a read-write root there",
-                        ));
-                        return Vec::new();
-                    }
-                    Cover::Skeleton | Cover::Nothing => {
-                        self.push(impossible(
-                            path.span,
-                            format!("`{p}` is not on a writable mount: the sandbox's root is read-only"),
-                            "never writable",
-                            "expect a path inside a tmpfs root, a read-write root or a private `/tmp`",
-                        ));
-                        return Vec::new();
-                    }
-                };
-                let file_size = policy.runners().limits().and_then(|l| l.file_size_bytes);
-                let bound = match (bound, file_size) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-                if let (Some(want), Some(q)) = (max_bytes, max) {
-                    match bound {
-                        None => {
-                            self.push(impossible(
-                                q.span,
-                                format!("nothing in this policy bounds writes to `{p}`"),
-                                "no bound to stop at",
-                                "bound the mount (a tmpfs `size`, a project `quota`, `file-size` in `limits`), or drop `max`",
-                            ));
-                            return Vec::new();
-                        }
-                        Some(b) if b > want => {
-                            self.push(impossible(
-                                q.span,
-                                format!(
-                                    "writes to `{p}` may reach {}, more than the expected {}",
-                                    units::format_bytes(b),
-                                    units::format_bytes(want)
-                                ),
-                                "the policy's bound is larger",
-                                "lower the mount's bound, or expect the bound the policy sets",
-                            ));
-                            return Vec::new();
-                        }
-                        Some(_) => {}
-                    }
-                }
-                let text = match max_bytes {
-                    Some(b) => format!(
-                        "writable {} max {}",
-                        quoted(p.as_str()),
-                        units::format_bytes(b)
-                    ),
-                    None => format!("writable {}", quoted(p.as_str())),
-                };
-                one(ExpectKind::Writable { path: p, max_bytes }, text)
-            }
-            ExpectEntry::Hidden { path } => {
-                let Some(p) = self.expect_path(path) else {
-                    return Vec::new();
-                };
-                match cover(policy, &p) {
-                    Cover::Nothing => {}
-                    Cover::ReadOnly(dest) | Cover::Writable(dest, _) => {
-                        self.push(impossible(
-                            path.span,
-                            format!(
-                                "`{p}` is visible in this sandbox: the mount at `{dest}` covers it"
-                            ),
-                            "never hidden",
-                            "remove the mount that shows it, or expect something else of it",
-                        ));
-                        return Vec::new();
-                    }
-                    Cover::Skeleton => {
-                        self.push(impossible(
-                            path.span,
-                            format!("`{p}` is visible in this sandbox: mounts lie below it, so it is a directory"),
-                            "never hidden",
-                            "expect `read-only` here, or expect a path no mount lies below",
-                        ));
-                        return Vec::new();
-                    }
-                }
-                one(
-                    ExpectKind::Hidden(p.clone()),
-                    format!("hidden {}", quoted(p.as_str())),
-                )
-            }
-            ExpectEntry::Exec { verdict, path } => {
-                let Some(p) = self.expect_path(path) else {
-                    return Vec::new();
-                };
-                let allow = policy.runners().landlock_allow();
-                let listed = allow.is_some_and(|a| a.contains(&p));
-                match verdict.node {
-                    ExecVerdict::Allowed => {
-                        if let Some(a) = allow
-                            && !a.contains(&p)
-                        {
-                            self.push(impossible(
-                                path.span,
-                                format!("`{p}` is outside the Landlock executable allowlist"),
-                                "Landlock denies this exec",
-                                "add `allow-exec` for it to the `landlock` block, or expect `exec denied`",
-                            ));
-                            return Vec::new();
-                        }
-                        if !matches!(cover(policy, &p), Cover::ReadOnly(_) | Cover::Writable(..)) {
-                            self.push(impossible(
-                                path.span,
-                                format!("`{p}` is not visible in this sandbox: no mount covers it"),
-                                "nothing to execute here",
-                                "mount the program with a `runtime` mount",
-                            ));
-                            return Vec::new();
-                        }
-                        one(
-                            ExpectKind::ExecAllowed(p.clone()),
-                            format!("exec allowed {}", quoted(p.as_str())),
-                        )
-                    }
-                    ExecVerdict::Denied => {
-                        if allow.is_none() {
-                            self.push(impossible(
-                                path.span,
-                                "this policy has no `landlock` block: nothing denies an exec".to_string(),
-                                "no executable allowlist",
-                                "add a `landlock` block, or expect `hidden` for a program that is not mounted",
-                            ));
-                            return Vec::new();
-                        }
-                        if listed || &p == policy.worker() {
-                            self.push(impossible(
-                                path.span,
-                                format!("`{p}` is allowed by the Landlock executable allowlist"),
-                                "Landlock allows this exec",
-                                "remove its `allow-exec`, or expect `exec allowed`",
-                            ));
-                            return Vec::new();
-                        }
-                        one(
-                            ExpectKind::ExecDenied(p.clone()),
-                            format!("exec denied {}", quoted(p.as_str())),
-                        )
-                    }
-                }
-            }
+        let one = match &e.node {
+            ExpectEntry::ReadOnly { path } => self.expect_read_only(path, policy),
+            ExpectEntry::Writable { path, max } => self.expect_writable(path, max, policy),
+            ExpectEntry::Hidden { path } => self.expect_hidden(path, policy),
+            ExpectEntry::Exec { verdict, path } => self.expect_exec(verdict, path, policy),
             ExpectEntry::SyscallDenied { names } => {
-                let mut out = Vec::new();
-                for n in names {
-                    if let Some(x) = self.syscall_expectation(n, policy) {
-                        out.push(x);
-                    }
-                }
-                out
+                return names
+                    .iter()
+                    .filter_map(|n| self.syscall_expectation(n, policy))
+                    .collect();
             }
-            ExpectEntry::NetworkNone => {
-                if policy.network_broker().is_some() {
-                    self.push(impossible(
-                        e.span,
-                        "this policy serves a network broker: the worker reaches network origins through it".to_string(),
-                        "the broker is a way out",
-                        "remove `network none`, or remove the `network-broker` statement",
-                    ));
-                    return Vec::new();
-                }
-                one(ExpectKind::NetworkNone, "network none".to_string())
+            ExpectEntry::NetworkNone => self.expect_network_none(e.span, policy),
+            ExpectEntry::ProcessesMax { max } => self.expect_processes_max(max, policy),
+            ExpectEntry::UserNamespacesNone => self.expect_user_namespaces_none(e.span, policy),
+        };
+        one.map(|(kind, text)| Expectation {
+            kind,
+            span: e.span,
+            text,
+        })
+        .into_iter()
+        .collect()
+    }
+
+    /// `read-only PATH`: what it expects and its text, or `None` when it
+    /// is invalid or impossible (reported).
+    fn expect_read_only(
+        &mut self,
+        path: &Node<String>,
+        policy: &model::Policy,
+    ) -> Option<(ExpectKind, String)> {
+        let p = self.expect_path(path)?;
+        match cover(policy, &p) {
+            Cover::ReadOnly(_) | Cover::Skeleton => {}
+            Cover::Writable(dest, _) => {
+                self.push(impossible(
+                    path.span,
+                    format!("`{p}` is writable in this sandbox: it lies in the writable mount at `{dest}`"),
+                    "never read-only",
+                    "expect `writable` here, or mount the path read-only",
+                ));
+                return None;
             }
-            ExpectEntry::ProcessesMax { max } => {
-                let Some(want) = self.nonzero(max, Dimension::Count, "the `processes` bound")
-                else {
-                    return Vec::new();
-                };
-                let rlimit = policy.runners().limits().and_then(|l| l.process_count);
-                let pids = policy.cgroup().and_then(|c| c.limits.pids_max);
-                let bound = match (rlimit, pids) {
-                    (Some(a), Some(b)) => Some(a.min(b)),
-                    (a, b) => a.or(b),
-                };
-                match bound {
-                    None => {
-                        self.push(impossible(
-                            max.span,
-                            "nothing in this policy bounds the number of processes".to_string(),
-                            "no process bound",
-                            "set `processes` in `limits` or `pids` in `cgroup`",
-                        ));
-                        return Vec::new();
-                    }
-                    Some(b) if b > want => {
-                        self.push(impossible(
-                            max.span,
-                            format!("this policy allows up to {b} processes, more than the expected {want}"),
-                            "the policy's bound is larger",
-                            "lower the policy's bound, or expect the bound it sets",
-                        ));
-                        return Vec::new();
-                    }
-                    Some(_) => {}
-                }
-                one(
-                    ExpectKind::ProcessesMax(want),
-                    format!("processes max {want}"),
-                )
-            }
-            ExpectEntry::UserNamespacesNone => {
-                if !policy.no_further_user_namespaces() {
-                    self.push(impossible(
-                        e.span,
-                        "this policy does not forbid further user namespaces".to_string(),
-                        "user namespaces are allowed",
-                        "add the statement `user-namespaces none`",
-                    ));
-                    return Vec::new();
-                }
-                one(
-                    ExpectKind::UserNamespacesNone,
-                    "user-namespaces none".to_string(),
-                )
+            Cover::Nothing => {
+                self.push(impossible(
+                    path.span,
+                    format!("`{p}` is not visible in this sandbox: no mount covers it"),
+                    "nothing is mounted here",
+                    "expect `hidden` here, or add a `runtime` mount or a read-only root for it",
+                ));
+                return None;
             }
         }
+        Some((
+            ExpectKind::ReadOnly(p.clone()),
+            format!("read-only {}", quoted(p.as_str())),
+        ))
+    }
+
+    /// `writable PATH [max SIZE]`: what it expects and its text, or `None` when it
+    /// is invalid or impossible (reported).
+    fn expect_writable(
+        &mut self,
+        path: &Node<String>,
+        max: &Option<Node<Quantity>>,
+        policy: &model::Policy,
+    ) -> Option<(ExpectKind, String)> {
+        let p = self.expect_path(path);
+        let m = max
+            .as_ref()
+            .map(|q| self.nonzero(q, Dimension::Bytes, "the `writable` bound"));
+        let p = p?;
+        let max_bytes = match m {
+            Some(None) => return None,
+            Some(Some(v)) => Some(v),
+            None => None,
+        };
+        let bound = match cover(policy, &p) {
+            Cover::Writable(_, bound) => bound,
+            Cover::ReadOnly(dest) => {
+                self.push(impossible(
+                    path.span,
+                    format!("`{p}` is read-only in this sandbox: it lies in the read-only mount at `{dest}`"),
+                    "never writable",
+                    "expect `read-only` here, or give the worker a tmpfs root or a read-write root there",
+                ));
+                return None;
+            }
+            Cover::Skeleton | Cover::Nothing => {
+                self.push(impossible(
+                    path.span,
+                    format!("`{p}` is not on a writable mount: the sandbox's root is read-only"),
+                    "never writable",
+                    "expect a path inside a tmpfs root, a read-write root or a private `/tmp`",
+                ));
+                return None;
+            }
+        };
+        let file_size = policy.runners().limits().and_then(|l| l.file_size_bytes);
+        let bound = match (bound, file_size) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if let (Some(want), Some(q)) = (max_bytes, max) {
+            match bound {
+                None => {
+                    self.push(impossible(
+                        q.span,
+                        format!("nothing in this policy bounds writes to `{p}`"),
+                        "no bound to stop at",
+                        "bound the mount (a tmpfs `size`, a project `quota`, `file-size` in `limits`), or drop `max`",
+                    ));
+                    return None;
+                }
+                Some(b) if b > want => {
+                    self.push(impossible(
+                        q.span,
+                        format!(
+                            "writes to `{p}` may reach {}, more than the expected {}",
+                            units::format_bytes(b),
+                            units::format_bytes(want)
+                        ),
+                        "the policy's bound is larger",
+                        "lower the mount's bound, or expect the bound the policy sets",
+                    ));
+                    return None;
+                }
+                Some(_) => {}
+            }
+        }
+        let text = match max_bytes {
+            Some(b) => format!(
+                "writable {} max {}",
+                quoted(p.as_str()),
+                units::format_bytes(b)
+            ),
+            None => format!("writable {}", quoted(p.as_str())),
+        };
+        Some((ExpectKind::Writable { path: p, max_bytes }, text))
+    }
+
+    /// `hidden PATH`: what it expects and its text, or `None` when it
+    /// is invalid or impossible (reported).
+    fn expect_hidden(
+        &mut self,
+        path: &Node<String>,
+        policy: &model::Policy,
+    ) -> Option<(ExpectKind, String)> {
+        let p = self.expect_path(path)?;
+        match cover(policy, &p) {
+            Cover::Nothing => {}
+            Cover::ReadOnly(dest) | Cover::Writable(dest, _) => {
+                self.push(impossible(
+                    path.span,
+                    format!("`{p}` is visible in this sandbox: the mount at `{dest}` covers it"),
+                    "never hidden",
+                    "remove the mount that shows it, or expect something else of it",
+                ));
+                return None;
+            }
+            Cover::Skeleton => {
+                self.push(impossible(
+                    path.span,
+                    format!("`{p}` is visible in this sandbox: mounts lie below it, so it is a directory"),
+                    "never hidden",
+                    "expect `read-only` here, or expect a path no mount lies below",
+                ));
+                return None;
+            }
+        }
+        Some((
+            ExpectKind::Hidden(p.clone()),
+            format!("hidden {}", quoted(p.as_str())),
+        ))
+    }
+
+    /// `exec denied|allowed PATH`: what it expects and its text, or `None` when it
+    /// is invalid or impossible (reported).
+    fn expect_exec(
+        &mut self,
+        verdict: &Node<ExecVerdict>,
+        path: &Node<String>,
+        policy: &model::Policy,
+    ) -> Option<(ExpectKind, String)> {
+        let p = self.expect_path(path)?;
+        let allow = policy.runners().landlock_allow();
+        let listed = allow.is_some_and(|a| a.contains(&p));
+        match verdict.node {
+            ExecVerdict::Allowed => {
+                if let Some(a) = allow
+                    && !a.contains(&p)
+                {
+                    self.push(impossible(
+                        path.span,
+                        format!("`{p}` is outside the Landlock executable allowlist"),
+                        "Landlock denies this exec",
+                        "add `allow-exec` for it to the `landlock` block, or expect `exec denied`",
+                    ));
+                    return None;
+                }
+                if !matches!(cover(policy, &p), Cover::ReadOnly(_) | Cover::Writable(..)) {
+                    self.push(impossible(
+                        path.span,
+                        format!("`{p}` is not visible in this sandbox: no mount covers it"),
+                        "nothing to execute here",
+                        "mount the program with a `runtime` mount",
+                    ));
+                    return None;
+                }
+                Some((
+                    ExpectKind::ExecAllowed(p.clone()),
+                    format!("exec allowed {}", quoted(p.as_str())),
+                ))
+            }
+            ExecVerdict::Denied => {
+                if allow.is_none() {
+                    self.push(impossible(
+                        path.span,
+                        "this policy has no `landlock` block: nothing denies an exec".to_string(),
+                        "no executable allowlist",
+                        "add a `landlock` block, or expect `hidden` for a program that is not mounted",
+                    ));
+                    return None;
+                }
+                if listed || &p == policy.worker() {
+                    self.push(impossible(
+                        path.span,
+                        format!("`{p}` is allowed by the Landlock executable allowlist"),
+                        "Landlock allows this exec",
+                        "remove its `allow-exec`, or expect `exec allowed`",
+                    ));
+                    return None;
+                }
+                Some((
+                    ExpectKind::ExecDenied(p.clone()),
+                    format!("exec denied {}", quoted(p.as_str())),
+                ))
+            }
+        }
+    }
+
+    /// `network none`: what it expects and its text, or `None` when it
+    /// is invalid or impossible (reported).
+    fn expect_network_none(
+        &mut self,
+        span: Span,
+        policy: &model::Policy,
+    ) -> Option<(ExpectKind, String)> {
+        if policy.network_broker().is_some() {
+            self.push(impossible(
+                span,
+                "this policy serves a network broker: the worker reaches network origins through it".to_string(),
+                "the broker is a way out",
+                "remove `network none`, or remove the `network-broker` statement",
+            ));
+            return None;
+        }
+        Some((ExpectKind::NetworkNone, "network none".to_string()))
+    }
+
+    /// `processes max COUNT`: what it expects and its text, or `None` when it
+    /// is invalid or impossible (reported).
+    fn expect_processes_max(
+        &mut self,
+        max: &Node<Quantity>,
+        policy: &model::Policy,
+    ) -> Option<(ExpectKind, String)> {
+        let want = self.nonzero(max, Dimension::Count, "the `processes` bound")?;
+        let rlimit = policy.runners().limits().and_then(|l| l.process_count);
+        let pids = policy.cgroup().and_then(|c| c.limits.pids_max);
+        let bound = match (rlimit, pids) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match bound {
+            None => {
+                self.push(impossible(
+                    max.span,
+                    "nothing in this policy bounds the number of processes".to_string(),
+                    "no process bound",
+                    "set `processes` in `limits` or `pids` in `cgroup`",
+                ));
+                return None;
+            }
+            Some(b) if b > want => {
+                self.push(impossible(
+                    max.span,
+                    format!(
+                        "this policy allows up to {b} processes, more than the expected {want}"
+                    ),
+                    "the policy's bound is larger",
+                    "lower the policy's bound, or expect the bound it sets",
+                ));
+                return None;
+            }
+            Some(_) => {}
+        }
+        Some((
+            ExpectKind::ProcessesMax(want),
+            format!("processes max {want}"),
+        ))
+    }
+
+    /// `user-namespaces none`: what it expects and its text, or `None` when it
+    /// is invalid or impossible (reported).
+    fn expect_user_namespaces_none(
+        &mut self,
+        span: Span,
+        policy: &model::Policy,
+    ) -> Option<(ExpectKind, String)> {
+        if !policy.no_further_user_namespaces() {
+            self.push(impossible(
+                span,
+                "this policy does not forbid further user namespaces".to_string(),
+                "user namespaces are allowed",
+                "add the statement `user-namespaces none`",
+            ));
+            return None;
+        }
+        Some((
+            ExpectKind::UserNamespacesNone,
+            "user-namespaces none".to_string(),
+        ))
     }
 
     fn syscall_expectation(
