@@ -34,12 +34,6 @@ fn quoted(p: &str) -> String {
     format!("\"{}\"", p.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-fn impossible(span: Span, message: String, label: &str, help: &str) -> Diagnostic {
-    Diagnostic::error(Code::ImpossibleExpectation, span, message)
-        .with_label(label.to_string())
-        .with_help(help.to_string())
-}
-
 impl Checker {
     fn expect_block(
         &mut self,
@@ -67,6 +61,16 @@ impl Checker {
                 out.push(x);
             }
         }
+    }
+
+    /// Reports an expectation the policy can never meet; it is left out.
+    fn impossible<T>(&mut self, span: Span, message: String, label: &str, help: &str) -> Option<T> {
+        self.push(
+            Diagnostic::error(Code::ImpossibleExpectation, span, message)
+                .with_label(label.to_string())
+                .with_help(help.to_string()),
+        );
+        None
     }
 
     fn expect_path(&mut self, p: &Node<String>) -> Option<SandboxPath> {
@@ -111,22 +115,20 @@ impl Checker {
         match cover(policy, &p) {
             Cover::ReadOnly(_) | Cover::Skeleton => {}
             Cover::Writable(dest, _) => {
-                self.push(impossible(
+                return self.impossible(
                     path.span,
                     format!("`{p}` is writable in this sandbox: it lies in the writable mount at `{dest}`"),
                     "never read-only",
                     "expect `writable` here, or mount the path read-only",
-                ));
-                return None;
+                );
             }
             Cover::Nothing => {
-                self.push(impossible(
+                return self.impossible(
                     path.span,
                     format!("`{p}` is not visible in this sandbox: no mount covers it"),
                     "nothing is mounted here",
                     "expect `hidden` here, or add a `runtime` mount or a read-only root for it",
-                ));
-                return None;
+                );
             }
         }
         Some((
@@ -156,22 +158,20 @@ impl Checker {
         let bound = match cover(policy, &p) {
             Cover::Writable(_, bound) => bound,
             Cover::ReadOnly(dest) => {
-                self.push(impossible(
+                return self.impossible(
                     path.span,
                     format!("`{p}` is read-only in this sandbox: it lies in the read-only mount at `{dest}`"),
                     "never writable",
                     "expect `read-only` here, or give the worker a tmpfs root or a read-write root there",
-                ));
-                return None;
+                );
             }
             Cover::Skeleton | Cover::Nothing => {
-                self.push(impossible(
+                return self.impossible(
                     path.span,
                     format!("`{p}` is not on a writable mount: the sandbox's root is read-only"),
                     "never writable",
                     "expect a path inside a tmpfs root, a read-write root or a private `/tmp`",
-                ));
-                return None;
+                );
             }
         };
         let file_size = policy.runners().limits().and_then(|l| l.file_size_bytes);
@@ -182,16 +182,15 @@ impl Checker {
         if let (Some(want), Some(q)) = (max_bytes, max) {
             match bound {
                 None => {
-                    self.push(impossible(
+                    return self.impossible(
                         q.span,
                         format!("nothing in this policy bounds writes to `{p}`"),
                         "no bound to stop at",
                         "bound the mount (a tmpfs `size`, a project `quota`, `file-size` in `limits`), or drop `max`",
-                    ));
-                    return None;
+                    );
                 }
                 Some(b) if b > want => {
-                    self.push(impossible(
+                    return self.impossible(
                         q.span,
                         format!(
                             "writes to `{p}` may reach {}, more than the expected {}",
@@ -200,8 +199,7 @@ impl Checker {
                         ),
                         "the policy's bound is larger",
                         "lower the mount's bound, or expect the bound the policy sets",
-                    ));
-                    return None;
+                    );
                 }
                 Some(_) => {}
             }
@@ -228,22 +226,20 @@ impl Checker {
         match cover(policy, &p) {
             Cover::Nothing => {}
             Cover::ReadOnly(dest) | Cover::Writable(dest, _) => {
-                self.push(impossible(
+                return self.impossible(
                     path.span,
                     format!("`{p}` is visible in this sandbox: the mount at `{dest}` covers it"),
                     "never hidden",
                     "remove the mount that shows it, or expect something else of it",
-                ));
-                return None;
+                );
             }
             Cover::Skeleton => {
-                self.push(impossible(
+                return self.impossible(
                     path.span,
                     format!("`{p}` is visible in this sandbox: mounts lie below it, so it is a directory"),
                     "never hidden",
                     "expect `read-only` here, or expect a path no mount lies below",
-                ));
-                return None;
+                );
             }
         }
         Some((
@@ -268,22 +264,20 @@ impl Checker {
                 if let Some(a) = allow
                     && !a.contains(&p)
                 {
-                    self.push(impossible(
+                    return self.impossible(
                         path.span,
                         format!("`{p}` is outside the Landlock executable allowlist"),
                         "Landlock denies this exec",
                         "add `allow-exec` for it to the `landlock` block, or expect `exec denied`",
-                    ));
-                    return None;
+                    );
                 }
                 if !matches!(cover(policy, &p), Cover::ReadOnly(_) | Cover::Writable(..)) {
-                    self.push(impossible(
+                    return self.impossible(
                         path.span,
                         format!("`{p}` is not visible in this sandbox: no mount covers it"),
                         "nothing to execute here",
                         "mount the program with a `runtime` mount",
-                    ));
-                    return None;
+                    );
                 }
                 Some((
                     ExpectKind::ExecAllowed(p.clone()),
@@ -292,22 +286,20 @@ impl Checker {
             }
             ExecVerdict::Denied => {
                 if allow.is_none() {
-                    self.push(impossible(
+                    return self.impossible(
                         path.span,
                         "this policy has no `landlock` block: nothing denies an exec".to_string(),
                         "no executable allowlist",
                         "add a `landlock` block, or expect `hidden` for a program that is not mounted",
-                    ));
-                    return None;
+                    );
                 }
                 if listed || &p == policy.worker() {
-                    self.push(impossible(
+                    return self.impossible(
                         path.span,
                         format!("`{p}` is allowed by the Landlock executable allowlist"),
                         "Landlock allows this exec",
                         "remove its `allow-exec`, or expect `exec allowed`",
-                    ));
-                    return None;
+                    );
                 }
                 Some((
                     ExpectKind::ExecDenied(p.clone()),
@@ -325,13 +317,12 @@ impl Checker {
         policy: &model::Policy,
     ) -> Option<(ExpectKind, String)> {
         if policy.network_broker().is_some() {
-            self.push(impossible(
+            return self.impossible(
                 span,
                 "this policy serves a network broker: the worker reaches network origins through it".to_string(),
                 "the broker is a way out",
                 "remove `network none`, or remove the `network-broker` statement",
-            ));
-            return None;
+            );
         }
         Some((ExpectKind::NetworkNone, "network none".to_string()))
     }
@@ -352,24 +343,22 @@ impl Checker {
         };
         match bound {
             None => {
-                self.push(impossible(
+                return self.impossible(
                     max.span,
                     "nothing in this policy bounds the number of processes".to_string(),
                     "no process bound",
                     "set `processes` in `limits` or `pids` in `cgroup`",
-                ));
-                return None;
+                );
             }
             Some(b) if b > want => {
-                self.push(impossible(
+                return self.impossible(
                     max.span,
                     format!(
                         "this policy allows up to {b} processes, more than the expected {want}"
                     ),
                     "the policy's bound is larger",
                     "lower the policy's bound, or expect the bound it sets",
-                ));
-                return None;
+                );
             }
             Some(_) => {}
         }
@@ -387,13 +376,12 @@ impl Checker {
         policy: &model::Policy,
     ) -> Option<(ExpectKind, String)> {
         if !policy.no_further_user_namespaces() {
-            self.push(impossible(
+            return self.impossible(
                 span,
                 "this policy does not forbid further user namespaces".to_string(),
                 "user namespaces are allowed",
                 "add the statement `user-namespaces none`",
-            ));
-            return None;
+            );
         }
         Some((
             ExpectKind::UserNamespacesNone,
@@ -441,13 +429,7 @@ impl Checker {
             _ => None,
         };
         if let Some((message, help)) = problem {
-            self.push(impossible(
-                n.span,
-                message,
-                "the filter allows this syscall",
-                help,
-            ));
-            return None;
+            return self.impossible(n.span, message, "the filter allows this syscall", help);
         }
         Some(Expectation {
             kind: ExpectKind::SyscallDenied(name.to_string()),
