@@ -32,6 +32,7 @@ use splashpol::plan::{ExecArg, LaunchPlan};
 
 use crate::TestArgs;
 use crate::emit::load_manifest;
+use crate::exit::Exit;
 use crate::test::{TestFormat, cannot, probe_manifest, with_probe};
 
 /// A whole battery run takes at most this.
@@ -55,7 +56,7 @@ struct Outcome {
 
 /// The escape probe: `--escape-probe`, or `splash-escape-probe` beside this
 /// `splashc`.
-fn escape_probe_path(args: &TestArgs) -> Result<PathBuf, u8> {
+fn escape_probe_path(args: &TestArgs) -> Result<PathBuf, Exit> {
     let path = match &args.escape_probe {
         Some(p) => p.clone(),
         None => std::env::current_exe()
@@ -133,7 +134,7 @@ fn host_path(policy: &Policy, probe: &Path) -> String {
         })
 }
 
-fn list_attempts(probe: &Path) -> Result<Vec<Attempt>, u8> {
+fn list_attempts(probe: &Path) -> Result<Vec<Attempt>, Exit> {
     let out = Command::new(probe)
         .arg("list")
         .env_clear()
@@ -184,7 +185,7 @@ fn list_attempts(probe: &Path) -> Result<Vec<Attempt>, u8> {
 struct Canary(Child);
 
 impl Canary {
-    fn start(probe: &Path) -> Result<Self, u8> {
+    fn start(probe: &Path) -> Result<Self, Exit> {
         Command::new(probe)
             .args(["all", "--only", "-"])
             .env_clear()
@@ -219,7 +220,7 @@ fn battery_plan(
     probe: &Path,
     policy: &Policy,
     options: &[String],
-) -> Result<LaunchPlan, u8> {
+) -> Result<LaunchPlan, Exit> {
     let mut raw = with_probe(plan, probe, policy.worker())?.into_raw();
     raw.command.push(ExecArg::Literal("all".into()));
     raw.command
@@ -227,13 +228,13 @@ fn battery_plan(
     LaunchPlan::try_from(raw).map_err(|e| cannot(format_args!("the battery plan: {e}")))
 }
 
-pub fn run(args: &TestArgs) -> u8 {
+pub fn run(args: &TestArgs) -> Exit {
     match battery_main(args) {
         Ok(code) | Err(code) => code,
     }
 }
 
-fn battery_main(args: &TestArgs) -> Result<u8, u8> {
+fn battery_main(args: &TestArgs) -> Result<Exit, Exit> {
     let loaded = LoadedPolicy::from_path(&args.policy).map_err(|e| match &e {
         LaunchError::Check {
             name,
@@ -241,12 +242,12 @@ fn battery_main(args: &TestArgs) -> Result<u8, u8> {
             outcome,
         } => {
             crate::check::eprint_diagnostics(name, text, outcome);
-            1
+            Exit::Rejected
         }
         LaunchError::Read { .. } => cannot(crate::run::chain(&e)),
         _ => {
             eprintln!("splashc test: {}", crate::run::chain(&e));
-            1
+            Exit::Rejected
         }
     })?;
     let policy = &loaded.policy;
@@ -264,7 +265,7 @@ fn battery_main(args: &TestArgs) -> Result<u8, u8> {
     let manifest = probe_manifest(policy, user_manifest.as_ref())?;
     let plan = loaded.plan(&manifest).map_err(|e| {
         eprintln!("splashc test: {}", crate::run::chain(&e));
-        1
+        Exit::Rejected
     })?;
 
     // What the host attempts aim at.
@@ -339,9 +340,11 @@ fn battery_main(args: &TestArgs) -> Result<u8, u8> {
         .collect();
     drop(tcp);
     print_report(args.format, policy.name(), &ids, &present, &outcomes);
-    Ok(u8::from(
-        outcomes.iter().any(|o| o.verdict == Verdict::Escaped),
-    ))
+    if outcomes.iter().any(|o| o.verdict == Verdict::Escaped) {
+        Ok(Exit::Rejected)
+    } else {
+        Ok(Exit::Success)
+    }
 }
 
 /// Launches `bound` (the probe reads its bootstrap to the end and ignores
@@ -349,7 +352,7 @@ fn battery_main(args: &TestArgs) -> Result<u8, u8> {
 fn launch(
     bound: &BoundCommand,
     manifest: &splash_protocol::CapabilityManifest,
-) -> Result<(Vec<Value>, WorkerStatus), u8> {
+) -> Result<(Vec<Value>, WorkerStatus), Exit> {
     let key = SessionKey::generate()
         .map_err(|e| cannot(format_args!("cannot make a session key: {e}")))?;
     let boot = PrivatePipeWorkerBootstrap::new(manifest.session_id.clone(), key);

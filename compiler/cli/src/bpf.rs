@@ -6,6 +6,7 @@
 
 use std::io::Write;
 
+use crate::exit::Exit;
 use splash_seccomp::{Arch, CompileError, Program, compile_launch};
 use splashpol::model::Policy;
 
@@ -32,7 +33,7 @@ pub fn program_for(policy: &Policy, arch: Arch) -> Result<Option<Program>, Compi
 /// Write `program` to stdout: the raw bytes, or with `listing` a header of
 /// figures followed by the disassembly. Returns the exit status (0, or 2 on
 /// an output error).
-pub fn run_bpf(program: &Program, listing: bool) -> u8 {
+pub fn run_bpf(program: &Program, listing: bool) -> Exit {
     let mut out = std::io::stdout().lock();
     let result = if listing {
         out.write_all(render_listing(program).as_bytes())
@@ -40,10 +41,10 @@ pub fn run_bpf(program: &Program, listing: bool) -> u8 {
         out.write_all(&program.to_bytes())
     };
     match result.and_then(|()| out.flush()) {
-        Ok(()) => 0,
+        Ok(()) => Exit::Success,
         Err(e) => {
             eprintln!("splashc emit: cannot write the seccomp program: {e}");
-            2
+            Exit::Usage
         }
     }
 }

@@ -21,8 +21,9 @@ use splash_runtime::launch::{MAX_POLICY_BYTES, read_bounded, read_regular_file};
 use splashpol::RenderOptions;
 
 use crate::Format;
+use crate::exit::Exit;
 
-pub fn run(args: &crate::CheckArgs) -> u8 {
+pub fn run(args: &crate::CheckArgs) -> Exit {
     let mut any_errors = false;
     let mut io_failure = false;
     let mut reports = Vec::new();
@@ -94,11 +95,11 @@ pub fn run(args: &crate::CheckArgs) -> u8 {
         let _ = writeln!(out);
     }
     if io_failure {
-        2
+        Exit::Usage
     } else if any_errors {
-        1
+        Exit::Rejected
     } else {
-        0
+        Exit::Success
     }
 }
 
@@ -161,7 +162,7 @@ mod tests {
                 quiet: false,
                 deny_warnings: false,
             };
-            assert_eq!(run(&args), 0);
+            assert_eq!(run(&args), Exit::Success);
         }
     }
 
@@ -176,10 +177,10 @@ mod tests {
         // Control: the policy has a warning and no error.
         assert!(outcome.warnings().count() > 0 && !outcome.has_errors());
         for (quiet, deny_warnings, code) in [
-            (false, false, 0),
-            (true, false, 0),
-            (false, true, 1),
-            (true, true, 1),
+            (false, false, Exit::Success),
+            (true, false, Exit::Success),
+            (false, true, Exit::Rejected),
+            (true, true, Exit::Rejected),
         ] {
             for format in [Format::Human, Format::Json] {
                 let args = CheckArgs {
@@ -213,7 +214,7 @@ mod tests {
                 quiet: false,
                 deny_warnings: false,
             }),
-            1
+            Exit::Rejected
         );
         let missing = bad.with_file_name("does-not-exist.splashpol");
         assert_eq!(
@@ -223,7 +224,7 @@ mod tests {
                 quiet: true,
                 deny_warnings: false,
             }),
-            2
+            Exit::Usage
         );
         let not_utf8 = temp(&dir, "latin1.splashpol", "");
         std::fs::write(&not_utf8, b"splashpol 1\n\xff").expect("write");
@@ -234,7 +235,7 @@ mod tests {
                 quiet: false,
                 deny_warnings: true,
             }),
-            1,
+            Exit::Rejected,
             "a file that is not UTF-8 is a policy error, not an I/O failure"
         );
     }

@@ -6,8 +6,9 @@ use crate::CompileArgs;
 use splash_runtime::launch::MAX_POLICY_BYTES;
 
 use crate::emit::{policy_from_bytes, read_policy};
+use crate::exit::Exit;
 
-pub fn run(args: &CompileArgs) -> u8 {
+pub fn run(args: &CompileArgs) -> Exit {
     let source = match read_policy(&args.policy) {
         Ok(s) => s,
         Err(code) => return code,
@@ -17,7 +18,7 @@ pub fn run(args: &CompileArgs) -> u8 {
             "splashc compile: `{}` is already a compiled artifact; compile `.splashpol` source",
             args.policy.display()
         );
-        return 2;
+        return Exit::Usage;
     }
     let loaded = match policy_from_bytes(&args.policy, source.clone()) {
         Ok(l) => l,
@@ -27,7 +28,7 @@ pub fn run(args: &CompileArgs) -> u8 {
         Ok(b) => b,
         Err(e) => {
             eprintln!("splashc compile: {e}");
-            return 1;
+            return Exit::Rejected;
         }
     };
     // Every artifact written can be read back by the loaders.
@@ -37,14 +38,14 @@ pub fn run(args: &CompileArgs) -> u8 {
             args.policy.display(),
             bytes.len()
         );
-        return 1;
+        return Exit::Rejected;
     }
     if let Err(e) = std::fs::write(&args.output, bytes) {
         eprintln!(
             "splashc compile: cannot write `{}`: {e}",
             args.output.display()
         );
-        return 2;
+        return Exit::Usage;
     }
-    0
+    Exit::Success
 }

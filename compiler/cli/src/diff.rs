@@ -14,6 +14,7 @@ use splashpol::diff;
 use splashpol::model::Policy;
 use splashpol::plan::{Arch, LaunchPlan};
 
+use crate::exit::Exit;
 use crate::{DiffArgs, Format};
 
 struct Loaded {
@@ -32,17 +33,23 @@ fn side(l: &Loaded) -> diff::Side<'_> {
     }
 }
 
-fn load(path: &Path, arch: Arch) -> Result<Loaded, u8> {
+fn load(path: &Path, arch: Arch) -> Result<Loaded, Exit> {
     let bytes = crate::emit::read_policy(path)?;
     let Ok(source) = String::from_utf8(bytes.clone()) else {
         eprintln!(
             "splashc diff: `{}` is not a UTF-8 policy source",
             path.display()
         );
-        return Err(2);
+        return Err(Exit::Usage);
     };
-    let (policy, plan) = crate::emit::policy_and_plan_from_bytes(path, bytes, None, arch)
-        .map_err(|code| if code == 1 { 3 } else { code })?;
+    let (policy, plan) =
+        crate::emit::policy_and_plan_from_bytes(path, bytes, None, arch).map_err(|code| {
+            if code == Exit::Rejected {
+                Exit::Failed
+            } else {
+                code
+            }
+        })?;
     Ok(Loaded {
         file: path.display().to_string(),
         source,
@@ -51,7 +58,7 @@ fn load(path: &Path, arch: Arch) -> Result<Loaded, u8> {
     })
 }
 
-pub fn run(args: &DiffArgs) -> u8 {
+pub fn run(args: &DiffArgs) -> Exit {
     let arch = match crate::emit::arch(args.arch.as_deref()) {
         Ok(a) => a,
         Err(code) => return code,
@@ -67,14 +74,18 @@ pub fn run(args: &DiffArgs) -> u8 {
             Ok(t) => t + "\n",
             Err(e) => {
                 eprintln!("splashc diff: cannot render JSON: {e}");
-                return 2;
+                return Exit::Usage;
             }
         },
     };
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         eprintln!("splashc diff: cannot write the output: {e}");
-        return 2;
+        return Exit::Usage;
     }
-    u8::from(result.widened())
+    if result.widened() {
+        Exit::Rejected
+    } else {
+        Exit::Success
+    }
 }

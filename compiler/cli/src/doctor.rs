@@ -39,6 +39,7 @@ use splash_seccomp::Arch;
 use splashpol::emit;
 use splashpol::plan::{BwrapOp, LaunchPlan};
 
+use crate::exit::Exit;
 use crate::{DoctorArgs, Format};
 
 /// The most bytes a launch plan read with `--plan` may hold (JSON; the
@@ -199,7 +200,7 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 /// The plan `args` name: a policy lowered for `arch`, or a plan file.
-fn load_plan(args: &DoctorArgs, arch: Arch) -> Result<(String, LaunchPlan), u8> {
+fn load_plan(args: &DoctorArgs, arch: Arch) -> Result<(String, LaunchPlan), Exit> {
     if let Some(path) = &args.plan {
         let bytes = crate::emit::read_bounded(path, "launch plan", MAX_PLAN_BYTES)?;
         let plan = serde_json::from_slice::<LaunchPlan>(&bytes).map_err(|e| {
@@ -207,24 +208,24 @@ fn load_plan(args: &DoctorArgs, arch: Arch) -> Result<(String, LaunchPlan), u8> 
                 "splashc doctor: `{}` is not a valid launch plan: {e}",
                 path.display()
             );
-            1
+            Exit::Rejected
         })?;
         return Ok((path.display().to_string(), plan));
     }
     let Some(policy) = &args.policy else {
         eprintln!("splashc doctor: name a policy or a launch plan (`--plan`)");
-        return Err(2);
+        return Err(Exit::Usage);
     };
     let (_, plan) = crate::emit::policy_and_plan(policy, args.manifest.as_deref(), arch)?;
     Ok((policy.display().to_string(), plan))
 }
 
-pub fn run(args: &DoctorArgs) -> u8 {
+pub fn run(args: &DoctorArgs) -> Exit {
     let arch = match Arch::host() {
         Some(a) => a,
         None => {
             eprintln!("splashc doctor: this host's architecture has no seccomp support");
-            return 1;
+            return Exit::Rejected;
         }
     };
     let (name, plan) = match load_plan(args, arch) {
@@ -246,9 +247,13 @@ pub fn run(args: &DoctorArgs) -> u8 {
     let mut out = std::io::stdout().lock();
     if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
         eprintln!("splashc doctor: cannot write the report: {e}");
-        return 2;
+        return Exit::Usage;
     }
-    if enforceable { 0 } else { 1 }
+    if enforceable {
+        Exit::Success
+    } else {
+        Exit::Rejected
+    }
 }
 
 /// Every finding for `plan`: the checks of `preflight` (bind's own, on this

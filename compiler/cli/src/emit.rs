@@ -19,6 +19,7 @@ use splashpol::model::Policy;
 use splashpol::plan::LaunchPlan;
 use splashpol::{activate, artifact, emit, lower};
 
+use crate::exit::Exit;
 use crate::{EmitArgs, Format};
 
 /// A policy loaded from source or from an artifact.
@@ -37,29 +38,29 @@ pub const MAX_MANIFEST_BYTES: u64 = 4 * 1024 * 1024;
 /// ([`splash_runtime::launch::read_regular_file`]: a FIFO, a device or a
 /// directory is refused without blocking). A failure is reported and
 /// becomes exit status 2.
-pub fn read_bounded(path: &Path, what: &str, bound: u64) -> Result<Vec<u8>, u8> {
+pub fn read_bounded(path: &Path, what: &str, bound: u64) -> Result<Vec<u8>, Exit> {
     splash_runtime::launch::read_regular_file(path, bound).map_err(|e| {
         eprintln!("splashc: cannot read {what} `{}`: {e}", path.display());
-        2
+        Exit::Usage
     })
 }
 
 /// Read a policy file (source or artifact), at most
 /// [`splash_runtime::launch::MAX_POLICY_BYTES`]; see [`read_bounded`].
-pub fn read_policy(path: &Path) -> Result<Vec<u8>, u8> {
+pub fn read_policy(path: &Path) -> Result<Vec<u8>, Exit> {
     read_bounded(path, "policy", splash_runtime::launch::MAX_POLICY_BYTES)
 }
 
 /// Load a policy from `.splashpol` source (checked, diagnostics on stderr) or
 /// from a compiled artifact (re-validated). Errors are reported; the `Err`
 /// value is the exit status.
-pub fn load_policy(path: &Path) -> Result<Loaded, u8> {
+pub fn load_policy(path: &Path) -> Result<Loaded, Exit> {
     let bytes = read_policy(path)?;
     policy_from_bytes(path, bytes)
 }
 
 /// [`load_policy`] for bytes already read from `path`.
-pub fn policy_from_bytes(path: &Path, bytes: Vec<u8>) -> Result<Loaded, u8> {
+pub fn policy_from_bytes(path: &Path, bytes: Vec<u8>) -> Result<Loaded, Exit> {
     if artifact::looks_like_artifact(&bytes) {
         return match artifact::load(&bytes) {
             Ok(a) => Ok(Loaded {
@@ -68,7 +69,7 @@ pub fn policy_from_bytes(path: &Path, bytes: Vec<u8>) -> Result<Loaded, u8> {
             }),
             Err(e) => {
                 eprintln!("splashc: `{}`: {e}", path.display());
-                Err(1)
+                Err(Exit::Rejected)
             }
         };
     }
@@ -82,12 +83,12 @@ pub fn policy_from_bytes(path: &Path, bytes: Vec<u8>) -> Result<Loaded, u8> {
             policy,
             source_digest: artifact::digest(source.as_bytes()),
         }),
-        _ => Err(1),
+        _ => Err(Exit::Rejected),
     }
 }
 
 /// Load and validate a manifest; errors are reported, `Err` is the status.
-pub fn load_manifest(path: &Path) -> Result<CapabilityManifest, u8> {
+pub fn load_manifest(path: &Path) -> Result<CapabilityManifest, Exit> {
     let bytes = read_bounded(path, "manifest", MAX_MANIFEST_BYTES)?;
     CapabilityManifest::from_json(&bytes).map_err(|e| {
         eprintln!(
@@ -95,21 +96,21 @@ pub fn load_manifest(path: &Path) -> Result<CapabilityManifest, u8> {
             path.display(),
             splashpol::text::escaped(&e.to_string())
         );
-        1
+        Exit::Rejected
     })
 }
 
 /// The architecture named by `--arch`, or this host's; a bad name is a
 /// usage error (status 2).
-pub fn arch(flag: Option<&str>) -> Result<Arch, u8> {
+pub fn arch(flag: Option<&str>) -> Result<Arch, Exit> {
     crate::bpf::arch_from_flag(flag).map_err(|e| {
         eprintln!("splashc: {e}");
-        2
+        Exit::Usage
     })
 }
 
 /// Load, activate and lower: the plan `emit` and `run` display or launch.
-pub fn plan(policy_path: &Path, manifest: Option<&Path>, arch: Arch) -> Result<LaunchPlan, u8> {
+pub fn plan(policy_path: &Path, manifest: Option<&Path>, arch: Arch) -> Result<LaunchPlan, Exit> {
     policy_and_plan(policy_path, manifest, arch).map(|(_, plan)| plan)
 }
 
@@ -118,7 +119,7 @@ pub fn policy_and_plan(
     policy_path: &Path,
     manifest: Option<&Path>,
     arch: Arch,
-) -> Result<(Policy, LaunchPlan), u8> {
+) -> Result<(Policy, LaunchPlan), Exit> {
     let bytes = read_policy(policy_path)?;
     policy_and_plan_from_bytes(policy_path, bytes, manifest, arch)
 }
@@ -129,32 +130,32 @@ pub fn policy_and_plan_from_bytes(
     bytes: Vec<u8>,
     manifest: Option<&Path>,
     arch: Arch,
-) -> Result<(Policy, LaunchPlan), u8> {
+) -> Result<(Policy, LaunchPlan), Exit> {
     let loaded = policy_from_bytes(policy_path, bytes)?;
     let manifest = manifest.map(load_manifest).transpose()?;
     let activation = activate::activate(&loaded.policy, manifest.as_ref()).map_err(|e| {
         eprintln!("splashc: activation failed: {e}");
-        1
+        Exit::Rejected
     })?;
     let plan =
         lower::lower(&loaded.policy, &activation, arch, &loaded.source_digest).map_err(|e| {
             eprintln!("splashc: cannot lower the policy: {e}");
-            1
+            Exit::Rejected
         })?;
     Ok((loaded.policy, plan))
 }
 
-pub fn run(args: &EmitArgs) -> u8 {
+pub fn run(args: &EmitArgs) -> Exit {
     match emit_main(args) {
-        Ok(()) => 0,
+        Ok(()) => Exit::Success,
         Err(code) => code,
     }
 }
 
-fn emit_main(args: &EmitArgs) -> Result<(), u8> {
+fn emit_main(args: &EmitArgs) -> Result<(), Exit> {
     if args.argv && args.format == Format::Json {
         eprintln!("splashc emit: `--argv` and `--format json` are exclusive");
-        return Err(2);
+        return Err(Exit::Usage);
     }
     let arch = arch(args.arch.as_deref())?;
 
@@ -164,15 +165,15 @@ fn emit_main(args: &EmitArgs) -> Result<(), u8> {
             Ok(Some(p)) => p,
             Ok(None) => {
                 eprintln!("splashc emit: the policy selects no seccomp profile");
-                return Err(1);
+                return Err(Exit::Rejected);
             }
             Err(e) => {
                 eprintln!("splashc emit: cannot compile the seccomp program: {e}");
-                return Err(1);
+                return Err(Exit::Rejected);
             }
         };
         return match crate::bpf::run_bpf(&program, args.listing) {
-            0 => Ok(()),
+            Exit::Success => Ok(()),
             code => Err(code),
         };
     }
@@ -203,7 +204,7 @@ fn emit_main(args: &EmitArgs) -> Result<(), u8> {
     };
     written.and_then(|()| out.flush()).map_err(|e| {
         eprintln!("splashc emit: cannot write the output: {e}");
-        2
+        Exit::Usage
     })
 }
 

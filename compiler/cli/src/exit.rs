@@ -4,11 +4,42 @@
 //! option, a missing argument) is status 2 for every command, as clap
 //! reports it.
 
+/// How a command ends: the process's exit status. Each command's page in
+/// [`PAGES`] says what each status means for it; the variants name what
+/// they mean for most commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Exit {
+    /// 0: the command did what was asked.
+    Success,
+    /// 1: what was given is refused or falls short: a policy or manifest
+    /// error, a widening (`diff`), a failed expectation (`test`), a check
+    /// that fails (`doctor`).
+    Rejected,
+    /// 2: a usage error or a file that cannot be read or written (for
+    /// `test`, also a test that cannot run or prove an expectation here).
+    Usage,
+    /// 3: a bind, launch, session or teardown failure (for `diff`, a
+    /// policy that has errors or cannot be lowered).
+    Failed,
+}
+
+impl Exit {
+    /// The status as the process reports it.
+    pub const fn code(self) -> u8 {
+        match self {
+            Exit::Success => 0,
+            Exit::Rejected => 1,
+            Exit::Usage => 2,
+            Exit::Failed => 3,
+        }
+    }
+}
+
 /// One exit status of a command.
 #[derive(Debug, Clone, Copy)]
 pub struct Status {
     /// The status.
-    pub code: u8,
+    pub code: Exit,
     /// When the command exits with it.
     pub meaning: &'static str,
 }
@@ -33,7 +64,7 @@ pub struct Page {
     pub examples: &'static [Example],
 }
 
-const fn s(code: u8, meaning: &'static str) -> Status {
+const fn s(code: Exit, meaning: &'static str) -> Status {
     Status { code, meaning }
 }
 
@@ -48,12 +79,12 @@ pub const PAGES: &[Page] = &[
     Page {
         command: "splashc",
         statuses: &[
-            s(0, "success"),
+            s(Exit::Success, "success"),
             s(
-                1,
+                Exit::Rejected,
                 "a policy or manifest problem; each command's page says what else",
             ),
-            s(2, USAGE_OR_IO),
+            s(Exit::Usage, USAGE_OR_IO),
         ],
         examples: &[
             e(
@@ -70,14 +101,14 @@ pub const PAGES: &[Page] = &[
         command: "check",
         statuses: &[
             s(
-                0,
+                Exit::Success,
                 "no file has an error (warnings allowed, unless `--deny-warnings`)",
             ),
             s(
-                1,
+                Exit::Rejected,
                 "a file has an error, or a warning under `--deny-warnings`",
             ),
-            s(2, USAGE_OR_IO),
+            s(Exit::Usage, USAGE_OR_IO),
         ],
         examples: &[
             e(
@@ -93,13 +124,13 @@ pub const PAGES: &[Page] = &[
     Page {
         command: "emit",
         statuses: &[
-            s(0, "the launch objects were printed"),
+            s(Exit::Success, "the launch objects were printed"),
             s(
-                1,
+                Exit::Rejected,
                 "the policy or manifest has errors, or the policy cannot be lowered",
             ),
             s(
-                2,
+                Exit::Usage,
                 "a usage error (an unknown `--arch`), or a file that cannot be read",
             ),
         ],
@@ -117,12 +148,15 @@ pub const PAGES: &[Page] = &[
     Page {
         command: "compile",
         statuses: &[
-            s(0, "the artifact was written"),
+            s(Exit::Success, "the artifact was written"),
             s(
-                1,
+                Exit::Rejected,
                 "the policy has errors, or its artifact would exceed the policy size bound",
             ),
-            s(2, "a usage error, or a file that cannot be read or written"),
+            s(
+                Exit::Usage,
+                "a usage error, or a file that cannot be read or written",
+            ),
         ],
         examples: &[e(
             "splashc compile policies/demo.splashpol -o demo.splashc",
@@ -132,16 +166,19 @@ pub const PAGES: &[Page] = &[
     Page {
         command: "run",
         statuses: &[
-            s(0, "every call succeeded and the worker exited cleanly"),
             s(
-                1,
+                Exit::Success,
+                "every call succeeded and the worker exited cleanly",
+            ),
+            s(
+                Exit::Rejected,
                 "the policy or manifest has errors, or the policy file is not the one `--expect-digest` names",
             ),
             s(
-                2,
+                Exit::Usage,
                 "a usage error (a malformed `--invoke`/`--input` pair or `--calls` line), or a file that cannot be read",
             ),
-            s(3, "bind, launch, session or tool failure"),
+            s(Exit::Failed, "bind, launch, session or tool failure"),
         ],
         examples: &[
             e(
@@ -158,11 +195,14 @@ pub const PAGES: &[Page] = &[
         command: "serve",
         statuses: &[
             s(
-                0,
+                Exit::Success,
                 "standard input ended and every sandbox was stopped and reaped",
             ),
-            s(2, "a usage error, or standard input cannot be read"),
-            s(3, "a sandbox could not be torn down"),
+            s(
+                Exit::Usage,
+                "a usage error, or standard input cannot be read",
+            ),
+            s(Exit::Failed, "a sandbox could not be torn down"),
         ],
         examples: &[e(
             "python3 examples/stdio_client.py --splashc \"$(command -v splashc)\"",
@@ -173,14 +213,14 @@ pub const PAGES: &[Page] = &[
         command: "doctor",
         statuses: &[
             s(
-                0,
+                Exit::Success,
                 "every control can be enforced on this host (warnings allowed)",
             ),
             s(
-                1,
+                Exit::Rejected,
                 "a control cannot be enforced, or the policy, manifest or plan has errors",
             ),
-            s(2, USAGE_OR_IO),
+            s(Exit::Usage, USAGE_OR_IO),
         ],
         examples: &[e(
             "splashc doctor policies/agent-worker.splashpol",
@@ -190,13 +230,13 @@ pub const PAGES: &[Page] = &[
     Page {
         command: "explain",
         statuses: &[
-            s(0, "explained"),
+            s(Exit::Success, "explained"),
             s(
-                1,
+                Exit::Rejected,
                 "the policy or manifest has errors, or the policy cannot be lowered",
             ),
             s(
-                2,
+                Exit::Usage,
                 "a usage error (an unknown `--arch`), or a file that cannot be read",
             ),
         ],
@@ -215,15 +255,15 @@ pub const PAGES: &[Page] = &[
         command: "diff",
         statuses: &[
             s(
-                0,
+                Exit::Success,
                 "nothing widened: identical sandboxes, or only narrowings",
             ),
-            s(1, "at least one widening"),
+            s(Exit::Rejected, "at least one widening"),
             s(
-                2,
+                Exit::Usage,
                 "a usage error (an unknown `--arch`), or a file that cannot be read",
             ),
-            s(3, "a policy has errors or cannot be lowered"),
+            s(Exit::Failed, "a policy has errors or cannot be lowered"),
         ],
         examples: &[e(
             "splashc diff main.splashpol branch.splashpol",
@@ -233,13 +273,16 @@ pub const PAGES: &[Page] = &[
     Page {
         command: "learn",
         statuses: &[
-            s(0, "the proposal was written"),
+            s(Exit::Success, "the proposal was written"),
             s(
-                1,
+                Exit::Rejected,
                 "the policy or manifest has errors, or the proposal does not check",
             ),
-            s(2, "a usage error, or a file that cannot be read or written"),
-            s(3, "bind, launch, session or recording failure"),
+            s(
+                Exit::Usage,
+                "a usage error, or a file that cannot be read or written",
+            ),
+            s(Exit::Failed, "bind, launch, session or recording failure"),
         ],
         examples: &[e(
             "splashc learn policies/demo.splashpol --invoke probe.echo --input '{\"input\":1}' -o p.splashpol",
@@ -250,14 +293,17 @@ pub const PAGES: &[Page] = &[
         command: "fmt",
         statuses: &[
             s(
-                0,
+                Exit::Success,
                 "every file is in the canonical layout (or was rewritten to it)",
             ),
             s(
-                1,
+                Exit::Rejected,
                 "a file would change (`--check`), or a file does not parse",
             ),
-            s(2, "a usage error, or a file that cannot be read or written"),
+            s(
+                Exit::Usage,
+                "a usage error, or a file that cannot be read or written",
+            ),
         ],
         examples: &[
             e(
@@ -274,15 +320,15 @@ pub const PAGES: &[Page] = &[
         command: "test",
         statuses: &[
             s(
-                0,
+                Exit::Success,
                 "every expectation held, each denial against its control (with `--battery`: no attempt escaped)",
             ),
             s(
-                1,
+                Exit::Rejected,
                 "an expectation failed (with `--battery`: an attempt escaped), or the policy or manifest has errors",
             ),
             s(
-                2,
+                Exit::Usage,
                 "the test could not run or could not prove an expectation on this host (the reason is printed)",
             ),
         ],
@@ -304,12 +350,12 @@ pub const PAGES: &[Page] = &[
     Page {
         command: "lsp",
         statuses: &[
-            s(0, "the client sent `shutdown`, then `exit`"),
+            s(Exit::Success, "the client sent `shutdown`, then `exit`"),
             s(
-                1,
+                Exit::Rejected,
                 "the client sent `exit` without `shutdown`, or closed the connection",
             ),
-            s(2, "a usage error"),
+            s(Exit::Usage, "a usage error"),
         ],
         examples: &[e(
             "splashc lsp",
@@ -319,8 +365,11 @@ pub const PAGES: &[Page] = &[
     Page {
         command: "completions",
         statuses: &[
-            s(0, "the script was printed"),
-            s(2, "a usage error, or standard output cannot be written"),
+            s(Exit::Success, "the script was printed"),
+            s(
+                Exit::Usage,
+                "a usage error, or standard output cannot be written",
+            ),
         ],
         examples: &[e(
             "splashc completions bash > /etc/bash_completion.d/splashc",
@@ -330,8 +379,8 @@ pub const PAGES: &[Page] = &[
     Page {
         command: "man",
         statuses: &[
-            s(0, "the page (or pages) were written"),
-            s(2, "a usage error, or a page cannot be written"),
+            s(Exit::Success, "the page (or pages) were written"),
+            s(Exit::Usage, "a usage error, or a page cannot be written"),
         ],
         examples: &[e(
             "splashc man --out-dir /usr/local/share/man/man1",
@@ -362,7 +411,7 @@ pub fn roff_sections(page: &Page) -> String {
     for status in page.statuses {
         out.push_str(&format!(
             ".TP\n\\fB{}\\fR\n{}\n",
-            status.code,
+            status.code.code(),
             roff(status.meaning)
         ));
     }
@@ -390,7 +439,7 @@ fn markdown_table() -> String {
             out.push_str(&format!(
                 "| `{}` | {} | {} |\n",
                 page.command,
-                status.code,
+                status.code.code(),
                 status.meaning.replace('|', "\\|")
             ));
         }
@@ -418,12 +467,12 @@ mod tests {
                 page.command
             );
             assert!(
-                page.statuses.iter().any(|s| s.code == 0),
+                page.statuses.iter().any(|s| s.code == Exit::Success),
                 "{}",
                 page.command
             );
             assert!(
-                page.statuses.iter().any(|s| s.code == 2),
+                page.statuses.iter().any(|s| s.code == Exit::Usage),
                 "{}",
                 page.command
             );

@@ -19,9 +19,10 @@ use std::io::Write;
 use splashpol::explain;
 use splashpol::plan::Arch;
 
+use crate::exit::Exit;
 use crate::{ExplainArgs, Format, doctor};
 
-pub fn run(args: &ExplainArgs) -> u8 {
+pub fn run(args: &ExplainArgs) -> Exit {
     let arch = match crate::emit::arch(args.arch.as_deref()) {
         Ok(a) => a,
         Err(code) => return code,
@@ -77,7 +78,7 @@ pub fn run(args: &ExplainArgs) -> u8 {
             }
             Err(e) => {
                 eprintln!("splashc explain: cannot render JSON: {e}");
-                return 2;
+                return Exit::Usage;
             }
         }
     } else {
@@ -85,10 +86,10 @@ pub fn run(args: &ExplainArgs) -> u8 {
     };
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => 0,
+        Ok(()) => Exit::Success,
         Err(e) => {
             eprintln!("splashc explain: cannot write the output: {e}");
-            2
+            Exit::Usage
         }
     }
 }

@@ -21,9 +21,10 @@ use splashpol::format::{FormatError, format_source};
 use splashpol::{CheckOutcome, RenderOptions};
 
 use crate::FmtArgs;
+use crate::exit::Exit;
 
-pub fn run(args: &FmtArgs) -> u8 {
-    let mut worst = 0;
+pub fn run(args: &FmtArgs) -> Exit {
+    let mut worst = Exit::Success;
     for path in &args.files {
         let code = one(path, args.check, args.diff);
         worst = worst.max(code);
@@ -31,7 +32,7 @@ pub fn run(args: &FmtArgs) -> u8 {
     worst
 }
 
-fn one(path: &Path, check: bool, diff: bool) -> u8 {
+fn one(path: &Path, check: bool, diff: bool) -> Exit {
     let stdin = path == Path::new("-");
     let name = if stdin {
         "<stdin>".to_string()
@@ -42,7 +43,7 @@ fn one(path: &Path, check: bool, diff: bool) -> u8 {
         Ok(s) => s,
         Err(e) => {
             eprintln!("splashc fmt: cannot read `{name}`: {e}");
-            return 2;
+            return Exit::Usage;
         }
     };
     let formatted = match format_source(&source) {
@@ -59,16 +60,16 @@ fn one(path: &Path, check: bool, diff: bool) -> u8 {
             let text = outcome.render_human_with(&name, &source, options);
             let _ = std::io::stderr().write_all(text.as_bytes());
             eprintln!("splashc fmt: `{name}` does not parse; not formatted");
-            return 1;
+            return Exit::Rejected;
         }
         Err(e) => {
             eprintln!("splashc fmt: `{name}`: {e}; not formatted");
-            return 1;
+            return Exit::Rejected;
         }
     };
     if check {
         if formatted == source {
-            return 0;
+            return Exit::Success;
         }
         let shown = if diff {
             unified_diff(&name, &source, &formatted)
@@ -76,7 +77,7 @@ fn one(path: &Path, check: bool, diff: bool) -> u8 {
             format!("{name}\n")
         };
         let _ = std::io::stdout().lock().write_all(shown.as_bytes());
-        return 1;
+        return Exit::Rejected;
     }
     if stdin {
         let mut out = std::io::stdout().lock();
@@ -84,21 +85,21 @@ fn one(path: &Path, check: bool, diff: bool) -> u8 {
             .write_all(formatted.as_bytes())
             .and_then(|()| out.flush())
         {
-            Ok(()) => 0,
+            Ok(()) => Exit::Success,
             Err(e) => {
                 eprintln!("splashc fmt: cannot write standard output: {e}");
-                2
+                Exit::Usage
             }
         };
     }
     if formatted == source {
-        return 0;
+        return Exit::Success;
     }
     match replace(path, formatted.as_bytes()) {
-        Ok(()) => 0,
+        Ok(()) => Exit::Success,
         Err(e) => {
             eprintln!("splashc fmt: cannot write `{name}`: {e}");
-            2
+            Exit::Usage
         }
     }
 }

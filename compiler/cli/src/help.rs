@@ -7,6 +7,7 @@ use std::path::Path;
 
 use clap::CommandFactory;
 
+use crate::exit::Exit;
 use crate::{Cli, CompletionsArgs, ManArgs};
 
 /// The command-line definition, named as installed.
@@ -14,28 +15,28 @@ pub fn command() -> clap::Command {
     Cli::command()
 }
 
-pub fn completions(args: &CompletionsArgs) -> u8 {
+pub fn completions(args: &CompletionsArgs) -> Exit {
     let mut cmd = command();
     let mut out = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "splashc", &mut out);
     write_stdout(&out)
 }
 
-pub fn man(args: &ManArgs) -> u8 {
+pub fn man(args: &ManArgs) -> Exit {
     let cmd = command();
     match &args.out_dir {
         None => match render(&cmd, "splashc") {
             Ok(page) => write_stdout(&page),
             Err(e) => {
                 eprintln!("splashc man: {e}");
-                2
+                Exit::Usage
             }
         },
         Some(dir) => match write_pages(&cmd, dir) {
-            Ok(()) => 0,
+            Ok(()) => Exit::Success,
             Err(e) => {
                 eprintln!("splashc man: cannot write into `{}`: {e}", dir.display());
-                2
+                Exit::Usage
             }
         },
     }
@@ -86,13 +87,13 @@ fn write_pages(cmd: &clap::Command, dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-fn write_stdout(bytes: &[u8]) -> u8 {
+fn write_stdout(bytes: &[u8]) -> Exit {
     let mut out = std::io::stdout().lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {
-        Ok(()) => 0,
+        Ok(()) => Exit::Success,
         Err(e) => {
             eprintln!("splashc: cannot write standard output: {e}");
-            2
+            Exit::Usage
         }
     }
 }
@@ -175,9 +176,9 @@ mod tests {
             }
             for code in crate::exit::page(name).expect("page").statuses {
                 assert!(
-                    text.contains(&format!(".TP\n\\fB{}\\fR\n", code.code)),
+                    text.contains(&format!(".TP\n\\fB{}\\fR\n", code.code.code())),
                     "status {} of `{name}` missing",
-                    code.code
+                    code.code.code()
                 );
             }
             assert!(text.contains(".SH EXAMPLES"), "{text}");

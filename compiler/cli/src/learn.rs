@@ -32,9 +32,8 @@ use splashpol::ast::{Seccomp, Statement};
 use splashpol::model::{Policy, SandboxPath};
 
 use crate::LearnArgs;
+use crate::exit::Exit;
 
-/// Exit status of a launch, session or recording failure.
-const LAUNCH_FAILED: u8 = 3;
 /// How long the runner has to hand the listener over.
 const LISTENER_TIMEOUT: Duration = Duration::from_secs(30);
 /// A phase ends once no call was answered for this long: the worker waits
@@ -43,9 +42,9 @@ const QUIET: Duration = Duration::from_millis(100);
 /// The longest wait for a phase to end.
 const SETTLE_MAX: Duration = Duration::from_secs(10);
 
-pub fn run(args: &LearnArgs) -> u8 {
+pub fn run(args: &LearnArgs) -> Exit {
     match learn_main(args) {
-        Ok(()) => 0,
+        Ok(()) => Exit::Success,
         Err(code) => code,
     }
 }
@@ -63,21 +62,21 @@ fn phase_label(phase: u32, calls: &[(Token, Value)]) -> String {
 }
 
 /// The `--invoke`/`--input` pairs, in order.
-fn calls(args: &LearnArgs) -> Result<Vec<(Token, Value)>, u8> {
+fn calls(args: &LearnArgs) -> Result<Vec<(Token, Value)>, Exit> {
     if args.input.len() > args.invoke.len() {
         eprintln!("splashc learn: each `--input` follows the `--invoke` it belongs to");
-        return Err(2);
+        return Err(Exit::Usage);
     }
     let mut out = Vec::new();
     for (i, name) in args.invoke.iter().enumerate() {
         let tool = Token::new(name.as_str()).map_err(|e| {
             eprintln!("splashc learn: `--invoke {name}` is not a tool name: {e}");
-            2
+            Exit::Usage
         })?;
         let input = match args.input.get(i) {
             Some(text) => serde_json::from_str(text).map_err(|e| {
                 eprintln!("splashc learn: `--input` of `{name}` is not JSON: {e}");
-                2
+                Exit::Usage
             })?,
             None => Value::Object(serde_json::Map::new()),
         };
@@ -86,7 +85,7 @@ fn calls(args: &LearnArgs) -> Result<Vec<(Token, Value)>, u8> {
     Ok(out)
 }
 
-fn learn_main(args: &LearnArgs) -> Result<(), u8> {
+fn learn_main(args: &LearnArgs) -> Result<(), Exit> {
     let mut calls = calls(args)?;
     let source_bytes = crate::emit::read_policy(&args.policy)?;
     let Ok(source) = String::from_utf8(source_bytes.clone()) else {
@@ -94,7 +93,7 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
             "splashc learn: `{}` is not a UTF-8 policy source",
             args.policy.display()
         );
-        return Err(2);
+        return Err(Exit::Usage);
     };
     // The CLI's own loader renders every diagnostic (and the warnings) the
     // way `check` does; the runtime's loader then gives the launch its
@@ -103,7 +102,7 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
     let loaded = LoadedPolicy::from_bytes(&args.policy.display().to_string(), source_bytes)
         .map_err(|e| {
             eprintln!("splashc learn: {}", crate::run::chain(&e));
-            1
+            Exit::Rejected
         })?;
     let manifest = match &args.manifest {
         Some(path) => {
@@ -124,7 +123,7 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
             }
             crate::run::generated_manifest(&loaded.policy, "learn", &tools).map_err(|e| {
                 eprintln!("splashc learn: {e}");
-                2u8
+                Exit::Usage
             })?
         }
     };
@@ -138,17 +137,17 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
     };
     let recorder_path = SandboxPath::new(recorder_path.as_str()).map_err(|e| {
         eprintln!("splashc learn: `--runner {recorder_path}` is not a sandbox path: {e}");
-        2
+        Exit::Usage
     })?;
 
     let plan = loaded.plan(&manifest).map_err(|e| {
         eprintln!("splashc learn: {}", crate::run::chain(&e));
-        1
+        Exit::Rejected
     })?;
     let production_plan = plan.clone();
     let learning = splashpol::learn::learning_plan(plan, &recorder_path).map_err(|e| {
         eprintln!("splashc learn: {}", crate::run::chain(&e));
-        LAUNCH_FAILED
+        Exit::Failed
     })?;
     eprintln!(
         "splashc learn: recording through `{}` (--learn-fd) in the policy's own sandbox; {} call(s)",
@@ -159,11 +158,11 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
         splash_runtime::learn::bind_learning(learning, BindOptions::default(), LISTENER_TIMEOUT)
             .map_err(|e| {
                 eprintln!("splashc learn: {}", crate::run::chain(&e));
-                LAUNCH_FAILED
+                Exit::Failed
             })?;
     let mut session = Session::open_owned(bound, manifest, Deadlines::none()).map_err(|e| {
         eprintln!("splashc learn: {}", crate::run::chain(&e));
-        LAUNCH_FAILED
+        Exit::Failed
     })?;
     for (i, (tool, input)) in calls.iter().enumerate() {
         settle(&recorder);
@@ -178,7 +177,7 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
                 if e.leaves_session() == SessionState::Usable {
                     let _ = session.stop();
                 }
-                return Err(LAUNCH_FAILED);
+                return Err(Exit::Failed);
             }
         }
     }
@@ -192,11 +191,11 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
                 "splashc learn: closing the session: {}",
                 crate::run::chain(&e)
             );
-            LAUNCH_FAILED
+            Exit::Failed
         })?;
     let recording = recorder.finish(Duration::from_secs(5)).map_err(|e| {
         eprintln!("splashc learn: {}", crate::run::chain(&e));
-        LAUNCH_FAILED
+        Exit::Failed
     })?;
     eprintln!(
         "splashc learn: worker closed ({status}); {} notification(s), {} distinct system call(s), {} exec(s)",
@@ -212,23 +211,23 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
     learned.report(&loaded.policy);
     let proposal = propose(&source, &loaded.policy, &learned).map_err(|e| {
         eprintln!("splashc learn: cannot build the proposal: {e}");
-        1
+        Exit::Rejected
     })?;
     let proposal = splashpol::format::format_source(&proposal).map_err(|e| {
         eprintln!("splashc learn: cannot format the proposal: {e}");
-        1
+        Exit::Rejected
     })?;
     let outcome = splashpol::check_source("proposal", &proposal);
     if outcome.policy.is_none() {
         eprintln!("splashc learn: the proposal does not check:");
         eprint!("{proposal}");
-        return Err(1);
+        return Err(Exit::Rejected);
     }
     match &args.output {
         Some(path) => {
             std::fs::write(path, proposal.as_bytes()).map_err(|e| {
                 eprintln!("splashc learn: cannot write `{}`: {e}", path.display());
-                2
+                Exit::Usage
             })?;
             eprintln!("splashc learn: proposal written to `{}`", path.display());
             print_diff(&args.policy, path)?;
@@ -239,7 +238,7 @@ fn learn_main(args: &LearnArgs) -> Result<(), u8> {
                 .and_then(|()| out.flush())
                 .map_err(|e| {
                     eprintln!("splashc learn: cannot write the output: {e}");
-                    2
+                    Exit::Usage
                 })?;
         }
     }
@@ -256,7 +255,7 @@ fn settle(recorder: &splash_runtime::learn::Recorder) {
 }
 
 /// `splashc diff INPUT PROPOSAL` on standard output.
-fn print_diff(input: &Path, proposal: &Path) -> Result<(), u8> {
+fn print_diff(input: &Path, proposal: &Path) -> Result<(), Exit> {
     let code = crate::diff::run(&crate::DiffArgs {
         a: input.to_path_buf(),
         b: PathBuf::from(proposal),
@@ -264,7 +263,7 @@ fn print_diff(input: &Path, proposal: &Path) -> Result<(), u8> {
         format: crate::Format::Human,
     });
     match code {
-        0 | 1 => Ok(()),
+        Exit::Success | Exit::Rejected => Ok(()),
         other => Err(other),
     }
 }

@@ -18,6 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use crate::exit::Exit;
 use lsp_server::ErrorCode;
 use lsp_server::{Connection, Message, Notification, Request, Response};
 use lsp_types::notification::{
@@ -49,13 +50,13 @@ const GRAMMAR: &str = include_str!("../../../grammar/splashpol.pest");
 
 mod transport;
 
-pub fn run() -> u8 {
+pub fn run() -> Exit {
     let (connection, writer) = transport::stdio();
     let code = match serve(&connection) {
-        Ok(()) => 0,
+        Ok(()) => Exit::Success,
         Err(e) => {
             eprintln!("splashc lsp: {e}");
-            1
+            Exit::Rejected
         }
     };
     // The writer ends once the server's end of the connection is gone,
@@ -65,11 +66,11 @@ pub fn run() -> u8 {
         Ok(Ok(())) => code,
         Ok(Err(e)) => {
             eprintln!("splashc lsp: cannot write standard output: {e}");
-            1
+            Exit::Rejected
         }
         Err(_) => {
             eprintln!("splashc lsp: the output thread panicked");
-            1
+            Exit::Rejected
         }
     }
 }

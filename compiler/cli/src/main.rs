@@ -6,6 +6,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use crate::exit::Exit;
+
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 mod battery;
@@ -325,7 +327,7 @@ fn color_allowed(
 }
 
 /// Runs the command line: the process's exit status.
-fn run_command_line() -> u8 {
+fn run_command_line() -> Exit {
     let matches = Cli::command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match cli.command {
@@ -347,7 +349,7 @@ fn run_command_line() -> u8 {
 }
 
 fn main() -> ExitCode {
-    ExitCode::from(run_command_line())
+    ExitCode::from(run_command_line().code())
 }
 
 #[cfg(test)]

@@ -47,9 +47,8 @@ use splashpol::model::Policy;
 
 use crate::RunArgs;
 use crate::emit::{load_manifest, read_bounded};
+use crate::exit::Exit;
 
-/// Exit status of a launch or session failure.
-const LAUNCH_FAILED: u8 = 3;
 /// The default tool: the probe's report.
 const DEFAULT_TOOL: &str = "probe.report";
 /// The largest `--calls` file read.
@@ -66,9 +65,9 @@ pub struct Call {
     pub input: Value,
 }
 
-pub fn run(args: &RunArgs, matches: Option<&ArgMatches>) -> u8 {
+pub fn run(args: &RunArgs, matches: Option<&ArgMatches>) -> Exit {
     match run_main(args, matches) {
-        Ok(()) => 0,
+        Ok(()) => Exit::Success,
         Err(code) => code,
     }
 }
@@ -112,35 +111,35 @@ pub fn generated_manifest(
     })
 }
 
-fn launch_failed(e: &LaunchError) -> u8 {
+fn launch_failed(e: &LaunchError) -> Exit {
     eprintln!("splashc run: {}", chain(e));
     launch_status(e)
 }
 
 /// The exit status of a launch error: 2 for a file that cannot be read, 1
 /// for a policy or manifest problem, 3 for anything else.
-pub fn launch_status(e: &LaunchError) -> u8 {
+pub fn launch_status(e: &LaunchError) -> Exit {
     match e {
-        LaunchError::Read { .. } => 2,
+        LaunchError::Read { .. } => Exit::Usage,
         LaunchError::Artifact { .. }
         | LaunchError::DigestMismatch { .. }
         | LaunchError::NotUtf8 { .. }
         | LaunchError::Check { .. }
         | LaunchError::Manifest(_)
         | LaunchError::Activation(_)
-        | LaunchError::Lower(_) => 1,
-        _ => LAUNCH_FAILED,
+        | LaunchError::Lower(_) => Exit::Rejected,
+        _ => Exit::Failed,
     }
 }
 
-fn usage(message: impl std::fmt::Display) -> u8 {
+fn usage(message: impl std::fmt::Display) -> Exit {
     eprintln!("splashc run: {message}");
-    2
+    Exit::Usage
 }
 
 /// The `--invoke`/`--input` pairs in command-line order: each `--input`
 /// belongs to the `--invoke` before it.
-fn paired_calls(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<Vec<Call>, u8> {
+fn paired_calls(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<Vec<Call>, Exit> {
     let invoke_at: Vec<usize> = matches
         .and_then(|m| m.indices_of("invoke"))
         .map(Iterator::collect)
@@ -192,7 +191,7 @@ fn paired_calls(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<Vec<Call
 }
 
 /// The calls of a `--calls` file: one `{"tool", "input"?}` object per line.
-fn calls_from_file(path: &Path) -> Result<Vec<Call>, u8> {
+fn calls_from_file(path: &Path) -> Result<Vec<Call>, Exit> {
     let bytes = if path == Path::new("-") {
         let mut bytes = Vec::new();
         std::io::stdin()
@@ -281,7 +280,7 @@ pub fn call_counts<'a>(calls: impl IntoIterator<Item = &'a Token>) -> BTreeMap<T
     counts
 }
 
-fn run_main(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<(), u8> {
+fn run_main(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<(), Exit> {
     let mut calls = match &args.calls {
         Some(path) => calls_from_file(path)?,
         None => paired_calls(args, matches)?,
@@ -300,7 +299,7 @@ fn run_main(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<(), u8> {
                 "splashc run: `--expect-digest {}` is not a BLAKE3 digest: give 64 lowercase hex digits (`b3sum POLICY`)",
                 splashpol::text::escaped(hex)
             );
-            return Err(2);
+            return Err(Exit::Usage);
         }
         Some(hex) => LoadedPolicy::from_path_expecting(&args.policy, hex),
         None => LoadedPolicy::from_path(&args.policy),
@@ -312,7 +311,7 @@ fn run_main(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<(), u8> {
             outcome,
         } => {
             crate::check::eprint_diagnostics(name, text, outcome);
-            1
+            Exit::Rejected
         }
         _ => launch_failed(&e),
     })?;
@@ -352,7 +351,7 @@ fn run_main(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<(), u8> {
             "splashc run: the manifest does not grant `{}`; name a granted tool with `--invoke`",
             call.tool
         );
-        return Err(1);
+        return Err(Exit::Rejected);
     }
 
     // Activate, lower, bind; then spawn under the watchdog and open.
@@ -414,21 +413,21 @@ fn run_main(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<(), u8> {
         .and_then(|closing| closing.wait(CLOSE_GRACE))
         .map_err(|e| {
             eprintln!("splashc run: closing the session: {}", chain(&e));
-            LAUNCH_FAILED
+            Exit::Failed
         })?;
     say(format_args!(
         "worker closed; bubblewrap ended with {status}"
     ));
     match status {
         WorkerStatus::Exited(0) => Ok(()),
-        _ => Err(LAUNCH_FAILED),
+        _ => Err(Exit::Failed),
     }
 }
 
 /// Reports call `n` (0-based) of `total` failing and ends the session: a
 /// refusal decided before anything was sent leaves it healthy, so it is
 /// closed as any other; a poisoned session's worker is already reaped.
-fn call_failed(session: Session, e: &CallError, n: usize, total: usize, tool: &Token) -> u8 {
+fn call_failed(session: Session, e: &CallError, n: usize, total: usize, tool: &Token) -> Exit {
     let which = if total == 1 {
         format!("`{tool}`")
     } else {
@@ -443,18 +442,18 @@ fn call_failed(session: Session, e: &CallError, n: usize, total: usize, tool: &T
             Err(e) => eprintln!("splashc run: closing the session: {}", chain(&e)),
         }
     }
-    LAUNCH_FAILED
+    Exit::Failed
 }
 
 /// Writes `response` as one JSON line and flushes it.
-fn write_response(out: &mut impl Write, response: &Value) -> Result<(), u8> {
+fn write_response(out: &mut impl Write, response: &Value) -> Result<(), Exit> {
     let line = serde_json::to_string(response).map_err(|e| {
         eprintln!("splashc run: cannot render the response: {e}");
-        2
+        Exit::Usage
     })?;
     write_line(out, &line).map_err(|e| {
         eprintln!("splashc run: cannot write the output: {e}");
-        2
+        Exit::Usage
     })
 }
 

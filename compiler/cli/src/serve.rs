@@ -30,6 +30,7 @@ use splash_runtime::{
 
 use crate::ServeArgs;
 use crate::emit::MAX_MANIFEST_BYTES;
+use crate::exit::Exit;
 use crate::run::chain;
 
 /// The longest control line read; a longer one is an error and skipped.
@@ -39,10 +40,8 @@ pub const MAX_CONTROL_LINE_BYTES: usize = 16 * 1024 * 1024;
 const POLL: Duration = Duration::from_millis(10);
 /// The default grace a closed worker gets to exit.
 const DEFAULT_GRACE: Duration = Duration::from_secs(5);
-/// Exit status when a sandbox could not be torn down.
-const CONTAINMENT_FAILED: u8 = 3;
 
-pub fn run(args: &ServeArgs) -> u8 {
+pub fn run(args: &ServeArgs) -> Exit {
     // `--stdio` is the only transport; clap requires it.
     debug_assert!(args.stdio);
     let out = Output::default();
@@ -58,7 +57,7 @@ pub fn run(args: &ServeArgs) -> u8 {
     let status = loop {
         number += 1;
         match read_line(&mut input, MAX_CONTROL_LINE_BYTES) {
-            Ok(Line::End) => break 0,
+            Ok(Line::End) => break Exit::Success,
             Ok(Line::TooLong) => out.error(
                 number,
                 &format!("the line exceeds {MAX_CONTROL_LINE_BYTES} bytes"),
@@ -70,14 +69,14 @@ pub fn run(args: &ServeArgs) -> u8 {
             }
             Err(e) => {
                 eprintln!("splashc serve: cannot read standard input: {e}");
-                break 2;
+                break Exit::Usage;
             }
         }
     };
     server.shutdown();
     let failed = *server.failed.lock().unwrap_or_else(PoisonError::into_inner);
-    if failed && status == 0 {
-        CONTAINMENT_FAILED
+    if failed && status == Exit::Success {
+        Exit::Failed
     } else {
         status
     }

@@ -31,6 +31,7 @@ use splashpol::plan::{BwrapOp, ExecArg, LaunchPlan, MountSource, PinRole, RawPla
 
 use crate::TestArgs;
 use crate::emit::load_manifest;
+use crate::exit::Exit;
 
 /// The probe tools a test session is granted.
 const PROBE_TOOLS: [&str; 6] = [
@@ -75,7 +76,7 @@ struct Outcome {
     control: Option<String>,
 }
 
-pub fn run(args: &TestArgs) -> u8 {
+pub fn run(args: &TestArgs) -> Exit {
     if args.battery {
         return crate::battery::run(args);
     }
@@ -86,13 +87,13 @@ pub fn run(args: &TestArgs) -> u8 {
 }
 
 /// Reports why the test could not run and returns status 2.
-pub(crate) fn cannot(reason: impl std::fmt::Display) -> u8 {
+pub(crate) fn cannot(reason: impl std::fmt::Display) -> Exit {
     eprintln!("splashc test: cannot run: {reason}");
-    2
+    Exit::Usage
 }
 
 /// The probe: `--probe`, or `splash-probe` beside this `splashc`.
-fn probe_path(args: &TestArgs) -> Result<PathBuf, u8> {
+fn probe_path(args: &TestArgs) -> Result<PathBuf, Exit> {
     let path = match &args.probe {
         Some(p) => p.clone(),
         None => std::env::current_exe()
@@ -108,7 +109,7 @@ fn probe_path(args: &TestArgs) -> Result<PathBuf, u8> {
     Ok(canonical)
 }
 
-fn test_main(args: &TestArgs) -> Result<u8, u8> {
+fn test_main(args: &TestArgs) -> Result<Exit, Exit> {
     // The policy, read once (to the policy bound, a regular file only): its
     // checked form (errors are exit 1) and its expectations come from the
     // same bytes.
@@ -124,12 +125,12 @@ fn test_main(args: &TestArgs) -> Result<u8, u8> {
             eprintln!(
                 "splashc test: the policy has errors (an `expect` entry it can never meet is `splash::check::impossible-expectation`)"
             );
-            1
+            Exit::Rejected
         }
         LaunchError::Read { .. } => cannot(crate::run::chain(&e)),
         _ => {
             eprintln!("splashc test: {}", crate::run::chain(&e));
-            1
+            Exit::Rejected
         }
     })?;
     let source = String::from_utf8(bytes).map_err(|_| {
@@ -179,7 +180,7 @@ fn test_main(args: &TestArgs) -> Result<u8, u8> {
     };
     let plan = loaded.plan(&manifest).map_err(|e| {
         eprintln!("splashc test: {}", crate::run::chain(&e));
-        1
+        Exit::Rejected
     })?;
 
     // The policy's own sandbox, with the probe at the worker's path.
@@ -218,11 +219,11 @@ fn test_main(args: &TestArgs) -> Result<u8, u8> {
         .collect();
     print_report(args.format, loaded.policy.name(), &widened, &outcomes);
     let code = if outcomes.iter().any(|o| o.verdict == Verdict::Failed) {
-        1
+        Exit::Rejected
     } else if outcomes.iter().any(|o| o.verdict == Verdict::Unproven) {
-        2
+        Exit::Usage
     } else {
-        0
+        Exit::Success
     };
     Ok(code)
 }
@@ -233,7 +234,7 @@ fn test_main(args: &TestArgs) -> Result<u8, u8> {
 pub(crate) fn probe_manifest(
     policy: &Policy,
     user: Option<&CapabilityManifest>,
-) -> Result<CapabilityManifest, u8> {
+) -> Result<CapabilityManifest, Exit> {
     let (session_id, resources) = match user {
         Some(m) => (
             m.session_id.clone(),
@@ -380,7 +381,7 @@ pub(crate) fn with_probe(
     plan: LaunchPlan,
     probe: &Path,
     worker: &SandboxPath,
-) -> Result<LaunchPlan, u8> {
+) -> Result<LaunchPlan, Exit> {
     let mut raw = plan.into_raw();
     let probe_host = HostPath::new(probe.to_string_lossy().into_owned())
         .map_err(|e| cannot(format_args!("the probe's path `{}`: {e}", probe.display())))?;
@@ -439,7 +440,7 @@ fn control_plan(
     probe: &Path,
     policy: &Policy,
     expectations: &[Expectation],
-) -> Result<(LaunchPlan, Vec<Option<String>>), u8> {
+) -> Result<(LaunchPlan, Vec<Option<String>>), Exit> {
     let mut raw = with_probe(plan, probe, policy.worker())?.into_raw();
     let mut notes = vec![None; expectations.len()];
     // Seccomp: from Bubblewrap, or from a runner's descriptor handoff.
