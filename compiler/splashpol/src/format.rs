@@ -111,10 +111,9 @@ enum Token<'a> {
 
 /// Formats `source`; see the module documentation for the layout.
 pub fn format_source(source: &str) -> Result<String, FormatError> {
-    // A leading byte-order mark is accepted and ignored; the output has none.
-    let source = source
-        .strip_prefix(crate::span::BYTE_ORDER_MARK)
-        .unwrap_or(source);
+    // One leading byte-order mark is accepted (the parser skips it) and
+    // ignored; the output has none. A second one is text, as for the
+    // checker.
     let parsed = parse::parse(source);
     if parsed.has_errors() {
         return Err(FormatError::Syntax(
@@ -125,7 +124,10 @@ pub fn format_source(source: &str) -> Result<String, FormatError> {
                 .collect(),
         ));
     }
-    let tokens = tokenize(source)?;
+    let body = source
+        .strip_prefix(crate::span::BYTE_ORDER_MARK)
+        .unwrap_or(source);
+    let tokens = tokenize(body)?;
     let out = render(&tokens);
     // The result must parse to the same words and comments.
     let again = tokenize(&out).map_err(|e| match e {
@@ -150,10 +152,8 @@ fn content<'a>(tokens: &[Token<'a>]) -> Vec<Token<'a>> {
         .collect()
 }
 
+/// The tokens of `source`, which starts after any byte-order mark.
 fn tokenize(source: &str) -> Result<Vec<Token<'_>>, FormatError> {
-    let source = source
-        .strip_prefix(crate::span::BYTE_ORDER_MARK)
-        .unwrap_or(source);
     let mut pairs =
         SplashpolParser::parse(Rule::file, source).map_err(|_| FormatError::Syntax(Vec::new()))?;
     let file = pairs

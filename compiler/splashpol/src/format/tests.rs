@@ -111,9 +111,16 @@ fn bundled_policies_are_already_formatted() {
     }
 }
 
+/// `source` after its byte-order mark, as `format_source` tokenizes it.
+fn without_mark(source: &str) -> &str {
+    source
+        .strip_prefix(crate::span::BYTE_ORDER_MARK)
+        .unwrap_or(source)
+}
+
 /// The comments of a source, trailing blanks removed.
 fn comments(source: &str) -> Vec<String> {
-    tokenize(source)
+    tokenize(without_mark(source))
         .expect("tokens")
         .into_iter()
         .filter_map(|t| match t {
@@ -264,7 +271,7 @@ proptest! {
     ) {
         let samples = parsable_samples();
         let original = &samples[index.index(samples.len())];
-        let tokens = tokenize(original).expect("tokens");
+        let tokens = tokenize(without_mark(original)).expect("tokens");
         let source = relayout(&tokens, &choices);
         prop_assume!(!parse::parse(&source).has_errors());
         let once = format_source(&source);
@@ -273,5 +280,24 @@ proptest! {
         prop_assert_eq!(fmt(&once), once.clone());
         prop_assert_eq!(meaning(&source), meaning(&once));
         prop_assert_eq!(check_source("x", &source).policy, check_source("x", &once).policy);
+    }
+}
+
+#[test]
+fn only_one_byte_order_mark_is_dropped_as_the_checker_drops_one() {
+    let policy = "splashpol 1\npolicy \"p\" {\n  bubblewrap \"/usr/bin/bwrap\"\n  worker \"/opt/w/bin/w\"\n  runtime \"/opt/w\" at \"/opt/w\"\n}\n";
+    // One mark: accepted by both, and the output has none.
+    let one = format!("\u{feff}{policy}");
+    assert_eq!(fmt(&one), policy);
+    assert_keeps_meaning(&one, policy);
+    // Two marks: the second is text to the checker, so the formatter
+    // refuses the file instead of dropping it too (found by fuzzing: it
+    // dropped both, and the formatted file then checked differently).
+    let two = format!("\u{feff}{one}");
+    assert!(check_source("x.splashpol", &two).policy.is_none());
+    match format_source(&two) {
+        Err(FormatError::Syntax(_)) => {}
+        Ok(out) => assert_keeps_meaning(&two, &out),
+        Err(e) => panic!("the formatter failed on its own: {e:?}"),
     }
 }
