@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use super::{Checker, Collected, RootInfo};
 use crate::diag::{Code, Diagnostic};
+use crate::model::invariants::{QuotaRootDefect, StorageFacts, UnquotedRootDefect};
 use crate::model::{self, Access, FileRootKind, PrivateTmp};
 use crate::span::Span;
 
@@ -16,36 +17,40 @@ impl Checker {
             .iter()
             .filter(|r| matches!(r.root.kind, FileRootKind::Host { quota: Some(_), .. }))
             .collect();
+        let facts = StorageFacts {
+            pin_mounts: c.pin_mounts.is_some(),
+            no_further_user_namespaces: c.userns_none.is_some(),
+            aggregate_quota: c.aggregate_quota.is_some(),
+            bounded_writes: c.writes_bounded.is_some(),
+            allow_unbounded_host_writes: c.host_writes.is_some(),
+        };
         if let Some(first) = quota_roots.first() {
             let at = first.quota_span.unwrap_or(first.dest_span);
-            let requirements: [(bool, Code, &str, &str); 3] = [
-                (
-                    c.pin_mounts.is_some(),
-                    Code::QuotaRequiresPinnedMounts,
-                    "a quota root needs `pin mounts`",
-                    "add `pin mounts` so the checked directory is the one Bubblewrap mounts",
-                ),
-                (
-                    c.userns_none.is_some(),
-                    Code::QuotaRequiresNoUserNamespaces,
-                    "a quota root needs `user-namespaces none`",
-                    "add `user-namespaces none` so the worker cannot change the project id",
-                ),
-                (
-                    c.aggregate_quota.is_some(),
-                    Code::QuotaRequiresAggregate,
-                    "a quota root needs `quota aggregate`",
-                    "add `quota aggregate bytes SIZE inodes COUNT` covering every quota root",
-                ),
-            ];
-            for (present, code, msg, help) in requirements {
-                if !present {
-                    self.push(
-                        Diagnostic::error(code, at, msg)
-                            .with_label(format!("quota on root `{}`", first.root.id))
-                            .with_help(help),
-                    );
-                }
+            for defect in facts.quota_root_defects() {
+                let (code, msg, help) = match defect {
+                    QuotaRootDefect::NeedsPinMounts => (
+                        Code::QuotaRequiresPinnedMounts,
+                        "a quota root needs `pin mounts`",
+                        "add `pin mounts` so the checked directory is the one Bubblewrap mounts",
+                    ),
+                    QuotaRootDefect::NeedsNoUserNamespaces => (
+                        Code::QuotaRequiresNoUserNamespaces,
+                        "a quota root needs `user-namespaces none`",
+                        "add `user-namespaces none` so the worker cannot change the project id",
+                    ),
+                    QuotaRootDefect::NeedsAggregate => (
+                        Code::QuotaRequiresAggregate,
+                        "a quota root needs `quota aggregate`",
+                        "add `quota aggregate bytes SIZE inodes COUNT` covering every quota root",
+                    ),
+                    // The quota's own values are checked where it is read.
+                    QuotaRootDefect::ProjectZero | QuotaRootDefect::ZeroCeiling => continue,
+                };
+                self.push(
+                    Diagnostic::error(code, at, msg)
+                        .with_label(format!("quota on root `{}`", first.root.id))
+                        .with_help(help),
+                );
             }
         }
 
@@ -124,42 +129,39 @@ impl Checker {
             any_raw = true;
             let access = r.access_span.unwrap_or(r.dest_span);
             let id = &r.root.id;
-            if let Some(wb) = c.writes_bounded {
-                self.push(
-                    Diagnostic::error(
-                        Code::BoundedWritesUnverifiedRoot,
-                        access,
-                        format!("`writes bounded` rejects read-write root `{id}` without a quota"),
-                    )
-                    .with_label("unverified persistent writes")
-                    .with_related(wb, "`writes bounded` here")
-                    .with_help("attach `quota project ID bytes SIZE inodes COUNT`, or make the root `read-only`"),
-                );
-            } else if c.host_writes.is_none() {
-                self.push(
-                    Diagnostic::error(
-                        Code::UnverifiedWriteRoot,
-                        access,
-                        format!("read-write root `{id}` has no quota"),
-                    )
-                    .with_label("unbounded host writes are denied by default")
-                    .with_help(
-                        "attach `quota project ID bytes SIZE inodes COUNT`; only if a quota Splash cannot \
-                         inspect is enforced elsewhere, add `host-writes unbounded`",
-                    ),
-                );
-            } else if let Some((_, agg)) = &c.aggregate_quota {
-                self.push(
-                    Diagnostic::error(
-                        Code::UnverifiedRootWithAggregate,
-                        access,
-                        format!("read-write root `{id}` has no quota while `quota aggregate` is set"),
-                    )
-                    .with_label("not counted by the aggregate")
-                    .with_related(*agg, "`quota aggregate` here")
-                    .with_help("attach a project quota; `host-writes unbounded` does not apply under an aggregate"),
-                );
-            }
+            let diagnostic = match facts.unquoted_writable_root_defect() {
+                None => continue,
+                Some(UnquotedRootDefect::UnderBoundedWrites) => Diagnostic::error(
+                    Code::BoundedWritesUnverifiedRoot,
+                    access,
+                    format!("`writes bounded` rejects read-write root `{id}` without a quota"),
+                )
+                .with_label("unverified persistent writes")
+                .with_related(c.writes_bounded.unwrap_or(access), "`writes bounded` here")
+                .with_help("attach `quota project ID bytes SIZE inodes COUNT`, or make the root `read-only`"),
+                Some(UnquotedRootDefect::Unbounded) => Diagnostic::error(
+                    Code::UnverifiedWriteRoot,
+                    access,
+                    format!("read-write root `{id}` has no quota"),
+                )
+                .with_label("unbounded host writes are denied by default")
+                .with_help(
+                    "attach `quota project ID bytes SIZE inodes COUNT`; only if a quota Splash cannot \
+                     inspect is enforced elsewhere, add `host-writes unbounded`",
+                ),
+                Some(UnquotedRootDefect::UnderAggregate) => Diagnostic::error(
+                    Code::UnverifiedRootWithAggregate,
+                    access,
+                    format!("read-write root `{id}` has no quota while `quota aggregate` is set"),
+                )
+                .with_label("not counted by the aggregate")
+                .with_related(
+                    c.aggregate_quota.as_ref().map_or(access, |(_, agg)| *agg),
+                    "`quota aggregate` here",
+                )
+                .with_help("attach a project quota; `host-writes unbounded` does not apply under an aggregate"),
+            };
+            self.push(diagnostic);
         }
         if let Some(hw) = c.host_writes {
             if let Some(wb) = c.writes_bounded {

@@ -196,6 +196,77 @@ pub enum QuotaRootDefect {
     ZeroCeiling,
 }
 
+/// What the storage rules of a file root look at in the rest of a policy:
+/// the one statement of each rule, shared by the checker (which has these
+/// facts before it has a policy) and [`check_active_root`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StorageFacts {
+    /// `pin mounts`.
+    pub pin_mounts: bool,
+    /// `user-namespaces none`.
+    pub no_further_user_namespaces: bool,
+    /// `quota aggregate`.
+    pub aggregate_quota: bool,
+    /// `writes bounded`.
+    pub bounded_writes: bool,
+    /// `host-writes unbounded`.
+    pub allow_unbounded_host_writes: bool,
+}
+
+impl StorageFacts {
+    /// The facts of `policy`.
+    pub fn of(policy: &RawPolicy) -> Self {
+        StorageFacts {
+            pin_mounts: policy.pin_mounts,
+            no_further_user_namespaces: policy.no_further_user_namespaces,
+            aggregate_quota: policy.aggregate_quota.is_some(),
+            bounded_writes: policy.bounded_writes,
+            allow_unbounded_host_writes: policy.allow_unbounded_host_writes,
+        }
+    }
+
+    /// What a root with a project quota lacks of the rest of the policy,
+    /// every defect in the order the checker reports them.
+    pub fn quota_root_defects(&self) -> impl Iterator<Item = QuotaRootDefect> {
+        [
+            (self.pin_mounts, QuotaRootDefect::NeedsPinMounts),
+            (
+                self.no_further_user_namespaces,
+                QuotaRootDefect::NeedsNoUserNamespaces,
+            ),
+            (self.aggregate_quota, QuotaRootDefect::NeedsAggregate),
+        ]
+        .into_iter()
+        .filter_map(|(present, defect)| (!present).then_some(defect))
+    }
+
+    /// Why a read-write host root without a quota is refused, if it is:
+    /// `writes bounded` refuses it first, then the default without
+    /// `host-writes unbounded`, then an aggregate it would escape.
+    pub fn unquoted_writable_root_defect(&self) -> Option<UnquotedRootDefect> {
+        if self.bounded_writes {
+            Some(UnquotedRootDefect::UnderBoundedWrites)
+        } else if !self.allow_unbounded_host_writes {
+            Some(UnquotedRootDefect::Unbounded)
+        } else if self.aggregate_quota {
+            Some(UnquotedRootDefect::UnderAggregate)
+        } else {
+            None
+        }
+    }
+}
+
+/// Why a read-write host root without a quota is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnquotedRootDefect {
+    /// `writes bounded` refuses unverified persistent writes.
+    UnderBoundedWrites,
+    /// Unbounded host writes are refused unless `host-writes unbounded`.
+    Unbounded,
+    /// The aggregate quota would not count it.
+    UnderAggregate,
+}
+
 /// A tmpfs whose size a policy sets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -494,19 +565,22 @@ pub fn check_active_root(policy: &Policy, root: &FileRoot) -> Result<(), Invaria
     let FileRootKind::Host { access, quota, .. } = &root.kind else {
         return Ok(());
     };
+    let facts = StorageFacts::of(policy.raw());
     match (access, quota) {
         (Access::ReadWrite, None) => {
-            if policy.bounded_writes() {
-                return Err(InvariantError::UnverifiedRootUnderBoundedWrites(
-                    root.id.clone(),
-                ));
-            }
-            if policy.aggregate_quota().is_some() {
-                return Err(InvariantError::RawRootUnderAggregateQuota(root.id.clone()));
-            }
-            if !policy.allow_unbounded_host_writes() {
-                return Err(InvariantError::UnboundedWritableRoot(root.id.clone()));
-            }
+            let id = root.id.clone();
+            return match facts.unquoted_writable_root_defect() {
+                Some(UnquotedRootDefect::UnderBoundedWrites) => {
+                    Err(InvariantError::UnverifiedRootUnderBoundedWrites(id))
+                }
+                Some(UnquotedRootDefect::Unbounded) => {
+                    Err(InvariantError::UnboundedWritableRoot(id))
+                }
+                Some(UnquotedRootDefect::UnderAggregate) => {
+                    Err(InvariantError::RawRootUnderAggregateQuota(id))
+                }
+                None => Ok(()),
+            };
         }
         (_, Some(q)) => {
             let fail = |reason| {
@@ -515,14 +589,8 @@ pub fn check_active_root(policy: &Policy, root: &FileRoot) -> Result<(), Invaria
                     reason,
                 })
             };
-            if !policy.pin_mounts() {
-                return fail(QuotaRootDefect::NeedsPinMounts);
-            }
-            if !policy.no_further_user_namespaces() {
-                return fail(QuotaRootDefect::NeedsNoUserNamespaces);
-            }
-            if policy.aggregate_quota().is_none() {
-                return fail(QuotaRootDefect::NeedsAggregate);
+            if let Some(defect) = facts.quota_root_defects().next() {
+                return fail(defect);
             }
             if q.project_id == 0 {
                 return fail(QuotaRootDefect::ProjectZero);
