@@ -341,6 +341,7 @@ fn run_command_line() -> Exit {
         Command::Diff(a) => diff::run(&a),
         Command::Learn(a) => learn::run(&a),
         Command::Fmt(a) => fmt::run(&a),
+        Command::Test(a) if a.battery => battery::run(&a),
         Command::Test(a) => test::run(&a),
         Command::Lsp => lsp::run(),
         Command::Completions(a) => help::completions(&a),

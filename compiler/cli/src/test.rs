@@ -76,10 +76,8 @@ struct Outcome {
     control: Option<String>,
 }
 
+/// `splashc test` without `--battery` (`battery::run` has that one).
 pub fn run(args: &TestArgs) -> Exit {
-    if args.battery {
-        return crate::battery::run(args);
-    }
     match test_main(args) {
         Ok(code) => code,
         Err(code) => code,

@@ -48,7 +48,7 @@ use splash_protocol::Token;
 use crate::catalog::{
     Catalog, CatalogKind, Entry, Method, Redirects, Rule, WORKER_RESPONSE_HEADERS, split_url,
 };
-use crate::http::{self, Incoming, Outgoing};
+use crate::http::{self, Incoming, Outgoing, WRITE_CHUNK};
 use crate::sys;
 use crate::wire::{
     Failure, Headers, MAX_HEADER_VALUE_BYTES, MAX_HEADERS, MAX_REQUEST_LINE_BYTES, Reply, Request,
@@ -62,8 +62,6 @@ pub const REQUEST_READ_TIMEOUT: Duration = Duration::from_secs(5);
 pub const REPLY_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 
 const NAME_PREFIX: &str = ".splash-broker-";
-/// The most one write hands the socket ([`DeadlineWriter`]).
-pub(crate) const WRITE_CHUNK: usize = 16 * 1024;
 const CREATE_ATTEMPTS: usize = 8;
 /// The most entries of the parent a sweep looks at.
 const SWEEP_ENTRIES: usize = 4096;

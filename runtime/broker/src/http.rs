@@ -15,6 +15,10 @@ use zeroize::Zeroize;
 
 use crate::catalog::{Method, Origin};
 
+/// The most one write hands a socket, so a deadline is rechecked between
+/// writes (the broker's reply writer and the write to an origin).
+pub(crate) const WRITE_CHUNK: usize = 16 * 1024;
+
 /// The most bytes of status line and headers.
 pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 /// The most response header lines.
@@ -165,8 +169,7 @@ impl Write for DeadlineStream {
         self.stream.set_write_timeout(Some(left))?;
         // Small writes, so the deadline is checked again often (a socket
         // timeout restarts with every bit of progress).
-        self.stream
-            .write(&buf[..buf.len().min(crate::host::WRITE_CHUNK)])
+        self.stream.write(&buf[..buf.len().min(WRITE_CHUNK)])
     }
 
     fn flush(&mut self) -> io::Result<()> {
