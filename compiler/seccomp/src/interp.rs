@@ -9,9 +9,8 @@ use crate::bpf::{
     BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_LDX, BPF_LEN, BPF_LSH, BPF_MAXINSNS, BPF_MEM,
     BPF_MEMWORDS, BPF_MISC, BPF_MOD, BPF_MUL, BPF_NEG, BPF_OR, BPF_RET, BPF_RSH, BPF_ST, BPF_STX,
     BPF_SUB, BPF_TAX, BPF_TXA, BPF_W, BPF_X, BPF_XOR, OFF_ARCH, OFF_NR, SECCOMP_DATA_LEN,
-    SECCOMP_RET_ALLOW, SECCOMP_RET_KILL_PROCESS, SeccompData, SockFilter,
+    SECCOMP_RET_ALLOW, SeccompData, SockFilter,
 };
-use crate::program::Program;
 
 /// Why a program cannot run (the kernel would refuse to load it).
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
@@ -176,12 +175,6 @@ pub fn execute(insns: &[SockFilter], data: &SeccompData) -> Result<Execution, In
         }
         pc = next;
     }
-}
-
-/// The value the kernel would act on: a program that cannot run is treated
-/// as killing the process (the kernel would have refused to install it).
-pub fn run(program: &Program, data: &SeccompData) -> u32 {
-    execute(&program.insns, data).map_or(SECCOMP_RET_KILL_PROCESS, |e| e.ret)
 }
 
 /// The kernel's seccomp action-cache rule: emulate the program knowing only

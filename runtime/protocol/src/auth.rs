@@ -25,40 +25,12 @@ use crate::PROTOCOL_VERSION;
 use crate::bootstrap::SessionKey;
 use crate::canonical;
 use crate::codec::MAX_LINE_BYTES;
-use crate::message::{Message, MessageError};
+use crate::message::{Message, MessageError, SessionRole};
 use crate::token::Token;
 use splash_manifest::StrictValue;
 
 /// The domain separation string bound into every tag.
 pub const AUTH_DOMAIN: &str = "splash-worker-auth-v5";
-
-/// Which end of the session a party is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SessionRole {
-    /// The runtime that launched the worker.
-    Host,
-    /// The sandboxed worker.
-    Worker,
-}
-
-impl SessionRole {
-    /// The other end.
-    pub fn peer(self) -> Self {
-        match self {
-            Self::Host => Self::Worker,
-            Self::Worker => Self::Host,
-        }
-    }
-
-    /// The wire spelling (`host`, `worker`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Host => "host",
-            Self::Worker => "worker",
-        }
-    }
-}
 
 /// A 32-byte authentication tag, written as 64 lowercase hex digits.
 #[derive(Clone, Copy, PartialEq, Eq)]

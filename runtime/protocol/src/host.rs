@@ -18,10 +18,11 @@ use std::io::{BufReader, Read, Write};
 
 use serde_json::Value;
 
-use crate::auth::{SessionAuthenticator, SessionRole};
+use crate::auth::SessionAuthenticator;
 use crate::bootstrap::SessionKey;
 use crate::channel::{FrameChannel, PayloadSide, SessionError, check_payload, payload_for};
 use crate::manifest::{CapabilityManifest, Grant, GrantFormat};
+use crate::message::SessionRole;
 use crate::message::{
     CancelOutcome, CancelRequest, CompensationRequest, DispatchRequest, Invocation,
     MAX_SESSION_REQUEST_IDS, Message, OperationResult, OperationStatus, ReconcileRequest, Version,

@@ -33,7 +33,7 @@ pub mod worker;
 
 pub use auth::{
     AUTH_DOMAIN, AuthError, AuthTag, Frame, FrameFlow, FrameOpener, FrameSealer,
-    SessionAuthenticator, SessionRole,
+    SessionAuthenticator,
 };
 pub use bootstrap::{
     BootstrapError, EncodedBootstrap, PreamblePart, PrivatePipeWorkerBootstrap, SessionKey,
@@ -49,7 +49,7 @@ pub use message::{
     CancelOutcome, CancelRequest, CancelResult, CompensationRequest, CompensationResult,
     DispatchRequest, Invocation, MAX_JSON_PAYLOAD_DEPTH, MAX_SESSION_REQUEST_IDS, Message,
     MessageError, OperationResult, OperationStatus, Payload, PayloadError, ReconcileRequest,
-    ToolResult, Version, compensation_fingerprint,
+    SessionRole, ToolResult, Version, compensation_fingerprint,
 };
 pub use splash_manifest::{
     CapabilityManifest, Grant, GrantBound, GrantFormat, ManifestError, PROTOCOL_VERSION, Resource,

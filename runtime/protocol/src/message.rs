@@ -15,10 +15,37 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::PROTOCOL_VERSION;
-use crate::auth::SessionRole;
 use crate::canonical::Sorted;
 use crate::manifest::{CapabilityManifest, Grant, GrantFormat};
 use crate::token::Token;
+
+/// Which end of the session a party is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionRole {
+    /// The runtime that launched the worker.
+    Host,
+    /// The sandboxed worker.
+    Worker,
+}
+
+impl SessionRole {
+    /// The other end.
+    pub fn peer(self) -> Self {
+        match self {
+            Self::Host => Self::Worker,
+            Self::Worker => Self::Host,
+        }
+    }
+
+    /// The wire spelling (`host`, `worker`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Host => "host",
+            Self::Worker => "worker",
+        }
+    }
+}
 
 /// The maximum nesting depth of a JSON payload value, counting the root
 /// value as depth 1 and every value inside a container (scalars too) one

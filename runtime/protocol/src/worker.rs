@@ -59,13 +59,14 @@ use std::thread;
 
 use serde_json::Value;
 
-use crate::auth::{SessionAuthenticator, SessionRole};
+use crate::auth::SessionAuthenticator;
 use crate::bootstrap::PrivatePipeWorkerBootstrap;
 use crate::channel::{
     FrameChannel, FrameSender, PayloadSide, Refusal, SessionError, check_payload, payload_for,
 };
 use crate::journal::{Entry, Journal, input_fingerprint};
 use crate::manifest::{CapabilityManifest, GrantFormat};
+use crate::message::SessionRole;
 use crate::message::{
     CancelOutcome, CancelRequest, CancelResult, DispatchRequest, Invocation,
     MAX_SESSION_REQUEST_IDS, Message, OperationResult, OperationStatus, Payload, ReconcileRequest,
