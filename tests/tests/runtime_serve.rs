@@ -464,3 +464,63 @@ fn the_end_of_the_control_stream_stops_and_reaps_every_sandbox() {
     let left: Vec<_> = devices.iter().filter(|d| d.exists()).collect();
     assert!(left.is_empty(), "device directories left: {left:?}");
 }
+
+#[test]
+fn an_idle_session_past_its_deadline_is_reported_as_it_passes() {
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let Some(splashc) = splashc() else { return };
+    let work = TempDir::new("serve-idle");
+    let policy = policy(&work, &probe_dir, &bwrap);
+    let probe = probe_dir.path().join("splash-probe");
+    let mut serve = Serve::start(&splashc);
+    // Control: a session without a deadline stays open while idle.
+    launch(&mut serve, &policy, "open");
+    serve.send(&json!({
+        "op": "launch", "session": "timed",
+        "policy": policy.to_str().expect("UTF-8 path"),
+        "manifest": manifest("id-timed"),
+        "deadlines": {"session_ms": 500},
+    }));
+    let launched = serve.wait_for(|e| e["session"] == "timed");
+    assert_eq!(launched["event"], "launched", "{launched}");
+    let since = Instant::now();
+    // No request is sent: the deadline alone ends the session.
+    let exited = serve.wait_event("exited", "timed");
+    assert!(
+        since.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        since.elapsed()
+    );
+    assert_eq!(exited["how"], "stopped", "{exited}");
+    assert!(
+        exited["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("session deadline")),
+        "{exited}"
+    );
+    assert_eq!(running(&probe, 1), 1, "only the control session runs");
+    serve.send(
+        &json!({"op": "invoke", "session": "open", "tool": "probe.echo",
+                       "input": {"input": 1}}),
+    );
+    let result = serve.wait_event("result", "open");
+    assert_eq!(result["output"], json!({"input": 1}), "{result}");
+    // A request to the ended session is refused and changes nothing.
+    serve.send(
+        &json!({"op": "invoke", "session": "timed", "tool": "probe.echo",
+                       "input": {"input": 2}}),
+    );
+    let refused = serve.wait_for(|e| e["event"] == "error");
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("no session `timed`")),
+        "{refused}"
+    );
+    let (_, status) = serve.finish();
+    assert!(status.success(), "{status}");
+    assert!(processes_running(&probe).is_empty());
+}

@@ -16,7 +16,7 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 use splash_protocol::{CapabilityManifest, Token};
 use splash_runtime::{
     BindOptions, CallError, Deadlines, Event, LaunchError, LoadedPolicy, Session, SessionState,
-    StopHandle, WorkerStatus,
+    StopHandle, StopReason, WorkerStatus,
 };
 
 use crate::ServeArgs;
@@ -558,12 +558,19 @@ impl SessionThread {
                     Err(TryRecvError::Disconnected) => return self.stop_now(session),
                 }
             } else {
-                match self.requests.recv() {
+                match self.requests.recv_timeout(POLL) {
                     Ok(request) => match self.serve(session, request) {
                         (Next::Continue, Some(s)) => session = s,
                         _ => return,
                     },
-                    Err(_) => return self.stop_now(session),
+                    // Idle: a deadline that stopped the worker is reported
+                    // now, not at the next request.
+                    Err(RecvTimeoutError::Timeout) => {
+                        if let Some(reason) = session.stopped() {
+                            return self.stopped_by_watchdog(session, reason);
+                        }
+                    }
+                    Err(RecvTimeoutError::Disconnected) => return self.stop_now(session),
                 }
             }
         }
@@ -727,6 +734,20 @@ impl SessionThread {
         *self.stop.lock().unwrap_or_else(PoisonError::into_inner) = None;
     }
 
+    /// The watchdog stopped the idle worker (its session deadline): the
+    /// session is reaped and reported `stopped`, with the reason.
+    fn stopped_by_watchdog(&self, session: Session, reason: StopReason) {
+        *self.ended.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.clear_stop();
+        match session.stop() {
+            Ok(status) => self.event(
+                "exited",
+                json!({"how": "stopped", "reason": reason.to_string(), "status": status_json(status)}),
+            ),
+            Err(e) => self.containment_failed(&e),
+        }
+    }
+
     /// The requests ended (a `stop`, or the end of standard input): the
     /// worker is force-stopped and reaped.
     fn stop_now(&self, session: Session) {
@@ -736,19 +757,22 @@ impl SessionThread {
                 "exited",
                 json!({"how": "stopped", "status": status_json(status)}),
             ),
-            Err(e) => {
-                *self.failed.lock().unwrap_or_else(PoisonError::into_inner) = true;
-                self.event(
-                    "failed",
-                    json!({
-                        "op": "stop",
-                        "outcome": "containment",
-                        "session_state": "poisoned",
-                        "error": format!("the worker's sandbox could not be torn down: {}", chain(&e)),
-                    }),
-                );
-            }
+            Err(e) => self.containment_failed(&e),
         }
+    }
+
+    /// A sandbox that could not be torn down: the command's status becomes 3.
+    fn containment_failed(&self, e: &std::io::Error) {
+        *self.failed.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.event(
+            "failed",
+            json!({
+                "op": "stop",
+                "outcome": "containment",
+                "session_state": "poisoned",
+                "error": format!("the worker's sandbox could not be torn down: {}", chain(e)),
+            }),
+        );
     }
 }
 

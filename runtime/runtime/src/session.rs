@@ -204,6 +204,13 @@ impl Session {
         self.core.host.call_in_flight()
     }
 
+    /// Why the watchdog force-stopped the worker (a deadline, a
+    /// [`StopHandle`]), if it has: the session can then only be reaped. It
+    /// never blocks, so an idle host can poll it.
+    pub fn stopped(&self) -> Option<StopReason> {
+        self.core.watchdog.fired()
+    }
+
     /// Calls one granted tool and waits for its result (bounded by the
     /// deadlines).
     pub fn call(&mut self, tool: &str, input: Value) -> Result<Value, CallError> {
