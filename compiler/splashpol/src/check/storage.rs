@@ -54,9 +54,15 @@ impl Checker {
             }
         }
 
+        self.aggregate_quota(c, &quota_roots);
+        self.unquoted_roots(c, &facts);
+    }
+
+    /// The aggregate quota against the project quotas it covers.
+    fn aggregate_quota(&mut self, c: &Collected, quota_roots: &[&RootInfo]) {
         // Aggregate: each distinct project id counted once, at its largest ceiling.
         let mut per_project: BTreeMap<u32, (u64, u64, Span)> = BTreeMap::new();
-        for r in &quota_roots {
+        for r in quota_roots {
             if let FileRootKind::Host { quota: Some(q), .. } = &r.root.kind {
                 let span = r.quota_span.unwrap_or(r.dest_span);
                 match per_project.get_mut(&q.project_id) {
@@ -114,7 +120,11 @@ impl Checker {
                 }
             }
         }
+    }
 
+    /// Read-write host roots without a quota, and the escape hatch that
+    /// allows them.
+    fn unquoted_roots(&mut self, c: &Collected, facts: &StorageFacts) {
         // Read-write host roots without a quota.
         let mut any_raw = false;
         for r in &c.roots {
