@@ -1019,3 +1019,41 @@ fn print_report(format: TestFormat, policy: &str, widened: &[&str], outcomes: &[
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STRICT: &str = "splashpol 1\npolicy \"p\" {\n  bubblewrap \"/usr/bin/bwrap\"\n  worker \"/opt/w/w\"\n  runtime \"/opt/w\" at \"/opt/w\"\n  seccomp strict-allowlist {\n    execve\n    exit_group # close\n  }\n  expect {\n    syscall denied unshare\n  }\n}\n";
+
+    #[test]
+    fn widening_adds_exactly_the_names_and_keeps_every_line() {
+        let text = widened_source(STRICT, &["prctl", "wait4"]).expect("widened");
+        assert_eq!(text.lines().count(), STRICT.lines().count(), "{text}");
+        assert!(text.contains("  prctl wait4 }\n"), "{text}");
+        let before = splashpol::check_source("p", STRICT).policy.expect("checks");
+        let after = splashpol::check_source("p", &text).policy.expect("checks");
+        let names = |p: &Policy| match p.seccomp() {
+            splashpol::model::SeccompPolicy::StrictAllowlist { syscalls } => syscalls
+                .iter()
+                .map(|s| s.as_str().to_owned())
+                .collect::<BTreeSet<_>>(),
+            _ => panic!("a strict list"),
+        };
+        let added: Vec<String> = names(&after).difference(&names(&before)).cloned().collect();
+        assert_eq!(added, ["prctl", "wait4"]);
+        // The expectation stays on its line.
+        let line = |s: &str| {
+            s.lines()
+                .position(|l| l.contains("syscall denied"))
+                .expect("line")
+        };
+        assert_eq!(line(&text), line(STRICT));
+        // No strict list, nothing to widen.
+        let compat = STRICT.replace(
+            "seccomp strict-allowlist {\n    execve\n    exit_group # close\n  }",
+            "seccomp deny-known-escape-surface",
+        );
+        assert!(widened_source(&compat, &["prctl"]).is_err());
+    }
+}
