@@ -433,8 +433,11 @@ pub enum SpawnError {
     /// The plan's argument list uses a slot this launch did not prepare.
     #[error("the plan's argument list uses {0:?}, which this launch did not prepare")]
     UnpreparedSlot(Slot),
-    /// This plan requires its cgroup-v2 boundary.
-    #[error("this plan requires its cgroup-v2 boundary; only `spawn_with_bootstrap` launches it")]
+    /// This plan requires its cgroup-v2 boundary, and this path would
+    /// start the worker outside it.
+    #[error(
+        "this plan requires its cgroup-v2 boundary, and this launch path would start the worker outside it; nothing was started (`BoundCommand::spawn_watched` joins the cgroup first)"
+    )]
     Uncgrouped,
     /// The cgroup-v2 boundary failed.
     #[error("the cgroup-v2 boundary failed; nothing was left running")]
