@@ -12,13 +12,13 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use runtime_support::{
-    TestPolicy, device_directories, edited, host_with_probe, live_children, open_fds, probe_policy,
-    processes_running, running_as_root, serial,
+    TestPolicy, edited, host_with_probe, live_children, open_fds, probe_policy, processes_running,
+    running_as_root, serial,
 };
 use serde_json::{Value, json};
 use splash_protocol::{CapabilityManifest, SessionState, Token};
 use splash_runtime::{
-    BindError, BoundCommand, CallError, Deadlines, Event, Indeterminate, LaunchError,
+    BindError, BindOptions, BoundCommand, CallError, Deadlines, Event, Indeterminate, LaunchError,
     LaunchOptions, LoadedPolicy, Session, SpawnError, StopReason,
 };
 use splashpol::plan::{Arch, BwrapOp, LaunchPlan};
@@ -191,36 +191,45 @@ fn private_device_nodes_go_at_send_close_once_the_worker_has_answered() {
         return;
     }
     let policy = probe_policy(&bwrap, &probe_dir);
-    let before = device_directories();
-    let new = || {
-        device_directories()
-            .into_iter()
-            .filter(|d| !before.contains(d))
-            .collect::<Vec<_>>()
+    // This test's own parent: launches of tests beside it do not count.
+    let parent = runtime_support::DeviceParent::new("host");
+    let launch_here = || {
+        loaded(&policy)
+            .launch(
+                manifest("h-1"),
+                LaunchOptions::default()
+                    .with_bind(BindOptions::default().with_device_directory(parent.path())),
+            )
+            .expect("launch")
     };
 
-    let mut session = launch(&policy, Deadlines::none());
+    let mut session = launch_here();
     session
         .call("probe.echo", json!({"input": 1}))
         .expect("echo");
-    assert_eq!(new().len(), 1, "the launch's directory: {:?}", new());
+    let made = parent.directories();
+    assert_eq!(made.len(), 1, "the launch's directory: {made:?}");
     let closing = session.send_close().expect("send close");
     assert_eq!(
-        new(),
+        parent.directories(),
         Vec::<std::path::PathBuf>::new(),
         "removed at send_close"
     );
     let status = closing.wait(Duration::from_secs(5)).expect("wait");
     assert_eq!(status, splash_runtime::WorkerStatus::Exited(0));
 
-    let session = launch(&policy, Deadlines::none());
-    let made = new();
+    let session = launch_here();
+    let made = parent.directories();
     assert_eq!(made.len(), 1, "the launch's directory: {made:?}");
     let closing = session.send_close().expect("send close");
-    assert_eq!(new(), made, "kept: the worker never answered");
+    assert_eq!(
+        parent.directories(),
+        made,
+        "kept: the worker never answered"
+    );
     let status = closing.wait(Duration::from_secs(5)).expect("wait");
     assert_eq!(status, splash_runtime::WorkerStatus::Exited(0));
-    assert_eq!(device_directories(), before, "removed once reaped");
+    assert!(parent.directories().is_empty(), "removed once reaped");
 }
 
 #[test]

@@ -289,8 +289,16 @@ impl WorkerLifecycle {
             Some(cg) => cg.kill(),
             None => Ok(()),
         };
-        // Pid 1 first, from what Bubblewrap has reported so far: a report
-        // still on its way is read once Bubblewrap is dead (below).
+        // Bubblewrap is sent SIGKILL before pid 1, so its status is its own
+        // kill's and never pid 1's death passed on as an exit status (137)
+        // in the instant between the two; pid 1 is held by its pidfd, so it
+        // cannot get away in that instant. A failure here is met again, and
+        // reported, by the reap below.
+        if matches!(self.try_status(), Ok(WorkerStatus::Running)) {
+            let _ = self.child.kill();
+        }
+        // Pid 1, from what Bubblewrap has reported so far: a report still on
+        // its way is read once Bubblewrap is dead (below).
         let early = match self.init.kill(Duration::ZERO) {
             Err(SandboxInitError::NoReport(_)) => Ok(()),
             other => other,

@@ -541,6 +541,46 @@ pub fn device_directories() -> Vec<PathBuf> {
     out
 }
 
+/// A parent for one test's private device-node directories, under `/dev`
+/// (root-owned, on a filesystem that allows devices), so the test counts
+/// its own launches' directories and not those of tests running beside it.
+/// Removed (with anything left in it) when dropped.
+pub struct DeviceParent(PathBuf);
+
+impl DeviceParent {
+    pub fn new(label: &str) -> Self {
+        static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = PathBuf::from(format!(
+            "/dev/.splash-test-{label}-{}-{n}",
+            std::process::id()
+        ));
+        std::fs::create_dir(&path).expect("a device parent under /dev");
+        DeviceParent(path)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// The device directories in it.
+    pub fn directories(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = std::fs::read_dir(&self.0)
+            .expect("read the device parent")
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        out.sort();
+        out
+    }
+}
+
+impl Drop for DeviceParent {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// The private device-node directories (`/dev/.splash-dev-*`) bound into
 /// the sandboxes of `pids`, read from each process's own mount table (the
 /// root of a bind mount is its source's path on the source filesystem), so
