@@ -8,10 +8,11 @@
 //! by a `strict-allowlist` of every call that ran (or would have run once
 //! listed), each name commented with the first call that needed it, and,
 //! when the policy has a `landlock` statement, its `allow-exec` list
-//! replaced by the programs that ran (with their loaders), formatted as
-//! `splashc fmt` formats it. It is written to `-o FILE` (standard output
-//! without it), then compared with the input as `splashc diff INPUT
-//! PROPOSAL` would, on standard output. What was denied, refused or has no
+//! replaced by the programs that ran (with their loaders), and, when it has
+//! none, an `expect` block that `splashc test --allow-probe-syscalls` can
+//! prove, formatted as `splashc fmt` formats it. It is written to `-o
+//! FILE` (standard output without it), then compared with the input as
+//! `splashc diff INPUT PROPOSAL` would, on standard output. What was denied, refused or has no
 //! number on an architecture is reported on standard error.
 //!
 //! Exit status: 0 proposal written; 1 the policy or manifest has errors or
