@@ -8,7 +8,7 @@ mod runtime_support;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use runtime_support::{TempDir, TestPolicy, device_directories, edited, running_as_root};
+use runtime_support::{DeviceParent, TempDir, TestPolicy, edited, running_as_root};
 use splash_protocol::{PrivatePipeWorkerBootstrap, SessionKey, Token};
 use splash_runtime::{
     BindError, BindOptions, BoundCommand, LaunchPreparation, LaunchSpec, PlanDefect, SpawnError,
@@ -25,12 +25,10 @@ const NODES: [(&str, u32, u32); 6] = [
     ("tty", 5, 0),
 ];
 
-/// The device directories that are not in `before`.
-fn new_directories(before: &[PathBuf]) -> Vec<PathBuf> {
-    device_directories()
-        .into_iter()
-        .filter(|d| !before.contains(d))
-        .collect()
+/// Bind options that make the private nodes under this test's own parent,
+/// so launches of tests running beside it do not count.
+fn in_parent(parent: &DeviceParent) -> BindOptions {
+    BindOptions::default().with_device_directory(parent.path())
 }
 
 /// A root host with bwrap and a copy of `cat` as the worker.
@@ -84,13 +82,16 @@ fn a_root_launch_gets_private_nodes_that_are_removed_when_the_worker_is_reaped()
     let Some((dir, bwrap)) = root_host() else {
         return;
     };
-    let before = device_directories();
-    let bound =
-        BoundCommand::bind(TestPolicy::new(&bwrap, dir.path(), "cat").plan()).expect("bind");
+    let parent = DeviceParent::new("devices");
+    let bound = BoundCommand::bind_with(
+        TestPolicy::new(&bwrap, dir.path(), "cat").plan(),
+        in_parent(&parent),
+    )
+    .expect("bind");
     assert!(bound.private_device_nodes());
     // Bind proved it can make the nodes with one directory, which the first
     // launch takes.
-    let made_at_bind = new_directories(&before);
+    let made_at_bind = parent.directories();
     assert_eq!(made_at_bind.len(), 1, "bind's directory: {made_at_bind:?}");
     assert_private_nodes(&made_at_bind[0]);
 
@@ -121,7 +122,7 @@ fn a_root_launch_gets_private_nodes_that_are_removed_when_the_worker_is_reaped()
     // A real launch: the nodes exist while the worker runs, and go with it.
     let worker = bound.spawn_with_bootstrap(&bootstrap()).expect("spawn");
     let (mut lifecycle, stdin, _stdout) = worker.into_lifecycle_parts();
-    let during = new_directories(&before);
+    let during = parent.directories();
     assert_eq!(during.len(), 1, "one directory for the launch: {during:?}");
     assert_private_nodes(&during[0]);
     assert_eq!(
@@ -133,17 +134,19 @@ fn a_root_launch_gets_private_nodes_that_are_removed_when_the_worker_is_reaped()
     assert_eq!(status, WorkerStatus::Exited(0), "cat ends at end of input");
     assert!(!during[0].exists(), "removed once the worker is reaped");
     drop(lifecycle);
-    assert_eq!(device_directories(), before);
+    assert!(parent.directories().is_empty());
 
     // A bound command that never launches removes bind's directory with
     // itself.
-    let unused =
-        BoundCommand::bind(TestPolicy::new(&bwrap, dir.path(), "cat").plan()).expect("bind");
-    assert_eq!(device_directories().len(), before.len() + 1);
+    let unused = BoundCommand::bind_with(
+        TestPolicy::new(&bwrap, dir.path(), "cat").plan(),
+        in_parent(&parent),
+    )
+    .expect("bind");
+    assert_eq!(parent.directories().len(), 1);
     drop(unused);
-    assert_eq!(
-        device_directories(),
-        before,
+    assert!(
+        parent.directories().is_empty(),
         "removed with the bound command"
     );
 }
@@ -181,11 +184,11 @@ fn a_failed_launch_leaves_no_nodes_and_another_uid_gets_the_host_nodes() {
     let Some((dir, bwrap)) = root_host() else {
         return;
     };
-    let before = device_directories();
+    let parent = DeviceParent::new("failed");
     let plan = TestPolicy::new(&bwrap, dir.path(), "cat").plan();
     let bound = BoundCommand::bind_with(
         plan.clone(),
-        BindOptions::default().with_preparation(Step {
+        in_parent(&parent).with_preparation(Step {
             fail: true,
             uid: None,
         }),
@@ -196,9 +199,8 @@ fn a_failed_launch_leaves_no_nodes_and_another_uid_gets_the_host_nodes() {
         .spawn_with_bootstrap(&bootstrap())
         .expect_err("the preparation fails");
     assert!(matches!(err, SpawnError::Preparation { .. }), "{err}");
-    assert_eq!(
-        device_directories(),
-        before,
+    assert!(
+        parent.directories().is_empty(),
         "nothing left after the failure"
     );
 
@@ -308,6 +310,8 @@ fn bind_refuses_a_plan_without_every_device_bind_after_dev() {
 const KILLED_HOST_STEP: &str = "SPLASH_TEST_KILLED_HOST_STEP";
 /// The probe directory the killed host launches from.
 const KILLED_HOST_PROBE: &str = "SPLASH_TEST_KILLED_HOST_PROBE";
+/// The environment variable naming the parent of its device directories.
+const KILLED_HOST_DEVICES: &str = "SPLASH_TEST_KILLED_HOST_DEVICES";
 
 /// Not a test of its own: the host that [`a_host_killed_at_any_step_leaves_nothing_after_the_next_bind`]
 /// starts as a child process and kills with SIGKILL. It goes as far as the
@@ -315,15 +319,20 @@ const KILLED_HOST_PROBE: &str = "SPLASH_TEST_KILLED_HOST_PROBE";
 #[test]
 #[ignore = "the child role of a_host_killed_at_any_step_leaves_nothing_after_the_next_bind"]
 fn killed_host_role() {
-    let (Ok(step), Ok(probe_dir)) = (
+    let (Ok(step), Ok(probe_dir), Ok(parent)) = (
         std::env::var(KILLED_HOST_STEP),
         std::env::var(KILLED_HOST_PROBE),
+        std::env::var(KILLED_HOST_DEVICES),
     ) else {
         panic!("run only by a_host_killed_at_any_step_leaves_nothing_after_the_next_bind");
     };
     let bwrap = splash_tests::bwrap_path().expect("bwrap");
     let policy = runtime_support::probe_policy_in(&bwrap, Path::new(&probe_dir));
-    let bound = BoundCommand::bind(policy.plan()).expect("bind");
+    let bound = BoundCommand::bind_with(
+        policy.plan(),
+        BindOptions::default().with_device_directory(parent),
+    )
+    .expect("bind");
     let _held = match step.as_str() {
         "bind" => None,
         "session" => {
@@ -365,7 +374,13 @@ fn a_host_killed_at_any_step_leaves_nothing_after_the_next_bind() {
         return;
     };
     let probe = probe_dir.path().join("splash-probe");
-    let before = device_directories();
+    let parent = DeviceParent::new("killed");
+    let bind_here = || {
+        BoundCommand::bind_with(
+            runtime_support::probe_policy_in(&bwrap, probe_dir.path()).plan(),
+            in_parent(&parent),
+        )
+    };
     for step in ["bind", "session"] {
         let mut host = std::process::Command::new(std::env::current_exe().expect("test binary"))
             .args([
@@ -377,6 +392,7 @@ fn a_host_killed_at_any_step_leaves_nothing_after_the_next_bind() {
             ])
             .env(KILLED_HOST_STEP, step)
             .env(KILLED_HOST_PROBE, probe_dir.path())
+            .env(KILLED_HOST_DEVICES, parent.path())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -390,7 +406,7 @@ fn a_host_killed_at_any_step_leaves_nothing_after_the_next_bind() {
         host.kill().expect("SIGKILL");
         host.wait().expect("reap");
 
-        let left = new_directories(&before);
+        let left = parent.directories();
         assert_eq!(
             left.len(),
             1,
@@ -405,19 +421,15 @@ fn a_host_killed_at_any_step_leaves_nothing_after_the_next_bind() {
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
 
-        let next =
-            BoundCommand::bind(runtime_support::probe_policy_in(&bwrap, probe_dir.path()).plan())
-                .expect("the next bind");
+        let next = bind_here().expect("the next bind");
         assert!(!left[0].exists(), "{step}: swept by the next bind");
-        let own = new_directories(&before);
+        let own = parent.directories();
         assert_eq!(own.len(), 1, "{step}: only the next bind's own: {own:?}");
         // A live owner's directory survives a sweep.
-        let again =
-            BoundCommand::bind(runtime_support::probe_policy_in(&bwrap, probe_dir.path()).plan())
-                .expect("a third bind");
+        let again = bind_here().expect("a third bind");
         assert!(own[0].exists(), "{step}: a held directory is never swept");
         drop(again);
         drop(next);
-        assert_eq!(device_directories(), before, "{step}");
+        assert!(parent.directories().is_empty(), "{step}");
     }
 }

@@ -15,8 +15,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use runtime_support::{
-    Binding, NosuidArea, ProbeSession, TempDir, device_directories, host_with_probe, probe_policy,
-    running_as_root, serial,
+    Binding, NosuidArea, ProbeSession, TempDir, host_with_probe, probe_policy, running_as_root,
+    serial,
 };
 use serde_json::json;
 use splash_runtime::identity::{IdentityLease, leased, process_gids, process_uids};
@@ -85,8 +85,12 @@ fn a_root_launch_runs_bubblewrap_and_the_worker_as_the_identity() {
         .extra
         .push(format!("identity user {UID} group {GID}"));
 
-    let before = device_directories();
-    let bound = BoundCommand::bind(policy.plan()).expect("bind");
+    let parent = runtime_support::DeviceParent::new("identity");
+    let bound = BoundCommand::bind_with(
+        policy.plan(),
+        BindOptions::default().with_device_directory(parent.path()),
+    )
+    .expect("bind");
     assert_eq!(
         *bound.identity(),
         IdentitySwitch::Fixed { uid: UID, gid: GID }
@@ -104,9 +108,8 @@ fn a_root_launch_runs_bubblewrap_and_the_worker_as_the_identity() {
         assert_eq!(g, [GID; 4], "gids of {pid}");
         assert_eq!(groups(pid), "", "supplementary groups of {pid}");
     }
-    assert_eq!(
-        device_directories(),
-        before,
+    assert!(
+        parent.directories().is_empty(),
         "no private device directory for a launch under an identity"
     );
     let wrote = s

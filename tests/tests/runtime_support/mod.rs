@@ -529,18 +529,6 @@ pub fn edited(plan: LaunchPlan, edit: impl FnOnce(&mut splashpol::plan::RawPlan)
     LaunchPlan::try_from(raw).expect("the edited plan is structurally valid")
 }
 
-/// The per-launch private device directories under `/dev` now, sorted.
-pub fn device_directories() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir("/dev")
-        .expect("read /dev")
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with(".splash-dev-"))
-        .map(|e| e.path())
-        .collect();
-    out.sort();
-    out
-}
-
 /// A parent for one test's private device-node directories, under `/dev`
 /// (root-owned, on a filesystem that allows devices), so the test counts
 /// its own launches' directories and not those of tests running beside it.
