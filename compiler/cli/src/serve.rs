@@ -564,9 +564,12 @@ impl SessionThread {
                         _ => return,
                     },
                     // Idle: a deadline that stopped the worker is reported
-                    // now, not at the next request.
+                    // now, not at the next request (a stop of serve's own,
+                    // `stop` or the end of input, ends the requests next).
                     Err(RecvTimeoutError::Timeout) => {
-                        if let Some(reason) = session.stopped() {
+                        if let Some(reason) =
+                            session.stopped().filter(|r| *r != StopReason::Stopped)
+                        {
                             return self.stopped_by_watchdog(session, reason);
                         }
                     }
