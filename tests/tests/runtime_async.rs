@@ -394,3 +394,55 @@ fn a_dropped_call_session_or_launch_leaves_nothing_running() {
         assert_eq!(open_fds(), fds, "a descriptor was left open");
     });
 }
+
+#[test]
+fn an_idle_session_learns_of_its_deadline_as_it_passes() {
+    let _serial = serial();
+    let Some((bwrap, probe_dir)) = host_with_probe() else {
+        return;
+    };
+    let policy = probe_policy(&bwrap, &probe_dir);
+    let probe = probe_path(&probe_dir);
+    on_runtime(async {
+        // Control: without a deadline nothing fires; the wait stays
+        // pending (the runtime's other tasks run meanwhile), and the
+        // session still answers afterwards.
+        let mut session = launch(&policy, Deadlines::none()).await;
+        assert_eq!(session.stopped(), None);
+        let waited = tokio::time::timeout(Duration::from_millis(500), session.wait_stopped()).await;
+        assert!(waited.is_err(), "nothing stopped the session: {waited:?}");
+        assert_eq!(
+            session
+                .call("probe.echo", json!({"input": {"n": 1}}))
+                .await
+                .expect("echo"),
+            json!({"input": {"n": 1}})
+        );
+        assert_eq!(session.stopped(), None);
+        session.close(Duration::from_secs(5)).await.expect("close");
+
+        // An idle session under a 0.8 s deadline: the wait ends as the
+        // deadline passes, with its reason, and the sandbox is gone.
+        let session = launch(&policy, Deadlines::session(Duration::from_millis(800))).await;
+        let pid = session.pid();
+        let (ticks, ticking) = ticker();
+        let started = Instant::now();
+        let reason = session.wait_stopped().await.expect("stopped");
+        let elapsed = started.elapsed();
+        ticking.abort();
+        eprintln!(
+            "idle 0.8 s deadline: reported after {elapsed:?}, {} ticks meanwhile",
+            ticks.load(Ordering::Relaxed)
+        );
+        assert_eq!(reason, StopReason::SessionDeadline);
+        assert_eq!(session.stopped(), Some(StopReason::SessionDeadline));
+        assert!(elapsed >= Duration::from_millis(600), "{elapsed:?}");
+        assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
+        assert!(
+            ticks.load(Ordering::Relaxed) > 10,
+            "the runtime thread stayed free while waiting"
+        );
+        gone_within(pid, &probe).await;
+        drop(session);
+    });
+}

@@ -42,7 +42,7 @@ use crate::error::LaunchError;
 use crate::session::{self, CallError, ClosingSession, Core, Event, Spawned};
 use crate::status::WorkerStatus;
 use crate::sys;
-use crate::watchdog::{Deadlines, StopHandle, Watchdog};
+use crate::watchdog::{Deadlines, StopHandle, StopReason, Watchdog};
 
 type AsyncCore = Core<Inbox, Outbox>;
 
@@ -424,6 +424,28 @@ impl AsyncSession {
     /// waiting on the worker then ends with [`CallError::Indeterminate`].
     pub fn stop_handle(&self) -> StopHandle {
         self.stop.clone()
+    }
+
+    /// Why the watchdog force-stopped the worker (a deadline, a
+    /// [`StopHandle`]), if it has: the session can then only be reaped.
+    /// Never blocks, like [`Session::stopped`](crate::Session::stopped).
+    pub fn stopped(&self) -> Option<StopReason> {
+        self.stop.fired()
+    }
+
+    /// Waits, without a runtime thread, until the watchdog force-stops the
+    /// worker, and returns why: an idle host learns that a deadline passed
+    /// as it passes. Cancel-safe: dropping the future changes nothing.
+    pub async fn wait_stopped(&self) -> io::Result<StopReason> {
+        if let Some(reason) = self.stop.fired() {
+            return Ok(reason);
+        }
+        // The reason is recorded before the eventfd is written, and the
+        // counter is never read, so readiness stays set once a stop began.
+        let _ready = self.stopped.readable().await?;
+        self.stop
+            .fired()
+            .ok_or_else(|| io::Error::other("the session ended without a force-stop"))
     }
 
     /// True once an error poisoned the session (or a dropped future ended

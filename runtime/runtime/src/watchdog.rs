@@ -374,6 +374,12 @@ impl StopHandle {
             .upgrade()
             .map(|s| s.force_stop(StopReason::Stopped))
     }
+
+    /// Why the worker was force-stopped, if it was (`None` also once the
+    /// session is gone). Never blocks.
+    pub fn fired(&self) -> Option<StopReason> {
+        self.shared.upgrade().and_then(|s| lock(&s.state).fired)
+    }
 }
 
 impl Watchdog {
