@@ -121,6 +121,33 @@ fn the_demo_holds_its_expectations_each_against_a_control() {
     assert!(text(&out.stdout).contains("tests=\"4\" failures=\"0\""));
 }
 
+/// `read-only` of the runtime mount the worker lives in has a control: a
+/// tmpfs in its place with the worker's file (the probe) bound back into
+/// it, with pinned executables and without.
+#[test]
+fn the_workers_own_runtime_mount_is_proven_read_only() {
+    let _serial = serial();
+    let Some(splashc) = tools() else { return };
+    let dir = TempDir::new("demo-runtime");
+    let block = r#"expect { read-only "/opt/splash-demo" }"#;
+    let pinned = demo_with(&dir, block);
+    assert!(pinned.contains("pin mounts, executables"), "{pinned}");
+    let unpinned = pinned.replace("pin mounts, executables", "pin mounts");
+    for policy in [pinned, unpinned] {
+        let out = run(&splashc, &policy, &[]);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+        assert!(
+            stdout.contains(r#"ok       read-only "/opt/splash-demo""#),
+            "{stdout}"
+        );
+        assert!(
+            stdout.contains("a write failed with EROFS; control: a write succeeded on a tmpfs"),
+            "{stdout}"
+        );
+    }
+}
+
 #[test]
 fn writable_usr_fails_and_is_named() {
     let _serial = serial();

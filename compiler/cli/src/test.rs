@@ -27,7 +27,9 @@ use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, Resource
 use splash_runtime::{BindOptions, BoundCommand, Deadlines, LaunchError, LoadedPolicy, Session};
 use splashpol::expect::{ExpectKind, Expectation};
 use splashpol::model::{HostPath, Policy, SandboxPath};
-use splashpol::plan::{BwrapOp, ExecArg, LaunchPlan, MountSource, PinRole, RawPlan};
+use splashpol::plan::{
+    Behind, BwrapOp, ExecArg, LaunchPlan, MountSource, Pin, PinRole, RawPlan, mount_behind,
+};
 
 use crate::TestArgs;
 use crate::emit::load_manifest;
@@ -338,6 +340,7 @@ const PROBE_SYSCALLS: &[&str] = &[
     "fcntl",
     "fsync",
     "futex",
+    "getdents64",
     "getegid",
     "geteuid",
     "getgid",
@@ -431,7 +434,8 @@ fn needs_control(x: &Expectation) -> bool {
 
 /// The control plan: the tested plan without the seccomp filter, without
 /// `--disable-userns`, without the Landlock runner, with a tmpfs over each
-/// `read-only` directory and the host's object bound at each `hidden` path.
+/// `read-only` directory (the worker's and runners' files within it bound
+/// back) and the host's object bound at each `hidden` path.
 /// Also, per expectation, why it has no control (when it cannot have one).
 fn control_plan(
     plan: LaunchPlan,
@@ -476,20 +480,68 @@ fn control_plan(
     {
         raw.command.drain(start..=start + len);
     }
+    // What each path is reached through in the tested sandbox (the probe
+    // in the worker's place), before any control mount is added.
+    let tested_ops = raw.ops.clone();
     for (n, x) in expectations.iter().enumerate() {
         match &x.kind {
             ExpectKind::ReadOnly(p) => {
-                let is_dir = std::fs::metadata(host_guess(policy, p)).is_ok_and(|m| m.is_dir());
+                let is_dir = host_behind(&tested_ops, &raw.pins, p)
+                    .is_some_and(|h| std::fs::metadata(h).is_ok_and(|m| m.is_dir()));
                 if !is_dir {
                     notes[n] = Some(format!(
                         "no control: `{p}` is not a directory, so no tmpfs can stand in for its mount"
                     ));
                     continue;
                 }
-                if launch_programs(policy).iter().any(|prog| prog.is_within(p)) {
+                // The programs the control still executes (the Landlock
+                // runner is gone from it) are bound back into the tmpfs
+                // from the host files behind them (the worker's is the
+                // probe).
+                let mut kept = Vec::new();
+                for prog in launch_programs(policy) {
+                    if !prog.is_within(p) || landlock.as_deref() == Some(prog.as_str()) {
+                        continue;
+                    }
+                    if prog == p {
+                        notes[n] = Some(format!(
+                            "no control: `{p}` is itself a program of the launch"
+                        ));
+                        break;
+                    }
+                    let host = host_behind(&tested_ops, &raw.pins, prog)
+                        .ok_or_else(|| "no host file is behind it".to_owned())
+                        .and_then(|h| {
+                            HostPath::new(h.to_string_lossy().into_owned())
+                                .map_err(|e| e.to_string())
+                        });
+                    match host {
+                        Ok(h) => kept.push(BwrapOp::RoBind {
+                            source: MountSource::Path(h),
+                            destination: prog.clone(),
+                        }),
+                        Err(e) => {
+                            notes[n] = Some(format!("no control: `{prog}`: {e}"));
+                            break;
+                        }
+                    }
+                }
+                // The one-hop runner keeps applying Landlock in the
+                // control, and bind requires its targets on a runtime mount.
+                if notes[n].is_none()
+                    && combined
+                    && let Some(target) = policy
+                        .runners()
+                        .landlock_allow()
+                        .into_iter()
+                        .flatten()
+                        .find(|t| t.is_within(p))
+                {
                     notes[n] = Some(format!(
-                        "no control: a tmpfs over `{p}` would hide the worker or a runner"
+                        "no control: a tmpfs over `{p}` would hide the one-hop runner's Landlock target `{target}`"
                     ));
+                }
+                if notes[n].is_some() {
                     continue;
                 }
                 insert_before_final_remounts(
@@ -499,6 +551,9 @@ fn control_plan(
                         size_bytes: Some(1 << 20),
                     },
                 );
+                for op in kept {
+                    insert_before_final_remounts(&mut raw, op);
+                }
             }
             ExpectKind::Hidden(p) => {
                 if std::fs::symlink_metadata(p.as_str()).is_err() {
@@ -546,16 +601,20 @@ fn launch_programs(policy: &Policy) -> Vec<&SandboxPath> {
     out
 }
 
-/// The host path behind a worker-visible path through the runtime mounts
-/// (for the control's "is it a directory").
-fn host_guess(policy: &Policy, p: &SandboxPath) -> PathBuf {
-    for m in policy.runtime_mounts().iter().rev() {
-        if p.is_within(&m.destination) {
-            let rest = &p.as_str()[m.destination.as_str().len()..];
-            return PathBuf::from(format!("{}{rest}", m.source.as_str()));
-        }
-    }
-    PathBuf::from(p.as_str())
+/// The host object behind a worker-visible path in the tested plan
+/// ([`splashpol::plan::mount_behind`], the plan's one rule): a bind's source
+/// (a pinned descriptor's host path) plus the path below its destination;
+/// `None` for a synthetic or unmounted path.
+fn host_behind(ops: &[BwrapOp], pins: &[Pin], p: &SandboxPath) -> Option<PathBuf> {
+    let (source, below) = match mount_behind(ops, p) {
+        Behind::ReadOnly { source, below } | Behind::ReadWrite { source, below } => (source, below),
+        Behind::Unmounted | Behind::Synthetic => return None,
+    };
+    let host = match source {
+        MountSource::Path(h) => h,
+        MountSource::Pinned(slot) => &pins.get(usize::from(slot.0))?.host_path,
+    };
+    Some(PathBuf::from(format!("{}{below}", host.as_str())))
 }
 
 /// Launches `plan`, makes the attempt of every expectation and returns what
