@@ -80,5 +80,31 @@ run policies/durable-output.splashpol
 run policies/minimal.splashpol
 run policies/demo.splashpol
 run policies/unprivileged.splashpol
+# agent-worker expects `syscall denied bpf`. Kernels before 6.5 refuse
+# every unprivileged bpf() with EPERM while kernel.unprivileged_bpf_disabled
+# is set, filter or not, so the expectation's control cannot tell the
+# filter's part: splashc test reports it UNPROVEN and exits 2, which is
+# checked here as the answer for that kernel. With the sysctl at 0 the
+# control measures the filter and every expectation must hold.
+bpf_sysctl=/proc/sys/kernel/unprivileged_bpf_disabled
+if [ "$(cat "$bpf_sysctl")" = 2 ]; then
+  echo "== splashc test policies/agent-worker.splashpol (unprivileged_bpf_disabled=2)"
+  set +e
+  "$splashc" test policies/agent-worker.splashpol > /run/agent-worker.out 2>&1
+  code=$?
+  set -e
+  cat /run/agent-worker.out
+  case $code in
+    0) echo "policies: agent-worker held with unprivileged bpf disabled" ;;
+    2) if grep -q '^UNPROVEN syscall denied bpf' /run/agent-worker.out; then
+         echo "policies: agent-worker: bpf unproven while the kernel refuses it anyway (exit 2), as designed"
+       else
+         echo "policies: agent-worker: exited 2 without naming bpf" >&2
+         status=1
+       fi ;;
+    *) echo "policies: agent-worker: exited $code" >&2; status=1 ;;
+  esac
+  echo 0 > "$bpf_sysctl"
+fi
 run policies/agent-worker.splashpol
 exit $status
