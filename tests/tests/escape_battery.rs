@@ -991,13 +991,37 @@ fn policies(host: &Host) -> Vec<PolicyRun> {
 /// runs at all (otherwise every attempt would be a vacuous SIGSYS at
 /// start-up), and why.
 fn strict_additions(text: &str) -> (Vec<&'static str>, String) {
+    // What the policy lists already needs no adding.
+    let listed: std::collections::BTreeSet<&str> = text
+        .split_once("strict-allowlist {")
+        .and_then(|(_, rest)| rest.split_once('}'))
+        .map(|(list, _)| {
+            list.lines()
+                .map(|l| l.split('#').next().unwrap_or(""))
+                .flat_map(str::split_whitespace)
+                .collect()
+        })
+        .unwrap_or_default();
     let mut added = Vec::new();
     let mut why = Vec::new();
+    let mut add = |names: &[&'static str], reason: &str| {
+        let missing: Vec<&'static str> = names
+            .iter()
+            .copied()
+            .filter(|n| !listed.contains(n) && !added.contains(n))
+            .collect();
+        if !missing.is_empty() {
+            added.extend(missing);
+            why.push(reason.to_owned());
+        }
+    };
     if cfg!(target_arch = "x86_64") {
         // glibc's static start-up reads /proc/self/exe with the legacy
         // `readlink` before `main`.
-        added.push("readlink");
-        why.push("the static C start-up reads `/proc/self/exe` before `main`");
+        add(
+            &["readlink"],
+            "the static C start-up reads `/proc/self/exe` before `main`",
+        );
     }
     let probe = PolicyRun::new("probe", text.to_owned(), None);
     let plan = probe.plan(&["list".into()]);
@@ -1014,8 +1038,10 @@ fn strict_additions(text: &str) -> (Vec<&'static str>, String) {
         // bwrap applies the filter before the runner starts; the runner's
         // Rust start-up polls the standard descriptors and it closes the
         // rest with close_range.
-        added.extend(["poll", "close_range"]);
-        why.push("bwrap applies the filter before the runner, whose start-up needs them");
+        add(
+            &["poll", "close_range"],
+            "bwrap applies the filter before the runner, whose start-up needs them",
+        );
     }
     (added, why.join("; "))
 }

@@ -184,6 +184,8 @@ fn test_main(args: &TestArgs) -> Result<Exit, Exit> {
     })?;
 
     // The policy's own sandbox, with the probe at the worker's path.
+    // As root without an identity, the worker is host uid 0.
+    let worker_is_host_root = crate::sys::effective_uid() == 0 && plan.identity().is_none();
     let tested = with_probe(plan.clone(), &probe, loaded.policy.worker())?;
     let results = attempts(tested, &manifest, &expectations)
         .map_err(|reason| cannot(format_args!("the sandbox of the policy: {reason}")))?;
@@ -205,6 +207,14 @@ fn test_main(args: &TestArgs) -> Result<Exit, Exit> {
                 .as_ref()
                 .map(|(found, notes)| (&found[i], &notes[i]));
             let mut outcome = judge(x, &source, &results[i], control);
+            if matches!(x.kind, ExpectKind::ProcessesMax(_))
+                && outcome.verdict == Verdict::Failed
+                && worker_is_host_root
+            {
+                outcome.detail.push_str(
+                    ": the worker ran as host uid 0, for which the kernel does not apply the `processes` rlimit (RLIMIT_NPROC); an `identity` statement or a cgroup `pids` limit bounds it",
+                );
+            }
             if let ExpectKind::SyscallDenied(n) = &x.kind
                 && widened.contains(&n.as_str())
             {
@@ -498,8 +508,16 @@ fn control_plan(
                 // runner is gone from it) are bound back into the tmpfs
                 // from the host files behind them (the worker's is the
                 // probe).
+                // The one-hop runner keeps applying Landlock in the
+                // control, so its allow-exec targets are bound back too.
+                let one_hop_targets = policy
+                    .runners()
+                    .landlock_allow()
+                    .into_iter()
+                    .flatten()
+                    .filter(|_| combined);
                 let mut kept = Vec::new();
-                for prog in launch_programs(policy) {
+                for prog in launch_programs(policy).into_iter().chain(one_hop_targets) {
                     if !prog.is_within(p) || landlock.as_deref() == Some(prog.as_str()) {
                         continue;
                     }
@@ -525,21 +543,6 @@ fn control_plan(
                             break;
                         }
                     }
-                }
-                // The one-hop runner keeps applying Landlock in the
-                // control, and bind requires its targets on a runtime mount.
-                if notes[n].is_none()
-                    && combined
-                    && let Some(target) = policy
-                        .runners()
-                        .landlock_allow()
-                        .into_iter()
-                        .flatten()
-                        .find(|t| t.is_within(p))
-                {
-                    notes[n] = Some(format!(
-                        "no control: a tmpfs over `{p}` would hide the one-hop runner's Landlock target `{target}`"
-                    ));
                 }
                 if notes[n].is_some() {
                     continue;
