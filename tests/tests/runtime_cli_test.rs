@@ -148,6 +148,37 @@ fn the_workers_own_runtime_mount_is_proven_read_only() {
     }
 }
 
+/// A policy with a network broker is tested under a real broker started in
+/// its parent: the broker mount is visible and read-only (against the tmpfs
+/// control), and the broker's private directory is gone afterwards.
+#[test]
+fn a_brokered_policy_is_tested_under_a_real_broker_that_leaves_nothing() {
+    let _serial = serial();
+    let Some(splashc) = tools() else { return };
+    let dir = TempDir::new("demo-runtime");
+    let parent = TempDir::new("test-broker-parent");
+    let block = format!(
+        "network-broker endpoint parent \"{}\" at \"/run/splash/network\" ids [\"api.a\", \"api.b\"]\n  expect {{ read-only \"/run/splash/network\"  hidden \"/etc\" }}",
+        parent.path().display()
+    );
+    let out = run(&splashc, &demo_with(&dir, &block), &[]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}{}", text(&out.stderr));
+    assert!(
+        stdout.contains(r#"ok       read-only "/run/splash/network""#),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("control: a write succeeded on a tmpfs"),
+        "{stdout}"
+    );
+    let left: Vec<_> = std::fs::read_dir(parent.path())
+        .expect("parent")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert!(left.is_empty(), "the broker left {left:?} behind");
+}
+
 #[test]
 fn writable_usr_fails_and_is_named() {
     let _serial = serial();

@@ -1,13 +1,12 @@
 # Runs inside the VM after the test binaries (tests/vm/guest.sh): `splashc
 # test` on the bundled policies this VM can enforce, each provisioned as its
 # text names. The guest's root filesystem is the development host's,
-# read-only, so /opt and /srv are fresh tmpfs mounts here. Which exit each
+# read-only, so /opt, /srv and /run/user are fresh tmpfs mounts here. Which exit each
 # policy must give is said above `run` below.
 #
-# Not run: network-broker (`splashc test` supplies no network broker, so bind
-# refuses it on any host), one-hop and strict-allowlist (their strict
-# allowlists do not list the test probe's start-up syscalls; splashc never
-# widens a policy to test it).
+# one-hop and strict-allowlist run with `--allow-probe-syscalls`: their
+# strict allowlists do not list the test probe's start-up syscalls, and
+# splashc widens a policy to test it only when asked (naming what it added).
 set -eu
 bin=$SPLASH_VM_BIN
 splashc=$bin/splashc
@@ -23,8 +22,9 @@ install -D -m 0755 "$bin/splash-probe" /opt/splash-demo/bin/splash-probe
 # allow-exec entries (files the expectations never execute).
 rt=/opt/splash/runtime
 install -D -m 0755 "$bin/splash-probe" "$rt/bin/worker"
-install -m 0755 "$bin/splash-limit-runner" "$bin/splash-landlock-runner" "$rt/bin/"
+install -m 0755 "$bin/splash-limit-runner" "$bin/splash-landlock-runner" "$bin/splash-runner" "$rt/bin/"
 install -D -m 0755 /dev/null "$rt/lib/ld-linux-aarch64.so.1"
+install -m 0755 /dev/null "$rt/lib/ld-linux-x86-64.so.2"
 install -m 0755 /dev/null "$rt/bin/reviewed-interpreter"
 # The host-side cgroup runner and the delegated parent cgroup-limits names.
 install -D -m 0755 "$bin/splash-cgroup-runner" /opt/splash/host-bin/splash-cgroup-runner
@@ -33,6 +33,11 @@ echo "+cpu +memory +pids +io" > /sys/fs/cgroup/splash-workers/cgroup.subtree_con
 
 # agent-worker's read-only project root.
 mkdir -p /srv/splash/project
+
+# network-broker's broker parent: splashc test starts a real broker there.
+mkdir -p /run/user
+mount -t tmpfs -o mode=0755 run-user /run/user
+install -d -m 0700 /run/user/1000
 
 # durable-output's root: a directory of the prjquota filesystem in project
 # 42 with inheritance and hard limits below the policy's ceilings (32 MiB,
@@ -63,15 +68,15 @@ fi
 # runners' files bound back into it.
 status=0
 run() {
-  echo "== splashc test $1"
+  echo "== splashc test $*"
   set +e
-  "$splashc" test "$1"
+  "$splashc" test "$@"
   code=$?
   set -e
   if [ "$code" -eq 0 ]; then
-    echo "policies: $1: every expectation held"
+    echo "policies: $*: every expectation held"
   else
-    echo "policies: $1: exited $code" >&2
+    echo "policies: $*: exited $code" >&2
     status=1
   fi
 }
@@ -80,6 +85,9 @@ run policies/durable-output.splashpol
 run policies/minimal.splashpol
 run policies/demo.splashpol
 run policies/unprivileged.splashpol
+run policies/network-broker.splashpol
+run --allow-probe-syscalls policies/one-hop.splashpol
+run --allow-probe-syscalls policies/strict-allowlist.splashpol
 # agent-worker expects `syscall denied bpf`. Kernels before 6.5 refuse
 # every unprivileged bpf() with EPERM while kernel.unprivileged_bpf_disabled
 # is set, filter or not, so the expectation's control cannot tell the

@@ -23,10 +23,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use splash_broker::{Catalog, CatalogKind, Entry, HostBroker, Method};
 use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, ResourceKind, Token};
 use splash_runtime::{BindOptions, BoundCommand, Deadlines, LaunchError, LoadedPolicy, Session};
 use splashpol::expect::{ExpectKind, Expectation};
-use splashpol::model::{HostPath, Policy, SandboxPath};
+use splashpol::model::{BrokerCatalog, HostPath, Policy, SandboxPath};
 use splashpol::plan::{
     Behind, BwrapOp, ExecArg, LaunchPlan, MountSource, Pin, PinRole, RawPlan, mount_behind,
 };
@@ -627,7 +628,15 @@ fn attempts(
     manifest: &CapabilityManifest,
     expectations: &[Expectation],
 ) -> Result<Vec<Value>, String> {
-    let bound = BoundCommand::bind_with(plan, BindOptions::default())
+    let broker = test_broker(&plan)?;
+    let mut options = BindOptions::default();
+    if let Some(b) = &broker {
+        let mount = b
+            .mount()
+            .map_err(|e| format!("the test broker's mount: {e}"))?;
+        options = options.with_network_broker(mount);
+    }
+    let bound = BoundCommand::bind_with(plan, options)
         .map_err(|e| format!("bind refused: {}", crate::run::chain(&e)))?;
     let deadlines = Deadlines::session(Duration::from_secs(120)).with_call(Duration::from_secs(30));
     let mut session = Session::open_owned(bound, manifest.clone(), deadlines)
@@ -670,6 +679,43 @@ fn attempts(
     }
     let _ = session.close(Duration::from_secs(5));
     Ok(out)
+}
+
+/// A real host broker for a plan that mounts one, so the sandbox under test
+/// has the broker mount its policy names: started in the policy's parent
+/// directory with the plan's catalog kind and ids, every id routed to the
+/// loopback discard port, so no request the worker makes leaves the host.
+/// It stops when dropped, after the session.
+fn test_broker(plan: &LaunchPlan) -> Result<Option<HostBroker>, String> {
+    let Some(broker) = plan.network_broker() else {
+        return Ok(None);
+    };
+    let parent = plan
+        .pins()
+        .get(usize::from(broker.slot.0))
+        .map(|p| p.host_path.as_str().to_owned())
+        .ok_or_else(|| "the plan's broker pin is missing".to_owned())?;
+    let kind = match broker.catalog {
+        BrokerCatalog::Endpoint => CatalogKind::Endpoint,
+        BrokerCatalog::Origin => CatalogKind::Origin,
+    };
+    let mut catalog = Catalog::new(kind);
+    for id in &broker.ids {
+        let entry = match broker.catalog {
+            BrokerCatalog::Endpoint => {
+                Entry::endpoint(id.as_str(), Method::Get, "http://127.0.0.1:9/")
+            }
+            BrokerCatalog::Origin => {
+                Entry::origin(id.as_str(), "http://127.0.0.1:9", &[Method::Get])
+            }
+        };
+        catalog = entry
+            .and_then(|e| catalog.with(e))
+            .map_err(|e| format!("the test broker's catalog: {e}"))?;
+    }
+    HostBroker::start(&parent, catalog)
+        .map(Some)
+        .map_err(|e| format!("the test broker could not start in `{parent}`: {e}"))
 }
 
 fn errno_name(v: &Value) -> String {
