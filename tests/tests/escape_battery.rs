@@ -991,24 +991,25 @@ fn policies(host: &Host) -> Vec<PolicyRun> {
 /// runs at all (otherwise every attempt would be a vacuous SIGSYS at
 /// start-up), and why.
 fn strict_additions(text: &str) -> (Vec<&'static str>, String) {
-    // What the policy lists already needs no adding.
-    let listed: std::collections::BTreeSet<&str> = text
-        .split_once("strict-allowlist {")
-        .and_then(|(_, rest)| rest.split_once('}'))
-        .map(|(list, _)| {
-            list.lines()
-                .map(|l| l.split('#').next().unwrap_or(""))
-                .flat_map(str::split_whitespace)
-                .collect()
-        })
-        .unwrap_or_default();
+    // What the policy lists already (its checked model's list) needs no
+    // adding.
+    let checked = splashpol::check_source(
+        "battery.splashpol",
+        &text.replace("WORKER_ARGS", "\"list\""),
+    );
+    let listed: Vec<String> = match checked.policy.as_ref().map(|p| p.seccomp()) {
+        Some(splashpol::model::SeccompPolicy::StrictAllowlist { syscalls }) => {
+            syscalls.iter().map(|s| s.as_str().to_owned()).collect()
+        }
+        _ => Vec::new(),
+    };
     let mut added = Vec::new();
     let mut why = Vec::new();
     let mut add = |names: &[&'static str], reason: &str| {
         let missing: Vec<&'static str> = names
             .iter()
             .copied()
-            .filter(|n| !listed.contains(n) && !added.contains(n))
+            .filter(|n| !listed.iter().any(|l| l == n) && !added.contains(n))
             .collect();
         if !missing.is_empty() {
             added.extend(missing);
