@@ -11,6 +11,10 @@
 //! 1. spawn adds `--info-fd N` for a private pipe; Bubblewrap writes
 //!    `{"child-pid": P, "pid-namespace": I, ...}` right after it created
 //!    the sandbox and closes the pipe, before it lets pid 1 go on;
+//!    When the launched process is pid 1 of a pid namespace of its own
+//!    (a host with `CAP_SYS_ADMIN`, [`crate::spawn`]), `P` is in that
+//!    namespace's numbering: the host pid is the launched process's child
+//!    whose second `NSpid` field is `P`;
 //! 2. the host opens a pidfd for `P` and confirms it names that pid 1:
 //!    `/proc/P/ns/pid` is namespace `I`, the pidfd's `NSpid` ends in `1`,
 //!    and, read afterwards, the pidfd's `Pid` is still `P` (the process was
@@ -91,6 +95,10 @@ enum State {
 #[derive(Debug)]
 pub(crate) struct SandboxInit {
     state: State,
+    /// The host pid of the launched process when it is pid 1 of a pid
+    /// namespace of its own: Bubblewrap's `child-pid` is then in that
+    /// namespace's numbering.
+    launcher: Option<u32>,
 }
 
 impl SandboxInit {
@@ -101,7 +109,14 @@ impl SandboxInit {
                 pipe: File::from(pipe),
                 bytes: Vec::new(),
             },
+            launcher: None,
         }
+    }
+
+    /// The launched process (host pid `launcher`) is pid 1 of its own pid
+    /// namespace, so the report numbers the sandbox's pid 1 in it.
+    pub(crate) fn launched_in_own_namespace(&mut self, launcher: u32) {
+        self.launcher = Some(launcher);
     }
 
     /// True when Bubblewrap closed the report pipe without a word: it ended
@@ -154,10 +169,15 @@ impl SandboxInit {
         self.state = if report.is_empty() {
             State::Unmade
         } else {
-            let (pid, namespace) = parse_report(&report)?;
-            match confirm(pid, namespace)? {
-                Some(pidfd) => State::Held { pid, pidfd },
-                None => State::Gone,
+            let (reported, namespace) = parse_report(&report)?;
+            let host = match self.launcher {
+                None => Some(reported),
+                Some(launcher) => host_pid(launcher, reported)?,
+            };
+            match host.map(|pid| (pid, confirm(pid, namespace))) {
+                Some((pid, Ok(Some(pidfd)))) => State::Held { pid, pidfd },
+                Some((_, Ok(None))) | None => State::Gone,
+                Some((_, Err(e))) => return Err(e),
             }
         };
         Ok(())
@@ -221,6 +241,39 @@ fn parse_report(bytes: &[u8]) -> Result<(u32, u64), SandboxInitError> {
         .and_then(serde_json::Value::as_u64)
         .ok_or_else(|| bad("no `pid-namespace`"))?;
     Ok((pid, namespace))
+}
+
+/// The host pid of the launcher's child that its own pid namespace numbers
+/// `reported`; `None` when it has no such child any more (it exited, and
+/// its namespace died with it; or the launcher itself is gone, and with it,
+/// as pid 1 of the namespace the sandbox is nested in, every process of the
+/// sandbox).
+fn host_pid(launcher: u32, reported: u32) -> Result<Option<u32>, SandboxInitError> {
+    let fail = |source: io::Error| SandboxInitError::Confirm {
+        pid: reported,
+        source,
+    };
+    let children =
+        match std::fs::read_to_string(format!("/proc/{launcher}/task/{launcher}/children")) {
+            Ok(text) => text,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(fail(e)),
+        };
+    for child in children.split_whitespace() {
+        let Ok(pid) = child.parse::<u32>() else {
+            continue;
+        };
+        let pidfd = match sys::pidfd_open(pid) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => continue,
+            Err(e) => return Err(fail(e)),
+        };
+        let info = sys::pidfd_info(pidfd.as_fd()).map_err(fail)?;
+        if info.pid == Some(pid) && info.one_below == Some(reported) {
+            return Ok(Some(pid));
+        }
+    }
+    Ok(None)
 }
 
 /// A pidfd for `pid` if it is still the pid 1 of pid namespace `namespace`;

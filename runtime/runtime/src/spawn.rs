@@ -20,7 +20,10 @@
 //!    signal handling and an empty signal mask; in the child, every
 //!    descriptor from 3 up is marked close-on-exec and only the spec's
 //!    descriptors are made inheritable; the process is then signalled and
-//!    reaped only through the pidfd made with it;
+//!    reaped only through the pidfd made with it; a host holding
+//!    `CAP_SYS_ADMIN` adds `CLONE_NEWPID | CLONE_NEWNS`, so the launched
+//!    process is pid 1 of a pid namespace of its own (with that namespace's
+//!    `/proc`), and its death, with the host, takes the whole sandbox;
 //!    in executable-pinned mode the program is `/proc/self/fd/N` of a fresh
 //!    duplicate of the pinned Bubblewrap (itself close-on-exec: the kernel
 //!    opens the file before it closes the descriptor);
@@ -222,7 +225,7 @@ impl BoundCommand {
         };
         let child_ids = if cgroup.is_some() { None } else { ids };
         let devices = spec.devices.take();
-        let init = spec
+        let mut init = spec
             .init_report
             .take()
             .map(SandboxInit::new)
@@ -230,8 +233,20 @@ impl BoundCommand {
                 SpawnError::Supervision(io::Error::other("the report pipe was already taken"))
             })?;
         let inherited = spec.inherited();
+        // A host that may make pid namespaces starts the launch as pid 1 of
+        // one of its own, which the sandbox's is nested in: when the launch
+        // dies (with its host, by the parent-death signal), the kernel kills
+        // every process of the sandbox, whatever they did to their own
+        // parent-death signals and wherever Bubblewrap was in its set-up.
+        let own_namespace = sys::has_sys_admin();
         let started = Instant::now();
-        let spawned = sys::spawn_child_as(&spec.program, &spec.args, &inherited, child_ids);
+        let spawned = sys::spawn_child_as(
+            &spec.program,
+            &spec.args,
+            &inherited,
+            child_ids,
+            own_namespace,
+        );
         // The child has its copies (or never started): close the parent's.
         let shown = spec.shown.clone();
         drop(spec);
@@ -247,6 +262,9 @@ impl BoundCommand {
                 });
             }
         };
+        if own_namespace {
+            init.launched_in_own_namespace(child.pid);
+        }
         let process = WorkerProcess::new(child.pid, child.pidfd);
         let mut stdin = ChildStdin::from(child.stdin);
         let stdout = ChildStdout::from(child.stdout);

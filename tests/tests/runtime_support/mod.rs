@@ -642,3 +642,27 @@ pub fn fake_bwrap(dir: &Path, real: &Path, missing: &str, hide_in_help: bool) ->
         .expect("chmod");
     path
 }
+
+/// This test binary run as the ignored test `role` alone (a host a test
+/// starts and kills), with `CAP_SYS_ADMIN` or, through `setpriv`, without
+/// it in its bounding and inheritable sets (so a root host cannot make a pid
+/// namespace).
+pub fn role_command(role: &str, sys_admin: bool) -> std::process::Command {
+    let exe = std::env::current_exe().expect("test binary");
+    let mut command = if sys_admin {
+        std::process::Command::new(&exe)
+    } else {
+        let mut c = std::process::Command::new("setpriv");
+        c.args(["--inh-caps=-sys_admin", "--bounding-set=-sys_admin", "--"])
+            .arg(&exe);
+        c
+    };
+    command.args([
+        "--exact",
+        role,
+        "--ignored",
+        "--nocapture",
+        "--test-threads=1",
+    ]);
+    command
+}

@@ -99,6 +99,13 @@ struct ChildSetup {
     identity: Option<(u32, u32)>,
     /// Set by the child when the identity switch failed.
     identity_failed: bool,
+    /// The child is the first process of a new pid namespace
+    /// (`CLONE_NEWPID`), where `getppid` answers 0 whoever the parent is:
+    /// it then reads its parent from `/proc/self/status` instead.
+    own_pid_namespace: bool,
+    /// The parent's pid as `/proc` numbers it (`/proc/self`), compared with
+    /// the `PPid:` the child reads there.
+    parent_in_proc: libc::pid_t,
 }
 
 /// The bytes of the child's own stack (it runs until `execve`).
@@ -165,6 +172,38 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
                 fail(setup);
             }
         }
+        // Pid 1 of a pid namespace of its own (`CLONE_NEWPID`), and of a
+        // mount namespace of its own (`CLONE_NEWNS`, receiving the host's
+        // mounts and sending none back) whose `/proc` is that pid
+        // namespace's: Bubblewrap reads `/proc/PID` of the pids its own
+        // `clone` returns, which the host's `/proc` would not number.
+        // The host's `/proc` stays reachable through a descriptor for the
+        // parent check below (close-on-exec).
+        let mut host_proc = -1;
+        if (*setup).own_pid_namespace {
+            host_proc = libc::open(
+                c"/proc".as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            );
+            if host_proc < 0
+                || libc::mount(
+                    std::ptr::null(),
+                    c"/".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_REC | libc::MS_SLAVE,
+                    std::ptr::null(),
+                ) != 0
+                || libc::mount(
+                    c"proc".as_ptr(),
+                    c"/proc".as_ptr(),
+                    c"proc".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                    std::ptr::null(),
+                ) != 0
+            {
+                fail(setup);
+            }
+        }
         // The identity switch comes before the parent-death signal, which
         // the kernel clears on a change of credentials.
         if let Some((uid, gid)) = (*setup).identity {
@@ -189,7 +228,12 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         {
             fail(setup);
         }
-        if libc::getppid() != (*setup).parent {
+        let parent_lives = if (*setup).own_pid_namespace {
+            proc_parent(host_proc) == Some((*setup).parent_in_proc)
+        } else {
+            libc::getppid() == (*setup).parent
+        };
+        if !parent_lives {
             *libc::__errno_location() = libc::ESRCH;
             fail(setup);
         }
@@ -201,6 +245,73 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         libc::execve((*setup).program, (*setup).argv, (*setup).envp);
         fail(setup)
     }
+}
+
+/// The bytes of `/proc/self/status` the child reads (about 1.5 KiB; `PPid:`
+/// is its seventh line).
+const STATUS_BYTES: usize = 4096;
+
+/// The child's parent as `self/status` of the `/proc` directory `proc`
+/// names it (`PPid:`), read into a buffer on the child's stack:
+/// async-signal-safe and allocation-free.
+///
+/// # Safety
+///
+/// Only `openat`, `read` and `close` on this process's own descriptor table.
+unsafe fn proc_parent(proc: RawFd) -> Option<libc::pid_t> {
+    let mut buf = [0u8; STATUS_BYTES];
+    // SAFETY: a NUL-terminated path; the descriptor is this function's own.
+    let fd = unsafe {
+        libc::openat(
+            proc,
+            c"self/status".as_ptr(),
+            libc::O_RDONLY | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    let mut len = 0;
+    while len < buf.len() {
+        let rest = buf.get_mut(len..)?;
+        // SAFETY: reads at most `rest.len()` bytes into `rest`.
+        let n = unsafe { libc::read(fd, rest.as_mut_ptr().cast(), rest.len()) };
+        match usize::try_from(n) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(_) if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    // SAFETY: closes the descriptor opened above.
+    unsafe { libc::close(fd) };
+    status_parent(buf.get(..len)?)
+}
+
+/// The `PPid:` value of a `/proc/PID/status` text, without allocating.
+fn status_parent(status: &[u8]) -> Option<libc::pid_t> {
+    let mut lines = status.split(|&b| b == b'\n');
+    let value = lines.find_map(|line| line.strip_prefix(b"PPid:"))?;
+    let mut pid: libc::pid_t = 0;
+    let mut digits = 0;
+    for &b in value.iter().skip_while(|b| b.is_ascii_whitespace()) {
+        if !b.is_ascii_digit() {
+            break;
+        }
+        pid = pid
+            .checked_mul(10)?
+            .checked_add(libc::pid_t::from(b - b'0'))?;
+        digits += 1;
+    }
+    (digits > 0).then_some(pid)
+}
+
+/// This process's pid as `/proc` numbers it (the target of `/proc/self`).
+fn proc_self() -> io::Result<libc::pid_t> {
+    let link = std::fs::read_link("/proc/self")?;
+    link.to_str()
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| io::Error::other(format!("/proc/self names {}", link.display())))
 }
 
 /// `fd` itself when it is not a standard stream's number, otherwise a
@@ -228,18 +339,22 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
 /// child is reaped before it is returned.
 #[cfg(test)]
 pub fn spawn_child(program: &Path, args: &[String], inherit: &[RawFd]) -> io::Result<SpawnedChild> {
-    spawn_child_as(program, args, inherit, None)
+    spawn_child_as(program, args, inherit, None, false)
 }
 
 /// [`spawn_child`], switching the child to `identity` (uid, gid) before
 /// its exec ([`super::identity::switch_task_identity`]); a failed switch is
 /// an error of kind [`io::ErrorKind::PermissionDenied`] naming the ids, and
-/// nothing is executed.
+/// nothing is executed. With `own_pid_namespace` the child is cloned with
+/// `CLONE_NEWPID` as the first process, pid 1, of a new pid namespace
+/// (this needs `CAP_SYS_ADMIN`): when it dies, the kernel kills every other
+/// process of that namespace and of every namespace nested in it.
 pub fn spawn_child_as(
     program: &Path,
     args: &[String],
     inherit: &[RawFd],
     identity: Option<(u32, u32)>,
+    own_pid_namespace: bool,
 ) -> io::Result<SpawnedChild> {
     use std::os::unix::ffi::OsStrExt;
 
@@ -281,6 +396,8 @@ pub fn spawn_child_as(
         error: 0,
         identity,
         identity_failed: false,
+        own_pid_namespace,
+        parent_in_proc: if own_pid_namespace { proc_self()? } else { 0 },
     };
     // Left uninitialized: only the child writes it, and only its top pages
     // (zeroing all of it would touch every page).
@@ -289,6 +406,11 @@ pub fn spawn_child_as(
     let top = stack.as_mut_ptr().wrapping_add(CHILD_STACK_BYTES);
     let top = top.wrapping_sub(top as usize % 16);
     let mut pidfd: libc::c_int = -1;
+    let namespace = if own_pid_namespace {
+        libc::CLONE_NEWPID | libc::CLONE_NEWNS
+    } else {
+        0
+    };
 
     // SAFETY: an all-zero `sigset_t` is a valid (empty) set.
     let mut previous: libc::sigset_t = unsafe { std::mem::zeroed() };
@@ -308,7 +430,7 @@ pub fn spawn_child_as(
         libc::clone(
             child_main,
             top.cast::<libc::c_void>(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | libc::SIGCHLD,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PIDFD | namespace | libc::SIGCHLD,
             (&raw mut setup).cast::<libc::c_void>(),
             &raw mut pidfd,
         )
@@ -382,6 +504,77 @@ mod tests {
 
     use std::os::unix::process::ExitStatusExt;
     use std::process::ExitStatus;
+
+    #[test]
+    fn the_parent_is_read_from_a_status_text() {
+        let status = b"Name:\tsh\nUmask:\t0022\nState:\tR (running)\nTgid:\t41\nNgid:\t0\nPid:\t41\nPPid:\t7731\nTracerPid:\t0\n";
+        assert_eq!(status_parent(status), Some(7731));
+        assert_eq!(status_parent(b"PPid:\t0\n"), Some(0));
+        for bad in [
+            &b""[..],
+            b"Pid:\t41\n",
+            b"PPid:\t\n",
+            b"PPid:\tx1\n",
+            b"PPid:\t99999999999999999999\n",
+        ] {
+            assert_eq!(status_parent(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+    }
+
+    /// As host root: the child is pid 1 of a pid namespace of its own, and
+    /// its death takes a process it left running with it; the control,
+    /// without the namespace, leaves that process running.
+    #[test]
+    fn a_child_in_its_own_pid_namespace_takes_its_descendants_with_it() {
+        use std::io::BufRead;
+
+        if !super::super::process::has_sys_admin() {
+            eprintln!("SKIP: CAP_SYS_ADMIN is needed for a pid namespace");
+            assert!(
+                std::env::var_os("SPLASH_REQUIRE_HOST").is_none(),
+                "SPLASH_REQUIRE_HOST is set"
+            );
+            return;
+        }
+        for own in [true, false] {
+            // The shell starts a sleeper, prints its own pid and waits for
+            // the end of its input.
+            let child = spawn_child_as(
+                Path::new("/bin/sh"),
+                &[
+                    "-c".to_owned(),
+                    "sleep 30 </dev/null >/dev/null 2>&1 & echo $$; read x".to_owned(),
+                ],
+                &[],
+                None,
+                own,
+            )
+            .expect("spawn");
+            let mut line = String::new();
+            std::io::BufReader::new(File::from(child.stdout))
+                .read_line(&mut line)
+                .expect("read");
+            let seen: u32 = line.trim().parse().expect("$$");
+            assert_eq!(seen == 1, own, "pid 1 only in its own namespace: {line}");
+            let children =
+                std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.pid))
+                    .expect("children");
+            let sleeper: u32 = children.trim().parse().expect("one child");
+            let sleeper = super::super::process::pidfd_open(sleeper).expect("pidfd");
+            drop(child.stdin);
+            wait_child(child.pidfd.as_fd(), true).expect("reap");
+            let gone =
+                crate::sys::wait_readable(sleeper.as_fd(), std::time::Duration::from_millis(500))
+                    .expect("poll");
+            assert_eq!(
+                gone, own,
+                "the sleeper dies with its namespace's pid 1 only"
+            );
+            if !gone {
+                kill_child(sleeper.as_fd()).expect("kill the control's sleeper");
+            }
+        }
+    }
 
     #[test]
     fn a_spawned_child_sees_only_its_streams_and_the_named_descriptors() {

@@ -19,15 +19,19 @@
 //!   program);
 //! - `quota`: `ioctl(FS_IOC_FSGETXATTR)` and `quotactl_fd(2)` with
 //!   `Q_XGETQSTATV` and `Q_GETQUOTA` (project quotas);
-//! - `launch`: `clone(2)` with `CLONE_VM | CLONE_VFORK | CLONE_PIDFD`,
-//!   `pipe2(2)`, and in that child `sigaction(2)`, `prctl(PR_SET_PDEATHSIG)`,
-//!   `getppid(2)`, `dup2(2)`, `chdir(2)`, `close_range(2)`, `fcntl(F_SETFD)`,
+//! - `launch`: `clone(2)` with `CLONE_VM | CLONE_VFORK | CLONE_PIDFD` (and
+//!   `CLONE_NEWPID | CLONE_NEWNS` for a launch in a pid namespace of its
+//!   own), `pipe2(2)`, and in that child `sigaction(2)`,
+//!   `prctl(PR_SET_PDEATHSIG)`, `getppid(2)` (or `PPid:` of the host's
+//!   `/proc/self/status`), `mount(2)` of that namespace's `/proc`,
+//!   `dup2(2)`, `chdir(2)`, `close_range(2)`, `fcntl(F_SETFD)`,
 //!   `pthread_sigmask(3)` and `execve(2)`; and the descriptor hook
 //!   ([`install_child_descriptor_hook`]: `close_range(2)` and
 //!   `fcntl(F_SETFD)` in the forked child of a `std::process::Command`);
 //! - `process`: `waitid(P_PIDFD)` and `pidfd_send_signal(2)` (reaping and
 //!   killing a launch), `pidfd_open(2)` and its fdinfo (the sandbox's pid 1,
-//!   [`crate::sandbox_init`]), `getuid(2)`;
+//!   [`crate::sandbox_init`]), `getuid(2)` and the effective
+//!   capabilities (`CapEff:`);
 //! - `devnode`: `mkdirat(2)`, `mknodat(2)`, `fchownat(2)`, `fchmodat(2)`,
 //!   `fstatat(2)`, `unlinkat(2)` (private device nodes), `flock(2)` and
 //!   `fstat(2)` (the lock a device directory's owner holds,

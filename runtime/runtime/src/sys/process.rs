@@ -66,6 +66,9 @@ pub struct PidfdInfo {
     pub innermost: Option<u32>,
     /// How many `NSpid:` fields there are (namespace levels from ours).
     pub levels: usize,
+    /// The second `NSpid:` field: its pid in the namespace one level below
+    /// ours (a launch's own namespace, whose pid 1 this process started).
+    pub one_below: Option<u32>,
 }
 
 /// Reads the `Pid:` and `NSpid:` lines of a pidfd's fdinfo.
@@ -75,6 +78,7 @@ pub fn pidfd_info(pidfd: BorrowedFd<'_>) -> io::Result<PidfdInfo> {
         pid: None,
         innermost: None,
         levels: 0,
+        one_below: None,
     };
     for line in text.lines() {
         if let Some(v) = line.strip_prefix("Pid:") {
@@ -83,7 +87,25 @@ pub fn pidfd_info(pidfd: BorrowedFd<'_>) -> io::Result<PidfdInfo> {
             let fields: Vec<&str> = v.split_whitespace().collect();
             info.levels = fields.len();
             info.innermost = fields.last().and_then(|f| f.parse::<u32>().ok());
+            info.one_below = fields.get(1).and_then(|f| f.parse::<u32>().ok());
         }
     }
     Ok(info)
+}
+
+/// `CAP_SYS_ADMIN`'s bit in a capability set.
+const CAP_SYS_ADMIN: u32 = 21;
+
+/// Whether this process holds `CAP_SYS_ADMIN` in its effective set (the
+/// `CapEff:` line of `/proc/self/status`): what making a pid namespace
+/// needs. An unreadable or unparsable line answers `false`.
+pub fn has_sys_admin() -> bool {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) != 0)
 }
