@@ -863,12 +863,13 @@ fn killed_cgroup_host_role() {
 
 /// A host killed by SIGKILL with a session open leaves its child cgroup,
 /// and the next bind under that parent kills and removes it, since no
-/// living process holds its lock. A root host takes the sandbox with it
-/// (the launch is pid 1 of a pid namespace of its own), so the child is
-/// empty; the same host without `CAP_SYS_ADMIN` (through `setpriv`) has no
-/// such namespace, and its worker, which cleared its parent-death signal,
-/// outlives it in the child until the sweep kills it. A child whose owner
-/// lives (a session of the next bind) is left alone.
+/// living process holds its lock. The sandbox died with its host (the
+/// launch is pid 1 of a pid namespace of its own: as root, and as root
+/// without `CAP_SYS_ADMIN` through a user namespace), although its worker
+/// cleared its parent-death signal; a process the test then puts in the
+/// child (what a host that could make no such namespace leaves running
+/// there) is killed by the sweep. A child whose owner lives (a session of
+/// the next bind) is left alone.
 #[test]
 fn a_host_killed_with_a_session_open_leaves_nothing_after_the_next_bind() {
     let _serial = serial();
@@ -878,15 +879,23 @@ fn a_host_killed_with_a_session_open_leaves_nothing_after_the_next_bind() {
     let Some((bwrap, probe_dir)) = host_with_probe() else {
         return;
     };
-    for sys_admin in [true, false] {
-        killed_cgroup_host(&bwrap, probe_dir.path(), &parent, sys_admin);
+    for who in [
+        runtime_support::HostAs::Root,
+        runtime_support::HostAs::RootWithoutSysAdmin,
+    ] {
+        killed_cgroup_host(&bwrap, probe_dir.path(), &parent, who);
     }
 }
 
-fn killed_cgroup_host(bwrap: &Path, probe_dir: &Path, parent: &TestParent, sys_admin: bool) {
+fn killed_cgroup_host(
+    bwrap: &Path,
+    probe_dir: &Path,
+    parent: &TestParent,
+    who: runtime_support::HostAs,
+) {
     use std::io::BufRead;
 
-    let mut host = runtime_support::role_command("killed_cgroup_host_role", sys_admin)
+    let mut host = runtime_support::role_command("killed_cgroup_host_role", who)
         .env(KILLED_HOST_PARENT, parent.path())
         .env(KILLED_HOST_PROBE, probe_dir)
         .stdout(std::process::Stdio::piped())
@@ -899,44 +908,38 @@ fn killed_cgroup_host(bwrap: &Path, probe_dir: &Path, parent: &TestParent, sys_a
         .map_while(Result::ok)
         .any(|line| line.ends_with("READY"));
     assert!(ready, "the host did not open its session");
+    let left = parent.children();
+    assert_eq!(left.len(), 1, "the host's child cgroup: {left:?}");
+    let child = parent.path().join(&left[0]);
+    let sandbox: Vec<u32> = pids_of(&child);
+    assert!(!sandbox.is_empty(), "the sandbox runs in the child");
     host.kill().expect("SIGKILL");
     host.wait().expect("reap");
-    // Bubblewrap dies with its host, and without a namespace of the
-    // launch's own the orphaned worker does not.
-    let left = parent.children();
-    assert_eq!(left.len(), 1, "the killed host's child cgroup: {left:?}");
-    let child = parent.path().join(&left[0]);
     let until = std::time::Instant::now() + Duration::from_secs(1);
-    let mut survivors = Vec::new();
-    while std::time::Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(50));
-        survivors = pids_of(&child)
-            .into_iter()
-            .filter(|p| running(*p))
-            .collect();
-        if sys_admin && survivors.is_empty() {
-            break;
-        }
-    }
-    if sys_admin {
+    while sandbox.iter().any(|p| running(*p)) {
         assert!(
-            survivors.is_empty(),
-            "the sandbox died with its root host: {survivors:?}"
+            std::time::Instant::now() < until,
+            "{who:?}: the sandbox outlived its killed host: {:?}",
+            pids_of(&child)
         );
-    } else {
-        assert!(
-            !survivors.is_empty(),
-            "control: without CAP_SYS_ADMIN the orphaned worker outlived its killed host"
-        );
+        std::thread::sleep(Duration::from_millis(10));
     }
+    assert_eq!(parent.children(), left, "the killed host's child is left");
+    // What a launch in the host's namespaces would leave: a process still
+    // running in the child.
+    let mut survivor = Command::new("sleep").arg("60").spawn().expect("sleep");
+    std::fs::write(child.join("cgroup.procs"), survivor.id().to_string())
+        .expect("move the survivor into the child");
+    let survivors = vec![survivor.id()];
 
     let policy = orphan_cgroup_policy(bwrap, probe_dir, parent.path());
     let bound = BoundCommand::bind(boundary_only(&policy)).expect("the next bind");
     assert!(parent.children().is_empty(), "{:?}", parent.children());
-    let left_running: Vec<u32> = survivors.into_iter().filter(|p| running(*p)).collect();
-    assert!(
-        left_running.is_empty(),
-        "swept with its cgroup: {left_running:?}"
+    let killed = survivor.wait().expect("reap the survivor");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&killed),
+        Some(9),
+        "swept with its cgroup: {survivors:?}"
     );
     // A live owner's child survives a sweep.
     let session =

@@ -3,9 +3,10 @@
 //! one of its own, so the launch's death (by the parent-death signal the
 //! host gave it) ends every process of the sandbox: a worker that cleared
 //! its own parent-death signal, and a sandbox Bubblewrap had not finished
-//! making. The control of each is the same host without `CAP_SYS_ADMIN`
-//! (through `setpriv`), whose launch has no namespace of its own: there the
-//! same process outlives its host.
+//! making. A host without `CAP_SYS_ADMIN` (root through `setpriv`, and uid
+//! 65534) makes that namespace in a user namespace of its own. The control
+//! of each is Bubblewrap launched the same way without the namespace: there
+//! the same process outlives its host.
 
 mod runtime_support;
 
@@ -15,7 +16,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use runtime_support::{running_as_root, serial};
+use runtime_support::{HostAs, running_as_root, serial};
 use splash_protocol::{PrivatePipeWorkerBootstrap, SessionKey, Token};
 use splash_runtime::{BindOptions, BoundCommand, LaunchPreparation, LaunchSpec};
 
@@ -79,6 +80,7 @@ fn killed_host_role() {
             // the host is dead, and SIGPIPE would end the worker.
             let session = runtime_support::ProbeSession::start(&bound, None).expect("open");
             let pid = session.lifecycle.sandbox_pid().expect("pid 1 is held");
+            assert!(session.lifecycle.sandbox_dies_with_host());
             println!("READY {pid}");
             park(session);
         }
@@ -92,6 +94,7 @@ fn killed_host_role() {
             );
             let mut worker = bound.spawn_with_bootstrap(&bootstrap).expect("spawn");
             let pid = worker.lifecycle().sandbox_pid().expect("pid 1 is held");
+            assert!(worker.lifecycle().sandbox_dies_with_host());
             println!("READY {pid}");
             park(worker);
         }
@@ -121,17 +124,17 @@ fn alive(process: (u32, u64)) -> bool {
     identity(process.0) == Some(process)
 }
 
-/// Starts the host in `role`, as root with or without `CAP_SYS_ADMIN`,
-/// waits for its `READY`, kills it with SIGKILL and returns the sandbox's
-/// pid 1 as it was then. The host's standard input is `block`.
+/// Starts the host in `role` as `who`, waits for its `READY`, kills it
+/// with SIGKILL and returns the sandbox's pid 1 as it was then. The host's
+/// standard input is `block`.
 fn kill_host(
     role: &str,
     probe_dir: &Path,
     devices: &Path,
-    sys_admin: bool,
+    who: HostAs,
     block: OwnedFd,
 ) -> (u32, u64) {
-    let mut host = runtime_support::role_command("killed_host_role", sys_admin)
+    let mut host = runtime_support::role_command("killed_host_role", who)
         .env(ROLE, role)
         .env(PROBE_DIR, probe_dir)
         .env(DEVICES, devices)
@@ -151,7 +154,7 @@ fn kill_host(
     let Some(pid) = pid else {
         let _ = host.kill();
         let _ = host.wait();
-        panic!("the {role} host (CAP_SYS_ADMIN {sys_admin}) did not get ready");
+        panic!("the {role} host ({who:?}) did not get ready");
     };
     let process = identity(pid).expect("the sandbox's pid 1 runs");
     host.kill().expect("SIGKILL");
@@ -159,10 +162,104 @@ fn kill_host(
     process
 }
 
-/// With `CAP_SYS_ADMIN`, the sandbox's pid 1 is gone within a second of its
-/// host's SIGKILL, whether the worker cleared its parent-death signal and
-/// lingers, or Bubblewrap was still holding pid 1 in its set-up; without
-/// it (the control), the same process is still there a second later. What
+/// The control: Bubblewrap started by a shell that is then killed with
+/// SIGKILL, with `--die-with-parent` and no pid namespace of the launch's
+/// own, as the launch was before. The sandbox's pid 1 is the probe that
+/// cleared its parent-death signal (`orphan`), or Bubblewrap's child held
+/// in its set-up wait (`set-up`). Returns it as it was at the kill.
+fn kill_raw_host(role: &str, bwrap: &Path, probe: &Path, block: OwnedFd) -> (u32, u64) {
+    let dir = runtime_support::TempDir::new("raw-host");
+    let info = dir.path().join("info");
+    let mut command = Command::new("/bin/sh");
+    command
+        .args([
+            "-c",
+            // The shell's input (the pipe) on 4, and Bubblewrap's report on
+            // 5, for a job that would otherwise read /dev/null.
+            "exec 4<&0 5>\"$0\"; \"$@\" <&4 & wait",
+        ])
+        .arg(&info)
+        .arg(bwrap)
+        .args([
+            "--die-with-parent",
+            "--unshare-all",
+            "--unshare-user",
+            "--as-pid-1",
+            "--info-fd",
+            "5",
+            "--ro-bind",
+            "/",
+            "/",
+        ]);
+    match role {
+        "orphan" => {
+            command.arg(probe).arg("--orphan");
+        }
+        _ => {
+            command.args(["--userns-block-fd", "4", "/bin/true"]);
+        }
+    }
+    let mut host = command
+        .stdin(Stdio::from(block))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("raw host");
+    let until = Instant::now() + Duration::from_secs(5);
+    let pid = loop {
+        let report = std::fs::read_to_string(&info).unwrap_or_default();
+        if let Some(pid) = serde_json::from_str::<serde_json::Value>(&report)
+            .ok()
+            .and_then(|v| v.get("child-pid").and_then(serde_json::Value::as_u64))
+        {
+            break u32::try_from(pid).expect("pid");
+        }
+        assert!(Instant::now() < until, "no report from the raw Bubblewrap");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    if role == "orphan" {
+        while runtime_support::processes_running(probe).is_empty() {
+            assert!(
+                Instant::now() < until,
+                "the raw launch's probe never started"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Time to clear its signal before its parent dies.
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let process = identity(pid).expect("the raw sandbox's pid 1 runs");
+    host.kill().expect("SIGKILL");
+    host.wait().expect("reap");
+    process
+}
+
+/// Whether `pid1` still runs a second after its host's death; a survivor
+/// is killed.
+fn survives(pid1: (u32, u64)) -> bool {
+    let until = Instant::now() + Duration::from_secs(1);
+    while alive(pid1) && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let survived = alive(pid1);
+    if survived {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid1.0.to_string()])
+            .status();
+        let until = Instant::now() + Duration::from_secs(5);
+        while alive(pid1) {
+            assert!(Instant::now() < until, "the survivor did not die");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    survived
+}
+
+/// The sandbox's pid 1 is gone within a second of its host's SIGKILL,
+/// whether the worker cleared its parent-death signal and lingers, or
+/// Bubblewrap was still holding pid 1 in its set-up, for a root host, one
+/// without `CAP_SYS_ADMIN` and one running as uid 65534; in the control,
+/// the raw launch, the same process is still there a second later. What
 /// else the killed hosts made (private device directories) the next bind
 /// sweeps.
 #[test]
@@ -170,48 +267,38 @@ fn a_killed_host_takes_its_sandbox_with_it() {
     let _serial = serial();
     if !splash_tests::require_host(
         running_as_root(),
-        "host root (a pid namespace of the launch's own needs CAP_SYS_ADMIN)",
+        "host root (the hosts are root, root without CAP_SYS_ADMIN and uid 65534)",
     ) {
         return;
     }
     let Some((bwrap, probe_dir)) = runtime_support::host_with_probe() else {
         return;
     };
+    let probe = probe_dir.path().join("splash-probe");
     let devices = runtime_support::DeviceParent::new("killed-host");
     for role in ["orphan", "set-up"] {
-        for sys_admin in [false, true] {
-            // The set-up host's block: never written, held until the end.
+        // Each host's block (the set-up hold): never written, held until
+        // its pid 1 is checked.
+        let (read, write) = rustix::pipe::pipe().expect("pipe");
+        let pid1 = kill_raw_host(role, &bwrap, &probe, read);
+        assert!(
+            survives(pid1),
+            "{role}, control: without a pid namespace of the launch's own, pid 1 outlives its killed host"
+        );
+        drop(write);
+        for who in [HostAs::Root, HostAs::RootWithoutSysAdmin, HostAs::Nobody] {
             let (read, write) = rustix::pipe::pipe().expect("pipe");
-            let pid1 = kill_host(role, probe_dir.path(), devices.path(), sys_admin, read);
-            let until = Instant::now() + Duration::from_secs(1);
-            while alive(pid1) && Instant::now() < until {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            let survived = alive(pid1);
-            if survived {
-                let _ = Command::new("kill")
-                    .args(["-KILL", &pid1.0.to_string()])
-                    .status();
-                let until = Instant::now() + Duration::from_secs(5);
-                while alive(pid1) {
-                    assert!(Instant::now() < until, "{role}: the survivor did not die");
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-            }
+            let pid1 = kill_host(role, probe_dir.path(), devices.path(), who, read);
+            assert!(
+                !survives(pid1),
+                "{role}, {who:?}: the sandbox outlived its killed host"
+            );
             drop(write);
-            if sys_admin {
-                assert!(!survived, "{role}: the sandbox outlived its killed host");
-            } else {
-                assert!(
-                    survived,
-                    "{role}, control: without a pid namespace of the launch's own, pid 1 outlives its killed host"
-                );
-            }
         }
     }
-    // Each host's bind swept the one killed before it.
+    // Each root host's bind swept the one killed before it.
     let left = devices.directories();
-    assert_eq!(left.len(), 1, "the last killed host's: {left:?}");
+    assert!(left.len() <= 1, "the last killed root host's: {left:?}");
     let policy = runtime_support::probe_policy_in(&bwrap, probe_dir.path());
     let next = BoundCommand::bind_with(
         policy.plan(),

@@ -534,7 +534,13 @@ fn ids_line(status: &str, key: &str) -> Option<[u32; 4]> {
 /// exited with status 0. `splashc doctor` starts Bubblewrap this way to show
 /// that the switch and an unprivileged user namespace work on this host.
 pub fn try_as(program: &Path, args: &[String], uid: u32, gid: u32) -> io::Result<bool> {
-    let child = crate::sys::spawn_child_as(program, args, &[], Some((uid, gid)), false)?;
+    let child = crate::sys::spawn_child_as(
+        program,
+        args,
+        &[],
+        Some((uid, gid)),
+        crate::sys::LaunchNamespaces::Host,
+    )?;
     drop(child.stdin);
     let status = crate::sys::wait_child(child.pidfd.as_fd(), true)?;
     Ok(status == Some(0))

@@ -164,6 +164,14 @@ impl WorkerLifecycle {
         self.init.pid()
     }
 
+    /// Whether the launch is pid 1 of a pid namespace of its own, the
+    /// sandbox's nested in it, so that its death with a killed host takes
+    /// every process of the sandbox with it (`false` where the host could
+    /// make no such namespace: `docs/runtime.md`).
+    pub fn sandbox_dies_with_host(&self) -> bool {
+        self.init.in_own_namespace()
+    }
+
     fn reaped(&mut self, status: WorkerStatus) -> WorkerStatus {
         self.reaped = Some(status);
         // Nothing in the sandbox uses the nodes any more.

@@ -113,6 +113,11 @@ impl SandboxInit {
         }
     }
 
+    /// Whether the launched process is pid 1 of a pid namespace of its own.
+    pub(crate) fn in_own_namespace(&self) -> bool {
+        self.launcher.is_some()
+    }
+
     /// The launched process (host pid `launcher`) is pid 1 of its own pid
     /// namespace, so the report numbers the sandbox's pid 1 in it.
     pub(crate) fn launched_in_own_namespace(&mut self, launcher: u32) {

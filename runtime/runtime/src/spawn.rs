@@ -20,10 +20,12 @@
 //!    signal handling and an empty signal mask; in the child, every
 //!    descriptor from 3 up is marked close-on-exec and only the spec's
 //!    descriptors are made inheritable; the process is then signalled and
-//!    reaped only through the pidfd made with it; a host holding
-//!    `CAP_SYS_ADMIN` adds `CLONE_NEWPID | CLONE_NEWNS`, so the launched
-//!    process is pid 1 of a pid namespace of its own (with that namespace's
-//!    `/proc`), and its death, with the host, takes the whole sandbox;
+//!    reaped only through the pidfd made with it; `CLONE_NEWPID |
+//!    CLONE_NEWNS` (and `CLONE_NEWUSER` for a host without
+//!    `CAP_SYS_ADMIN`) make the launched process pid 1 of a pid namespace of
+//!    its own (with that namespace's `/proc`), so its death, with the host,
+//!    takes the whole sandbox; a host that may make no user namespace
+//!    launches in its own namespaces;
 //!    in executable-pinned mode the program is `/proc/self/fd/N` of a fresh
 //!    duplicate of the pinned Bubblewrap (itself close-on-exec: the kernel
 //!    opens the file before it closes the descriptor);
@@ -63,7 +65,7 @@ use crate::error::{SpawnError, Stopped};
 use crate::launch_spec::{LaunchSpec, proc_fd_path};
 use crate::lifecycle::{SpawnedWorker, WorkerLifecycle, WorkerProcess};
 use crate::sandbox_init::SandboxInit;
-use crate::sys;
+use crate::sys::{self, LaunchNamespaces};
 use crate::watchdog::{Deadlines, StopAwareStdout, Watchdog};
 
 fn seccomp_slot(plan: &LaunchPlan) -> Option<Slot> {
@@ -233,20 +235,30 @@ impl BoundCommand {
                 SpawnError::Supervision(io::Error::other("the report pipe was already taken"))
             })?;
         let inherited = spec.inherited();
-        // A host that may make pid namespaces starts the launch as pid 1 of
-        // one of its own, which the sandbox's is nested in: when the launch
-        // dies (with its host, by the parent-death signal), the kernel kills
-        // every process of the sandbox, whatever they did to their own
-        // parent-death signals and wherever Bubblewrap was in its set-up.
-        let own_namespace = sys::has_sys_admin();
+        // The launch starts as pid 1 of a pid namespace of its own, which
+        // the sandbox's is nested in: when the launch dies (with its host,
+        // by the parent-death signal), the kernel kills every process of the
+        // sandbox, whatever they did to their own parent-death signals and
+        // wherever Bubblewrap was in its set-up. A host without
+        // `CAP_SYS_ADMIN` makes it in a user namespace of its own; where
+        // the host allows it none (a sysctl, a security module), the launch
+        // runs in the host's namespaces, as Bubblewrap alone would
+        // (`docs/runtime.md`, "A host that dies").
+        let wanted = if sys::has_sys_admin() {
+            LaunchNamespaces::Pid
+        } else {
+            LaunchNamespaces::UserAndPid
+        };
         let started = Instant::now();
-        let spawned = sys::spawn_child_as(
-            &spec.program,
-            &spec.args,
-            &inherited,
-            child_ids,
-            own_namespace,
-        );
+        let launch = |namespaces| {
+            sys::spawn_child_as(&spec.program, &spec.args, &inherited, child_ids, namespaces)
+        };
+        let (namespaces, spawned) = match launch(wanted) {
+            Err(e) if wanted == LaunchNamespaces::UserAndPid && sys::namespace_refused(&e) => {
+                (LaunchNamespaces::Host, launch(LaunchNamespaces::Host))
+            }
+            other => (wanted, other),
+        };
         // The child has its copies (or never started): close the parent's.
         let shown = spec.shown.clone();
         drop(spec);
@@ -262,7 +274,7 @@ impl BoundCommand {
                 });
             }
         };
-        if own_namespace {
+        if namespaces != LaunchNamespaces::Host {
             init.launched_in_own_namespace(child.pid);
         }
         let process = WorkerProcess::new(child.pid, child.pidfd);

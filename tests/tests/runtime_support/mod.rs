@@ -643,18 +643,32 @@ pub fn fake_bwrap(dir: &Path, real: &Path, missing: &str, hide_in_help: bool) ->
     path
 }
 
+/// Who a host started by [`role_command`] runs as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostAs {
+    /// Root with every capability.
+    Root,
+    /// Root without `CAP_SYS_ADMIN` in its bounding and inheritable sets
+    /// (through `setpriv`), so it cannot make a pid namespace by itself.
+    RootWithoutSysAdmin,
+    /// Uid and gid 65534 without supplementary groups (through `setpriv`).
+    Nobody,
+}
+
 /// This test binary run as the ignored test `role` alone (a host a test
-/// starts and kills), with `CAP_SYS_ADMIN` or, through `setpriv`, without
-/// it in its bounding and inheritable sets (so a root host cannot make a pid
-/// namespace).
-pub fn role_command(role: &str, sys_admin: bool) -> std::process::Command {
+/// starts and kills), as `who`.
+pub fn role_command(role: &str, who: HostAs) -> std::process::Command {
     let exe = std::env::current_exe().expect("test binary");
-    let mut command = if sys_admin {
+    let wrapper: &[&str] = match who {
+        HostAs::Root => &[],
+        HostAs::RootWithoutSysAdmin => &["--inh-caps=-sys_admin", "--bounding-set=-sys_admin"],
+        HostAs::Nobody => &["--reuid=65534", "--regid=65534", "--clear-groups"],
+    };
+    let mut command = if wrapper.is_empty() {
         std::process::Command::new(&exe)
     } else {
         let mut c = std::process::Command::new("setpriv");
-        c.args(["--inh-caps=-sys_admin", "--bounding-set=-sys_admin", "--"])
-            .arg(&exe);
+        c.args(wrapper).arg("--").arg(&exe);
         c
     };
     command.args([

@@ -103,6 +103,14 @@ struct ChildSetup {
     /// (`CLONE_NEWPID`), where `getppid` answers 0 whoever the parent is:
     /// it then reads its parent from `/proc/self/status` instead.
     own_pid_namespace: bool,
+    /// With a user namespace of its own: its `uid_map` and `gid_map` lines
+    /// (the parent's ids mapped to themselves), written by the child.
+    uid_map: *const u8,
+    uid_map_len: usize,
+    gid_map: *const u8,
+    gid_map_len: usize,
+    /// Set by the child when a step of making its namespaces failed.
+    namespace_failed: bool,
     /// The parent's pid as `/proc` numbers it (`/proc/self`), compared with
     /// the `PPid:` the child reads there.
     parent_in_proc: libc::pid_t,
@@ -179,13 +187,32 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         // `clone` returns, which the host's `/proc` would not number.
         // The host's `/proc` stays reachable through a descriptor for the
         // parent check below (close-on-exec).
+        // With a user namespace of its own (a host without
+        // `CAP_SYS_ADMIN`), the child first maps the host's uid and gid to
+        // themselves (`setgroups` denied, as an unprivileged map requires),
+        // which gives it the namespace's capabilities for the mounts; its
+        // exec as that (non-zero) uid drops them again.
         let mut host_proc = -1;
         if (*setup).own_pid_namespace {
             host_proc = libc::open(
                 c"/proc".as_ptr(),
                 libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
             );
+            let mapped = (*setup).uid_map.is_null()
+                || (host_proc >= 0
+                    && write_proc(host_proc, c"self/setgroups", b"deny")
+                    && write_proc(
+                        host_proc,
+                        c"self/uid_map",
+                        std::slice::from_raw_parts((*setup).uid_map, (*setup).uid_map_len),
+                    )
+                    && write_proc(
+                        host_proc,
+                        c"self/gid_map",
+                        std::slice::from_raw_parts((*setup).gid_map, (*setup).gid_map_len),
+                    ));
             if host_proc < 0
+                || !mapped
                 || libc::mount(
                     std::ptr::null(),
                     c"/".as_ptr(),
@@ -201,6 +228,7 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
                     std::ptr::null(),
                 ) != 0
             {
+                (*setup).namespace_failed = true;
                 fail(setup);
             }
         }
@@ -245,6 +273,25 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
         libc::execve((*setup).program, (*setup).argv, (*setup).envp);
         fail(setup)
     }
+}
+
+/// Writes `bytes` to `path` under the `/proc` directory `proc` in one
+/// `write(2)`, as `uid_map` requires: async-signal-safe and allocation-free.
+///
+/// # Safety
+///
+/// Only `openat`, `write` and `close` on this process's own descriptor table.
+unsafe fn write_proc(proc: RawFd, path: &std::ffi::CStr, bytes: &[u8]) -> bool {
+    // SAFETY: a NUL-terminated path; the descriptor is this function's own.
+    let fd = unsafe { libc::openat(proc, path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: writes `bytes.len()` bytes from `bytes`.
+    let written = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
+    // SAFETY: closes the descriptor opened above.
+    unsafe { libc::close(fd) };
+    usize::try_from(written) == Ok(bytes.len())
 }
 
 /// The bytes of `/proc/self/status` the child reads (about 1.5 KiB; `PPid:`
@@ -306,6 +353,40 @@ fn status_parent(status: &[u8]) -> Option<libc::pid_t> {
     (digits > 0).then_some(pid)
 }
 
+/// The namespaces a launch starts in ([`spawn_child_as`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaunchNamespaces {
+    /// This process's own.
+    Host,
+    /// A pid namespace and a mount namespace of its own (`CLONE_NEWPID |
+    /// CLONE_NEWNS`), which needs `CAP_SYS_ADMIN`.
+    Pid,
+    /// The same, owned by a user namespace of its own that maps only this
+    /// process's effective uid and gid, each to itself: what a process
+    /// without `CAP_SYS_ADMIN` can make where unprivileged user namespaces
+    /// are allowed.
+    UserAndPid,
+}
+
+/// Making a launch's own namespaces failed ([`spawn_child_as`]).
+#[derive(Debug, thiserror::Error)]
+#[error("making the launch's own pid namespace failed: {0}")]
+pub struct NamespaceRefused(#[source] io::Error);
+
+/// A failure to make a launch's own namespaces, kind
+/// [`io::ErrorKind::Unsupported`], carrying [`NamespaceRefused`].
+fn namespace_error(source: io::Error) -> io::Error {
+    io::Error::new(io::ErrorKind::Unsupported, NamespaceRefused(source))
+}
+
+/// Whether `error` is [`spawn_child_as`]'s failure to make the launch's
+/// own namespaces.
+pub fn namespace_refused(error: &io::Error) -> bool {
+    error
+        .get_ref()
+        .is_some_and(|inner| inner.is::<NamespaceRefused>())
+}
+
 /// This process's pid as `/proc` numbers it (the target of `/proc/self`).
 fn proc_self() -> io::Result<libc::pid_t> {
     let link = std::fs::read_link("/proc/self")?;
@@ -339,22 +420,24 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
 /// child is reaped before it is returned.
 #[cfg(test)]
 pub fn spawn_child(program: &Path, args: &[String], inherit: &[RawFd]) -> io::Result<SpawnedChild> {
-    spawn_child_as(program, args, inherit, None, false)
+    spawn_child_as(program, args, inherit, None, LaunchNamespaces::Host)
 }
 
 /// [`spawn_child`], switching the child to `identity` (uid, gid) before
 /// its exec ([`super::identity::switch_task_identity`]); a failed switch is
 /// an error of kind [`io::ErrorKind::PermissionDenied`] naming the ids, and
-/// nothing is executed. With `own_pid_namespace` the child is cloned with
-/// `CLONE_NEWPID` as the first process, pid 1, of a new pid namespace
-/// (this needs `CAP_SYS_ADMIN`): when it dies, the kernel kills every other
-/// process of that namespace and of every namespace nested in it.
+/// nothing is executed. With [`LaunchNamespaces::Pid`] or
+/// [`LaunchNamespaces::UserAndPid`] the child is the first process, pid 1,
+/// of a new pid namespace with a mount namespace whose `/proc` is that pid
+/// namespace's: when it dies, the kernel kills every other process of that
+/// namespace and of every namespace nested in it. A failure to make them
+/// is an error of kind [`io::ErrorKind::Unsupported`].
 pub fn spawn_child_as(
     program: &Path,
     args: &[String],
     inherit: &[RawFd],
     identity: Option<(u32, u32)>,
-    own_pid_namespace: bool,
+    namespaces: LaunchNamespaces,
 ) -> io::Result<SpawnedChild> {
     use std::os::unix::ffi::OsStrExt;
 
@@ -368,6 +451,22 @@ pub fn spawn_child_as(
     let mut argv: Vec<*const libc::c_char> = strings.iter().map(|s| s.as_ptr()).collect();
     argv.push(std::ptr::null());
     let envp: [*const libc::c_char; 1] = [std::ptr::null()];
+    let own_pid_namespace = namespaces != LaunchNamespaces::Host;
+    let (uid_map, gid_map) = match namespaces {
+        LaunchNamespaces::UserAndPid => {
+            let uid = rustix::process::geteuid().as_raw();
+            let gid = rustix::process::getegid().as_raw();
+            (format!("{uid} {uid} 1\n"), format!("{gid} {gid} 1\n"))
+        }
+        LaunchNamespaces::Host | LaunchNamespaces::Pid => (String::new(), String::new()),
+    };
+    let map = |m: &String| {
+        if m.is_empty() {
+            std::ptr::null()
+        } else {
+            m.as_ptr()
+        }
+    };
 
     let (stdin_read, stdin_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
     let (stdout_read, stdout_write) = rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC)?;
@@ -398,6 +497,11 @@ pub fn spawn_child_as(
         identity_failed: false,
         own_pid_namespace,
         parent_in_proc: if own_pid_namespace { proc_self()? } else { 0 },
+        uid_map: map(&uid_map),
+        uid_map_len: uid_map.len(),
+        gid_map: map(&gid_map),
+        gid_map_len: gid_map.len(),
+        namespace_failed: false,
     };
     // Left uninitialized: only the child writes it, and only its top pages
     // (zeroing all of it would touch every page).
@@ -406,10 +510,12 @@ pub fn spawn_child_as(
     let top = stack.as_mut_ptr().wrapping_add(CHILD_STACK_BYTES);
     let top = top.wrapping_sub(top as usize % 16);
     let mut pidfd: libc::c_int = -1;
-    let namespace = if own_pid_namespace {
-        libc::CLONE_NEWPID | libc::CLONE_NEWNS
-    } else {
-        0
+    let namespace = match namespaces {
+        LaunchNamespaces::Host => 0,
+        LaunchNamespaces::Pid => libc::CLONE_NEWPID | libc::CLONE_NEWNS,
+        LaunchNamespaces::UserAndPid => {
+            libc::CLONE_NEWUSER | libc::CLONE_NEWPID | libc::CLONE_NEWNS
+        }
     };
 
     // SAFETY: an all-zero `sigset_t` is a valid (empty) set.
@@ -442,6 +548,9 @@ pub fn spawn_child_as(
     }
     drop(stack);
     if pid < 0 {
+        if own_pid_namespace {
+            return Err(namespace_error(cloned));
+        }
         return Err(cloned);
     }
     // SAFETY: the kernel returned a new descriptor in `pidfd` that nothing
@@ -455,6 +564,10 @@ pub fn spawn_child_as(
         let _ = wait_child(pidfd.as_fd(), true);
         // SAFETY: as `error` above.
         let switch_failed = unsafe { std::ptr::read_volatile(&raw const setup.identity_failed) };
+        // SAFETY: as `error` above.
+        if unsafe { std::ptr::read_volatile(&raw const setup.namespace_failed) } {
+            return Err(namespace_error(io::Error::from_raw_os_error(error)));
+        }
         if let (true, Some((uid, gid))) = (switch_failed, identity) {
             return Err(io::Error::new(
                 io::ErrorKind::PermissionDenied,
@@ -521,22 +634,26 @@ mod tests {
         }
     }
 
-    /// As host root: the child is pid 1 of a pid namespace of its own, and
-    /// its death takes a process it left running with it; the control,
-    /// without the namespace, leaves that process running.
+    /// The child is pid 1 of a pid namespace of its own (as host root, or
+    /// in a user namespace of its own), and its death takes a process it
+    /// left running with it; the control, without the namespace, leaves that
+    /// process running.
     #[test]
     fn a_child_in_its_own_pid_namespace_takes_its_descendants_with_it() {
         use std::io::BufRead;
 
-        if !super::super::process::has_sys_admin() {
-            eprintln!("SKIP: CAP_SYS_ADMIN is needed for a pid namespace");
+        let mut modes = vec![LaunchNamespaces::UserAndPid, LaunchNamespaces::Host];
+        if super::super::process::has_sys_admin() {
+            modes.push(LaunchNamespaces::Pid);
+        } else {
+            eprintln!("SKIP: CAP_SYS_ADMIN is needed for a pid namespace without a user namespace");
             assert!(
                 std::env::var_os("SPLASH_REQUIRE_HOST").is_none(),
                 "SPLASH_REQUIRE_HOST is set"
             );
-            return;
         }
-        for own in [true, false] {
+        for mode in modes {
+            let own = mode != LaunchNamespaces::Host;
             // The shell starts a sleeper, prints its own pid and waits for
             // the end of its input.
             let child = spawn_child_as(
@@ -547,7 +664,7 @@ mod tests {
                 ],
                 &[],
                 None,
-                own,
+                mode,
             )
             .expect("spawn");
             let mut line = String::new();

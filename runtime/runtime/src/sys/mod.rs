@@ -20,10 +20,11 @@
 //! - `quota`: `ioctl(FS_IOC_FSGETXATTR)` and `quotactl_fd(2)` with
 //!   `Q_XGETQSTATV` and `Q_GETQUOTA` (project quotas);
 //! - `launch`: `clone(2)` with `CLONE_VM | CLONE_VFORK | CLONE_PIDFD` (and
-//!   `CLONE_NEWPID | CLONE_NEWNS` for a launch in a pid namespace of its
-//!   own), `pipe2(2)`, and in that child `sigaction(2)`,
-//!   `prctl(PR_SET_PDEATHSIG)`, `getppid(2)` (or `PPid:` of the host's
-//!   `/proc/self/status`), `mount(2)` of that namespace's `/proc`,
+//!   `CLONE_NEWPID | CLONE_NEWNS`, perhaps `CLONE_NEWUSER`, for a launch in
+//!   a pid namespace of its own), `pipe2(2)`, and in that child
+//!   `sigaction(2)`, `prctl(PR_SET_PDEATHSIG)`, `getppid(2)` (or `PPid:` of
+//!   the host's `/proc/self/status`), the user namespace's `uid_map`,
+//!   `gid_map` and `setgroups`, `mount(2)` of that namespace's `/proc`,
 //!   `dup2(2)`, `chdir(2)`, `close_range(2)`, `fcntl(F_SETFD)`,
 //!   `pthread_sigmask(3)` and `execve(2)`; and the descriptor hook
 //!   ([`install_child_descriptor_hook`]: `close_range(2)` and
