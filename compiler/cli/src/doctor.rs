@@ -138,6 +138,17 @@ pub trait Host {
         let _ = (program, args, uid, gid);
         Err(io::Error::from(io::ErrorKind::Unsupported))
     }
+    /// The namespaces `program ARGS...` gets when started as a launch
+    /// starts Bubblewrap, and whether it exited with status 0; an error
+    /// when it cannot be tried.
+    fn launch_namespaces(
+        &self,
+        program: &Path,
+        args: &[&str],
+    ) -> io::Result<(splash_runtime::LaunchNamespaces, bool)> {
+        let _ = (program, args);
+        Err(io::Error::from(io::ErrorKind::Unsupported))
+    }
 }
 
 /// This machine.
@@ -152,6 +163,15 @@ impl Host for RealHost {
     fn run_as(&self, program: &Path, args: &[&str], uid: u32, gid: u32) -> io::Result<bool> {
         let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
         splash_runtime::identity::try_as(program, &args, uid, gid)
+    }
+
+    fn launch_namespaces(
+        &self,
+        program: &Path,
+        args: &[&str],
+    ) -> io::Result<(splash_runtime::LaunchNamespaces, bool)> {
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        splash_runtime::try_launch_namespaces(program, &args)
     }
 
     fn mode(&self, path: &Path) -> io::Result<u32> {
@@ -286,6 +306,7 @@ pub fn diagnose(host: &dyn Host, plan: &LaunchPlan, preflight: &Preflight) -> Ve
         cgroup_hierarchy(host, plan, &mounts, &mut findings);
     }
     findings.push(root_finding(host, plan));
+    findings.push(killed_host_finding(host, plan));
     if let Some(f) = identity_switch_finding(host, plan) {
         findings.push(f);
     }
@@ -884,6 +905,63 @@ fn root_finding(host: &dyn Host, plan: &LaunchPlan) -> Finding {
             format!(
                 "the launch runs as uid {uid}; the worker is host uid {uid} without capabilities"
             ),
+        ),
+    }
+}
+
+/// Whether a host killed by SIGKILL takes its sandboxes with it: the
+/// launch is pid 1 of a pid namespace of its own (`docs/runtime.md`, "A
+/// host that dies"), tried by starting Bubblewrap the way a launch does.
+fn killed_host_finding(host: &dyn Host, plan: &LaunchPlan) -> Finding {
+    use splash_runtime::LaunchNamespaces;
+
+    const CONTROL: &str = "killed host";
+    let args = [
+        "--unshare-all",
+        "--die-with-parent",
+        "--as-pid-1",
+        "--ro-bind",
+        "/",
+        "/",
+        "--",
+        "/bin/true",
+    ];
+    let bwrap = Path::new(plan.bwrap().as_str());
+    let cgroup = plan.cgroup().is_some();
+    match host.launch_namespaces(bwrap, &args) {
+        Ok((namespaces @ (LaunchNamespaces::Pid | LaunchNamespaces::UserAndPid), true)) => {
+            let how = match namespaces {
+                LaunchNamespaces::Pid => "made with CAP_SYS_ADMIN",
+                _ => "made in a user namespace of the launch's own",
+            };
+            Finding::ok(
+                CONTROL,
+                format!(
+                    "a launch is pid 1 of a pid namespace of its own ({how}): a host killed by SIGKILL takes every process of its sandboxes with it"
+                ),
+            )
+        }
+        Ok((_, false)) => Finding::missing(
+            CONTROL,
+            format!("`{}` started as a launch starts it failed", plan.bwrap()),
+            "run the `bubblewrap` finding's fix first".to_owned(),
+        ),
+        Ok((LaunchNamespaces::Host, true)) if cgroup => Finding::ok(
+            CONTROL,
+            "this host lets a launch make no pid namespace of its own: a worker that clears its parent-death signal outlives a killed host, and the policy's cgroup lets the next bind kill it",
+        ),
+        Ok((LaunchNamespaces::Host, true)) => Finding::warning(
+            CONTROL,
+            "this host lets a launch make no pid namespace of its own: a worker that clears its parent-death signal, or a sandbox Bubblewrap was still setting up, outlives a host killed by SIGKILL, and nothing finds it afterwards",
+            "allow the launching user unprivileged user namespaces, launch with CAP_SYS_ADMIN, or give the policy a `cgroup` block so that the next bind sweeps what a killed host left",
+        ),
+        Err(e) => Finding::warning(
+            CONTROL,
+            format!(
+                "starting `{}` as a launch starts it could not be tried: {e}",
+                plan.bwrap()
+            ),
+            "run `splashc doctor` as the user that launches".to_owned(),
         ),
     }
 }

@@ -84,6 +84,8 @@ pub use quota::{KernelQuotaInspector, QuotaError, QuotaInspector, QuotaUnit};
 pub use recovery::{Reaped, ReconcileError, Reconciled};
 pub use sandbox_init::SandboxInitError;
 pub use session::{CallError, ClosingSession, Event, Indeterminate, Session};
+pub use spawn::try_launch_namespaces;
 pub use splash_protocol::SessionState;
 pub use status::{LaunchFailure, WorkerStatus};
+pub use sys::LaunchNamespaces;
 pub use watchdog::{DeadlineError, Deadlines, StopAwareStdout, StopHandle, StopReason, Watchdog};

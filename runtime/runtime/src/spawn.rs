@@ -76,6 +76,53 @@ fn seccomp_slot(plan: &LaunchPlan) -> Option<Slot> {
     }
 }
 
+/// Starts `program` as every launch starts its first program, in the
+/// namespaces [`LaunchNamespaces`] names, and says which it got.
+///
+/// The launch starts as pid 1 of a pid namespace of its own, which the
+/// sandbox's is nested in: when the launch dies (with its host, by the
+/// parent-death signal), the kernel kills every process of the sandbox,
+/// whatever they did to their own parent-death signals and wherever
+/// Bubblewrap was in its set-up. A host without `CAP_SYS_ADMIN` makes it in
+/// a user namespace of its own; where the host may make none (a sysctl, a
+/// security module), the launch runs in the host's namespaces, as Bubblewrap
+/// alone would (`docs/runtime.md`, "A host that dies").
+fn start(
+    program: &std::path::Path,
+    args: &[String],
+    inherit: &[std::os::fd::RawFd],
+    ids: Option<(u32, u32)>,
+) -> (LaunchNamespaces, io::Result<sys::SpawnedChild>) {
+    let wanted = if sys::has_sys_admin() {
+        LaunchNamespaces::Pid
+    } else {
+        LaunchNamespaces::UserAndPid
+    };
+    let launch = |namespaces| sys::spawn_child_as(program, args, inherit, ids, namespaces);
+    match launch(wanted) {
+        Err(e) if wanted == LaunchNamespaces::UserAndPid && sys::namespace_refused(&e) => {
+            (LaunchNamespaces::Host, launch(LaunchNamespaces::Host))
+        }
+        other => (wanted, other),
+    }
+}
+
+/// Runs `program args` with no descriptor but its standard streams, the way
+/// a launch starts Bubblewrap ([`start`]): the namespaces it got and
+/// whether it exited with status 0. `splashc doctor` asks it whether a
+/// killed host takes its sandboxes with it on this host.
+pub fn try_launch_namespaces(
+    program: &std::path::Path,
+    args: &[String],
+) -> io::Result<(LaunchNamespaces, bool)> {
+    let (namespaces, child) = start(program, args, &[], None);
+    let child = child?;
+    drop(child.stdin);
+    drop(child.stdout);
+    let status = sys::wait_child(std::os::fd::AsFd::as_fd(&child.pidfd), true)?;
+    Ok((namespaces, status == Some(0)))
+}
+
 impl BoundCommand {
     /// Prepares one launch (step 2 of the module documentation) without
     /// starting anything. Every call makes fresh descriptors. The spec has
@@ -235,30 +282,8 @@ impl BoundCommand {
                 SpawnError::Supervision(io::Error::other("the report pipe was already taken"))
             })?;
         let inherited = spec.inherited();
-        // The launch starts as pid 1 of a pid namespace of its own, which
-        // the sandbox's is nested in: when the launch dies (with its host,
-        // by the parent-death signal), the kernel kills every process of the
-        // sandbox, whatever they did to their own parent-death signals and
-        // wherever Bubblewrap was in its set-up. A host without
-        // `CAP_SYS_ADMIN` makes it in a user namespace of its own; where
-        // the host allows it none (a sysctl, a security module), the launch
-        // runs in the host's namespaces, as Bubblewrap alone would
-        // (`docs/runtime.md`, "A host that dies").
-        let wanted = if sys::has_sys_admin() {
-            LaunchNamespaces::Pid
-        } else {
-            LaunchNamespaces::UserAndPid
-        };
         let started = Instant::now();
-        let launch = |namespaces| {
-            sys::spawn_child_as(&spec.program, &spec.args, &inherited, child_ids, namespaces)
-        };
-        let (namespaces, spawned) = match launch(wanted) {
-            Err(e) if wanted == LaunchNamespaces::UserAndPid && sys::namespace_refused(&e) => {
-                (LaunchNamespaces::Host, launch(LaunchNamespaces::Host))
-            }
-            other => (wanted, other),
-        };
+        let (namespaces, spawned) = start(&spec.program, &spec.args, &inherited, child_ids);
         // The child has its copies (or never started): close the parent's.
         let shown = spec.shown.clone();
         drop(spec);

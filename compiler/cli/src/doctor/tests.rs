@@ -12,6 +12,8 @@ struct FakeHost {
     version: String,
     landlock: Result<i64, i32>,
     euid: u32,
+    /// What starting Bubblewrap as a launch does here; `None`: untried.
+    namespaces: Option<(splash_runtime::LaunchNamespaces, bool)>,
 }
 
 /// `/proc/self/mountinfo` of a hybrid host: a tmpfs of v1 hierarchies at
@@ -32,6 +34,7 @@ impl FakeHost {
             version: "bubblewrap 0.8.0\n".into(),
             landlock: Ok(7),
             euid: 1000,
+            namespaces: Some((splash_runtime::LaunchNamespaces::UserAndPid, true)),
         };
         h.modes.insert("/usr/bin/bwrap".into(), 0o755);
         h.text("/proc/sys/user/max_user_namespaces", "100\n");
@@ -80,6 +83,14 @@ impl Host for FakeHost {
     }
     fn euid(&self) -> u32 {
         self.euid
+    }
+    fn launch_namespaces(
+        &self,
+        _program: &Path,
+        _args: &[&str],
+    ) -> io::Result<(splash_runtime::LaunchNamespaces, bool)> {
+        self.namespaces
+            .ok_or_else(|| io::Error::from(io::ErrorKind::Unsupported))
     }
 }
 
@@ -390,4 +401,72 @@ fn versions_parse() {
     assert_eq!(parse_version("bubblewrap 0.11.0-rc1"), Some((0, 11, 0)));
     assert_eq!(parse_version("0.7"), Some((0, 7, 0)));
     assert_eq!(parse_version("bubblewrap"), None);
+}
+
+/// Whether a killed host takes its sandboxes with it: every way a launch can
+/// start, with and without a cgroup in the policy.
+#[test]
+fn a_killed_host_finding_names_what_this_host_gives_a_launch() {
+    use splash_runtime::LaunchNamespaces::{Host as Shared, Pid, UserAndPid};
+
+    let cases = [
+        (
+            "demo.splashpol",
+            Some((Pid, true)),
+            Status::Ok,
+            "made with CAP_SYS_ADMIN",
+        ),
+        (
+            "demo.splashpol",
+            Some((UserAndPid, true)),
+            Status::Ok,
+            "user namespace",
+        ),
+        (
+            "demo.splashpol",
+            Some((Shared, true)),
+            Status::Warning,
+            "nothing finds it",
+        ),
+        (
+            "cgroup-limits.splashpol",
+            Some((Shared, true)),
+            Status::Ok,
+            "cgroup lets the next bind",
+        ),
+        (
+            "demo.splashpol",
+            Some((Pid, false)),
+            Status::Missing,
+            "failed",
+        ),
+        (
+            "demo.splashpol",
+            None,
+            Status::Warning,
+            "could not be tried",
+        ),
+    ];
+    for (policy, namespaces, status, says) in cases {
+        let mut host = FakeHost::good();
+        host.namespaces = namespaces;
+        let findings = diagnose(&host, &bundled(policy), &preflight(vec![]));
+        let finding = findings
+            .iter()
+            .find(|f| f.control == "killed host")
+            .expect("a killed-host finding");
+        assert_eq!(
+            finding.status, status,
+            "{policy} {namespaces:?}: {finding:?}"
+        );
+        assert!(
+            finding.detail.contains(says),
+            "{policy} {namespaces:?}: {finding:?}"
+        );
+        assert_eq!(
+            finding.fix.is_some(),
+            status != Status::Ok,
+            "{policy} {namespaces:?}: {finding:?}"
+        );
+    }
 }
