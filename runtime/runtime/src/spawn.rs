@@ -108,7 +108,7 @@ fn start(
 }
 
 /// Runs `program args` with no descriptor but its standard streams, the way
-/// a launch starts Bubblewrap ([`start`]): the namespaces it got and
+/// a launch starts Bubblewrap: the namespaces it got and
 /// whether it exited with status 0. `splashc doctor` asks it whether a
 /// killed host takes its sandboxes with it on this host.
 pub fn try_launch_namespaces(

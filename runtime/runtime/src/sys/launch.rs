@@ -353,7 +353,7 @@ fn status_parent(status: &[u8]) -> Option<libc::pid_t> {
     (digits > 0).then_some(pid)
 }
 
-/// The namespaces a launch starts in ([`spawn_child_as`]).
+/// The namespaces a launch starts Bubblewrap in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LaunchNamespaces {
     /// This process's own.
