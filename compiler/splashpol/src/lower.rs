@@ -108,6 +108,9 @@ impl Pins {
 ///
 /// `source_digest` is the hex digest of the policy source or artifact the
 /// policy came from; it is copied into the plan for reports.
+///
+/// The operations are pushed in the order the module documentation lists,
+/// one step each.
 pub fn lower(
     policy: &Policy,
     activation: &Activation,
@@ -137,7 +140,6 @@ pub fn lower(
                 ..
             }
     );
-
     let seccomp = seccomp_plan(policy, arch, has_exec_runner)?;
     let delivery = seccomp
         .as_ref()
@@ -160,18 +162,75 @@ pub fn lower(
         ops.push(BwrapOp::Seccomp);
     }
     ops.extend(plan::hardening_prefix(policy.no_further_user_namespaces()));
-    match policy.tmp() {
-        PrivateTmp::Off => {}
-        PrivateTmp::Unbounded => ops.push(BwrapOp::Tmpfs {
-            destination: fixed("/tmp"),
-            size_bytes: None,
-        }),
-        PrivateTmp::Bounded { size_bytes } => ops.push(BwrapOp::Tmpfs {
-            destination: fixed("/tmp"),
+    ops.extend(private_tmp(policy.tmp()));
+    runtime_mounts(policy, &mut pins, &mut ops)?;
+    let (active_roots, quota_checks) = host_roots(policy, &active, &mut pins, &mut ops)?;
+    let network_broker = broker(policy, activation, &mut pins, &mut ops)?;
+    ops.extend(active.iter().filter_map(|root| match root.kind {
+        FileRootKind::Ephemeral { size_bytes } => Some(BwrapOp::Tmpfs {
+            destination: root.destination.clone(),
             size_bytes: Some(size_bytes),
         }),
+        FileRootKind::Host { .. } => None,
+    }));
+    if policy.pin_executables() {
+        executable_overlays(policy, &mut pins, &mut ops)?;
+    }
+    if policy.bounded_writes() {
+        ops.push(BwrapOp::RemountRo(MountPoint::Path(fixed("/dev"))));
+        ops.push(BwrapOp::RemountRo(MountPoint::Root));
     }
 
+    let command = command(policy, delivery == SeccompDelivery::Runner);
+
+    let plan = LaunchPlan::new(RawPlan {
+        format: PLAN_FORMAT,
+        policy_name: policy.name().to_string(),
+        policy_digest: source_digest.to_string(),
+        session_id: activation.session_id().cloned(),
+        all_registered_roots_active: activation.is_all_registered(),
+        arch,
+        bwrap: policy.bubblewrap().clone(),
+        bwrap_pin,
+        pins: pins.0,
+        ops,
+        command,
+        seccomp,
+        active_roots,
+        quota_checks,
+        network_broker,
+        environment: Vec::new(),
+        stdio: Stdio::default(),
+        aggregate_quota: policy.aggregate_quota(),
+        cgroup: policy.cgroup().cloned(),
+        require_cgroup_v2: policy.require_cgroup_v2(),
+        watchdog: policy.watchdog(),
+        identity: policy.worker_identity(),
+    })?;
+    emit::check_argument_limits(&plan)?;
+    Ok(plan)
+}
+
+/// The private `/tmp`, if any.
+fn private_tmp(tmp: PrivateTmp) -> Option<BwrapOp> {
+    let size_bytes = match tmp {
+        PrivateTmp::Off => return None,
+        PrivateTmp::Unbounded => None,
+        PrivateTmp::Bounded { size_bytes } => Some(size_bytes),
+    };
+    Some(BwrapOp::Tmpfs {
+        destination: fixed("/tmp"),
+        size_bytes,
+    })
+}
+
+/// The runtime mounts, read-only, in policy order; pinned in mount-pinned
+/// mode.
+fn runtime_mounts(
+    policy: &Policy,
+    pins: &mut Pins,
+    ops: &mut Vec<BwrapOp>,
+) -> Result<(), LowerError> {
     for m in policy.runtime_mounts() {
         let source = if policy.pin_mounts() {
             MountSource::Pinned(pins.add(
@@ -187,10 +246,21 @@ pub fn lower(
             destination: m.destination.clone(),
         });
     }
+    Ok(())
+}
 
+/// The active host roots' binds in policy order, and what the plan records
+/// of every active root: its mode, and the quota check of each pinned
+/// quota root.
+fn host_roots(
+    policy: &Policy,
+    active: &[&FileRoot],
+    pins: &mut Pins,
+    ops: &mut Vec<BwrapOp>,
+) -> Result<(Vec<ActiveRoot>, Vec<QuotaCheck>), LowerError> {
     let mut quota_checks = Vec::new();
     let mut active_roots = Vec::new();
-    for root in &active {
+    for root in active {
         let mode = match &root.kind {
             FileRootKind::Host {
                 source,
@@ -235,94 +305,69 @@ pub fn lower(
             mode,
         });
     }
+    Ok((active_roots, quota_checks))
+}
 
-    let mut network_broker = None;
-    if let (true, Some(broker)) = (activation.broker_active(), policy.network_broker()) {
-        let slot = pins.add(
-            broker.parent.clone(),
-            PinKind::BrokerDirectory,
-            PinRole::NetworkBroker,
-        )?;
+/// The network broker's directory, read-only from its pinned descriptor,
+/// when the activation grants the broker.
+fn broker(
+    policy: &Policy,
+    activation: &Activation,
+    pins: &mut Pins,
+    ops: &mut Vec<BwrapOp>,
+) -> Result<Option<BrokerPlan>, LowerError> {
+    let (true, Some(broker)) = (activation.broker_active(), policy.network_broker()) else {
+        return Ok(None);
+    };
+    let slot = pins.add(
+        broker.parent.clone(),
+        PinKind::BrokerDirectory,
+        PinRole::NetworkBroker,
+    )?;
+    ops.push(BwrapOp::RoBind {
+        source: MountSource::Pinned(slot),
+        destination: broker.destination.clone(),
+    });
+    Ok(Some(BrokerPlan {
+        slot,
+        destination: broker.destination.clone(),
+        catalog: broker.catalog,
+        ids: broker.ids.iter().cloned().collect(),
+    }))
+}
+
+/// In executable-pinned mode, every program of the exec chain overlaid by
+/// its pinned descriptor: the host file behind its path must be a
+/// read-only mount's.
+fn executable_overlays(
+    policy: &Policy,
+    pins: &mut Pins,
+    ops: &mut Vec<BwrapOp>,
+) -> Result<(), LowerError> {
+    for (path, role) in executables(policy) {
+        let host = match plan::mount_behind(ops, path) {
+            Behind::ReadOnly { source, below } => {
+                let base = match source {
+                    MountSource::Path(p) => Some(p),
+                    MountSource::Pinned(slot) => {
+                        pins.0.get(usize::from(slot.0)).map(|p| &p.host_path)
+                    }
+                };
+                base.and_then(|base| HostPath::new(format!("{base}{below}")).ok())
+            }
+            Behind::Unmounted | Behind::ReadWrite { .. } | Behind::Synthetic => None,
+        }
+        .ok_or_else(|| InvariantError::OutsideRuntime {
+            what: Program::Executable,
+            path: path.clone(),
+        })?;
+        let slot = pins.add(host, PinKind::Executable, role)?;
         ops.push(BwrapOp::RoBind {
             source: MountSource::Pinned(slot),
-            destination: broker.destination.clone(),
-        });
-        network_broker = Some(BrokerPlan {
-            slot,
-            destination: broker.destination.clone(),
-            catalog: broker.catalog,
-            ids: broker.ids.iter().cloned().collect(),
+            destination: path.clone(),
         });
     }
-
-    for root in &active {
-        if let FileRootKind::Ephemeral { size_bytes } = root.kind {
-            ops.push(BwrapOp::Tmpfs {
-                destination: root.destination.clone(),
-                size_bytes: Some(size_bytes),
-            });
-        }
-    }
-
-    if policy.pin_executables() {
-        for (path, role) in executables(policy) {
-            let host = match plan::mount_behind(&ops, path) {
-                Behind::ReadOnly { source, below } => {
-                    let base = match source {
-                        MountSource::Path(p) => Some(p),
-                        MountSource::Pinned(slot) => {
-                            pins.0.get(usize::from(slot.0)).map(|p| &p.host_path)
-                        }
-                    };
-                    base.and_then(|base| HostPath::new(format!("{base}{below}")).ok())
-                }
-                Behind::Unmounted | Behind::ReadWrite { .. } | Behind::Synthetic => None,
-            }
-            .ok_or_else(|| InvariantError::OutsideRuntime {
-                what: Program::Executable,
-                path: path.clone(),
-            })?;
-            let slot = pins.add(host, PinKind::Executable, role)?;
-            ops.push(BwrapOp::RoBind {
-                source: MountSource::Pinned(slot),
-                destination: path.clone(),
-            });
-        }
-    }
-
-    if policy.bounded_writes() {
-        ops.push(BwrapOp::RemountRo(MountPoint::Path(fixed("/dev"))));
-        ops.push(BwrapOp::RemountRo(MountPoint::Root));
-    }
-
-    let command = command(policy, delivery == SeccompDelivery::Runner);
-
-    let plan = LaunchPlan::new(RawPlan {
-        format: PLAN_FORMAT,
-        policy_name: policy.name().to_string(),
-        policy_digest: source_digest.to_string(),
-        session_id: activation.session_id().cloned(),
-        all_registered_roots_active: activation.is_all_registered(),
-        arch,
-        bwrap: policy.bubblewrap().clone(),
-        bwrap_pin,
-        pins: pins.0,
-        ops,
-        command,
-        seccomp,
-        active_roots,
-        quota_checks,
-        network_broker,
-        environment: Vec::new(),
-        stdio: Stdio::default(),
-        aggregate_quota: policy.aggregate_quota(),
-        cgroup: policy.cgroup().cloned(),
-        require_cgroup_v2: policy.require_cgroup_v2(),
-        watchdog: policy.watchdog(),
-        identity: policy.worker_identity(),
-    })?;
-    emit::check_argument_limits(&plan)?;
-    Ok(plan)
+    Ok(())
 }
 
 /// The executables overlaid from pinned descriptors, deduplicated, in the
