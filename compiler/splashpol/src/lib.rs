@@ -32,6 +32,7 @@ pub mod model;
 pub mod parse;
 pub mod plan;
 pub mod span;
+pub mod syntax;
 pub mod text;
 pub mod units;
 
