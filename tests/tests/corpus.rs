@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use splash_require_host::bless_command;
 use splash_require_host::snapshot::check_snapshot;
 use splash_tests::workspace_root;
-use splashpol::span::line_col;
+use splashpol::syntax::line_col;
 use splashpol::{CheckOutcome, Code, Severity, check_bytes, check_source};
 
 /// The command that (re)writes the `.expected` files.
@@ -113,7 +113,7 @@ fn declared(source: &str) -> Result<Vec<Expectation>, String> {
         .flat_map(|l| l.strip_suffix('\r').unwrap_or(l).split('\r'));
     for line in lines {
         let line = line
-            .strip_prefix(splashpol::span::BYTE_ORDER_MARK)
+            .strip_prefix(splashpol::syntax::BYTE_ORDER_MARK)
             .unwrap_or(line);
         let Some(comment) = line.strip_prefix('#') else {
             break;

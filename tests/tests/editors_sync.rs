@@ -392,10 +392,9 @@ fn vim_available() -> bool {
 /// Words that look like keywords but are not: units, near misses, keyword
 /// prefixes and suffixes, syscall names.
 fn non_keywords(keywords: &BTreeSet<String>) -> Vec<String> {
-    let mut words: Vec<String> = splashpol::units::UNITS
-        .iter()
-        .map(|(u, _)| (*u).to_string())
+    let mut words: Vec<String> = splashpol::syntax::unit_spellings()
         .filter(|u| !u.contains('/'))
+        .map(str::to_string)
         .collect();
     for k in keywords {
         words.push(format!("{k}x"));

@@ -73,11 +73,7 @@ fn words() -> &'static [String] {
             .filter_map(|l| l.split('"').nth(1).map(str::to_string))
             .collect();
         assert!(out.len() >= 40, "too few keywords found");
-        out.extend(
-            splashpol::units::UNITS
-                .iter()
-                .map(|(u, _)| (*u).to_string()),
-        );
+        out.extend(splashpol::syntax::unit_spellings().map(str::to_string));
         out.extend(
             [
                 "MB",

@@ -29,8 +29,8 @@ use splash_protocol::Token;
 use splash_runtime::learn::{ExecResult, Recording, Verdict};
 use splash_runtime::{BindOptions, Deadlines, LoadedPolicy, Session, SessionState};
 use splash_seccomp::Arch;
-use splashpol::ast::{Seccomp, Statement};
 use splashpol::model::{Policy, SandboxPath};
+use splashpol::syntax::Outline;
 
 use crate::LearnArgs;
 use crate::exit::Exit;
@@ -552,32 +552,24 @@ fn expect_text(policy: &Policy, learned: &Learned) -> String {
 /// (a missing `seccomp` statement is added after the last statement), and
 /// an `expect` block derived from `policy` when the input has none.
 fn propose(source: &str, policy: &Policy, learned: &Learned) -> Result<String, String> {
-    let parsed = splashpol::parse::parse(source);
-    let file = parsed
-        .file
-        .ok_or_else(|| "the policy does not parse".to_owned())?;
+    let outline = Outline::parse(source).ok_or_else(|| "the policy does not parse".to_owned())?;
     let mut edits: Vec<(usize, usize, String)> = Vec::new();
     let mut has_seccomp = false;
     let mut has_expect = false;
     let mut last_end = 0;
-    for stmt in &file.policy.statements {
-        last_end = last_end.max(stmt.span.end);
-        match &stmt.kind {
-            Statement::Seccomp(
-                Seccomp::Off | Seccomp::DenyKnownEscapeSurface | Seccomp::StrictAllowlist { .. },
-            ) => {
+    for stmt in outline.statements() {
+        let span = stmt.span();
+        last_end = last_end.max(span.end);
+        match stmt.keyword() {
+            "seccomp" => {
                 has_seccomp = true;
-                edits.push((stmt.span.start, stmt.span.end, seccomp_text(learned)));
+                edits.push((span.start, span.end, seccomp_text(learned)));
             }
-            Statement::Landlock { runner, .. } => {
-                let runner = runner.as_ref().map(|r| r.node.as_str());
-                edits.push((
-                    stmt.span.start,
-                    stmt.span.end,
-                    landlock_text(runner, learned),
-                ));
+            "landlock" => {
+                let runner = stmt.landlock_runner().map(|r| r.text);
+                edits.push((span.start, span.end, landlock_text(runner, learned)));
             }
-            Statement::Expect { .. } => has_expect = true,
+            "expect" => has_expect = true,
             _ => {}
         }
     }

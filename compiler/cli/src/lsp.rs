@@ -41,9 +41,7 @@ use lsp_types::{
 };
 use splash_protocol::Token;
 use splash_seccomp::Arch;
-use splashpol::ast::{Seccomp, Statement};
-use splashpol::parse;
-use splashpol::units::{self, Unit};
+use splashpol::syntax::{self, Amount, Outline};
 
 /// The grammar, for its keyword list (every `kw_NAME` rule's literal).
 const GRAMMAR: &str = include_str!("../../../grammar/splashpol.pest");
@@ -327,7 +325,7 @@ fn range(text: &str, start: usize, end: usize) -> Range {
 
 /// The LSP position (zero-based line, UTF-16 column) of byte `offset`.
 /// Lines end at `\n`, `\r\n` or a lone `\r`, as for the checker's
-/// [`line_col`](splashpol::span::line_col).
+/// [`line_col`](splashpol::syntax::line_col).
 fn position(text: &str, offset: usize) -> Position {
     let mut offset = offset.min(text.len());
     while !text.is_char_boundary(offset) {
@@ -406,26 +404,18 @@ fn hover(text: &str, at: Position) -> Option<Hover> {
 /// block's `syscall denied` at `at`: its number
 /// on every architecture.
 fn syscall_hover(text: &str, at: usize) -> Option<(String, (usize, usize))> {
-    let file = splashpol::parse::parse(text).file?;
-    let name = file
-        .policy
-        .statements
-        .iter()
-        .find_map(|stmt| match &stmt.kind {
-            Statement::Seccomp(Seccomp::StrictAllowlist { syscalls, .. }) => syscalls
-                .iter()
-                .find(|s| s.span.start <= at && at <= s.span.end),
-            Statement::Expect { entries, .. } => entries.iter().find_map(|e| match &e.node {
-                splashpol::ast::ExpectEntry::SyscallDenied { names } => names
-                    .iter()
-                    .find(|s| s.span.start <= at && at <= s.span.end),
-                _ => None,
-            }),
-            _ => None,
-        })?;
-    let mut lines = vec![format!("syscall `{}`", name.node), String::new()];
+    let outline = Outline::parse(text)?;
+    let name = outline.statements().find_map(|stmt| {
+        let names = stmt
+            .strict_allowlist()
+            .unwrap_or_else(|| stmt.denied_syscalls());
+        names
+            .into_iter()
+            .find(|s| s.span.start <= at && at <= s.span.end)
+    })?;
+    let mut lines = vec![format!("syscall `{}`", name.text), String::new()];
     for arch in Arch::ALL {
-        lines.push(match splash_seccomp::syscall_number(arch, &name.node) {
+        lines.push(match splash_seccomp::syscall_number(arch, name.text) {
             Some(nr) => format!("- {}: {nr}", arch.name()),
             None => format!("- {}: not on this architecture", arch.name()),
         });
@@ -458,17 +448,11 @@ fn quantity_hover(text: &str, at: usize) -> Option<(String, (usize, usize))> {
         }
         (number, word, (n_start, end))
     };
-    let unit_kind = units::parse_unit(unit)?;
-    let lit = splashpol::span::Node::new(
-        splashpol::ast::NumberLit(number.to_string()),
-        splashpol::Span::default(),
-    );
-    let value = units::integer(&lit).ok()?;
-    let shown = match unit_kind {
-        Unit::Bytes(per) => format!("{} bytes", value.checked_mul(per)?),
-        Unit::Millis(per) => format!("{} ms", value.checked_mul(per)?),
-        Unit::BytesPerSecond(per) => format!("{} bytes per second", value.checked_mul(per)?),
-        Unit::Iops => format!("{value} I/O operations per second"),
+    let shown = match syntax::amount(number, unit)? {
+        Amount::Bytes(bytes) => format!("{bytes} bytes"),
+        Amount::Millis(millis) => format!("{millis} ms"),
+        Amount::BytesPerSecond(rate) => format!("{rate} bytes per second"),
+        Amount::Iops(iops) => format!("{iops} I/O operations per second"),
     };
     Some((format!("`{number} {unit}` = {shown}"), span))
 }
@@ -694,12 +678,12 @@ fn complete(text: &str, at: Position) -> Vec<CompletionItem> {
     match place(text, at) {
         Place::TopLevel => keywords(&["policy", "splashpol"]),
         Place::EntryStart(block) => keywords(match block {
-            "limits" => parse::LIMIT_KEYWORDS,
-            "landlock" => parse::LANDLOCK_KEYWORDS,
-            "cgroup" => parse::CGROUP_KEYWORDS,
-            "io" => parse::IO_KEYWORDS,
-            "expect" => parse::EXPECT_KEYWORDS,
-            _ => parse::STATEMENT_KEYWORDS,
+            "limits" => syntax::LIMIT_KEYWORDS,
+            "landlock" => syntax::LANDLOCK_KEYWORDS,
+            "cgroup" => syntax::CGROUP_KEYWORDS,
+            "io" => syntax::IO_KEYWORDS,
+            "expect" => syntax::EXPECT_KEYWORDS,
+            _ => syntax::STATEMENT_KEYWORDS,
         }),
         Place::InStatement(first) => keywords(&statement_words(&first)),
         Place::InEntry => Vec::new(),
@@ -743,26 +727,23 @@ impl RootId {
 /// it (statements that do not parse are left out). Declarations are the only
 /// place the policy language names a root: no other statement refers to one.
 fn root_ids(text: &str) -> Vec<RootId> {
-    let Some(file) = splashpol::parse::parse(text).file else {
+    let Some(outline) = Outline::parse(text) else {
         return Vec::new();
     };
-    file.policy
-        .statements
-        .iter()
-        .filter_map(|stmt| match &stmt.kind {
-            Statement::Root { id, .. } => {
-                // The span covers the quotes.
-                let (start, end) = (id.span.start, id.span.end);
-                let quoted = end >= start + 2
-                    && text.get(start..=start) == Some("\"")
-                    && text.get(end - 1..end) == Some("\"");
-                quoted.then(|| RootId {
-                    id: id.node.clone(),
-                    start: start + 1,
-                    end: end - 1,
-                })
-            }
-            _ => None,
+    outline
+        .statements()
+        .filter_map(|stmt| {
+            let id = stmt.root_id()?;
+            // The span covers the quotes.
+            let (start, end) = (id.span.start, id.span.end);
+            let quoted = end >= start + 2
+                && text.get(start..=start) == Some("\"")
+                && text.get(end - 1..end) == Some("\"");
+            quoted.then(|| RootId {
+                id: id.text.to_string(),
+                start: start + 1,
+                end: end - 1,
+            })
         })
         .collect()
 }
@@ -936,7 +917,7 @@ mod tests {
         let statement = at("@STMT");
         assert_eq!(
             statement,
-            parse::STATEMENT_KEYWORDS
+            syntax::STATEMENT_KEYWORDS
                 .iter()
                 .map(|s| s.to_string())
                 .collect::<Vec<_>>()
@@ -950,7 +931,7 @@ mod tests {
         assert!(limit.iter().any(|l| l == "cpu") && !limit.iter().any(|l| l == "worker"));
         assert_eq!(at("@TOP"), ["policy", "splashpol"]);
         let text = "splashpol 1\npolicy \"p\" {\n  expect {\n    @\n  }\n}\n";
-        assert_eq!(labels(text, "@"), parse::EXPECT_KEYWORDS);
+        assert_eq!(labels(text, "@"), syntax::EXPECT_KEYWORDS);
         // Tokens in strings and comments do not open or close blocks.
         let text = "splashpol 1\npolicy \"{\" { # }\n  @\n}\n";
         assert!(labels(text, "@").iter().any(|l| l == "worker"));

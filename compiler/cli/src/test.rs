@@ -312,20 +312,11 @@ fn missing_startup_syscalls(policy: &Policy) -> Option<Vec<&'static str>> {
 /// the list's closing brace so every line keeps its number (the report names
 /// the lines of the expectations).
 fn widened_source(source: &str, missing: &[&str]) -> Result<String, String> {
-    let parsed = splashpol::parse::parse(source);
-    let file = parsed
-        .file
+    let outline = splashpol::syntax::Outline::parse(source)
         .ok_or_else(|| "the policy does not parse".to_owned())?;
-    let end = file
-        .policy
-        .statements
-        .iter()
-        .find_map(|stmt| match &stmt.kind {
-            splashpol::ast::Statement::Seccomp(splashpol::ast::Seccomp::StrictAllowlist {
-                ..
-            }) => Some(stmt.span.end),
-            _ => None,
-        })
+    let end = outline
+        .statements()
+        .find_map(|stmt| stmt.strict_allowlist().map(|_| stmt.span().end))
         .filter(|&end| source[..end].ends_with('}'))
         .ok_or_else(|| "no strict allowlist to widen".to_owned())?;
     let mut out = source.to_owned();

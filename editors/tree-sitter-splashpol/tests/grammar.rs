@@ -16,9 +16,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use pest::Parser as _;
 use splash_require_host::require_host;
-use splashpol::parse::{Rule, SplashpolParser};
+use splashpol::syntax::grammar_accepts;
 use tree_sitter::{Language, Node, Parser, Query, QueryCursor, StreamingIterator, Tree};
 
 fn grammar_dir() -> PathBuf {
@@ -64,20 +63,6 @@ fn first_error(node: Node<'_>) -> Option<String> {
 
 fn error_in(text: &str) -> Option<String> {
     first_error(parse(text).root_node())
-}
-
-/// Whether the pest grammar accepts `text` as a whole file without its
-/// error-recovery rules.
-fn pest_accepts(text: &str) -> bool {
-    match SplashpolParser::parse(Rule::file, text) {
-        Err(_) => false,
-        Ok(pairs) => !pairs.flatten().any(|p| {
-            matches!(
-                p.as_rule(),
-                Rule::bad_statement | Rule::bad_entry | Rule::bad_word | Rule::trailing
-            )
-        }),
-    }
 }
 
 /// The `.splashpol` files of `dir` (relative to the workspace root), sorted,
@@ -143,7 +128,7 @@ fn tree_sitter_accepts_exactly_what_the_pest_grammar_accepts() {
     let (mut accepted, mut rejected, mut nul) = (0, 0, 0);
     let mut disagreements = Vec::new();
     for (name, text) in &files {
-        let pest = pest_accepts(text);
+        let pest = grammar_accepts(text);
         let tree_sitter = error_in(text);
         // The one known difference: a NUL byte ends a tree-sitter lexer's
         // input, while the pest grammar takes it inside a string or comment
@@ -244,13 +229,16 @@ const ONE_EDIT_APART: &[(&str, &str)] = &[
 fn one_edit_turns_a_statement_into_an_error_node() {
     for (valid, invalid) in ONE_EDIT_APART {
         let (valid, invalid) = (policy_with(valid), policy_with(invalid));
-        assert!(pest_accepts(&valid), "pest rejects the control:\n{valid}");
+        assert!(
+            grammar_accepts(&valid),
+            "pest rejects the control:\n{valid}"
+        );
         assert_eq!(
             error_in(&valid),
             None,
             "tree-sitter rejects the control:\n{valid}"
         );
-        assert!(!pest_accepts(&invalid), "pest accepts:\n{invalid}");
+        assert!(!grammar_accepts(&invalid), "pest accepts:\n{invalid}");
         assert!(
             error_in(&invalid).is_some(),
             "tree-sitter finds no error in:\n{invalid}"
