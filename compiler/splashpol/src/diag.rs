@@ -375,7 +375,7 @@ impl CheckOutcome {
 
     /// [`Self::to_json`] with the one-based `line` and `column` (characters)
     /// of each diagnostic's start, and `end_line` / `end_column` of its
-    /// exclusive end, from [`crate::span::line_col`]: the positions the human rendering
+    /// exclusive end, from [`crate::syntax::line_col`]: the positions the human rendering
     /// shows. This is the document `splashc check --format json` prints.
     pub fn to_json_with_positions(&self, source: &str) -> serde_json::Value {
         let mut value = self.to_json();

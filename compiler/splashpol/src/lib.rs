@@ -2,7 +2,9 @@
 //!
 //! Phases (data flows one way, each with its own error type):
 //!
-//! 1. `parse` — pest grammar (`grammar/splashpol.pest`) to an AST with spans;
+//! 1. `parse` — pest grammar (`grammar/splashpol.pest`) to an AST with spans
+//!    (internal to this crate: [`syntax`] answers what tools ask of a
+//!    source's text);
 //! 2. `check` — names, units, paths, conflicts: AST to a typed [`model::Policy`],
 //!    reporting every diagnostic at once;
 //! 3. `activate` — bind a [`model::Policy`] to a capability manifest;
@@ -18,7 +20,7 @@
 
 pub mod activate;
 pub mod artifact;
-pub mod ast;
+mod ast;
 mod check;
 mod diag;
 pub mod diff;
@@ -29,12 +31,12 @@ pub mod format;
 pub mod learn;
 pub mod lower;
 pub mod model;
-pub mod parse;
+mod parse;
 pub mod plan;
-pub mod span;
+mod span;
 pub mod syntax;
 pub mod text;
-pub mod units;
+mod units;
 
 pub use check::{check_bytes, check_source};
 pub use diag::{CheckOutcome, Code, Diagnostic, RenderOptions, Severity, UnknownCode};

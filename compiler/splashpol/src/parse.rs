@@ -49,24 +49,17 @@ use literals::quantity;
 pub use grammar::Rule;
 pub use grammar::SplashpolParser;
 
-/// The code `pest_derive` generates from the grammar, in a module of its own
-/// so that the one lint expectation below covers only generated items.
+/// The code `pest_derive` generates from the grammar, in a module of its own.
 mod grammar {
-    #![expect(
-        missing_docs,
-        reason = "pest_derive generates `Rule` (documented at its re-export; its variants are \
-                  the rules of grammar/splashpol.pest) and `Rule::all_rules` without doc comments"
-    )]
-
     /// The pest parser generated from `grammar/splashpol.pest`, the one
     /// source of the language's syntax.
     ///
     /// [`parse`](super::parse) is the way to parse a policy: it turns pest
     /// errors into diagnostics and the parse tree into the
-    /// [`ast`](crate::ast). This type is public for tools that need the raw
-    /// parse tree of the same grammar (the formatter, the editor grammar
-    /// tests); a pest error from it names grammar rules and is not meant for
-    /// users. The grammar's entry rules are [`Rule::file`] for a whole file
+    /// [`ast`](crate::ast). This type is for the code of this crate that
+    /// needs the raw parse tree of the same grammar (the formatter,
+    /// [`crate::syntax::grammar_accepts`]); a pest error from it names
+    /// grammar rules and is not meant for users. The grammar's entry rules are [`Rule::file`] for a whole file
     /// and the `*_alone` rules for reparsing one captured statement or entry.
     #[derive(Debug, pest_derive::Parser)]
     #[grammar = "../../../grammar/splashpol.pest"]
@@ -227,23 +220,8 @@ impl Context {
 /// diagnostic per bad statement or entry.
 ///
 /// Parsing does not check meaning; use [`crate::check_source`] for the whole
-/// front end.
-///
-/// ```
-/// use splashpol::ast::Statement;
-///
-/// let out = splashpol::parse::parse(
-///     "splashpol 1\npolicy \"p\" {\n  bubblewrap \"/usr/bin/bwrap\"\n  tmp privat\n}\n",
-/// );
-/// // The bad `tmp` statement is reported, and the rest of the tree is kept.
-/// assert!(out.has_errors());
-/// assert!(out.failed_keywords.contains("tmp"));
-/// let file = out.file.expect("the outline parsed");
-/// assert!(matches!(
-///     &file.policy.statements[..],
-///     [s] if matches!(&s.kind, Statement::Bubblewrap { path } if path.node == "/usr/bin/bwrap")
-/// ));
-/// ```
+/// front end. (The unit test `a_bad_statement_is_reported_and_the_rest_kept`
+/// shows a tree and an error coming together.)
 pub fn parse(source: &str) -> ParseOutput {
     let mut p = Parsing {
         diagnostics: Vec::new(),

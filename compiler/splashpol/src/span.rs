@@ -129,6 +129,7 @@ impl<'a> LineIndex<'a> {
     }
 
     /// The source this index was built over.
+    #[cfg(test)]
     pub fn source(&self) -> &'a str {
         self.source
     }

@@ -100,6 +100,19 @@ fn file_outline() {
 }
 
 #[test]
+fn a_bad_statement_is_reported_and_the_rest_kept() {
+    let out =
+        parse("splashpol 1\npolicy \"p\" {\n  bubblewrap \"/usr/bin/bwrap\"\n  tmp privat\n}\n");
+    assert!(out.has_errors());
+    assert!(out.failed_keywords.contains("tmp"));
+    let file = out.file.expect("the outline parsed");
+    assert!(matches!(
+        &file.policy.statements[..],
+        [s] if matches!(&s.kind, Statement::Bubblewrap { path } if path.node == "/usr/bin/bwrap")
+    ));
+}
+
+#[test]
 fn spans_do_not_take_part_in_equality() {
     let a = parse("splashpol 1\npolicy \"x\" { tmp off }").file;
     let b = parse("splashpol 1\n\n\npolicy   \"x\"   {\n\n  tmp   off # c\n}\n").file;
