@@ -68,97 +68,12 @@ impl Checker {
                 continue;
             }
             first.insert(name, s.span);
-            let syscall = match SyscallName::new(name) {
-                Ok(syscall) => syscall,
-                Err(unknown) => {
-                    let mut d = Diagnostic::error(
-                        Code::UnknownSyscall,
-                        s.span,
-                        format!("unknown syscall `{name}`"),
-                    )
-                    .with_label("not a syscall on x86_64, aarch64 or riscv64");
-                    if let Some(sug) = unknown.suggestion {
-                        d = d.with_help(format!("did you mean `{sug}`?"));
-                    }
-                    self.push(d);
-                    ok = false;
-                    continue;
+            match self.strict_entry(name, s.span) {
+                Some(syscall) => {
+                    set.insert(syscall);
                 }
-            };
-            // Architectures without this syscall (no allocation on the common path).
-            let mut missing = [false; Arch::ALL.len()];
-            for (slot, &arch) in missing.iter_mut().zip(Arch::ALL.iter()) {
-                *slot = syscall.number(arch).is_none();
+                None => ok = false,
             }
-            match splash_seccomp::strict_rejection(name) {
-                Some(StrictRejection::Clone3) => {
-                    self.push(
-                        Diagnostic::error(
-                            Code::AllowlistClone3,
-                            s.span,
-                            "`clone3` cannot be allowed in a strict allowlist",
-                        )
-                        .with_label("its flags are in memory the filter cannot inspect")
-                        .with_help("remove `clone3`; the filter answers it with ENOSYS so libc falls back to `clone`"),
-                    );
-                    ok = false;
-                    continue;
-                }
-                Some(StrictRejection::FixedGuard) => {
-                    let class = splash_seccomp::denied_syscall(name)
-                        .map_or("escape surface", |d| d.class.name());
-                    self.push(
-                        Diagnostic::error(
-                            Code::AllowlistDeniedSyscall,
-                            s.span,
-                            format!(
-                                "`{name}` is in the specification's fixed deny set ({class}) and cannot be allowed"
-                            ),
-                        )
-                        .with_label("the strict filter answers it with EPERM before the allowlist")
-                        .with_help(format!(
-                            "remove `{name}`: the worker gets EPERM for it whether or not it is listed"
-                        )),
-                    );
-                    ok = false;
-                    continue;
-                }
-                None => {}
-            }
-            if let Some(denied) = splash_seccomp::strict_listing_warning(name) {
-                self.push(
-                    Diagnostic::warning(
-                        Code::AllowlistGuardedSyscall,
-                        s.span,
-                        format!(
-                            "listing `{name}` lifts its escape-surface guard ({}) and allows it",
-                            denied.class.name()
-                        ),
-                    )
-                    .with_label(format!("guarded: {}", denied.reason))
-                    .with_help(format!(
-                        "keep `{name}` only if the worker needs it; unlisted, the strict filter answers it with EPERM"
-                    )),
-                );
-            }
-            if missing.iter().any(|&m| m) {
-                let missing: Vec<&str> = Arch::ALL
-                    .iter()
-                    .zip(missing)
-                    .filter(|&(_, m)| m)
-                    .map(|(a, _)| a.name())
-                    .collect();
-                self.push(
-                    Diagnostic::warning(
-                        Code::SyscallMissingOnArch,
-                        s.span,
-                        format!("`{name}` does not exist on {}", missing.join(", ")),
-                    )
-                    .with_label("skipped on those architectures")
-                    .with_help("fine for a single-architecture deployment; otherwise list the equivalent call too"),
-                );
-            }
-            set.insert(syscall);
         }
         // A word of the list that did not parse is already reported and may
         // have been meant as `execve` (`execve,`): no follow-on error.
@@ -175,5 +90,100 @@ impl Checker {
             ok = false;
         }
         ok.then_some(set)
+    }
+
+    /// One name of a strict allowlist (not a duplicate): the syscall, or
+    /// `None` after an error (unknown, `clone3`, a fixed-deny member);
+    /// warns when it lifts a reviewed guard or is missing on an
+    /// architecture.
+    fn strict_entry(&mut self, name: &str, span: Span) -> Option<SyscallName> {
+        let syscall = match SyscallName::new(name) {
+            Ok(syscall) => syscall,
+            Err(unknown) => {
+                let mut d = Diagnostic::error(
+                    Code::UnknownSyscall,
+                    span,
+                    format!("unknown syscall `{name}`"),
+                )
+                .with_label("not a syscall on x86_64, aarch64 or riscv64");
+                if let Some(sug) = unknown.suggestion {
+                    d = d.with_help(format!("did you mean `{sug}`?"));
+                }
+                self.push(d);
+                return None;
+            }
+        };
+        match splash_seccomp::strict_rejection(name) {
+            Some(StrictRejection::Clone3) => {
+                self.push(
+                    Diagnostic::error(
+                        Code::AllowlistClone3,
+                        span,
+                        "`clone3` cannot be allowed in a strict allowlist",
+                    )
+                    .with_label("its flags are in memory the filter cannot inspect")
+                    .with_help("remove `clone3`; the filter answers it with ENOSYS so libc falls back to `clone`"),
+                );
+                return None;
+            }
+            Some(StrictRejection::FixedGuard) => {
+                let class = splash_seccomp::denied_syscall(name)
+                    .map_or("escape surface", |d| d.class.name());
+                self.push(
+                    Diagnostic::error(
+                        Code::AllowlistDeniedSyscall,
+                        span,
+                        format!(
+                            "`{name}` is in the specification's fixed deny set ({class}) and cannot be allowed"
+                        ),
+                    )
+                    .with_label("the strict filter answers it with EPERM before the allowlist")
+                    .with_help(format!(
+                        "remove `{name}`: the worker gets EPERM for it whether or not it is listed"
+                    )),
+                );
+                return None;
+            }
+            None => {}
+        }
+        if let Some(denied) = splash_seccomp::strict_listing_warning(name) {
+            self.push(
+                Diagnostic::warning(
+                    Code::AllowlistGuardedSyscall,
+                    span,
+                    format!(
+                        "listing `{name}` lifts its escape-surface guard ({}) and allows it",
+                        denied.class.name()
+                    ),
+                )
+                .with_label(format!("guarded: {}", denied.reason))
+                .with_help(format!(
+                    "keep `{name}` only if the worker needs it; unlisted, the strict filter answers it with EPERM"
+                )),
+            );
+        }
+        // Architectures without this syscall (no allocation on the common path).
+        let mut missing = [false; Arch::ALL.len()];
+        for (slot, &arch) in missing.iter_mut().zip(Arch::ALL.iter()) {
+            *slot = syscall.number(arch).is_none();
+        }
+        if missing.iter().any(|&m| m) {
+            let missing: Vec<&str> = Arch::ALL
+                .iter()
+                .zip(missing)
+                .filter(|&(_, m)| m)
+                .map(|(a, _)| a.name())
+                .collect();
+            self.push(
+                Diagnostic::warning(
+                    Code::SyscallMissingOnArch,
+                    span,
+                    format!("`{name}` does not exist on {}", missing.join(", ")),
+                )
+                .with_label("skipped on those architectures")
+                .with_help("fine for a single-architecture deployment; otherwise list the equivalent call too"),
+            );
+        }
+        Some(syscall)
     }
 }
