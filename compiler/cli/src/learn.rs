@@ -25,11 +25,12 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
-use splash_protocol::Token;
+use splash_protocol::{CapabilityManifest, Token};
 use splash_runtime::learn::{ExecResult, Recording, Verdict};
 use splash_runtime::{BindOptions, Deadlines, LoadedPolicy, Session, SessionState};
 use splash_seccomp::Arch;
 use splashpol::model::{Policy, SandboxPath};
+use splashpol::plan::LaunchPlan;
 use splashpol::syntax::Outline;
 
 use crate::LearnArgs;
@@ -88,46 +89,87 @@ fn calls(args: &LearnArgs) -> Result<Vec<(Token, Value)>, Exit> {
 
 fn learn_main(args: &LearnArgs) -> Result<(), Exit> {
     let mut calls = calls(args)?;
-    let source_bytes = crate::emit::read_policy(&args.policy)?;
+    let (source, loaded) = load(&args.policy)?;
+    let manifest = learning_manifest(args, &loaded, &mut calls)?;
+    let recorder_path = recorder_path(args, &loaded)?;
+    let plan = loaded.plan(&manifest).map_err(|e| {
+        eprintln!("splashc learn: {}", crate::run::chain(&e));
+        Exit::Rejected
+    })?;
+    let chain_programs = splash_runtime::verify::exec_chain(&plan)
+        .map(|c| c.programs)
+        .unwrap_or_default();
+    let recording = record(plan, manifest, &recorder_path, &calls)?;
+    let learned = Learned::from_recording(&recording, &calls, &chain_programs);
+    learned.report(&loaded.policy);
+    let proposal = propose(&source, &loaded.policy, &learned).map_err(|e| {
+        eprintln!("splashc learn: cannot build the proposal: {e}");
+        Exit::Rejected
+    })?;
+    let proposal = splashpol::format::format_source(&proposal).map_err(|e| {
+        eprintln!("splashc learn: cannot format the proposal: {e}");
+        Exit::Rejected
+    })?;
+    let outcome = splashpol::check_source("proposal", &proposal);
+    if outcome.policy.is_none() {
+        eprintln!("splashc learn: the proposal does not check:");
+        eprint!("{proposal}");
+        return Err(Exit::Rejected);
+    }
+    write_proposal(args, &proposal)
+}
+
+/// The policy's source and the runtime's loaded policy; the CLI's own
+/// loader renders every diagnostic (and the warnings) the way `check` does.
+fn load(path: &Path) -> Result<(String, LoadedPolicy), Exit> {
+    let source_bytes = crate::emit::read_policy(path)?;
     let Ok(source) = String::from_utf8(source_bytes.clone()) else {
         eprintln!(
             "splashc learn: `{}` is not a UTF-8 policy source",
-            args.policy.display()
+            path.display()
         );
         return Err(Exit::Usage);
     };
-    // The CLI's own loader renders every diagnostic (and the warnings) the
-    // way `check` does; the runtime's loader then gives the launch its
-    // policy.
-    crate::emit::policy_from_bytes(&args.policy, source_bytes.clone())?;
-    let loaded = LoadedPolicy::from_bytes(&args.policy.display().to_string(), source_bytes)
-        .map_err(|e| {
+    crate::emit::policy_from_bytes(path, source_bytes.clone())?;
+    let loaded =
+        LoadedPolicy::from_bytes(&path.display().to_string(), source_bytes).map_err(|e| {
             eprintln!("splashc learn: {}", crate::run::chain(&e));
             Exit::Rejected
         })?;
-    let manifest = match &args.manifest {
-        Some(path) => {
-            let m = crate::emit::load_manifest(path)?;
-            if calls.is_empty() {
-                calls = m
-                    .grants
-                    .iter()
-                    .map(|g| (g.tool.clone(), Value::Object(serde_json::Map::new())))
-                    .collect();
-            }
-            m
+    Ok((source, loaded))
+}
+
+/// The manifest of `--manifest` (whose grants are the calls when none was
+/// given), or one generated for the calls.
+fn learning_manifest(
+    args: &LearnArgs,
+    loaded: &LoadedPolicy,
+    calls: &mut Vec<(Token, Value)>,
+) -> Result<CapabilityManifest, Exit> {
+    if let Some(path) = &args.manifest {
+        let m = crate::emit::load_manifest(path)?;
+        if calls.is_empty() {
+            *calls = m
+                .grants
+                .iter()
+                .map(|g| (g.tool.clone(), Value::Object(serde_json::Map::new())))
+                .collect();
         }
-        None => {
-            let mut tools: BTreeMap<Token, u32> = BTreeMap::new();
-            for (tool, _) in &calls {
-                *tools.entry(tool.clone()).or_insert(0) += 1;
-            }
-            crate::run::generated_manifest(&loaded.policy, "learn", &tools).map_err(|e| {
-                eprintln!("splashc learn: {e}");
-                Exit::Usage
-            })?
-        }
-    };
+        return Ok(m);
+    }
+    let mut tools: BTreeMap<Token, u32> = BTreeMap::new();
+    for (tool, _) in calls.iter() {
+        *tools.entry(tool.clone()).or_insert(0) += 1;
+    }
+    crate::run::generated_manifest(&loaded.policy, "learn", &tools).map_err(|e| {
+        eprintln!("splashc learn: {e}");
+        Exit::Usage
+    })
+}
+
+/// Where the recording runner sits in the sandbox: `--runner`, or
+/// `splash-runner` beside the worker.
+fn recorder_path(args: &LearnArgs, loaded: &LoadedPolicy) -> Result<SandboxPath, Exit> {
     let recorder_path = match &args.runner {
         Some(p) => p.clone(),
         None => {
@@ -136,17 +178,21 @@ fn learn_main(args: &LearnArgs) -> Result<(), Exit> {
             format!("{dir}/splash-runner")
         }
     };
-    let recorder_path = SandboxPath::new(recorder_path.as_str()).map_err(|e| {
+    SandboxPath::new(recorder_path.as_str()).map_err(|e| {
         eprintln!("splashc learn: `--runner {recorder_path}` is not a sandbox path: {e}");
         Exit::Usage
-    })?;
+    })
+}
 
-    let plan = loaded.plan(&manifest).map_err(|e| {
-        eprintln!("splashc learn: {}", crate::run::chain(&e));
-        Exit::Rejected
-    })?;
-    let production_plan = plan.clone();
-    let learning = splashpol::learn::learning_plan(plan, &recorder_path).map_err(|e| {
+/// Runs the calls in the policy's own sandbox with the recorder in front of
+/// the worker, one phase per call, closes, and returns what it recorded.
+fn record(
+    plan: LaunchPlan,
+    manifest: CapabilityManifest,
+    recorder_path: &SandboxPath,
+    calls: &[(Token, Value)],
+) -> Result<Recording, Exit> {
+    let learning = splashpol::learn::learning_plan(plan, recorder_path).map_err(|e| {
         eprintln!("splashc learn: {}", crate::run::chain(&e));
         Exit::Failed
     })?;
@@ -204,26 +250,12 @@ fn learn_main(args: &LearnArgs) -> Result<(), Exit> {
         recording.syscalls.len(),
         recording.execs.len()
     );
+    Ok(recording)
+}
 
-    let chain_programs = splash_runtime::verify::exec_chain(&production_plan)
-        .map(|c| c.programs)
-        .unwrap_or_default();
-    let learned = Learned::from_recording(&recording, &calls, &chain_programs);
-    learned.report(&loaded.policy);
-    let proposal = propose(&source, &loaded.policy, &learned).map_err(|e| {
-        eprintln!("splashc learn: cannot build the proposal: {e}");
-        Exit::Rejected
-    })?;
-    let proposal = splashpol::format::format_source(&proposal).map_err(|e| {
-        eprintln!("splashc learn: cannot format the proposal: {e}");
-        Exit::Rejected
-    })?;
-    let outcome = splashpol::check_source("proposal", &proposal);
-    if outcome.policy.is_none() {
-        eprintln!("splashc learn: the proposal does not check:");
-        eprint!("{proposal}");
-        return Err(Exit::Rejected);
-    }
+/// The proposal to `--output` (then its diff against the input on standard
+/// output), or to standard output.
+fn write_proposal(args: &LearnArgs, proposal: &str) -> Result<(), Exit> {
     match &args.output {
         Some(path) => {
             std::fs::write(path, proposal.as_bytes()).map_err(|e| {
@@ -231,7 +263,7 @@ fn learn_main(args: &LearnArgs) -> Result<(), Exit> {
                 Exit::Usage
             })?;
             eprintln!("splashc learn: proposal written to `{}`", path.display());
-            print_diff(&args.policy, path)?;
+            print_diff(&args.policy, path)
         }
         None => {
             let mut out = std::io::stdout().lock();
@@ -240,10 +272,9 @@ fn learn_main(args: &LearnArgs) -> Result<(), Exit> {
                 .map_err(|e| {
                     eprintln!("splashc learn: cannot write the output: {e}");
                     Exit::Usage
-                })?;
+                })
         }
     }
-    Ok(())
 }
 
 /// Waits for the worker to go quiet, so the next phase starts clean.
