@@ -768,62 +768,18 @@ impl<R: Read + Send + 'static, W: Write + Send> Worker<R, W> {
                     Event::Frame(Ok(None)) => break Ok(ServeEnd::EndOfInput),
                     Event::Frame(Ok(Some(m))) => m,
                 };
+                let call = Call {
+                    shared,
+                    handler,
+                    manifest,
+                    events: events.clone(),
+                };
                 let step = match message {
                     Message::Invoke { invocation } => {
-                        let mut st = lock(shared);
-                        if st.running.is_some() {
-                            Err(refused("invoke", &invocation.request_id, Refusal::Busy))
-                        } else {
-                            match st.ledger.admit(manifest, &invocation) {
-                                Err(reason) => {
-                                    Err(refused("invoke", &invocation.request_id, reason))
-                                }
-                                Ok(admitted) => {
-                                    let signal = CancelSignal::default();
-                                    st.running = Some(Running {
-                                        request_id: invocation.request_id.clone(),
-                                        tool: invocation.tool.clone(),
-                                        cancellable: cancellable
-                                            .contains(&invocation.tool.as_str()),
-                                        cancel: None,
-                                        signal: signal.clone(),
-                                    });
-                                    drop(st);
-                                    let Invocation {
-                                        session_id,
-                                        request_id,
-                                        tool,
-                                        payload,
-                                        ..
-                                    } = invocation;
-                                    let done = Done {
-                                        session_id,
-                                        request_id,
-                                        tool,
-                                        admitted,
-                                        operation_key: None,
-                                    };
-                                    let call = Call {
-                                        shared,
-                                        handler,
-                                        manifest,
-                                        events: events.clone(),
-                                    };
-                                    call.spawn(scope, done, payload, signal);
-                                    Ok(())
-                                }
-                            }
-                        }
+                        let cancellable = cancellable.contains(&invocation.tool.as_str());
+                        call.invoke(scope, invocation, cancellable)
                     }
-                    Message::DispatchOperation { request } => {
-                        let call = Call {
-                            shared,
-                            handler,
-                            manifest,
-                            events: events.clone(),
-                        };
-                        call.dispatch(scope, request)
-                    }
+                    Message::DispatchOperation { request } => call.dispatch(scope, request),
                     Message::ReconcileOperation { request } => {
                         let mut st = lock(shared);
                         let st = &mut *st;
@@ -894,6 +850,49 @@ where
             // The dispatcher may be gone already.
             let _ = self.events.send(Event::Finished(outcome));
         });
+    }
+
+    /// Handles an `invoke` in a cancellable session: one call at a time,
+    /// admitted by the ledger, run on a thread of `scope`.
+    fn invoke<'scope>(
+        self,
+        scope: &'scope thread::Scope<'scope, 'env>,
+        invocation: Invocation,
+        cancellable: bool,
+    ) -> Result<(), SessionError> {
+        let mut st = lock(self.shared);
+        if st.running.is_some() {
+            return Err(refused("invoke", &invocation.request_id, Refusal::Busy));
+        }
+        let admitted = match st.ledger.admit(self.manifest, &invocation) {
+            Ok(admitted) => admitted,
+            Err(reason) => return Err(refused("invoke", &invocation.request_id, reason)),
+        };
+        let signal = CancelSignal::default();
+        st.running = Some(Running {
+            request_id: invocation.request_id.clone(),
+            tool: invocation.tool.clone(),
+            cancellable,
+            cancel: None,
+            signal: signal.clone(),
+        });
+        drop(st);
+        let Invocation {
+            session_id,
+            request_id,
+            tool,
+            payload,
+            ..
+        } = invocation;
+        let done = Done {
+            session_id,
+            request_id,
+            tool,
+            admitted,
+            operation_key: None,
+        };
+        self.spawn(scope, done, payload, signal);
+        Ok(())
     }
 
     /// Handles a `dispatch_operation` in a cancellable session: one call at
