@@ -204,22 +204,13 @@ fn step_index(step: &str) -> u8 {
         .unwrap_or(u8::MAX)
 }
 
+/// What the child reports when `op` succeeded (never a step's index).
+const CHILD_OK: u8 = u8::MAX - 1;
+
 /// Runs `op` in a forked child and collects its report.
 pub fn in_child(op: &ChildOp) -> io::Result<ChildOutcome> {
     let (mut reader, writer) = io::pipe()?;
     let write_fd = writer.as_raw_fd();
-    // Indices computed before the fork, so the child only copies bytes.
-    let idx = |s: &str| step_index(s);
-    let (i_unshare, i_mount, i_umount, i_open, i_setns, i_chroot, i_ptrace, i_syscall) = (
-        idx("unshare"),
-        idx("mount"),
-        idx("umount"),
-        idx("open"),
-        idx("setns"),
-        idx("chroot"),
-        idx("ptrace"),
-        idx("syscall"),
-    );
     // SAFETY: the child below only makes async-signal-safe raw system calls
     // on memory prepared before the fork and leaves through `_exit`, so no
     // lock another thread held at the fork is ever touched.
@@ -228,126 +219,115 @@ pub fn in_child(op: &ChildOp) -> io::Result<ChildOutcome> {
         return Err(io::Error::last_os_error());
     }
     if pid == 0 {
-        let report = |step: u8, err: i32| -> ! {
-            let b = err.to_le_bytes();
-            let msg = [step, b[0], b[1], b[2], b[3]];
-            // SAFETY: `msg` is a live 5-byte buffer and `write_fd` is the
-            // pipe's write end inherited from the parent; `_exit` never
-            // returns and runs no destructors or atexit handlers.
-            unsafe {
-                libc::write(write_fd, msg.as_ptr().cast(), msg.len());
-                libc::_exit(0)
-            }
+        let (step, err) = match child_op(op) {
+            Ok(()) => (CHILD_OK, 0),
+            Err((step, err)) => (step_index(step), err),
         };
-        let ok = u8::MAX - 1;
-        match op {
-            ChildOp::Unshare(flags) => {
-                // SAFETY: unshare takes a flag word only.
-                if unsafe { libc::unshare(*flags) } != 0 {
-                    report(i_unshare, errno());
-                }
-            }
-            ChildOp::MountTmpfs { target } => {
-                // SAFETY: every pointer is a NUL-terminated string that
-                // outlives the call.
-                let rc = unsafe {
-                    libc::mount(
-                        c"tmpfs".as_ptr(),
-                        target.as_ptr(),
-                        c"tmpfs".as_ptr(),
-                        libc::MS_NOSUID | libc::MS_NODEV,
-                        c"size=1m".as_ptr().cast(),
-                    )
-                };
-                if rc != 0 {
-                    report(i_mount, errno());
-                }
-                // SAFETY: `target` is NUL-terminated; detaching our own
-                // fresh mount.
-                if unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) } != 0 {
-                    report(i_umount, errno());
-                }
-            }
-            ChildOp::Setns { path } => {
-                // SAFETY: `path` is NUL-terminated.
-                let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-                if fd < 0 {
-                    report(i_open, errno());
-                }
-                // SAFETY: `fd` is the descriptor just opened; nstype 0 accepts
-                // any namespace type.
-                if unsafe { libc::setns(fd, 0) } != 0 {
-                    report(i_setns, errno());
-                }
-            }
-            ChildOp::Chroot { path } => {
-                // SAFETY: `path` is NUL-terminated.
-                if unsafe { libc::chroot(path.as_ptr()) } != 0 {
-                    report(i_chroot, errno());
-                }
-            }
-            ChildOp::PtraceSeize { pid } => {
-                // PTRACE_SEIZE does not stop the tracee, and the tracee is
-                // detached automatically when this child exits.
-                // SAFETY: PTRACE_SEIZE with addr and data 0 reads and writes
-                // no memory of ours.
-                let rc = unsafe {
-                    libc::syscall(
-                        libc::SYS_ptrace,
-                        0x4206 as libc::c_long,
-                        libc::c_long::from(*pid),
-                        0 as libc::c_long,
-                        0 as libc::c_long,
-                    )
-                };
-                if rc != 0 {
-                    report(i_ptrace, errno());
-                }
-            }
-            ChildOp::SocketInet {
-                addr,
-                port,
-                timeout_ms,
-            } => {
-                // Raw calls on the stack only; the step names are static.
-                if let Err((step, err)) = socket_inet_connect(*addr, *port, *timeout_ms) {
-                    report(step_index(step), err);
-                }
-            }
-            ChildOp::Syscall { nr } => {
-                // SAFETY: every argument is zero, so a call that takes
-                // pointers gets NULL, which the kernel rejects with EFAULT
-                // instead of touching memory; a call that blocks is ended by
-                // the parent's deadline (the child is killed).
-                let rc =
-                    unsafe { libc::syscall(*nr, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize) };
-                if rc < 0 {
-                    report(i_syscall, errno());
-                }
-            }
+        let b = err.to_le_bytes();
+        let msg = [step, b[0], b[1], b[2], b[3]];
+        // SAFETY: `msg` is a live 5-byte buffer and `write_fd` is the
+        // pipe's write end inherited from the parent; `_exit` never
+        // returns and runs no destructors or atexit handlers.
+        unsafe {
+            libc::write(write_fd, msg.as_ptr().cast(), msg.len());
+            libc::_exit(0)
         }
-        report(ok, 0);
     }
     drop(writer);
-    let status = if let ChildOp::SocketInet { timeout_ms, .. } = op {
-        let ms = u64::try_from(*timeout_ms).unwrap_or(0).saturating_add(2000);
-        wait_deadline(pid, std::time::Duration::from_millis(ms))?
-    } else if matches!(op, ChildOp::Syscall { .. }) {
-        wait_deadline(pid, std::time::Duration::from_secs(2))?
-    } else {
-        wait(pid)?
+    let status = match op {
+        ChildOp::SocketInet { timeout_ms, .. } => {
+            let ms = u64::try_from(*timeout_ms).unwrap_or(0).saturating_add(2000);
+            wait_deadline(pid, std::time::Duration::from_millis(ms))?
+        }
+        ChildOp::Syscall { .. } => wait_deadline(pid, std::time::Duration::from_secs(2))?,
+        _ => wait(pid)?,
     };
     let mut msg = Vec::new();
     reader.read_to_end(&mut msg)?;
     if let [step, a, b, c, d] = msg[..] {
         let err = i32::from_le_bytes([a, b, c, d]);
-        if step == u8::MAX - 1 {
+        if step == CHILD_OK {
             return Ok(ChildOutcome::Reported(Ok(())));
         }
         let name = STEPS.get(usize::from(step)).copied().unwrap_or("unknown");
         return Ok(ChildOutcome::Reported(Err((name, err))));
     }
     Ok(status)
+}
+
+/// `op` itself, in the forked child: raw system calls on memory prepared
+/// before the fork, nothing that allocates or locks. The step that failed
+/// (one of [`STEPS`]) and its errno.
+fn child_op(op: &ChildOp) -> Attempt {
+    let check =
+        |failed: bool, step: &'static str| if failed { Err((step, errno())) } else { Ok(()) };
+    match op {
+        ChildOp::Unshare(flags) => {
+            // SAFETY: unshare takes a flag word only.
+            check(unsafe { libc::unshare(*flags) } != 0, "unshare")
+        }
+        ChildOp::MountTmpfs { target } => {
+            // SAFETY: every pointer is a NUL-terminated string that
+            // outlives the call.
+            let rc = unsafe {
+                libc::mount(
+                    c"tmpfs".as_ptr(),
+                    target.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    libc::MS_NOSUID | libc::MS_NODEV,
+                    c"size=1m".as_ptr().cast(),
+                )
+            };
+            check(rc != 0, "mount")?;
+            // SAFETY: `target` is NUL-terminated; detaching our own fresh
+            // mount.
+            check(
+                unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) } != 0,
+                "umount",
+            )
+        }
+        ChildOp::Setns { path } => {
+            // SAFETY: `path` is NUL-terminated.
+            let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+            check(fd < 0, "open")?;
+            // SAFETY: `fd` is the descriptor just opened; nstype 0 accepts
+            // any namespace type.
+            check(unsafe { libc::setns(fd, 0) } != 0, "setns")
+        }
+        ChildOp::Chroot { path } => {
+            // SAFETY: `path` is NUL-terminated.
+            check(unsafe { libc::chroot(path.as_ptr()) } != 0, "chroot")
+        }
+        ChildOp::PtraceSeize { pid } => {
+            // PTRACE_SEIZE does not stop the tracee, and the tracee is
+            // detached automatically when this child exits.
+            // SAFETY: PTRACE_SEIZE with addr and data 0 reads and writes no
+            // memory of ours.
+            let rc = unsafe {
+                libc::syscall(
+                    libc::SYS_ptrace,
+                    0x4206 as libc::c_long,
+                    libc::c_long::from(*pid),
+                    0 as libc::c_long,
+                    0 as libc::c_long,
+                )
+            };
+            check(rc != 0, "ptrace")
+        }
+        ChildOp::SocketInet {
+            addr,
+            port,
+            timeout_ms,
+        } => socket_inet_connect(*addr, *port, *timeout_ms),
+        ChildOp::Syscall { nr } => {
+            // SAFETY: every argument is zero, so a call that takes pointers
+            // gets NULL, which the kernel rejects with EFAULT instead of
+            // touching memory; a call that blocks is ended by the parent's
+            // deadline (the child is killed).
+            let rc = unsafe { libc::syscall(*nr, 0usize, 0usize, 0usize, 0usize, 0usize, 0usize) };
+            check(rc < 0, "syscall")
+        }
+    }
 }
 
 /// Waits up to `limit` for `pid`; a child still running then is killed
