@@ -40,8 +40,8 @@ use clap::ArgMatches;
 use serde_json::Value;
 use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, ResourceKind, Token};
 use splash_runtime::{
-    BindOptions, CallError, Deadlines, LaunchError, LoadedPolicy, Session, SessionState,
-    WorkerStatus,
+    BindOptions, BoundCommand, CallError, Deadlines, LaunchError, LoadedPolicy, Session,
+    SessionState, WorkerStatus,
 };
 use splashpol::model::Policy;
 
@@ -281,6 +281,28 @@ pub fn call_counts<'a>(calls: impl IntoIterator<Item = &'a Token>) -> BTreeMap<T
 }
 
 fn run_main(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<(), Exit> {
+    let calls = requested_calls(args, matches)?;
+    let loaded = load(args)?;
+    let manifest = run_manifest(args, &loaded, &calls)?;
+
+    // Activate, lower, bind; then spawn under the watchdog and open.
+    let bound = loaded
+        .bind(&manifest, BindOptions::default())
+        .map_err(|e| launch_failed(&e))?;
+    say_bound(&bound);
+    let session_id = manifest.session_id.clone();
+    let session =
+        Session::open_owned(bound, manifest, Deadlines::none()).map_err(|e| launch_failed(&e))?;
+    say(format_args!(
+        "launched bubblewrap pid {}; session `{session_id}` open",
+        session.pid()
+    ));
+    make_calls(session, calls)
+}
+
+/// The calls of `--calls`, or of the `--invoke`/`--input` pairs; the
+/// bundled probe's report when there are none.
+fn requested_calls(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<Vec<Call>, Exit> {
     let mut calls = match &args.calls {
         Some(path) => calls_from_file(path)?,
         None => paired_calls(args, matches)?,
@@ -291,8 +313,12 @@ fn run_main(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<(), Exit> {
             input: Value::Object(serde_json::Map::new()),
         });
     }
+    Ok(calls)
+}
 
-    // Load (check or validate), then the manifest.
+/// The policy, checked (a source) or validated (an artifact, against
+/// `--expect-digest` when given); its diagnostics or warnings on stderr.
+fn load(args: &RunArgs) -> Result<LoadedPolicy, Exit> {
     let loaded = match &args.expect_digest {
         Some(hex) if !splashpol::artifact::is_hex_digest(hex) => {
             eprintln!(
@@ -318,6 +344,16 @@ fn run_main(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<(), Exit> {
     if !loaded.warnings.is_empty() {
         eprint!("{}", loaded.warnings);
     }
+    Ok(loaded)
+}
+
+/// The manifest of `--manifest`, or one generated for the calls (said on
+/// stderr); every call's tool must be granted.
+fn run_manifest(
+    args: &RunArgs,
+    loaded: &LoadedPolicy,
+    calls: &[Call],
+) -> Result<CapabilityManifest, Exit> {
     let manifest = match &args.manifest {
         Some(path) => load_manifest(path)?,
         None => {
@@ -353,11 +389,12 @@ fn run_main(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<(), Exit> {
         );
         return Err(Exit::Rejected);
     }
+    Ok(manifest)
+}
 
-    // Activate, lower, bind; then spawn under the watchdog and open.
-    let bound = loaded
-        .bind(&manifest, BindOptions::default())
-        .map_err(|e| launch_failed(&e))?;
+/// Says what bind decided: pins, how Bubblewrap is launched, the filter
+/// and the deadlines.
+fn say_bound(bound: &BoundCommand) {
     let plan = bound.plan();
     let deadlines = Deadlines::for_plan(plan, Deadlines::none());
     say(format_args!(
@@ -378,14 +415,11 @@ fn run_main(args: &RunArgs, matches: Option<&ArgMatches>) -> Result<(), Exit> {
             ),
         },
     ));
-    let session_id = manifest.session_id.clone();
-    let mut session =
-        Session::open_owned(bound, manifest, Deadlines::none()).map_err(|e| launch_failed(&e))?;
-    say(format_args!(
-        "launched bubblewrap pid {}; session `{session_id}` open",
-        session.pid()
-    ));
+}
 
+/// Makes the calls in order, each result a line on stdout, and closes:
+/// `close_session` goes out before the last result is written.
+fn make_calls(mut session: Session, mut calls: Vec<Call>) -> Result<(), Exit> {
     let total = calls.len();
     let Some(last) = calls.pop() else {
         return Err(usage("there is no call to make"));
