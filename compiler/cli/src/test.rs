@@ -29,7 +29,7 @@ use splash_runtime::{BindOptions, BoundCommand, Deadlines, LaunchError, LoadedPo
 use splashpol::expect::{ExpectKind, Expectation};
 use splashpol::model::{BrokerCatalog, HostPath, Policy, SandboxPath};
 use splashpol::plan::{
-    Behind, BwrapOp, ExecArg, LaunchPlan, MountSource, Pin, PinRole, RawPlan, mount_behind,
+    BwrapOp, ExecArg, LaunchPlan, MountSource, Pin, PinRole, RawPlan, mount_behind,
 };
 
 use crate::TestArgs;
@@ -601,15 +601,7 @@ fn launch_programs(policy: &Policy) -> Vec<&SandboxPath> {
 /// (a pinned descriptor's host path) plus the path below its destination;
 /// `None` for a synthetic or unmounted path.
 fn host_behind(ops: &[BwrapOp], pins: &[Pin], p: &SandboxPath) -> Option<PathBuf> {
-    let (source, below) = match mount_behind(ops, p) {
-        Behind::ReadOnly { source, below } | Behind::ReadWrite { source, below } => (source, below),
-        Behind::Unmounted | Behind::Synthetic => return None,
-    };
-    let host = match source {
-        MountSource::Path(h) => h,
-        MountSource::Pinned(slot) => &pins.get(usize::from(slot.0))?.host_path,
-    };
-    Some(PathBuf::from(format!("{}{below}", host.as_str())))
+    mount_behind(ops, p).host_path(pins).map(PathBuf::from)
 }
 
 /// Launches `plan`, makes the attempt of every expectation and returns what

@@ -345,22 +345,16 @@ fn executable_overlays(
     ops: &mut Vec<BwrapOp>,
 ) -> Result<(), LowerError> {
     for (path, role) in executables(policy) {
-        let host = match plan::mount_behind(ops, path) {
-            Behind::ReadOnly { source, below } => {
-                let base = match source {
-                    MountSource::Path(p) => Some(p),
-                    MountSource::Pinned(slot) => {
-                        pins.0.get(usize::from(slot.0)).map(|p| &p.host_path)
-                    }
-                };
-                base.and_then(|base| HostPath::new(format!("{base}{below}")).ok())
-            }
-            Behind::Unmounted | Behind::ReadWrite { .. } | Behind::Synthetic => None,
-        }
-        .ok_or_else(|| InvariantError::OutsideRuntime {
-            what: Program::Executable,
-            path: path.clone(),
-        })?;
+        // Only a read-only mount's file can be pinned as the program.
+        let behind = plan::mount_behind(ops, path);
+        let host = matches!(behind, Behind::ReadOnly { .. })
+            .then(|| behind.host_path(&pins.0))
+            .flatten()
+            .and_then(|host| HostPath::new(host).ok())
+            .ok_or_else(|| InvariantError::OutsideRuntime {
+                what: Program::Executable,
+                path: path.clone(),
+            })?;
         let slot = pins.add(host, PinKind::Executable, role)?;
         ops.push(BwrapOp::RoBind {
             source: MountSource::Pinned(slot),

@@ -979,6 +979,25 @@ pub enum Behind<'a> {
     Synthetic,
 }
 
+impl Behind<'_> {
+    /// The host path behind a bind: its source (a pinned source's recorded
+    /// host path, from `pins`) followed by the path below its destination;
+    /// `None` for an unmounted or synthetic path, or a slot `pins` lacks.
+    pub fn host_path(&self, pins: &[Pin]) -> Option<String> {
+        let (source, below) = match self {
+            Behind::ReadOnly { source, below } | Behind::ReadWrite { source, below } => {
+                (source, below)
+            }
+            Behind::Unmounted | Behind::Synthetic => return None,
+        };
+        let base = match source {
+            MountSource::Path(p) => p,
+            MountSource::Pinned(slot) => &pins.get(usize::from(slot.0))?.host_path,
+        };
+        Some(format!("{base}{below}"))
+    }
+}
+
 /// The one rule for the host object behind a worker-visible path: Bubblewrap
 /// applies `ops` in order and a later mount hides an earlier one, so the
 /// last operation whose destination covers `path` (the path itself or an
