@@ -227,47 +227,9 @@ impl Checker {
     /// warning: the largest selection `active-roots max` allows exceeds the
     /// bound, so some manifests will be refused.
     fn tmpfs_aggregate(&mut self, c: &Collected, max: u64, span: Span) {
-        let tmp = match c.tmp {
-            Some((PrivateTmp::Unbounded, tmp_span)) => {
-                self.push(
-                    Diagnostic::error(
-                        Code::AggregateTmpfsUnboundedTmp,
-                        tmp_span,
-                        "`tmpfs aggregate` requires a bounded private `/tmp`",
-                    )
-                    .with_label("unbounded private `/tmp`")
-                    .with_related(span, "aggregate bound here")
-                    .with_help("write `tmp private size SIZE`, or `tmp off`"),
-                );
-                return;
-            }
-            Some((PrivateTmp::Bounded { size_bytes }, tmp_span)) => Some((size_bytes, tmp_span)),
-            Some((PrivateTmp::Off, _)) | None => None,
-        };
-        let tmp_bytes = tmp.map_or(0, |(b, _)| u128::from(b));
-        let max_bytes = u128::from(max);
-        if let Some((size, tmp_span)) = tmp
-            && tmp_bytes > max_bytes
-        {
-            // Every session has this `/tmp`, so nothing can activate; each
-            // root would only repeat it.
-            self.push(
-                Diagnostic::error(
-                    Code::AggregateTmpfsExceeded,
-                    tmp_span,
-                    format!(
-                        "the private `/tmp` alone may hold {size} bytes, above the `tmpfs aggregate` of {max} bytes"
-                    ),
-                )
-                .with_label("larger than the aggregate")
-                .with_related(span, "aggregate bound here")
-                .with_help(
-                    "every session has this `/tmp`, so no manifest could be activated; shrink \
-                     `tmp private size` or raise the aggregate",
-                ),
-            );
+        let Some(tmp) = self.aggregate_tmp(c.tmp, max, span) else {
             return;
-        }
+        };
         let roots: Vec<(&RootInfo, u64)> = c
             .roots
             .iter()
@@ -284,10 +246,73 @@ impl Checker {
             // the only selection.
             return;
         }
+        if !self.roots_never_fitting(&roots, tmp, max, span) {
+            self.aggregate_overcommitted(&roots, selectable, tmp, max, span);
+        }
+    }
+
+    /// The private `/tmp` under a `tmpfs aggregate`: its bound, if any;
+    /// `None` after an error (unbounded, or alone above the aggregate).
+    fn aggregate_tmp(
+        &mut self,
+        tmp: Option<(PrivateTmp, Span)>,
+        max: u64,
+        span: Span,
+    ) -> Option<Option<(u64, Span)>> {
+        let (size, tmp_span) = match tmp {
+            Some((PrivateTmp::Unbounded, tmp_span)) => {
+                self.push(
+                    Diagnostic::error(
+                        Code::AggregateTmpfsUnboundedTmp,
+                        tmp_span,
+                        "`tmpfs aggregate` requires a bounded private `/tmp`",
+                    )
+                    .with_label("unbounded private `/tmp`")
+                    .with_related(span, "aggregate bound here")
+                    .with_help("write `tmp private size SIZE`, or `tmp off`"),
+                );
+                return None;
+            }
+            Some((PrivateTmp::Bounded { size_bytes }, tmp_span)) => (size_bytes, tmp_span),
+            Some((PrivateTmp::Off, _)) | None => return Some(None),
+        };
+        if size <= max {
+            return Some(Some((size, tmp_span)));
+        }
+        // Every session has this `/tmp`, so nothing can activate; each root
+        // would only repeat it.
+        self.push(
+            Diagnostic::error(
+                Code::AggregateTmpfsExceeded,
+                tmp_span,
+                format!(
+                    "the private `/tmp` alone may hold {size} bytes, above the `tmpfs aggregate` of {max} bytes"
+                ),
+            )
+            .with_label("larger than the aggregate")
+            .with_related(span, "aggregate bound here")
+            .with_help(
+                "every session has this `/tmp`, so no manifest could be activated; shrink \
+                 `tmp private size` or raise the aggregate",
+            ),
+        );
+        None
+    }
+
+    /// Reports each tmpfs root that does not fit the aggregate even alone
+    /// with `/tmp` (it can never be activated); whether there was one.
+    fn roots_never_fitting(
+        &mut self,
+        roots: &[(&RootInfo, u64)],
+        tmp: Option<(u64, Span)>,
+        max: u64,
+        span: Span,
+    ) -> bool {
+        let tmp_bytes = tmp.map_or(0, |(b, _)| u128::from(b));
         let mut never = false;
-        for (r, size) in &roots {
+        for (r, size) in roots {
             let total = tmp_bytes + u128::from(*size);
-            if total <= max_bytes {
+            if total <= u128::from(max) {
                 continue;
             }
             never = true;
@@ -315,15 +340,25 @@ impl Checker {
                 ),
             );
         }
-        if never {
-            return;
-        }
-        // The largest selection: the `selectable` largest tmpfs roots.
+        never
+    }
+
+    /// Warns when the largest selection `active-roots max` allows (the
+    /// `selectable` largest tmpfs roots, with `/tmp`) exceeds the aggregate.
+    fn aggregate_overcommitted(
+        &mut self,
+        roots: &[(&RootInfo, u64)],
+        selectable: u16,
+        tmp: Option<(u64, Span)>,
+        max: u64,
+        span: Span,
+    ) {
+        let tmp_bytes = tmp.map_or(0, |(b, _)| u128::from(b));
         let mut sizes: Vec<u64> = roots.iter().map(|(_, size)| *size).collect();
         sizes.sort_unstable_by(|a, b| b.cmp(a));
         sizes.truncate(usize::from(selectable));
         let worst = tmp_bytes + sizes.iter().map(|&s| u128::from(s)).sum::<u128>();
-        if worst <= max_bytes {
+        if worst <= u128::from(max) {
             return;
         }
         let which = if sizes.len() < roots.len() {
