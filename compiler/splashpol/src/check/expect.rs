@@ -395,22 +395,7 @@ impl Checker {
         policy: &model::Policy,
     ) -> Option<Expectation> {
         let name = n.node.as_str();
-        let syscall = match splash_seccomp::SyscallName::new(name) {
-            Ok(s) => s,
-            Err(unknown) => {
-                let mut d = Diagnostic::error(
-                    Code::UnknownSyscall,
-                    n.span,
-                    format!("unknown syscall `{name}`"),
-                )
-                .with_label("not a syscall on x86_64, aarch64 or riscv64");
-                if let Some(sug) = unknown.suggestion {
-                    d = d.with_help(format!("did you mean `{sug}`?"));
-                }
-                self.push(d);
-                return None;
-            }
-        };
+        let syscall = self.syscall_name(name, n.span)?;
         let fixed = splash_seccomp::denied_syscall(name).is_some() || name == "clone3";
         // A listed reviewed addition lifts its guard; nothing else can be listed.
         let problem = match policy.seccomp() {

@@ -92,13 +92,12 @@ impl Checker {
         ok.then_some(set)
     }
 
-    /// One name of a strict allowlist (not a duplicate): the syscall, or
-    /// `None` after an error (unknown, `clone3`, a fixed-deny member);
-    /// warns when it lifts a reviewed guard or is missing on an
-    /// architecture.
-    fn strict_entry(&mut self, name: &str, span: Span) -> Option<SyscallName> {
-        let syscall = match SyscallName::new(name) {
-            Ok(syscall) => syscall,
+    /// A syscall name as written in a strict allowlist or an `expect`
+    /// block; an unknown one is reported (with a suggestion when one is
+    /// close) and gives `None`.
+    pub(super) fn syscall_name(&mut self, name: &str, span: Span) -> Option<SyscallName> {
+        match SyscallName::new(name) {
+            Ok(syscall) => Some(syscall),
             Err(unknown) => {
                 let mut d = Diagnostic::error(
                     Code::UnknownSyscall,
@@ -110,9 +109,17 @@ impl Checker {
                     d = d.with_help(format!("did you mean `{sug}`?"));
                 }
                 self.push(d);
-                return None;
+                None
             }
-        };
+        }
+    }
+
+    /// One name of a strict allowlist (not a duplicate): the syscall, or
+    /// `None` after an error (unknown, `clone3`, a fixed-deny member);
+    /// warns when it lifts a reviewed guard or is missing on an
+    /// architecture.
+    fn strict_entry(&mut self, name: &str, span: Span) -> Option<SyscallName> {
+        let syscall = self.syscall_name(name, span)?;
         match splash_seccomp::strict_rejection(name) {
             Some(StrictRejection::Clone3) => {
                 self.push(
