@@ -347,14 +347,15 @@ fn executable_overlays(
     for (path, role) in executables(policy) {
         // Only a read-only mount's file can be pinned as the program.
         let behind = plan::mount_behind(ops, path);
-        let host = matches!(behind, Behind::ReadOnly { .. })
-            .then(|| behind.host_path(&pins.0))
-            .flatten()
-            .and_then(|host| HostPath::new(host).ok())
-            .ok_or_else(|| InvariantError::OutsideRuntime {
-                what: Program::Executable,
-                path: path.clone(),
-            })?;
+        let host = match behind {
+            Behind::ReadOnly { .. } => behind.host_path(&pins.0),
+            Behind::Unmounted | Behind::ReadWrite { .. } | Behind::Synthetic => None,
+        }
+        .and_then(|host| HostPath::new(host).ok())
+        .ok_or_else(|| InvariantError::OutsideRuntime {
+            what: Program::Executable,
+            path: path.clone(),
+        })?;
         let slot = pins.add(host, PinKind::Executable, role)?;
         ops.push(BwrapOp::RoBind {
             source: MountSource::Pinned(slot),
