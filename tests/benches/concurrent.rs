@@ -9,10 +9,13 @@
 //!   is open, makes one `probe.echo` call and closes;
 //! - raw: one thread per sandbox spawns `bwrap` with a hand-written
 //!   argument list holding every mount of the plan, writes the bootstrap,
-//!   opens the session, waits until every sandbox is open, makes the same
-//!   call and closes.
+//!   reads Bubblewrap's `--info-fd` report, opens the session, waits until
+//!   every sandbox is open, makes the same call and closes.
 //!
-//! Launch throughput is sessions per second until the last one is open.
+//! A launch is open at the same point on both sides: the bootstrap is
+//! written and Bubblewrap has reported the sandbox made (its `--info-fd`
+//! JSON, which the library reads to hold the sandbox's pid 1). Launch
+//! throughput is sessions per second until the last one is open.
 //! With every session open the bench reads this process's thread count and
 //! resident memory; the per-session figures subtract the values before the
 //! launch and the bench's own thread per session. Afterwards it counts what
@@ -23,6 +26,7 @@
 //! Run: `cargo build --release -p splash-probe && cargo bench -p splash-tests --bench concurrent`.
 //! Without `--bench` (as under `cargo test`) 4 sessions run as a smoke test.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier};
@@ -149,6 +153,25 @@ fn device_dirs() -> usize {
     })
 }
 
+/// CPU time in milliseconds from `/proc/self/stat`: this process's own
+/// (user + system) and that of its reaped descendants (every Bubblewrap
+/// and worker of a finished run).
+fn cpu_ms() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").expect("stat");
+    // The fields after the command name, from `state` (field 3) on.
+    let fields: Vec<f64> = stat
+        .rsplit_once(')')
+        .expect("stat fields")
+        .1
+        .split_whitespace()
+        .map(|f| f.parse().unwrap_or(0.0))
+        .collect();
+    // In clock ticks of `USER_HZ`, which Linux fixes at 100 for user space.
+    let ms = |i: usize| fields[i] * 10.0;
+    // utime, stime, cutime, cstime are fields 14 to 17.
+    (ms(11) + ms(12), ms(13) + ms(14))
+}
+
 /// What a run measured.
 struct Run {
     /// From the first spawn until the last session was open.
@@ -159,6 +182,10 @@ struct Run {
     /// minus the values before.
     threads: u64,
     rss_kib: u64,
+    /// CPU milliseconds of the whole run (launch, call, close, reap): this
+    /// host process's, and the sandboxes' (Bubblewrap and the worker).
+    host_cpu_ms: f64,
+    sandbox_cpu_ms: f64,
 }
 
 /// Runs `n` sessions at once: `launch` opens one (its time is measured)
@@ -170,6 +197,7 @@ where
 {
     let threads_before = status_field("Threads");
     let rss_before = status_field("VmRSS");
+    let cpu_before = cpu_ms();
     let launch = Arc::new(launch);
     let opened = Arc::new(Barrier::new(n + 1));
     let measured = Arc::new(Barrier::new(n + 1));
@@ -203,11 +231,14 @@ where
         .map(|h| h.join().expect("session thread"))
         .max()
         .unwrap_or_default();
+    let cpu_after = cpu_ms();
     Run {
         all_open,
         slowest,
         threads,
         rss_kib,
+        host_cpu_ms: cpu_after.0 - cpu_before.0,
+        sandbox_cpu_ms: cpu_after.1 - cpu_before.1,
     }
 }
 
@@ -228,6 +259,8 @@ fn raw(dir: &Path, i: usize) -> impl FnOnce() + use<> {
         "--new-session",
         "--die-with-parent",
         "--as-pid-1",
+        "--info-fd",
+        "2",
         "--chdir",
         "/",
         "--proc",
@@ -263,20 +296,42 @@ fn raw(dir: &Path, i: usize) -> impl FnOnce() + use<> {
         .env_clear()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("spawn raw bwrap");
     let mut stdin = child.stdin.take().expect("stdin");
     let stdout = child.stdout.take().expect("stdout");
+    // Standard error is the `--info-fd`: Bubblewrap's report that the
+    // sandbox is made, kept open (not read further) until the close.
+    let mut report_pipe = child.stderr.take().expect("stderr");
     boot.write_to(&mut stdin).expect("bootstrap");
+    let report = read_report(&mut report_pipe);
+    assert!(report.contains("\"child-pid\""), "no report: {report:?}");
     let mut session = HostSession::open(manifest, key, stdin, stdout).expect("open");
     move || {
+        let _report_pipe = report_pipe;
         session
             .invoke("probe.echo", json!({"input": 1}))
             .expect("echo");
         session.close().expect("close");
         child.wait().expect("reap");
     }
+}
+
+/// Bubblewrap's `--info-fd` report: its JSON object, read up to the
+/// closing brace (the worker inherits the descriptor, so no end of file
+/// marks it).
+fn read_report(pipe: &mut impl Read) -> String {
+    let mut report = Vec::new();
+    let mut chunk = [0u8; 512];
+    while !report.windows(2).any(|w| w == b"}\n") {
+        match pipe.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => report.extend_from_slice(&chunk[..n]),
+        }
+        assert!(report.len() <= 4096, "the report is too long");
+    }
+    String::from_utf8_lossy(&report).into_owned()
 }
 
 /// How long each library launch spent in `bind`, the rest being the spawn
@@ -356,9 +411,9 @@ fn main() {
         "{n} sessions launched concurrently, each one call and a close; {rounds} paired rounds"
     );
     println!(
-        "| round | launcher | all open ms | sessions/s | slowest launch ms | host threads per open session | RSS KiB per open session |"
+        "| round | launcher | all open ms | sessions/s | slowest launch ms | host threads per open session | RSS KiB per open session | host CPU ms per session | sandbox CPU ms per session |"
     );
-    println!("|---:|---|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|");
     for round in 0..rounds {
         let raw_dir = dir.clone();
         let run_raw = move || concurrently(n, move |i| raw(&raw_dir, i));
@@ -378,13 +433,15 @@ fn main() {
             // The bench's own thread per session is not the launcher's.
             let threads = run.threads.saturating_sub(n as u64);
             println!(
-                "| {} | {name} | {:.0} | {:.1} | {:.0} | {:.2} | {:.0} |",
+                "| {} | {name} | {:.0} | {:.1} | {:.0} | {:.2} | {:.0} | {:.2} | {:.2} |",
                 round + 1,
                 ms(run.all_open),
                 rate(run),
                 ms(run.slowest),
                 threads as f64 / n as f64,
                 run.rss_kib as f64 / n as f64,
+                run.host_cpu_ms / n as f64,
+                run.sandbox_cpu_ms / n as f64,
             );
         }
         ratios.push(rate(&lib_run) / rate(&raw_run));
