@@ -22,7 +22,6 @@ use serde_json::Value;
 use splash_runtime::launch::LoadedPolicy;
 use splash_seccomp::Arch;
 use splashpol::artifact::{self, Artifact, ArtifactError};
-use splashpol::model::RawPolicy;
 use splashpol::{activate, lower};
 
 fuzz_target!(|data: &[u8]| {
@@ -51,13 +50,12 @@ fuzz_target!(|data: &[u8]| {
     }
 });
 
-/// `data` with its `policy_digest` recomputed, when it is a JSON object
-/// whose `policy` decodes as a raw policy.
+/// `data` with its `policy_digest` recomputed, when it decodes as an
+/// artifact's fields.
 fn reseal(data: &[u8]) -> Option<Vec<u8>> {
+    let digest = artifact::stored_policy_digest(data).ok()?;
     let mut doc: Value = serde_json::from_slice(data).ok()?;
-    let policy: RawPolicy = serde_json::from_value(doc.get("policy")?.clone()).ok()?;
-    let json = serde_json::to_vec(&policy).ok()?;
-    *doc.get_mut("policy_digest")? = Value::String(artifact::digest(&json));
+    *doc.get_mut("policy_digest")? = Value::String(digest);
     serde_json::to_vec(&doc).ok()
 }
 

@@ -11,13 +11,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use serde_json::{Value, json};
 use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, ResourceKind, Token};
 use splash_tests::{bwrap_path, require_host};
 use splashpol::activate::activate;
 use splashpol::emit::shell_quote;
 use splashpol::lower::lower;
 use splashpol::model::{
-    AbsPath, Access, FileRoot, FileRootKind, HostPath, Policy, PrivateTmp, RawPolicy, RuntimeMount,
+    AbsPath, Access, FileRoot, FileRootKind, HostPath, Policy, PrivateTmp, RuntimeMount,
     SandboxPath, SeccompPolicy, Side,
 };
 use splashpol::plan::{Arch, LaunchPlan, PinSlot, Slot};
@@ -102,7 +103,7 @@ fn host_root(fx: &Fixture, name: &str, dest: &str, access: Access) -> FileRoot {
 
 /// A path-mode policy: system directories and the fixture runtime as
 /// read-only runtime mounts, four registered roots.
-fn policy(fx: &Fixture, bwrap: &Path) -> RawPolicy {
+fn policy(fx: &Fixture, bwrap: &Path) -> Value {
     let mut runtime_mounts = vec![RuntimeMount {
         source: fx.path("rt"),
         destination: p("/opt/splash"),
@@ -115,13 +116,13 @@ fn policy(fx: &Fixture, bwrap: &Path) -> RawPolicy {
             });
         }
     }
-    RawPolicy {
-        name: "plan-launch".into(),
-        bubblewrap: HostPath::new(bwrap.to_string_lossy().into_owned()).expect("bwrap path"),
-        worker: p("/opt/splash/bin/worker"),
-        worker_args: vec!["--json-lines".into(), "two words".into()],
-        runtime_mounts,
-        file_roots: vec![
+    json!({
+        "name": "plan-launch",
+        "bubblewrap": HostPath::new(bwrap.to_string_lossy().into_owned()).expect("bwrap path"),
+        "worker": "/opt/splash/bin/worker",
+        "worker_args": ["--json-lines", "two words"],
+        "runtime_mounts": runtime_mounts,
+        "file_roots": vec![
             host_root(fx, "ro", "/workspace/ro", Access::ReadOnly),
             host_root(fx, "rw", "/workspace/rw", Access::ReadWrite),
             FileRoot {
@@ -133,26 +134,26 @@ fn policy(fx: &Fixture, bwrap: &Path) -> RawPolicy {
             },
             host_root(fx, "hidden", "/workspace/hidden", Access::ReadOnly),
         ],
-        tmp: PrivateTmp::Bounded {
+        "tmp": PrivateTmp::Bounded {
             size_bytes: 2 << 20,
         },
-        bounded_writes: false,
-        no_further_user_namespaces: true,
-        pin_mounts: false,
-        pin_executables: false,
-        allow_unbounded_host_writes: true,
-        aggregate_quota: None,
-        aggregate_ephemeral_max_bytes: Some(3 << 20),
-        max_active_file_roots: 64,
-        seccomp: SeccompPolicy::Off,
-        require_limit_runner: false,
-        runners: splashpol::model::Runners::None,
-        cgroup: None,
-        require_cgroup_v2: false,
-        watchdog: None,
-        network_broker: None,
-        worker_identity: None,
-    }
+        "bounded_writes": false,
+        "no_further_user_namespaces": true,
+        "pin_mounts": false,
+        "pin_executables": false,
+        "allow_unbounded_host_writes": true,
+        "aggregate_quota": null,
+        "aggregate_ephemeral_max_bytes": 3 << 20,
+        "max_active_file_roots": 64,
+        "seccomp": SeccompPolicy::Off,
+        "require_limit_runner": false,
+        "runners": splashpol::model::Runners::None,
+        "cgroup": null,
+        "require_cgroup_v2": false,
+        "watchdog": null,
+        "network_broker": null,
+        "worker_identity": null,
+    })
 }
 
 fn manifest(roots: &[&str]) -> CapabilityManifest {
@@ -179,12 +180,12 @@ fn manifest(roots: &[&str]) -> CapabilityManifest {
     }
 }
 
-/// `raw` as a checked policy.
-fn checked(raw: &RawPolicy) -> Policy {
-    Policy::try_from(raw.clone()).expect("a valid policy")
+/// `raw`, a policy's JSON form, as a checked policy.
+fn checked(raw: &Value) -> Policy {
+    serde_json::from_value(raw.clone()).expect("a valid policy")
 }
 
-fn plan_for(raw: &RawPolicy, roots: &[&str]) -> LaunchPlan {
+fn plan_for(raw: &Value, roots: &[&str]) -> LaunchPlan {
     let policy = &checked(raw);
     let activation = activate(policy, Some(&manifest(roots))).expect("activate");
     let arch = Arch::host().expect("supported host arch");
@@ -340,7 +341,7 @@ fn control_user_namespaces_are_available_without_the_lockdown() {
     let Some(bwrap) = bwrap() else { return };
     let fx = Fixture::new();
     let mut policy = policy(&fx, &bwrap);
-    policy.no_further_user_namespaces = false;
+    policy["no_further_user_namespaces"] = json!(false);
     let plan = plan_for(&policy, &["ro"]);
     assert!(
         !plan
@@ -357,8 +358,8 @@ fn bounded_writes_remount_the_root_proc_and_dev_read_only() {
     let Some(bwrap) = bwrap() else { return };
     let fx = Fixture::new();
     let mut policy = policy(&fx, &bwrap);
-    policy.bounded_writes = true;
-    policy.allow_unbounded_host_writes = false;
+    policy["bounded_writes"] = json!(true);
+    policy["allow_unbounded_host_writes"] = json!(false);
     let r = launch(&plan_for(&policy, &["ro", "scratch"]));
     assert_eq!(one(&r, "rootfs"), "ro");
     assert_eq!(one(&r, "proc"), "ro");
@@ -373,13 +374,13 @@ fn refused_plans_never_reach_bwrap() {
     // refused by lowering even though activation accepts the selector.
     let fx = Fixture::new();
     let mut policy = policy(&fx, Path::new("/usr/bin/bwrap"));
-    policy.bounded_writes = true;
+    policy["bounded_writes"] = json!(true);
     let checked_policy = checked(&policy);
     let activation = activate(&checked_policy, Some(&manifest(&["rw"]))).expect("activate");
     assert!(lower(&checked_policy, &activation, Arch::X86_64, "test").is_err());
     // The aggregate ephemeral bound: /tmp (2 MiB) + scratch (1 MiB) fits 3 MiB,
     // one byte less does not.
-    policy.aggregate_ephemeral_max_bytes = Some((3 << 20) - 1);
+    policy["aggregate_ephemeral_max_bytes"] = json!((3 << 20) - 1);
     assert!(activate(&checked(&policy), Some(&manifest(&["scratch"]))).is_err());
 }
 
@@ -395,9 +396,9 @@ fn pinned_plan_launches_through_descriptors() {
     }
     let fx = Fixture::new();
     let mut policy = policy(&fx, &bwrap);
-    policy.pin_mounts = true;
-    policy.pin_executables = true;
-    policy.seccomp = SeccompPolicy::DenyKnownEscapeSurface;
+    policy["pin_mounts"] = json!(true);
+    policy["pin_executables"] = json!(true);
+    policy["seccomp"] = json!(SeccompPolicy::DenyKnownEscapeSurface);
     let plan = plan_for(&policy, &["ro", "scratch"]);
     let seccomp = plan.seccomp().expect("seccomp plan");
     let program = fx.base.join("filter.bpf");
@@ -478,7 +479,7 @@ if /usr/bin/true 2>/dev/null; then echo exec=allowed; else echo exec=denied; fi
 echo "args=$*"
 "#;
 
-fn chain_policy(fx: &Fixture, bwrap: &Path, landlock: bool) -> Option<RawPolicy> {
+fn chain_policy(fx: &Fixture, bwrap: &Path, landlock: bool) -> Option<Value> {
     let (landlock_bin, limit_bin) = runner_binaries()?;
     for (src, name) in [
         (&landlock_bin, "splash-landlock-runner"),
@@ -513,7 +514,7 @@ fn chain_policy(fx: &Fixture, bwrap: &Path, landlock: bool) -> Option<RawPolicy>
     } else {
         None
     };
-    policy.runners = splashpol::model::Runners::Separate { limit, landlock };
+    policy["runners"] = json!(splashpol::model::Runners::Separate { limit, landlock });
     Some(policy)
 }
 

@@ -17,8 +17,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use runtime_support::{
-    Binding, ProbeSession, TempDir, TestPolicy, bin_dir, host_with_probe, live_children, open_fds,
-    probe_policy, serial,
+    Binding, ProbeSession, TempDir, TestPolicy, bin_dir, edited, edited_json, host_with_probe,
+    live_children, open_fds, probe_policy, serial,
 };
 use serde_json::json;
 use splash_runtime::SessionState;
@@ -27,7 +27,7 @@ use splash_runtime::{
     BindError, BoundCommand, CallError, CgroupError, Deadlines, Session, SpawnError,
     WorkerLifecycle, WorkerStatus,
 };
-use splashpol::model::CgroupLimits;
+use splashpol::model::{CgroupLimits, CgroupPolicy};
 use splashpol::plan::{LaunchPlan, PlanError};
 
 /// A parent cgroup of our own, removed (with anything left in it) on drop.
@@ -119,9 +119,13 @@ fn with_cgroup(policy: &mut TestPolicy, parent: &Path, runner: &Path, entries: &
 
 /// The plan with its cgroup limits cleared: this host has no controllers.
 fn boundary_only(policy: &TestPolicy) -> LaunchPlan {
-    let mut plan = policy.plan().into_raw();
-    plan.cgroup.as_mut().expect("cgroup policy").limits = CgroupLimits::default();
-    LaunchPlan::try_from(plan).expect("a structurally valid plan")
+    edited(
+        policy.plan(),
+        "cgroup",
+        |cgroup: &mut Option<CgroupPolicy>| {
+            cgroup.as_mut().expect("cgroup policy").limits = CgroupLimits::default();
+        },
+    )
 }
 
 fn pids_of(dir: &Path) -> Vec<u32> {
@@ -506,17 +510,26 @@ fn a_required_boundary_refuses_every_uncgrouped_path() {
         parent.path().display(),
         runner().display()
     ));
-    let mut raw = policy.plan().into_raw();
-    raw.cgroup.as_mut().expect("cgroup").limits = CgroupLimits::default();
-    assert!(raw.require_cgroup_v2);
+    let plan = edited(
+        policy.plan(),
+        "cgroup",
+        |cgroup: &mut Option<CgroupPolicy>| {
+            cgroup.as_mut().expect("cgroup").limits = CgroupLimits::default();
+        },
+    );
+    assert!(plan.require_cgroup_v2());
 
     // A required plan whose cgroup policy was removed is not a plan: it
-    // cannot be built, or read from JSON, so it never reaches bind.
-    let mut stripped = raw.clone();
-    stripped.cgroup = None;
-    let err = LaunchPlan::try_from(stripped).expect_err("required without policy");
-    assert_eq!(err, PlanError::MissingCgroup);
-    let plan = LaunchPlan::try_from(raw).expect("control: with its policy");
+    // cannot be read from JSON, so it never reaches bind.
+    let stripped = edited_json(&plan, "cgroup", |cgroup: &mut Option<CgroupPolicy>| {
+        *cgroup = None;
+    });
+    let err = serde_json::from_value::<LaunchPlan>(stripped).expect_err("required without policy");
+    assert!(
+        err.to_string()
+            .contains(&PlanError::MissingCgroup.to_string()),
+        "{err}"
+    );
 
     // The uncgrouped launch spec is refused; spawn goes through the cgroup.
     let bound = BoundCommand::bind(plan).expect("bind");

@@ -280,15 +280,15 @@ fn bind_refuses_a_plan_without_every_device_bind_after_dev() {
     let is_device = |op: &BwrapOp| matches!(op, BwrapOp::DevBind(_));
     let first = plan.ops().iter().position(is_device).expect("device binds");
 
-    let missing = edited(plan.clone(), |p| {
-        p.ops.retain(|op| *op != BwrapOp::DevBind(DeviceNode::Null));
+    let missing = edited(plan.clone(), "ops", |ops: &mut Vec<BwrapOp>| {
+        ops.retain(|op| *op != BwrapOp::DevBind(DeviceNode::Null));
     });
-    let moved = edited(plan.clone(), |p| {
-        let op = p.ops.remove(first);
-        p.ops.push(op);
+    let moved = edited(plan.clone(), "ops", |ops: &mut Vec<BwrapOp>| {
+        let op = ops.remove(first);
+        ops.push(op);
     });
-    let repeated = edited(plan.clone(), |p| {
-        p.ops.push(BwrapOp::DevBind(DeviceNode::Tty));
+    let repeated = edited(plan.clone(), "ops", |ops: &mut Vec<BwrapOp>| {
+        ops.push(BwrapOp::DevBind(DeviceNode::Tty));
     });
     for (what, bad) in [
         ("missing", missing),

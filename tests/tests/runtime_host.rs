@@ -21,7 +21,7 @@ use splash_runtime::{
     BindError, BindOptions, BoundCommand, CallError, Deadlines, Event, Indeterminate, LaunchError,
     LaunchOptions, LoadedPolicy, Session, SpawnError, StopReason,
 };
-use splashpol::plan::{Arch, BwrapOp, LaunchPlan};
+use splashpol::plan::{Arch, BwrapOp, ExecArg, LaunchPlan, SeccompPlan};
 
 /// The probe tools these tests call.
 const TOOLS: &[&str] = &["probe.echo", "probe.sleep", "probe.spin", "probe.exec"];
@@ -484,12 +484,16 @@ fn bind_refuses_a_plan_for_another_architecture() {
 
     // Only the seccomp program is foreign: the plan says this host.
     let foreign = plan(&policy, other).seccomp().cloned();
-    let mixed = edited(plan(&policy, host), |p| {
-        p.seccomp = foreign;
-        if let Some(s) = p.seccomp.as_mut() {
-            s.arch = host;
-        }
-    });
+    let mixed = edited(
+        plan(&policy, host),
+        "seccomp",
+        |s: &mut Option<SeccompPlan>| {
+            *s = foreign;
+            if let Some(s) = s.as_mut() {
+                s.arch = host;
+            }
+        },
+    );
     let err = BoundCommand::bind(mixed).expect_err("foreign program");
     assert!(
         err.to_string()
@@ -514,7 +518,9 @@ fn bind_refuses_a_plan_without_the_hardening_prefix() {
         BwrapOp::DieWithParent,
         BwrapOp::AsPid1,
     ] {
-        let p = edited(plan(&policy, host), |p| p.ops.retain(|op| *op != drop_op));
+        let p = edited(plan(&policy, host), "ops", |ops: &mut Vec<BwrapOp>| {
+            ops.retain(|op| *op != drop_op);
+        });
         let err = BoundCommand::bind(p).expect_err("no prefix");
         assert!(
             matches!(err, BindError::HardeningPrefix { .. }),
@@ -522,13 +528,12 @@ fn bind_refuses_a_plan_without_the_hardening_prefix() {
         );
     }
     // The read-only /proc right after `--proc /proc`.
-    let p = edited(plan(&policy, host), |p| {
-        let at = p
-            .ops
+    let p = edited(plan(&policy, host), "ops", |ops: &mut Vec<BwrapOp>| {
+        let at = ops
             .iter()
             .position(|op| matches!(op, BwrapOp::RemountRo(_)))
             .expect("remount /proc");
-        p.ops.remove(at);
+        ops.remove(at);
     });
     let err = BoundCommand::bind(p).expect_err("writable /proc");
     assert!(err.to_string().contains("--remount-ro /proc"), "{err}");
@@ -544,23 +549,25 @@ fn bind_checks_every_program_of_the_exec_chain() {
     let host = Arch::host().expect("host arch");
     // A hand-built runner segment whose next program does not exist.
     let worker = plan(&policy, host).command().to_vec();
-    let p = edited(plan(&policy, host), |p| {
-        p.command = vec![
-            splashpol::plan::ExecArg::Literal(policy.worker()),
-            splashpol::plan::ExecArg::Literal("--".into()),
-            splashpol::plan::ExecArg::Literal("/opt/worker/missing-program".into()),
-        ];
-    });
+    // The worker as a runner segment, then `next`.
+    let chained = |next: Vec<ExecArg>| {
+        edited(
+            plan(&policy, host),
+            "command",
+            |command: &mut Vec<ExecArg>| {
+                *command = vec![
+                    ExecArg::Literal(policy.worker()),
+                    ExecArg::Literal("--".into()),
+                ];
+                command.extend(next);
+            },
+        )
+    };
+    let p = chained(vec![ExecArg::Literal("/opt/worker/missing-program".into())]);
     let err = BoundCommand::bind(p).expect_err("second program missing");
     assert!(err.to_string().contains("missing-program"), "{err}");
     // Control: the same chain ending in the worker binds.
-    let p = edited(plan(&policy, host), |p| {
-        p.command = vec![
-            splashpol::plan::ExecArg::Literal(policy.worker()),
-            splashpol::plan::ExecArg::Literal("--".into()),
-        ];
-        p.command.extend(worker);
-    });
+    let p = chained(worker);
     BoundCommand::bind(p).expect("every program exists");
 }
 

@@ -4,10 +4,12 @@
 
 mod runtime_support;
 
-use runtime_support::{Binding, ProbeSession, errno_name, host_with_probe, probe_policy, serial};
+use runtime_support::{
+    Binding, ProbeSession, edited, errno_name, host_with_probe, probe_policy, serial,
+};
 use serde_json::{Value, json};
 use splash_runtime::BoundCommand;
-use splashpol::plan::{BwrapOp, LaunchPlan};
+use splashpol::plan::BwrapOp;
 
 const MIB: u64 = 1024 * 1024;
 
@@ -31,23 +33,23 @@ fn bounded_tmpfs_roots_and_tmp_return_enospc_at_their_size() {
     policy.tmpfs_root("scratch", "/workspace/scratch", "4 MiB");
     policy.tmp = Some("private size 2 MiB".into());
     policy.tmpfs_root("unbounded", "/workspace/unbounded", "1 MiB");
-    let mut plan = policy.plan().into_raw();
     // A policy cannot register an unbounded tmpfs root: the control root's
     // bound is lifted in the lowered plan, so only the bound differs.
     let mut lifted = 0;
-    for op in &mut plan.ops {
-        if let BwrapOp::Tmpfs {
-            destination,
-            size_bytes,
-        } = op
-            && destination.as_str() == "/workspace/unbounded"
-        {
-            *size_bytes = None;
-            lifted += 1;
+    let plan = edited(policy.plan(), "ops", |ops: &mut Vec<BwrapOp>| {
+        for op in ops.iter_mut() {
+            if let BwrapOp::Tmpfs {
+                destination,
+                size_bytes,
+            } = op
+                && destination.as_str() == "/workspace/unbounded"
+            {
+                *size_bytes = None;
+                lifted += 1;
+            }
         }
-    }
-    assert_eq!(lifted, 1, "{:?}", plan.ops);
-    let plan = LaunchPlan::try_from(plan).expect("a structurally valid plan");
+    });
+    assert_eq!(lifted, 1, "{:?}", plan.ops());
     let bound = BoundCommand::bind(plan).expect("bind");
     let mut probe = ProbeSession::start(&bound, None).expect("start");
     for (dir, size) in [("/workspace/scratch", 4 * MIB), ("/tmp", 2 * MIB)] {

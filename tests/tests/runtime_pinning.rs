@@ -5,12 +5,12 @@
 mod runtime_support;
 
 use runtime_support::{
-    Binding, ProbeSession, TempDir, TestPolicy, host_with_probe, live_children, probe_policy,
-    serial,
+    Binding, ProbeSession, TempDir, TestPolicy, edited, host_with_probe, live_children,
+    probe_policy, serial,
 };
 use serde_json::json;
 use splash_runtime::{BoundCommand, WorkerStatus};
-use splashpol::plan::{BwrapOp, LaunchPlan};
+use splashpol::plan::BwrapOp;
 
 /// Replaces directory `dir` by a fresh one holding `marker` = `content`.
 fn replace_dir(dir: &std::path::Path, content: &str) {
@@ -224,24 +224,28 @@ fn bind_fails_closed_on_bad_sources() {
     // never lets a policy place its worker in a writable mount, so the
     // lowered plan's read-only mount of the worker directory is turned into
     // a writable bind.
-    let mut plan = probe_policy(&bwrap, &probe_dir).plan().into_raw();
     let mut turned = 0;
-    for op in &mut plan.ops {
-        if let BwrapOp::RoBind {
-            source,
-            destination,
-        } = op
-            && destination.as_str() == runtime_support::WORKER_DIR
-        {
-            *op = BwrapOp::Bind {
-                source: source.clone(),
-                destination: destination.clone(),
-            };
-            turned += 1;
-        }
-    }
-    assert_eq!(turned, 1, "{:?}", plan.ops);
-    let plan = LaunchPlan::try_from(plan).expect("a structurally valid plan");
+    let plan = edited(
+        probe_policy(&bwrap, &probe_dir).plan(),
+        "ops",
+        |ops: &mut Vec<BwrapOp>| {
+            for op in ops.iter_mut() {
+                if let BwrapOp::RoBind {
+                    source,
+                    destination,
+                } = op
+                    && destination.as_str() == runtime_support::WORKER_DIR
+                {
+                    *op = BwrapOp::Bind {
+                        source: source.clone(),
+                        destination: destination.clone(),
+                    };
+                    turned += 1;
+                }
+            }
+        },
+    );
+    assert_eq!(turned, 1, "{:?}", plan.ops());
     let err = BoundCommand::bind(plan)
         .expect_err("worker in a writable root")
         .to_string();

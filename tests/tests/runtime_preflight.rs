@@ -39,7 +39,7 @@ use runtime_support::{
 use splash_broker::{Catalog, CatalogKind, Entry, HostBroker, Method};
 use splash_protocol::{Grant, GrantFormat, Resource, ResourceKind, Token};
 use splash_runtime::{BindOptions, BoundCommand, Outcome, Step, preflight};
-use splashpol::plan::{Arch, BwrapOp, ExecArg, LaunchPlan, MountPoint};
+use splashpol::plan::{Arch, BwrapOp, ExecArg, LaunchPlan, MountPoint, SeccompPlan};
 
 /// An error and its sources, joined with `: `, as `splashc run` and
 /// `splashc doctor` print it.
@@ -177,21 +177,25 @@ fn sources_workers_and_bubblewrap_refused_at_bind_are_refused_by_doctor() {
     let reason = refused_everywhere("symlinked worker", &policy.plan());
     assert!(reason.contains("is a symbolic link"), "{reason}");
 
-    let writable = edited(probe_policy(&bwrap, &probe_dir).plan(), |p| {
-        for op in &mut p.ops {
-            if let BwrapOp::RoBind {
-                source,
-                destination,
-            } = op
-                && destination.as_str() == WORKER_DIR
-            {
-                *op = BwrapOp::Bind {
-                    source: source.clone(),
-                    destination: destination.clone(),
-                };
+    let writable = edited(
+        probe_policy(&bwrap, &probe_dir).plan(),
+        "ops",
+        |ops: &mut Vec<BwrapOp>| {
+            for op in ops {
+                if let BwrapOp::RoBind {
+                    source,
+                    destination,
+                } = op
+                    && destination.as_str() == WORKER_DIR
+                {
+                    *op = BwrapOp::Bind {
+                        source: source.clone(),
+                        destination: destination.clone(),
+                    };
+                }
             }
-        }
-    });
+        },
+    );
     let reason = refused_everywhere("worker in a writable mount", &writable);
     assert!(
         reason.contains("not reached through a read-only runtime mount"),
@@ -219,12 +223,16 @@ fn plans_refused_at_bind_are_refused_by_doctor() {
         .expect("another arch");
     refused_everywhere("foreign plan", &lowered_for(&policy, other));
     let foreign = lowered_for(&policy, other).seccomp().cloned();
-    let mixed = edited(lowered_for(&policy, host), |p| {
-        p.seccomp = foreign;
-        if let Some(s) = p.seccomp.as_mut() {
-            s.arch = host;
-        }
-    });
+    let mixed = edited(
+        lowered_for(&policy, host),
+        "seccomp",
+        |s: &mut Option<SeccompPlan>| {
+            *s = foreign;
+            if let Some(s) = s.as_mut() {
+                s.arch = host;
+            }
+        },
+    );
     let reason = refused_everywhere("foreign program", &mixed);
     assert!(reason.contains("allows no system call of this host"));
 
@@ -240,29 +248,30 @@ fn plans_refused_at_bind_are_refused_by_doctor() {
             splashpol::model::SandboxPath::new("/proc").expect("path"),
         )),
     ] {
-        let p = edited(plain.clone(), |p| p.ops.retain(|op| *op != drop_op));
+        let p = edited(plain.clone(), "ops", |ops: &mut Vec<BwrapOp>| {
+            ops.retain(|op| *op != drop_op);
+        });
         refused_everywhere(&format!("without {drop_op:?}"), &p);
     }
     // A second `--dev` after the prefix (runtime_devices.rs).
-    let p = edited(plain.clone(), |p| {
-        p.ops.push(BwrapOp::Dev(
+    let p = edited(plain.clone(), "ops", |ops: &mut Vec<BwrapOp>| {
+        ops.push(BwrapOp::Dev(
             splashpol::model::SandboxPath::new("/dev").expect("path"),
         ));
     });
     refused_everywhere("a --dev after the prefix", &p);
-    let p = edited(plain.clone(), |p| {
-        let at = p
-            .ops
+    let p = edited(plain.clone(), "ops", |ops: &mut Vec<BwrapOp>| {
+        let at = ops
             .iter()
             .position(|op| matches!(op, BwrapOp::DevBind(_)))
             .expect("a device-node bind");
-        p.ops.remove(at);
+        ops.remove(at);
     });
     let reason = refused_everywhere("a device-node bind missing", &p);
     assert!(reason.contains("should be `--dev-bind"), "{reason}");
 
-    let chained = edited(plain.clone(), |p| {
-        p.command = vec![
+    let chained = edited(plain.clone(), "command", |command: &mut Vec<ExecArg>| {
+        *command = vec![
             ExecArg::Literal(format!("{WORKER_DIR}/splash-probe")),
             ExecArg::Literal("--".into()),
             ExecArg::Literal(format!("{WORKER_DIR}/missing-program")),
@@ -474,8 +483,8 @@ fn quota_roots_refused_at_bind_are_refused_by_doctor() {
         "{reason}"
     );
     let raw = TempDir::new_in(area.path(), "raw");
-    let with_raw = edited(plan, |p| {
-        p.ops.push(BwrapOp::Bind {
+    let with_raw = edited(plan, "ops", |ops: &mut Vec<BwrapOp>| {
+        ops.push(BwrapOp::Bind {
             source: splashpol::plan::MountSource::Path(
                 splashpol::model::HostPath::new(raw.path().to_str().expect("utf-8")).expect("path"),
             ),

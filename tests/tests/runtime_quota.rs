@@ -249,12 +249,16 @@ fn bind_fails_closed_without_kernel_project_quotas() {
     // The checker refuses a policy whose root ceiling exceeds its aggregate,
     // so the smaller aggregate is set on the lowered plan: the runtime
     // repeats the check against the verified hard limits.
-    let plan = edited(quota_plan(&bwrap, &probe_dir, &root), |p| {
-        p.aggregate_quota = Some(AggregateQuota {
-            max_bytes: 16 << 20,
-            max_inodes: 1000,
-        });
-    });
+    let plan = edited(
+        quota_plan(&bwrap, &probe_dir, &root),
+        "aggregate_quota",
+        |aggregate: &mut Option<AggregateQuota>| {
+            *aggregate = Some(AggregateQuota {
+                max_bytes: 16 << 20,
+                max_inodes: 1000,
+            });
+        },
+    );
     let err = BoundCommand::bind_with(
         plan,
         BindOptions::default().with_quota_inspector(Provisioned),
@@ -289,12 +293,16 @@ fn roots_in_one_project_share_one_budget() {
         assert_eq!(plan.quota_checks().len(), 2);
         // Two roots of 32 MiB each in one project on one filesystem are one
         // 32 MiB budget: under 48 MiB, counted once.
-        edited(plan, |p| {
-            p.aggregate_quota = Some(AggregateQuota {
-                max_bytes: 48 << 20,
-                max_inodes: 1000,
-            });
-        })
+        edited(
+            plan,
+            "aggregate_quota",
+            |aggregate: &mut Option<AggregateQuota>| {
+                *aggregate = Some(AggregateQuota {
+                    max_bytes: 48 << 20,
+                    max_inodes: 1000,
+                });
+            },
+        )
     };
     let bound = BoundCommand::bind_with(
         plan(),
@@ -337,14 +345,19 @@ fn bind_refuses_a_raw_writable_mount_under_an_aggregate() {
     // aggregate is a policy error); a plan from elsewhere is refused at
     // bind all the same, before any quota is read.
     let destination = splashpol::model::SandboxPath::new("/workspace/raw").expect("path");
-    let plan = edited(quota_plan(&bwrap, &probe_dir, &root), |p| {
-        p.ops.push(BwrapOp::Bind {
-            source: MountSource::Path(
-                splashpol::model::HostPath::new(raw.path().to_str().expect("utf-8")).expect("path"),
-            ),
-            destination,
-        });
-    });
+    let plan = edited(
+        quota_plan(&bwrap, &probe_dir, &root),
+        "ops",
+        |ops: &mut Vec<BwrapOp>| {
+            ops.push(BwrapOp::Bind {
+                source: MountSource::Path(
+                    splashpol::model::HostPath::new(raw.path().to_str().expect("utf-8"))
+                        .expect("path"),
+                ),
+                destination,
+            });
+        },
+    );
     let err = BoundCommand::bind_with(
         plan,
         BindOptions::default().with_quota_inspector(Provisioned),

@@ -28,7 +28,7 @@ use splash_runtime::{
     BindOptions, BoundCommand, Deadlines, LaunchError, LoadedPolicy, WorkerStatus,
 };
 use splashpol::model::{FileRootKind, Policy, PrivateTmp, SeccompPolicy};
-use splashpol::plan::{ExecArg, LaunchPlan};
+use splashpol::plan::LaunchPlan;
 
 use crate::TestArgs;
 use crate::emit::load_manifest;
@@ -221,11 +221,10 @@ fn battery_plan(
     policy: &Policy,
     options: &[String],
 ) -> Result<LaunchPlan, Exit> {
-    let mut raw = with_probe(plan, probe, policy.worker())?.into_raw();
-    raw.command.push(ExecArg::Literal("all".into()));
-    raw.command
-        .extend(options.iter().cloned().map(ExecArg::Literal));
-    LaunchPlan::try_from(raw).map_err(|e| cannot(format_args!("the battery plan: {e}")))
+    let mut edit = with_probe(plan, probe, policy.worker())?.edit();
+    edit.append_arguments(std::iter::once("all".to_owned()).chain(options.iter().cloned()));
+    edit.finish()
+        .map_err(|e| cannot(format_args!("the battery plan: {e}")))
 }
 
 pub fn run(args: &TestArgs) -> Exit {

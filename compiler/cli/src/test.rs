@@ -28,9 +28,7 @@ use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, Resource
 use splash_runtime::{BindOptions, BoundCommand, Deadlines, LaunchError, LoadedPolicy, Session};
 use splashpol::expect::{ExpectKind, Expectation};
 use splashpol::model::{BrokerCatalog, HostPath, Policy, SandboxPath};
-use splashpol::plan::{
-    BwrapOp, ExecArg, LaunchPlan, MountSource, Pin, PinRole, RawPlan, mount_behind,
-};
+use splashpol::plan::{BwrapOp, LaunchPlan, MountSource};
 
 use crate::TestArgs;
 use crate::emit::load_manifest;
@@ -385,42 +383,13 @@ pub(crate) fn with_probe(
     probe: &Path,
     worker: &SandboxPath,
 ) -> Result<LaunchPlan, Exit> {
-    let mut raw = plan.into_raw();
     let probe_host = HostPath::new(probe.to_string_lossy().into_owned())
         .map_err(|e| cannot(format_args!("the probe's path `{}`: {e}", probe.display())))?;
-    let mut pinned = false;
-    for pin in &mut raw.pins {
-        if pin.role == PinRole::Worker {
-            pin.host_path = probe_host.clone();
-            pinned = true;
-        }
-    }
-    if !pinned {
-        // Executables are not pinned: bind the probe over the worker's path.
-        insert_before_final_remounts(
-            &mut raw,
-            BwrapOp::RoBind {
-                source: MountSource::Path(probe_host),
-                destination: worker.clone(),
-            },
-        );
-    }
-    let last = raw
-        .command
-        .iter()
-        .rposition(|a| matches!(a, ExecArg::Literal(s) if s == worker.as_str()))
-        .ok_or_else(|| cannot("the plan's command does not end with the worker"))?;
-    raw.command.truncate(last + 1);
-    LaunchPlan::try_from(raw).map_err(|e| cannot(format_args!("the test plan: {e}")))
-}
-
-/// Inserts `op` before the `--remount-ro` operations that end the setup.
-fn insert_before_final_remounts(raw: &mut RawPlan, op: BwrapOp) {
-    let mut at = raw.ops.len();
-    while at > 0 && matches!(raw.ops[at - 1], BwrapOp::RemountRo(_)) {
-        at -= 1;
-    }
-    raw.ops.insert(at, op);
+    let mut edit = plan.edit();
+    edit.replace_worker(probe_host, worker)
+        .map_err(|e| cannot(format_args!("the test plan: {e}")))?;
+    edit.finish()
+        .map_err(|e| cannot(format_args!("the test plan: {e}")))
 }
 
 fn needs_control(x: &Expectation) -> bool {
@@ -445,50 +414,29 @@ fn control_plan(
     policy: &Policy,
     expectations: &[Expectation],
 ) -> Result<(LaunchPlan, Vec<Option<String>>), Exit> {
-    let mut raw = with_probe(plan, probe, policy.worker())?.into_raw();
+    // What each path is reached through in the tested sandbox (the probe
+    // in the worker's place), before any control mount is added.
+    let tested = with_probe(plan, probe, policy.worker())?;
     let mut notes = vec![None; expectations.len()];
+    let mut edit = tested.clone().edit();
     // Seccomp: from Bubblewrap, or from a runner's descriptor handoff.
-    raw.seccomp = None;
-    raw.ops.retain(|op| !matches!(op, BwrapOp::Seccomp));
-    let mut i = 0;
-    while i < raw.command.len() {
-        if matches!(raw.command.get(i + 1), Some(ExecArg::Slot(_)))
-            && matches!(&raw.command[i], ExecArg::Literal(s) if s.starts_with("--seccomp"))
-        {
-            raw.command.drain(i..i + 2);
-        } else {
-            i += 1;
-        }
-    }
+    edit.remove_seccomp();
     // `--disable-userns` comes only with a required user namespace.
-    raw.ops
-        .retain(|op| !matches!(op, BwrapOp::DisableUserns | BwrapOp::UnshareUser));
-    // The Landlock runner segment: its path up to its `--`.
+    edit.remove_user_namespace_lockdown();
     let landlock = match policy.runners() {
         splashpol::model::Runners::Separate {
             landlock: Some(l), ..
-        } => Some(l.path.as_str().to_owned()),
+        } => Some(&l.path),
         _ => None,
     };
     let combined = matches!(policy.runners(), splashpol::model::Runners::Combined { .. });
-    if let Some(path) = &landlock
-        && let Some(start) = raw
-            .command
-            .iter()
-            .position(|a| matches!(a, ExecArg::Literal(s) if s == path))
-        && let Some(len) = raw.command[start..]
-            .iter()
-            .position(|a| matches!(a, ExecArg::Literal(s) if s == "--"))
-    {
-        raw.command.drain(start..=start + len);
+    if let Some(path) = landlock {
+        edit.remove_runner(path);
     }
-    // What each path is reached through in the tested sandbox (the probe
-    // in the worker's place), before any control mount is added.
-    let tested_ops = raw.ops.clone();
     for (n, x) in expectations.iter().enumerate() {
         match &x.kind {
             ExpectKind::ReadOnly(p) => {
-                let is_dir = host_behind(&tested_ops, &raw.pins, p)
+                let is_dir = host_behind(&tested, p)
                     .is_some_and(|h| std::fs::metadata(h).is_ok_and(|m| m.is_dir()));
                 if !is_dir {
                     notes[n] = Some(format!(
@@ -510,7 +458,7 @@ fn control_plan(
                     .filter(|_| combined);
                 let mut kept = Vec::new();
                 for prog in launch_programs(policy).into_iter().chain(one_hop_targets) {
-                    if !prog.is_within(p) || landlock.as_deref() == Some(prog.as_str()) {
+                    if !prog.is_within(p) || landlock == Some(prog) {
                         continue;
                     }
                     if prog == p {
@@ -519,7 +467,7 @@ fn control_plan(
                         ));
                         break;
                     }
-                    let host = host_behind(&tested_ops, &raw.pins, prog)
+                    let host = host_behind(&tested, prog)
                         .ok_or_else(|| "no host file is behind it".to_owned())
                         .and_then(|h| {
                             HostPath::new(h.to_string_lossy().into_owned())
@@ -539,15 +487,12 @@ fn control_plan(
                 if notes[n].is_some() {
                     continue;
                 }
-                insert_before_final_remounts(
-                    &mut raw,
-                    BwrapOp::Tmpfs {
-                        destination: p.clone(),
-                        size_bytes: Some(1 << 20),
-                    },
-                );
+                edit.mount_last(BwrapOp::Tmpfs {
+                    destination: p.clone(),
+                    size_bytes: Some(1 << 20),
+                });
                 for op in kept {
-                    insert_before_final_remounts(&mut raw, op);
+                    edit.mount_last(op);
                 }
             }
             ExpectKind::Hidden(p) => {
@@ -558,13 +503,10 @@ fn control_plan(
                     continue;
                 }
                 match HostPath::new(p.as_str().to_owned()) {
-                    Ok(h) => insert_before_final_remounts(
-                        &mut raw,
-                        BwrapOp::RoBind {
-                            source: MountSource::Path(h),
-                            destination: p.clone(),
-                        },
-                    ),
+                    Ok(h) => edit.mount_last(BwrapOp::RoBind {
+                        source: MountSource::Path(h),
+                        destination: p.clone(),
+                    }),
                     Err(e) => notes[n] = Some(format!("no control: {e}")),
                 }
             }
@@ -577,8 +519,9 @@ fn control_plan(
             _ => {}
         }
     }
-    let plan =
-        LaunchPlan::try_from(raw).map_err(|e| cannot(format_args!("the control plan: {e}")))?;
+    let plan = edit
+        .finish()
+        .map_err(|e| cannot(format_args!("the control plan: {e}")))?;
     Ok((plan, notes))
 }
 
@@ -597,11 +540,13 @@ fn launch_programs(policy: &Policy) -> Vec<&SandboxPath> {
 }
 
 /// The host object behind a worker-visible path in the tested plan
-/// ([`splashpol::plan::mount_behind`], the plan's one rule): a bind's source
+/// ([`LaunchPlan::mount_behind`], the plan's one rule): a bind's source
 /// (a pinned descriptor's host path) plus the path below its destination;
 /// `None` for a synthetic or unmounted path.
-fn host_behind(ops: &[BwrapOp], pins: &[Pin], p: &SandboxPath) -> Option<PathBuf> {
-    mount_behind(ops, p).host_path(pins).map(PathBuf::from)
+fn host_behind(plan: &LaunchPlan, p: &SandboxPath) -> Option<PathBuf> {
+    plan.mount_behind(p)
+        .host_path(plan.pins())
+        .map(PathBuf::from)
 }
 
 /// Launches `plan`, makes the attempt of every expectation and returns what

@@ -23,7 +23,7 @@ use splash_protocol::{CapabilityManifest, Grant, GrantFormat, Resource, Resource
 use splashpol::model::{
     AbsPath, Access, AggregateQuota, BrokerCatalog, CgroupLimits, CgroupPolicy, FileRoot,
     FileRootKind, IoMax, LandlockRunner, LimitRunner, NetworkBroker, PrivateTmp, ProjectQuota,
-    RawPolicy, ResourceLimits, Runners, RuntimeMount, SeccompPolicy, Side, SyscallName, Watchdog,
+    ResourceLimits, Runners, RuntimeMount, SeccompPolicy, Side, SyscallName, Watchdog,
     WorkerIdentity,
 };
 
@@ -411,10 +411,9 @@ fn resealed(text: &str, from: &str, to: &str) -> String {
     let Ok(doc) = serde_json::from_str::<Value>(&edited) else {
         return edited;
     };
-    let Ok(policy) = serde_json::from_value::<RawPolicy>(doc["policy"].clone()) else {
+    let Ok(digest) = splashpol::artifact::stored_policy_digest(edited.as_bytes()) else {
         return edited;
     };
-    let digest = splashpol::artifact::digest(&serde_json::to_vec(&policy).expect("json"));
     let old = doc["policy_digest"].as_str().expect("digest").to_string();
     edited.replacen(&old, &digest, 1)
 }
@@ -662,8 +661,9 @@ fn runner_variants() -> Vec<Runners> {
 }
 
 /// Policies that together use every field with a value (not only `null`)
-/// and every enum variant.
-fn full_policies() -> Vec<RawPolicy> {
+/// and every enum variant, in their JSON form (the artifact's `policy`
+/// object); the test compares their keys with a policy the checker built.
+fn full_policies() -> Vec<Value> {
     let catalogs = [BrokerCatalog::Endpoint, BrokerCatalog::Origin];
     for c in &catalogs {
         match c {
@@ -672,78 +672,81 @@ fn full_policies() -> Vec<RawPolicy> {
     }
     let tmps = tmp_variants();
     let seccomps = seccomp_variants();
+    let identities = [
+        Some(WorkerIdentity::Fixed {
+            uid: 64000,
+            gid: 64001,
+        }),
+        Some(WorkerIdentity::Dynamic),
+        None,
+    ];
     (0..3)
-        .map(|i| RawPolicy {
-            name: format!("full-{i}"),
-            bubblewrap: path("/usr/bin/bwrap"),
-            worker: path("/opt/w"),
-            worker_args: vec!["--x".into()],
-            runtime_mounts: vec![RuntimeMount {
-                source: path("/opt/r"),
-                destination: path("/opt/r"),
-            }],
-            file_roots: root_kinds()
-                .into_iter()
-                .enumerate()
-                .map(|(k, kind)| FileRoot {
-                    id: token(&format!("root-{k}")),
-                    destination: path(&format!("/w/{k}")),
-                    kind,
-                })
-                .collect(),
-            tmp: tmps[i],
-            bounded_writes: true,
-            no_further_user_namespaces: true,
-            pin_mounts: true,
-            pin_executables: true,
-            allow_unbounded_host_writes: false,
-            aggregate_quota: Some(AggregateQuota {
-                max_bytes: 1,
-                max_inodes: 1,
-            }),
-            aggregate_ephemeral_max_bytes: Some(1),
-            max_active_file_roots: 64,
-            seccomp: seccomps[i].clone(),
-            require_limit_runner: true,
-            runners: runner_variants().swap_remove(i),
-            cgroup: Some(CgroupPolicy {
-                parent: path("/sys/fs/cgroup/p"),
-                runner: path("/opt/cg"),
-                limits: CgroupLimits {
-                    cpu_quota_micros: Some(1),
-                    memory_max_bytes: Some(1),
-                    memory_swap_max_bytes: Some(0),
-                    pids_max: Some(1),
-                    io_max: vec![IoMax {
-                        major: 8,
-                        minor: 0,
-                        rbps: Some(1),
-                        wbps: Some(1),
-                        riops: Some(1),
-                        wiops: Some(1),
-                    }],
-                },
-                join_timeout_ms: 1,
-            }),
-            require_cgroup_v2: true,
-            watchdog: Some(Watchdog {
-                session_deadline_ms: 1,
-                call_deadline_ms: Some(1),
-            }),
-            network_broker: Some(NetworkBroker {
-                parent: path("/run/b"),
-                destination: path("/net"),
-                catalog: catalogs[i % 2],
-                ids: [token("a")].into(),
-            }),
-            worker_identity: [
-                Some(WorkerIdentity::Fixed {
-                    uid: 64000,
-                    gid: 64001,
+        .map(|i| {
+            json!({
+                "name": format!("full-{i}"),
+                "bubblewrap": "/usr/bin/bwrap",
+                "worker": "/opt/w",
+                "worker_args": ["--x"],
+                "runtime_mounts": [RuntimeMount {
+                    source: path("/opt/r"),
+                    destination: path("/opt/r"),
+                }],
+                "file_roots": root_kinds()
+                    .into_iter()
+                    .enumerate()
+                    .map(|(k, kind)| FileRoot {
+                        id: token(&format!("root-{k}")),
+                        destination: path(&format!("/w/{k}")),
+                        kind,
+                    })
+                    .collect::<Vec<_>>(),
+                "tmp": tmps[i],
+                "bounded_writes": true,
+                "no_further_user_namespaces": true,
+                "pin_mounts": true,
+                "pin_executables": true,
+                "allow_unbounded_host_writes": false,
+                "aggregate_quota": Some(AggregateQuota {
+                    max_bytes: 1,
+                    max_inodes: 1,
                 }),
-                Some(WorkerIdentity::Dynamic),
-                None,
-            ][i],
+                "aggregate_ephemeral_max_bytes": Some(1),
+                "max_active_file_roots": 64,
+                "seccomp": seccomps[i].clone(),
+                "require_limit_runner": true,
+                "runners": runner_variants().swap_remove(i),
+                "cgroup": Some(CgroupPolicy {
+                    parent: path("/sys/fs/cgroup/p"),
+                    runner: path("/opt/cg"),
+                    limits: CgroupLimits {
+                        cpu_quota_micros: Some(1),
+                        memory_max_bytes: Some(1),
+                        memory_swap_max_bytes: Some(0),
+                        pids_max: Some(1),
+                        io_max: vec![IoMax {
+                            major: 8,
+                            minor: 0,
+                            rbps: Some(1),
+                            wbps: Some(1),
+                            riops: Some(1),
+                            wiops: Some(1),
+                        }],
+                    },
+                    join_timeout_ms: 1,
+                }),
+                "require_cgroup_v2": true,
+                "watchdog": Some(Watchdog {
+                    session_deadline_ms: 1,
+                    call_deadline_ms: Some(1),
+                }),
+                "network_broker": Some(NetworkBroker {
+                    parent: path("/run/b"),
+                    destination: path("/net"),
+                    catalog: catalogs[i % 2],
+                    ids: [token("a")].into(),
+                }),
+                "worker_identity": identities[i],
+            })
         })
         .collect()
 }
@@ -845,8 +848,23 @@ fn schema_value(name: &str) -> Value {
 fn the_artifact_schema_matches_the_policy_types() {
     let v = schema("artifact.schema.json");
     let mut serialized = BTreeSet::new();
-    for policy in full_policies() {
-        let policy_json = serde_json::to_value(&policy).expect("serialize");
+    // Every field of a policy the checker built is in every full policy
+    // (and no other), so a new field cannot be missing from them.
+    let built = serde_json::to_value(
+        splashpol::check_source(
+            "demo",
+            &std::fs::read_to_string(workspace().join("policies/demo.splashpol"))
+                .expect("demo policy"),
+        )
+        .policy
+        .expect("the demo policy checks"),
+    )
+    .expect("serialize");
+    let fields = |v: &Value| -> BTreeSet<String> {
+        v.as_object().expect("an object").keys().cloned().collect()
+    };
+    for policy_json in full_policies() {
+        assert_eq!(fields(&policy_json), fields(&built), "the policy's fields");
         let doc = json!({
             "format": splashpol::artifact::FORMAT,
             "version": splashpol::artifact::VERSION,

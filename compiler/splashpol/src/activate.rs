@@ -238,8 +238,8 @@ pub enum ActivationError {
     },
     /// Step 6: an active root carries a project quota and the policy sets no
     /// `quota aggregate`. The checker already refuses such a policy; one
-    /// built from a [`RawPolicy`](crate::model::RawPolicy) in code is caught
-    /// here, when the root is selected.
+    /// deserialized from its JSON form is caught here, when the root is
+    /// selected.
     #[error(
         "active quota root `{id}` needs an aggregate project-quota bound, and the policy sets none"
     )]

@@ -209,6 +209,30 @@ pub fn digest(bytes: &[u8]) -> String {
     blake3::hash(bytes).to_hex().to_string()
 }
 
+/// An artifact's fields as [`load`] decodes them, before any check.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Fields {
+    format: String,
+    version: u32,
+    source_digest: String,
+    policy_digest: String,
+    policy: RawPolicy,
+}
+
+/// The policy digest [`write()`] would store for the policy in `artifact`
+/// (an artifact's bytes): the digest of the policy's fields as they
+/// re-serialize. The artifact must decode as [`load`] decodes it
+/// ([`ArtifactError::Decode`] otherwise); nothing else is checked (not the
+/// tag, the version, either digest, the invariants or the rules), so an
+/// edited artifact can be given a matching digest and [`load`] then judges
+/// the edit itself.
+pub fn stored_policy_digest(artifact: &[u8]) -> Result<String, ArtifactError> {
+    let fields: Fields = serde_json::from_slice(artifact).map_err(ArtifactError::Decode)?;
+    let json = serde_json::to_vec(&fields.policy).map_err(ArtifactError::Encode)?;
+    Ok(digest(&json))
+}
+
 fn policy_digest(policy: &Policy) -> Result<String, ArtifactError> {
     let json = serde_json::to_vec(policy).map_err(ArtifactError::Encode)?;
     Ok(digest(&json))
@@ -270,16 +294,7 @@ pub fn load(bytes: &[u8]) -> Result<Artifact, ArtifactError> {
     }
     // The policy is decoded as its raw fields first, so a resealed policy
     // that breaks an invariant is named as such, after the digest check.
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Raw {
-        format: String,
-        version: u32,
-        source_digest: String,
-        policy_digest: String,
-        policy: RawPolicy,
-    }
-    let raw: Raw = serde_json::from_slice(bytes).map_err(ArtifactError::Decode)?;
+    let raw: Fields = serde_json::from_slice(bytes).map_err(ArtifactError::Decode)?;
     if !is_hex_digest(&raw.source_digest) {
         return Err(ArtifactError::SourceDigest(raw.source_digest.into()));
     }

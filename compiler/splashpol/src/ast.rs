@@ -42,7 +42,7 @@ pub struct File {
 #[derive(Debug, Clone)]
 pub struct PolicyDecl {
     /// The policy's name: free text used in reports (it becomes
-    /// [`crate::model::RawPolicy::name`] unchanged).
+    /// [`crate::model::Policy::name`] unchanged).
     pub name: Node<String>,
     /// Span of `policy "NAME"`, where errors about the policy as a whole
     /// point (such as `splash::check::missing-statement` for a missing

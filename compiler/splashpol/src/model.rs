@@ -12,9 +12,10 @@
 //! [`SyscallName`] (a known syscall). Rules that relate several fields
 //! (pinned executables need pinned mounts, no two mount destinations overlap,
 //! the worker lies inside a runtime mount, ...) hold for every [`Policy`]:
-//! a [`RawPolicy`] becomes one only through [`Policy::try_from`], whether
-//! built by the checker, read by [`crate::artifact::load`] or assembled in
-//! code. The rules the checker enforces but lowering does not rely on (for
+//! a policy's fields become a [`Policy`] only through one validation,
+//! whether the checker built them, [`crate::artifact::load`] read them or
+//! they were deserialized from their JSON form (the `policy` object of a
+//! compiled artifact). The rules the checker enforces but lowering does not rely on (for
 //! example nonzero rlimits, or no control character in the policy name) are
 //! [`check_rules`]: the checker asks it of every policy it builds and
 //! [`crate::artifact::load`] of every artifact, so they hold for both (a
@@ -293,18 +294,17 @@ pub const MAX_STRICT_SYSCALLS: usize = 512;
 /// Default cgroup join timeout in milliseconds.
 pub const DEFAULT_CGROUP_JOIN_TIMEOUT_MS: u64 = 5_000;
 
-/// The fields of a [`Policy`], open for building and inspection: its
-/// serialized shape (the `policy` object of a compiled artifact).
-///
-/// It becomes a [`Policy`] only through [`Policy::try_from`], which checks
-/// the invariants lowering relies on ([`invariants::InvariantError`]).
+/// The fields of a [`Policy`]: its serialized shape (the `policy` object of
+/// a compiled artifact). They become a [`Policy`] only through
+/// [`Policy::try_from`], which checks the invariants lowering relies on
+/// ([`invariants::InvariantError`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawPolicy {
+pub(crate) struct RawPolicy {
     /// The policy's name (free text, for reports).
     pub name: String,
     /// Host path of the Bubblewrap executable (`bubblewrap`); executed
-    /// through a pinned descriptor when [`RawPolicy::pin_executables`] is
+    /// through a pinned descriptor when [`Policy::pin_executables`] is
     /// set.
     pub bubblewrap: HostPath,
     /// Worker-visible path of the fixed worker program (`worker`): inside a
@@ -321,57 +321,32 @@ pub struct RawPolicy {
     /// The private `/tmp` (`tmp`); when not [`PrivateTmp::Off`], `/tmp` is a
     /// reserved mount destination.
     pub tmp: PrivateTmp,
-    /// `writes bounded` (`require_bounded_file_root_writes`): every active
-    /// read-write host root needs a verified quota, the private `/tmp` is
-    /// not unbounded, and `/dev` and `/` are remounted read-only after the
-    /// mounts. Implies [`RawPolicy::no_further_user_namespaces`].
+    /// See [`Policy::bounded_writes`].
     pub bounded_writes: bool,
-    /// `user-namespaces none` (`require_no_further_user_namespaces`): the
-    /// launch adds `--unshare-user --disable-userns`, so the worker cannot
-    /// create user namespaces (and a launch where that cannot be enforced
-    /// fails).
+    /// See [`Policy::no_further_user_namespaces`].
     pub no_further_user_namespaces: bool,
-    /// `pin mounts` (`MountSourceBinding::DescriptorPinned`): runtime mount
-    /// sources, host root sources and the broker directory are opened once at
-    /// bind and mounted from those descriptors.
+    /// See [`Policy::pin_mounts`].
     pub pin_mounts: bool,
-    /// `pin executables` (`ExecutableSourceBinding::DescriptorPinned`):
-    /// Bubblewrap runs from a pinned descriptor, and the worker, the runners
-    /// and the `allow-exec` targets are overlaid from pinned descriptors at
-    /// their worker-visible paths. Implies [`RawPolicy::pin_mounts`].
+    /// See [`Policy::pin_executables`].
     pub pin_executables: bool,
-    /// `host-writes unbounded` (`allow_unbounded_host_file_root_writes`, the
-    /// weaker escape hatch): an active read-write host root without a quota
-    /// is accepted, unless [`RawPolicy::bounded_writes`] or
-    /// [`RawPolicy::aggregate_quota`] is set. Splash then bounds nothing
-    /// about that root.
+    /// See [`Policy::allow_unbounded_host_writes`].
     pub allow_unbounded_host_writes: bool,
-    /// `quota aggregate` (`set_maximum_aggregate_linux_project_quota`):
-    /// required by every active quota root.
+    /// See [`Policy::aggregate_quota`].
     pub aggregate_quota: Option<AggregateQuota>,
-    /// `tmpfs aggregate SIZE` in bytes
-    /// (`set_maximum_aggregate_ephemeral_tmpfs_bytes`): ceiling on the sizes
-    /// of the active ephemeral roots plus a bounded private `/tmp`, checked
-    /// at activation; forbids an unbounded private `/tmp`. Nonzero.
+    /// See [`Policy::aggregate_ephemeral_max_bytes`].
     pub aggregate_ephemeral_max_bytes: Option<u64>,
-    /// `active-roots max` (`set_maximum_active_file_roots`): the most
-    /// distinct file roots a manifest may select (default
-    /// [`DEFAULT_MAX_ACTIVE_FILE_ROOTS`], at most
-    /// [`MAX_ACTIVE_FILE_ROOTS_CEILING`]).
+    /// See [`Policy::max_active_file_roots`].
     pub max_active_file_roots: u16,
     /// The seccomp profile (`seccomp`).
     pub seccomp: SeccompPolicy,
-    /// `limits ... required` (`require_resource_limit_runner`): a limit
-    /// runner is configured, and a policy without one is refused.
+    /// See [`Policy::require_limit_runner`].
     pub require_limit_runner: bool,
     /// The runners that execute before the worker (`limits`, `landlock`,
     /// `one-hop`), each path written once.
     pub runners: Runners,
     /// The cgroup-v2 policy (`cgroup` block), if configured.
     pub cgroup: Option<CgroupPolicy>,
-    /// `cgroup ... required` (`require_cgroup_v2`): a cgroup policy is
-    /// configured, and the runtime refuses every launch path that would start
-    /// the worker outside its cgroup.
+    /// See [`Policy::require_cgroup_v2`].
     pub require_cgroup_v2: bool,
     /// The host wall-clock watchdog, if configured.
     pub watchdog: Option<Watchdog>,
@@ -381,9 +356,9 @@ pub struct RawPolicy {
     pub worker_identity: Option<WorkerIdentity>,
 }
 
-/// A checked policy: a [`RawPolicy`] whose invariants hold, built by the
-/// checker or read from a compiled artifact (both through
-/// [`Policy::try_from`]).
+/// A checked policy: fields whose invariants hold, built by the checker,
+/// read from a compiled artifact or deserialized from their JSON form (all
+/// through the same validation).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "RawPolicy")]
 pub struct Policy {
@@ -503,12 +478,13 @@ impl Policy {
 
     /// The policy's fields, for editing; [`Policy::try_from`] validates
     /// them again.
-    pub fn into_raw(self) -> RawPolicy {
+    #[cfg(test)]
+    pub(crate) fn into_raw(self) -> RawPolicy {
         self.raw
     }
 
     /// The policy's fields.
-    pub fn raw(&self) -> &RawPolicy {
+    pub(crate) fn raw(&self) -> &RawPolicy {
         &self.raw
     }
 
@@ -553,47 +529,64 @@ impl Policy {
         self.raw.tmp
     }
 
-    /// `writes bounded`; see [`RawPolicy::bounded_writes`].
+    /// `writes bounded` (`require_bounded_file_root_writes`): every active
+    /// read-write host root needs a verified quota, the private `/tmp` is
+    /// not unbounded, and `/dev` and `/` are remounted read-only after the
+    /// mounts. Implies [`Policy::no_further_user_namespaces`].
     pub fn bounded_writes(&self) -> bool {
         self.raw.bounded_writes
     }
 
-    /// `user-namespaces none`; see
-    /// [`RawPolicy::no_further_user_namespaces`].
+    /// `user-namespaces none` (`require_no_further_user_namespaces`): the
+    /// launch adds `--unshare-user --disable-userns`, so the worker cannot
+    /// create user namespaces (and a launch where that cannot be enforced
+    /// fails).
     pub fn no_further_user_namespaces(&self) -> bool {
         self.raw.no_further_user_namespaces
     }
 
-    /// `pin mounts`; see [`RawPolicy::pin_mounts`].
+    /// `pin mounts` (`MountSourceBinding::DescriptorPinned`): runtime mount
+    /// sources, host root sources and the broker directory are opened once at
+    /// bind and mounted from those descriptors.
     pub fn pin_mounts(&self) -> bool {
         self.raw.pin_mounts
     }
 
-    /// `pin executables` (then [`Policy::pin_mounts`] is also set); see
-    /// [`RawPolicy::pin_executables`].
+    /// `pin executables` (`ExecutableSourceBinding::DescriptorPinned`):
+    /// Bubblewrap runs from a pinned descriptor, and the worker, the runners
+    /// and the `allow-exec` targets are overlaid from pinned descriptors at
+    /// their worker-visible paths. Implies [`Policy::pin_mounts`].
     pub fn pin_executables(&self) -> bool {
         self.raw.pin_executables
     }
 
-    /// `host-writes unbounded`; see
-    /// [`RawPolicy::allow_unbounded_host_writes`].
+    /// `host-writes unbounded` (`allow_unbounded_host_file_root_writes`, the
+    /// weaker escape hatch): an active read-write host root without a quota
+    /// is accepted, unless [`Policy::bounded_writes`] or
+    /// [`Policy::aggregate_quota`] is set. Splash then bounds nothing
+    /// about that root.
     pub fn allow_unbounded_host_writes(&self) -> bool {
         self.raw.allow_unbounded_host_writes
     }
 
-    /// `quota aggregate`, if set; see [`RawPolicy::aggregate_quota`].
+    /// `quota aggregate` (`set_maximum_aggregate_linux_project_quota`):
+    /// required by every active quota root.
     pub fn aggregate_quota(&self) -> Option<AggregateQuota> {
         self.raw.aggregate_quota
     }
 
-    /// `tmpfs aggregate` in bytes, if set; see
-    /// [`RawPolicy::aggregate_ephemeral_max_bytes`].
+    /// `tmpfs aggregate SIZE` in bytes
+    /// (`set_maximum_aggregate_ephemeral_tmpfs_bytes`): ceiling on the sizes
+    /// of the active ephemeral roots plus a bounded private `/tmp`, checked
+    /// at activation; forbids an unbounded private `/tmp`. Nonzero.
     pub fn aggregate_ephemeral_max_bytes(&self) -> Option<u64> {
         self.raw.aggregate_ephemeral_max_bytes
     }
 
-    /// `active-roots max` (at most [`MAX_ACTIVE_FILE_ROOTS_CEILING`]); see
-    /// [`RawPolicy::max_active_file_roots`].
+    /// `active-roots max` (`set_maximum_active_file_roots`): the most
+    /// distinct file roots a manifest may select (default
+    /// [`DEFAULT_MAX_ACTIVE_FILE_ROOTS`], at most
+    /// [`MAX_ACTIVE_FILE_ROOTS_CEILING`]).
     pub fn max_active_file_roots(&self) -> u16 {
         self.raw.max_active_file_roots
     }
@@ -603,8 +596,8 @@ impl Policy {
         &self.raw.seccomp
     }
 
-    /// `limits ... required` (rlimits are then configured); see
-    /// [`RawPolicy::require_limit_runner`].
+    /// `limits ... required` (`require_resource_limit_runner`): a limit
+    /// runner is configured, and a policy without one is refused.
     pub fn require_limit_runner(&self) -> bool {
         self.raw.require_limit_runner
     }
@@ -614,8 +607,9 @@ impl Policy {
         self.raw.cgroup.as_ref()
     }
 
-    /// `cgroup ... required` (a cgroup policy is then configured); see
-    /// [`RawPolicy::require_cgroup_v2`].
+    /// `cgroup ... required` (`require_cgroup_v2`): a cgroup policy is
+    /// configured, and the runtime refuses every launch path that would start
+    /// the worker outside its cgroup.
     pub fn require_cgroup_v2(&self) -> bool {
         self.raw.require_cgroup_v2
     }
@@ -704,7 +698,7 @@ pub enum Access {
     /// Bound read-only.
     ReadOnly,
     /// Bound writable. An active read-write root needs a verified
-    /// [`ProjectQuota`], or [`RawPolicy::allow_unbounded_host_writes`] with
+    /// [`ProjectQuota`], or [`Policy::allow_unbounded_host_writes`] with
     /// neither bounded writes nor an aggregate quota; otherwise lowering
     /// refuses it.
     ReadWrite,

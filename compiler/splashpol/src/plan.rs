@@ -16,9 +16,9 @@
 //! numbers it allocated for one launch. Both go through
 //! [`LaunchPlan::bwrap_arguments`], so there is exactly one argv builder.
 //!
-//! [`LaunchPlan`] is [`RawPlan`] plus the structural invariants that
-//! [`PlanError`] lists; its JSON form is the `RawPlan` fields, and reading it
-//! back goes through the same validation.
+//! A [`LaunchPlan`]'s structural invariants ([`PlanError`]) always hold: it
+//! is built by lowering, read from its JSON form, or edited through a
+//! [`PlanEdit`], and all three go through the same validation.
 
 use serde::{Deserialize, Serialize};
 pub use splash_seccomp::Arch;
@@ -517,13 +517,11 @@ pub struct BrokerPlan {
     pub ids: Vec<SelectorId>,
 }
 
-/// The fields of a [`LaunchPlan`], open for inspection and editing.
-///
-/// This is the plan's serialized shape. It becomes a [`LaunchPlan`] only
-/// through [`LaunchPlan::try_from`], which checks every structural invariant
-/// (the same check a deserialized plan and a lowered plan go through).
+/// The fields of a [`LaunchPlan`]: its serialized shape. It becomes a
+/// [`LaunchPlan`] only through [`LaunchPlan::new`], which checks every
+/// structural invariant.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RawPlan {
+pub(crate) struct RawPlan {
     /// Launch-plan format version.
     pub format: u32,
     /// The policy's name (for reports).
@@ -574,11 +572,10 @@ pub struct RawPlan {
     pub identity: Option<WorkerIdentity>,
 }
 
-/// The complete launch object: a [`RawPlan`] whose structural invariants
-/// hold.
+/// The complete launch object, whose structural invariants hold.
 ///
-/// A plan is built by [`crate::lower::lower`] or read from its JSON form;
-/// both go through the same validation ([`PlanError`] names each rule), so
+/// A plan is built by [`crate::lower::lower`], read from its JSON form or
+/// edited ([`LaunchPlan::edit`]); all go through the same validation ([`PlanError`] names each rule), so
 /// every slot a plan names exists, the seccomp program reaches exactly the
 /// installer its delivery names, and the fixed parts of the launch (standard
 /// streams, empty environment, a required cgroup's policy) are present.
@@ -759,6 +756,9 @@ pub enum BrokerDefect {
     MountCount,
 }
 
+mod edit;
+pub use edit::{EditError, PlanEdit};
+
 /// Version of the [`LaunchPlan`] layout.
 pub const PLAN_FORMAT: u32 = 1;
 
@@ -770,14 +770,14 @@ impl LaunchPlan {
         Ok(Self { raw })
     }
 
-    /// The plan's fields, for editing; [`LaunchPlan::try_from`] validates
-    /// them again.
-    pub fn into_raw(self) -> RawPlan {
+    /// The plan's fields, for editing; [`LaunchPlan::new`] validates them
+    /// again.
+    pub(crate) fn into_raw(self) -> RawPlan {
         self.raw
     }
 
     /// The plan's fields.
-    pub fn raw(&self) -> &RawPlan {
+    pub(crate) fn raw(&self) -> &RawPlan {
         &self.raw
     }
 
@@ -911,7 +911,11 @@ impl LaunchPlan {
     }
 
     /// What the worker-visible `path` is reached through in this plan's
-    /// sandbox ([`mount_behind`] of its operations).
+    /// sandbox: Bubblewrap applies the operations in order and a later mount
+    /// hides an earlier one, so the last operation whose destination covers
+    /// `path` (the path itself or an ancestor, [`SandboxPath::is_within`])
+    /// decides; `--remount-ro` and `--chdir` mount nothing and are passed
+    /// over.
     pub fn mount_behind<'a>(&'a self, path: &'a SandboxPath) -> Behind<'a> {
         mount_behind(self.ops(), path)
     }
@@ -953,7 +957,7 @@ pub fn hardening_prefix(lockdown: bool) -> Vec<BwrapOp> {
 }
 
 /// What a worker-visible path is reached through: the last mount operation
-/// that covers it ([`mount_behind`]).
+/// that covers it ([`LaunchPlan::mount_behind`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Behind<'a> {
     /// No mount operation covers the path.
@@ -998,12 +1002,9 @@ impl Behind<'_> {
     }
 }
 
-/// The one rule for the host object behind a worker-visible path: Bubblewrap
-/// applies `ops` in order and a later mount hides an earlier one, so the
-/// last operation whose destination covers `path` (the path itself or an
-/// ancestor, [`SandboxPath::is_within`]) decides. `--remount-ro` and
-/// `--chdir` mount nothing and are passed over.
-pub fn mount_behind<'a>(ops: &'a [BwrapOp], path: &'a SandboxPath) -> Behind<'a> {
+/// [`LaunchPlan::mount_behind`] over `ops` (lowering asks it while the
+/// operations are built).
+pub(crate) fn mount_behind<'a>(ops: &'a [BwrapOp], path: &'a SandboxPath) -> Behind<'a> {
     let below = |destination: &SandboxPath| &path.as_str()[destination.as_str().len()..];
     let mut found = Behind::Unmounted;
     for op in ops {

@@ -6,7 +6,7 @@
 //! C1) and the bidirectional formatting characters, which make a path or id
 //! read differently from what it is. The parser reports each one in source
 //! ([`is_forbidden`] is what it asks), [`crate::model::AbsPath::new`]
-//! refuses a path holding one, and [`crate::model::RawPolicy`]'s language
+//! refuses a path holding one, and [`crate::model::Policy`]'s language
 //! rules refuse them in the name and the arguments, so a policy from source
 //! and one from a compiled artifact are held to the same class.
 //!

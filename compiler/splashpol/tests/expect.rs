@@ -43,7 +43,7 @@ fn the_plan_and_the_artifact_digest_ignore_the_expect_block() {
         a.policy.expect("base checks"),
         b.policy.expect("expect checks"),
     );
-    assert_eq!(pa.raw(), pb.raw(), "the checked policy is the same");
+    assert_eq!(pa, pb, "the checked policy is the same");
 
     let (art_a, art_b) = (
         artifact::write(&pa, base.as_bytes()).expect("artifact"),

@@ -520,13 +520,34 @@ pub fn lowered_with(text: &str, manifest: Option<&CapabilityManifest>) -> Launch
         .expect("lower")
 }
 
-/// `plan` with its fields edited by `edit`, as a host could edit a plan's
-/// JSON before bind; the edit must leave a structurally valid plan (a
-/// [`LaunchPlan`] invariant), so what it changes is what bind re-checks.
-pub fn edited(plan: LaunchPlan, edit: impl FnOnce(&mut splashpol::plan::RawPlan)) -> LaunchPlan {
-    let mut raw = plan.into_raw();
-    edit(&mut raw);
-    LaunchPlan::try_from(raw).expect("the edited plan is structurally valid")
+/// `plan` with the field `field` of its JSON form edited by `edit` (as a
+/// `T`), as a host could edit a plan's JSON before bind; the edit must
+/// leave a structurally valid plan (a [`LaunchPlan`] invariant), so what it
+/// changes is what bind re-checks.
+pub fn edited<T: serde::Serialize + serde::de::DeserializeOwned>(
+    plan: LaunchPlan,
+    field: &str,
+    edit: impl FnOnce(&mut T),
+) -> LaunchPlan {
+    serde_json::from_value(edited_json(&plan, field, edit))
+        .expect("the edited plan is structurally valid")
+}
+
+/// The JSON form of `plan` with its field `field` edited by `edit` (as a
+/// `T`), for an edit that must not read back as a plan.
+pub fn edited_json<T: serde::Serialize + serde::de::DeserializeOwned>(
+    plan: &LaunchPlan,
+    field: &str,
+    edit: impl FnOnce(&mut T),
+) -> serde_json::Value {
+    let mut json = serde_json::to_value(plan).expect("the plan's JSON form");
+    let slot = json
+        .get_mut(field)
+        .unwrap_or_else(|| panic!("the plan has no field `{field}`"));
+    let mut value: T = serde_json::from_value(slot.take()).expect("the field's type");
+    edit(&mut value);
+    *slot = serde_json::to_value(value).expect("the field's JSON form");
+    json
 }
 
 /// A parent for one test's private device-node directories, under `/dev`

@@ -378,12 +378,13 @@ fn roots_in_one_project_share_one_budget() {
     // limits the kernel reports. A smaller aggregate set on the lowered plan
     // shows which: 8 MiB counted once fits 12 MiB, counted twice it would not.
     let tight = |plan: LaunchPlan| {
-        let mut raw = plan.into_raw();
-        raw.aggregate_quota = Some(splashpol::model::AggregateQuota {
+        let mut json = serde_json::to_value(&plan).expect("the plan's JSON form");
+        json["aggregate_quota"] = serde_json::to_value(splashpol::model::AggregateQuota {
             max_bytes: 12 * MIB,
             max_inodes: 512,
-        });
-        LaunchPlan::try_from(raw).expect("a structurally valid plan")
+        })
+        .expect("JSON");
+        serde_json::from_value::<LaunchPlan>(json).expect("a structurally valid plan")
     };
     let bound = bind(tight(plan(&probe, &shared, AGGREGATE))).expect("one shared budget");
     assert_eq!(bound.verified_quotas().len(), 2);

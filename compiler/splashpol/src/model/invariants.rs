@@ -215,7 +215,7 @@ pub struct StorageFacts {
 
 impl StorageFacts {
     /// The facts of `policy`.
-    pub fn of(policy: &RawPolicy) -> Self {
+    pub(crate) fn of(policy: &RawPolicy) -> Self {
         StorageFacts {
             pin_mounts: policy.pin_mounts,
             no_further_user_namespaces: policy.no_further_user_namespaces,
