@@ -134,6 +134,29 @@ fn the_demo_holds_the_battery() {
     assert!(text(&out.stdout).contains("failures=\"0\""));
 }
 
+/// A worker whose runtime directory is mounted at its own host path (as the
+/// demo's `/opt/splash-demo` is): the worker's path in `/proc/1/cmdline` is
+/// that host path too, and proves nothing, so the pid-1 check looks for the
+/// escape probe's own directory instead, and the battery still holds.
+#[test]
+fn a_runtime_mount_at_its_own_host_path_is_no_escape() {
+    let _serial = serial();
+    let Some(splashc) = tools() else { return };
+    // Not under /tmp, which the demo's private /tmp reserves.
+    let dir = TempDir::new_in(Path::new("/var/tmp"), "splash-battery-same-path");
+    let shown = dir.path().display().to_string();
+    let policy = demo(&dir, |p| p.replace("/opt/splash-demo", &shown));
+    assert!(
+        policy.contains(&format!("runtime \"{shown}\" at \"{shown}\"")),
+        "{policy}"
+    );
+    let out = run(&splashc, &policy, &["--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let doc = json(&out);
+    assert_eq!(doc["escaped"], 0, "{doc}");
+    assert_eq!(status(&doc, "pid1-cmdline-host-path"), "held", "{doc}");
+}
+
 #[test]
 fn a_tmp_bound_above_the_fill_escapes() {
     let _serial = serial();

@@ -114,23 +114,38 @@ fn scratch(policy: &Policy) -> Option<String> {
     })
 }
 
-/// The host directory the worker comes from, which `/proc/1/cmdline` must
-/// not name.
-fn host_path(policy: &Policy, probe: &Path) -> String {
+/// A host path `/proc/1/cmdline` must not name: the host directory the
+/// worker comes from, else the escape probe's own directory. A path the
+/// sandbox itself shows under the same name proves nothing when named (a
+/// runtime mount at its own host path, as `runtime "/opt/x" at "/opt/x"`,
+/// or one enclosing it or enclosed by it), so such a candidate is passed
+/// over; with none left the attempt is not applicable.
+fn host_path(policy: &Policy, probe: &Path) -> Option<String> {
     let worker = policy.worker().as_str();
-    policy
+    let worker_source = policy
         .runtime_mounts()
         .iter()
         .find(|m| {
             let d = m.destination.as_str();
             worker == d || worker.starts_with(&format!("{}/", d.trim_end_matches('/')))
         })
-        .map(|m| m.source.as_str().to_owned())
-        .unwrap_or_else(|| {
-            probe
-                .parent()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default()
+        .map(|m| m.source.as_str().to_owned());
+    let probe_dir = probe.parent().map(|p| p.display().to_string());
+    let shown: Vec<&str> = policy
+        .runtime_mounts()
+        .iter()
+        .map(|m| m.destination.as_str())
+        .chain(policy.file_roots().iter().map(|r| r.destination.as_str()))
+        .chain(["/tmp", "/proc", "/dev", worker])
+        .collect();
+    [worker_source, probe_dir]
+        .into_iter()
+        .flatten()
+        .find(|host| {
+            !host.is_empty()
+                && !shown
+                    .iter()
+                    .any(|d| d.starts_with(host.as_str()) || host.starts_with(d))
         })
 }
 
@@ -285,11 +300,12 @@ fn battery_main(args: &TestArgs) -> Result<Exit, Exit> {
         port.to_string(),
         "--abstract".into(),
         abstract_name,
-        "--host-hex".into(),
-        hex(&host_path(policy, &probe)),
         "--canary".into(),
         canary.0.id().to_string(),
     ];
+    if let Some(host) = host_path(policy, &probe) {
+        options.extend(["--host-hex".into(), hex(&host)]);
+    }
     if let Some(s) = scratch(policy) {
         options.extend(["--scratch".into(), s]);
     }
