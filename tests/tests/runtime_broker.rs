@@ -28,7 +28,7 @@ use splash_protocol::{
     CapabilityManifest, Grant, GrantFormat, HostSession, PrivatePipeWorkerBootstrap, Resource,
     ResourceKind, SessionKey, Token,
 };
-use splash_runtime::{BindError, BindOptions, BoundCommand, BrokerBindError};
+use splash_runtime::{BindError, BindOptions, BoundCommand, BrokerBindError, Deadlines};
 use splashpol::plan::{BwrapOp, LaunchPlan, MountSource};
 
 /// The worker-visible broker directory.
@@ -190,10 +190,11 @@ fn broker_policy(
 fn start(bound: &BoundCommand, manifest: &CapabilityManifest) -> ProbeSession {
     let key = SessionKey::generate().expect("key");
     let boot = PrivatePipeWorkerBootstrap::new(manifest.session_id.clone(), key.clone());
-    let worker = bound.spawn_with_bootstrap(&boot).expect("spawn");
-    let (lifecycle, stdin, stdout) = worker.into_lifecycle_parts();
+    let (worker, stdin, stdout) = bound
+        .spawn_watched(&boot, Deadlines::none())
+        .expect("spawn");
     let session = HostSession::open(manifest.clone(), key, stdin, stdout).expect("open session");
-    ProbeSession { session, lifecycle }
+    ProbeSession { session, worker }
 }
 
 /// The probe outside any sandbox, for the control runs.
@@ -708,13 +709,12 @@ fn a_stopped_broker_fails_the_launch_closed() {
     // worker never starts.
     let key = SessionKey::generate().expect("key");
     let boot = PrivatePipeWorkerBootstrap::new(manifest.session_id.clone(), key.clone());
-    let failed = match bound.spawn_with_bootstrap(&boot) {
+    let failed = match bound.spawn_watched(&boot, Deadlines::none()) {
         Err(_) => true,
-        Ok(worker) => {
-            let (mut lifecycle, stdin, stdout) = worker.into_lifecycle_parts();
+        Ok((worker, stdin, stdout)) => {
             let outcome = HostSession::open(manifest.clone(), key, stdin, stdout)
                 .and_then(|mut s| s.invoke("probe.echo", json!({"input": 1})));
-            let status = lifecycle.wait().expect("reap");
+            let status = runtime_support::reaped(&worker);
             outcome.is_err() && status != splash_runtime::WorkerStatus::Exited(0)
         }
     };

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use runtime_support::{
     Binding, ProbeSession, TempDir, TestPolicy, bin_dir, edited, edited_json, host_with_probe,
-    live_children, open_fds, probe_policy, serial,
+    live_children, open_fds, probe_policy, reaped, serial,
 };
 use serde_json::json;
 use splash_runtime::SessionState;
@@ -161,11 +161,9 @@ fn the_worker_tree_runs_in_a_fresh_child_and_terminate_kills_and_removes_it() {
         let bound = BoundCommand::bind(boundary_only(&policy)).expect("bind");
         let mut probe = ProbeSession::start(&bound, None).expect("start");
         let cgroup = probe
-            .lifecycle
-            .cgroup()
-            .expect("a cgroup")
-            .path()
-            .to_path_buf();
+            .worker
+            .with_cgroup(|c| c.path().to_path_buf())
+            .expect("a cgroup");
         assert_eq!(cgroup.parent(), Some(parent.path()));
         let name = cgroup
             .file_name()
@@ -183,7 +181,7 @@ fn the_worker_tree_runs_in_a_fresh_child_and_terminate_kills_and_removes_it() {
         );
 
         // Bubblewrap (the runner's pid, after its exec) is in the child.
-        let bwrap_pid = probe.lifecycle.pid();
+        let bwrap_pid = probe.worker.pid();
         let cg_line = std::fs::read_to_string(format!("/proc/{bwrap_pid}/cgroup")).expect("cgroup");
         assert!(
             cg_line
@@ -216,7 +214,7 @@ fn the_worker_tree_runs_in_a_fresh_child_and_terminate_kills_and_removes_it() {
         assert!(members.len() >= 3, "{members:?}");
 
         assert_eq!(
-            probe.lifecycle.terminate().expect("terminate"),
+            probe.worker.release().expect("terminate"),
             WorkerStatus::Killed(libc::SIGKILL)
         );
         assert!(!cgroup.exists(), "the child cgroup was removed");
@@ -230,7 +228,7 @@ fn the_worker_tree_runs_in_a_fresh_child_and_terminate_kills_and_removes_it() {
         }
         // Terminate again: nothing more to do, same status.
         assert_eq!(
-            probe.lifecycle.terminate().expect("again"),
+            probe.worker.release().expect("again"),
             WorkerStatus::Killed(libc::SIGKILL)
         );
         drop(probe);
@@ -260,19 +258,16 @@ fn a_clean_exit_and_drop_also_remove_the_cgroup() {
     // A session closed by the host: the worker exits 0; terminate then
     // keeps that status and removes the cgroup.
     let probe = ProbeSession::start(&bound, None).expect("start");
-    let ProbeSession {
-        session,
-        mut lifecycle,
-    } = probe;
+    let ProbeSession { session, worker } = probe;
     session.close().expect("close");
-    assert_eq!(lifecycle.wait().expect("wait"), WorkerStatus::Exited(0));
+    assert_eq!(reaped(&worker), WorkerStatus::Exited(0));
     assert_eq!(
         parent.children().len(),
         1,
         "wait does not remove the cgroup"
     );
     assert_eq!(
-        lifecycle.terminate().expect("terminate"),
+        worker.release().expect("terminate"),
         WorkerStatus::Exited(0)
     );
     assert!(parent.children().is_empty());
@@ -401,12 +396,14 @@ fn a_parent_that_is_not_cgroup_v2_fails_to_bind() {
 }
 
 /// Spawns without opening a session, returning the launch error itself.
-fn spawn_raw(bound: &BoundCommand) -> Result<splash_runtime::SpawnedWorker, SpawnError> {
+fn spawn_raw(bound: &BoundCommand) -> Result<splash_runtime::Watchdog, SpawnError> {
     let boot = splash_protocol::PrivatePipeWorkerBootstrap::new(
         splash_protocol::Token::new("s-1").expect("token"),
         splash_protocol::SessionKey::generate().expect("key"),
     );
-    bound.spawn_with_bootstrap(&boot)
+    bound
+        .spawn_watched(&boot, Deadlines::none())
+        .map(|(worker, _, _)| worker)
 }
 
 /// A runner that is not the cgroup runner: a shell script.
@@ -491,8 +488,8 @@ fn a_runner_that_never_joins_or_exits_fails_the_launch_and_leaves_nothing() {
         "pids 64; join-timeout 300 ms",
     );
     let bound = BoundCommand::bind(boundary_only(&policy)).expect("bind");
-    let mut probe = ProbeSession::start(&bound, None).expect("joins");
-    probe.lifecycle.terminate().expect("terminate");
+    let probe = ProbeSession::start(&bound, None).expect("joins");
+    probe.worker.release().expect("terminate");
 }
 
 #[test]
@@ -535,9 +532,9 @@ fn a_required_boundary_refuses_every_uncgrouped_path() {
     let bound = BoundCommand::bind(plan).expect("bind");
     let err = bound.launch_spec().expect_err("uncgrouped");
     assert!(matches!(err, SpawnError::Uncgrouped), "{err}");
-    let mut probe = ProbeSession::start(&bound, None).expect("cgrouped spawn");
-    assert!(probe.lifecycle.cgroup().is_some());
-    probe.lifecycle.terminate().expect("terminate");
+    let probe = ProbeSession::start(&bound, None).expect("cgrouped spawn");
+    assert!(probe.worker.with_cgroup(|_| ()).is_some());
+    probe.worker.release().expect("terminate");
     assert!(parent.children().is_empty());
 
     // Control: without `required` the spec (no runner) is available.
@@ -559,29 +556,27 @@ fn a_failed_removal_is_a_containment_error_from_terminate() {
     let mut policy = probe_policy(&bwrap, &probe_dir);
     with_cgroup(&mut policy, parent.path(), &runner(), "pids 64");
     let bound = BoundCommand::bind(boundary_only(&policy)).expect("bind");
-    let mut probe = ProbeSession::start(&bound, None).expect("start");
+    let probe = ProbeSession::start(&bound, None).expect("start");
     // A nested cgroup the runtime did not make keeps the child from being
     // removed (rmdir answers EBUSY for a cgroup with children).
     let cgroup = probe
-        .lifecycle
-        .cgroup()
-        .expect("cgroup")
-        .path()
-        .to_path_buf();
+        .worker
+        .with_cgroup(|c| c.path().to_path_buf())
+        .expect("cgroup");
     std::fs::create_dir(cgroup.join("nested")).expect("nested");
     let started = Instant::now();
-    let err = probe.lifecycle.terminate().expect_err("cannot remove");
+    let err = probe.worker.release().expect_err("cannot remove");
     assert!(started.elapsed() >= REMOVE_TIMEOUT);
     let failure = WorkerLifecycle::containment_failure(&err).expect("a containment failure");
     assert!(matches!(failure, CgroupError::Remove { .. }), "{failure}");
     // The tree itself is dead and reaped.
     assert_eq!(
-        probe.lifecycle.try_status().expect("status"),
+        probe.worker.try_status().expect("status"),
         WorkerStatus::Killed(libc::SIGKILL)
     );
     // Once the obstacle is gone, terminate finishes the removal.
     std::fs::remove_dir(cgroup.join("nested")).expect("remove nested");
-    probe.lifecycle.terminate().expect("removed now");
+    probe.worker.release().expect("removed now");
     assert!(parent.children().is_empty());
 }
 
@@ -619,8 +614,8 @@ fn soak_spawn_terminate_cycles_leave_nothing() {
                 .call("probe.echo", json!({"input": i}))
                 .unwrap_or_else(|e| panic!("cycle {i}: {e}"));
             probe
-                .lifecycle
-                .terminate()
+                .worker
+                .release()
                 .unwrap_or_else(|e| panic!("cycle {i}: {e}"));
             drop(probe);
             assert!(parent.children().is_empty(), "cycle {i}: cgroup left");

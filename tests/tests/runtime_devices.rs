@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use runtime_support::{DeviceParent, TempDir, TestPolicy, edited, running_as_root};
 use splash_protocol::{PrivatePipeWorkerBootstrap, SessionKey, Token};
 use splash_runtime::{
-    BindError, BindOptions, BoundCommand, LaunchPreparation, LaunchSpec, PlanDefect, SpawnError,
-    WorkerStatus,
+    BindError, BindOptions, BoundCommand, Deadlines, LaunchPreparation, LaunchSpec, PlanDefect,
+    SpawnError, WorkerStatus,
 };
 use splashpol::plan::{BwrapOp, DeviceNode};
 
@@ -120,20 +120,18 @@ fn a_root_launch_gets_private_nodes_that_are_removed_when_the_worker_is_reaped()
     assert!(!private.exists(), "a dropped launch spec removes its nodes");
 
     // A real launch: the nodes exist while the worker runs, and go with it.
-    let worker = bound.spawn_with_bootstrap(&bootstrap()).expect("spawn");
-    let (mut lifecycle, stdin, _stdout) = worker.into_lifecycle_parts();
+    let (worker, stdin, _stdout) = bound
+        .spawn_watched(&bootstrap(), Deadlines::none())
+        .expect("spawn");
     let during = parent.directories();
     assert_eq!(during.len(), 1, "one directory for the launch: {during:?}");
     assert_private_nodes(&during[0]);
-    assert_eq!(
-        lifecycle.try_status().expect("status"),
-        WorkerStatus::Running
-    );
+    assert_eq!(worker.try_status().expect("status"), WorkerStatus::Running);
     drop(stdin);
-    let status = lifecycle.wait().expect("wait");
+    let status = runtime_support::reaped(&worker);
     assert_eq!(status, WorkerStatus::Exited(0), "cat ends at end of input");
     assert!(!during[0].exists(), "removed once the worker is reaped");
-    drop(lifecycle);
+    drop(worker);
     assert!(parent.directories().is_empty());
 
     // A bound command that never launches removes bind's directory with
@@ -196,7 +194,7 @@ fn a_failed_launch_leaves_no_nodes_and_another_uid_gets_the_host_nodes() {
     .expect("bind");
     assert!(bound.private_device_nodes());
     let err = bound
-        .spawn_with_bootstrap(&bootstrap())
+        .spawn_watched(&bootstrap(), Deadlines::none())
         .expect_err("the preparation fails");
     assert!(matches!(err, SpawnError::Preparation { .. }), "{err}");
     assert!(

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use splash_protocol::{CapabilityManifest, SessionState, Token};
 use splash_runtime::{
     BindError, BindOptions, BoundCommand, CallError, Deadlines, Event, Indeterminate, LaunchError,
-    LaunchOptions, LoadedPolicy, Session, SpawnError, StopReason,
+    LaunchOptions, LoadedPolicy, Session, StopReason,
 };
 use splashpol::plan::{Arch, BwrapOp, ExecArg, LaunchPlan, SeccompPlan};
 
@@ -284,19 +284,6 @@ fn policy_watchdog_block_is_enforced() {
         "{err}"
     );
     assert!(started.elapsed() < Duration::from_secs(10));
-
-    // The unwatched spawn path refuses such a plan instead of dropping it.
-    let bound = loaded(&policy)
-        .bind(&manifest("h-1"), splash_runtime::BindOptions::default())
-        .expect("bind");
-    let boot = splash_protocol::PrivatePipeWorkerBootstrap::new(
-        Token::new("h-1").expect("id"),
-        splash_protocol::SessionKey::generate().expect("key"),
-    );
-    assert!(matches!(
-        bound.spawn_with_bootstrap(&boot),
-        Err(SpawnError::WatchdogRequired { session_ms: 1000 })
-    ));
 }
 
 #[test]

@@ -100,8 +100,8 @@ fn a_root_launch_runs_bubblewrap_and_the_worker_as_the_identity() {
         "the identity owns none of the host's nodes"
     );
     let mut s = ProbeSession::start(&bound, None).expect("start");
-    let worker = s.lifecycle.sandbox_pid().expect("sandbox pid");
-    let bubblewrap = s.lifecycle.pid();
+    let worker = s.worker.sandbox_pid().expect("sandbox pid");
+    let bubblewrap = s.worker.pid();
     for pid in [bubblewrap, worker] {
         let (u, g) = ids(pid);
         assert_eq!(u, [UID; 4], "uids of {pid}");
@@ -127,7 +127,7 @@ fn a_root_launch_runs_bubblewrap_and_the_worker_as_the_identity() {
     let bound = BoundCommand::bind(control.plan()).expect("bind control");
     assert_eq!(*bound.identity(), IdentitySwitch::Unchanged);
     let mut s = ProbeSession::start(&bound, None).expect("start control");
-    let worker = s.lifecycle.sandbox_pid().expect("sandbox pid");
+    let worker = s.worker.sandbox_pid().expect("sandbox pid");
     assert_eq!(ids(worker).0, [0; 4]);
     let wrote = s
         .call("probe.write", json!({"path": "/out/control", "bytes": 16}))
@@ -190,12 +190,12 @@ fn a_dynamic_identity_is_leased_from_the_range_and_given_back_at_reap() {
     let bound = BoundCommand::bind_with(policy.plan(), options()).expect("bind");
     let a = ProbeSession::start(&bound, None).expect("first session");
     let b = ProbeSession::start(&bound, None).expect("second session");
-    let ua = a.lifecycle.leased_uid().expect("leased");
-    let ub = b.lifecycle.leased_uid().expect("leased");
+    let ua = a.worker.leased_uid().expect("leased");
+    let ub = b.worker.leased_uid().expect("leased");
     assert_ne!(ua, ub, "two live sessions never share an id");
     for (s, uid) in [(&a, ua), (&b, ub)] {
         assert!((first..first + 4).contains(&uid), "{uid} from the range");
-        let worker = s.lifecycle.sandbox_pid().expect("pid");
+        let worker = s.worker.sandbox_pid().expect("pid");
         assert_eq!(ids(worker), ([uid; 4], [uid; 4]));
         assert!(leased(&leases.path().join("leases"), uid).expect("lock state"));
     }

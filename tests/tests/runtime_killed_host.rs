@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use runtime_support::{HostAs, running_as_root, serial};
 use splash_protocol::{PrivatePipeWorkerBootstrap, SessionKey, Token};
-use splash_runtime::{BindOptions, BoundCommand, LaunchPreparation, LaunchSpec};
+use splash_runtime::{BindOptions, BoundCommand, Deadlines, LaunchPreparation, LaunchSpec};
 
 /// Which host [`killed_host_role`] plays.
 const ROLE: &str = "SPLASH_TEST_KILLED_HOST";
@@ -79,8 +79,8 @@ fn killed_host_role() {
             // idle: a call in flight would answer into a closed pipe once
             // the host is dead, and SIGPIPE would end the worker.
             let session = runtime_support::ProbeSession::start(&bound, None).expect("open");
-            let pid = session.lifecycle.sandbox_pid().expect("pid 1 is held");
-            assert!(session.lifecycle.sandbox_dies_with_host());
+            let pid = session.worker.sandbox_pid().expect("pid 1 is held");
+            assert!(session.worker.sandbox_dies_with_host());
             println!("READY {pid}");
             park(session);
         }
@@ -92,11 +92,13 @@ fn killed_host_role() {
                 Token::new("s-1").expect("token"),
                 SessionKey::generate().expect("key"),
             );
-            let mut worker = bound.spawn_with_bootstrap(&bootstrap).expect("spawn");
-            let pid = worker.lifecycle().sandbox_pid().expect("pid 1 is held");
-            assert!(worker.lifecycle().sandbox_dies_with_host());
+            let (worker, stdin, stdout) = bound
+                .spawn_watched(&bootstrap, Deadlines::none())
+                .expect("spawn");
+            let pid = worker.sandbox_pid().expect("pid 1 is held");
+            assert!(worker.sandbox_dies_with_host());
             println!("READY {pid}");
-            park(worker);
+            park((worker, stdin, stdout));
         }
         other => panic!("unknown role {other}"),
     }

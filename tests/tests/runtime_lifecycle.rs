@@ -6,9 +6,9 @@ mod runtime_support;
 
 use std::io::{Read, Write};
 
-use runtime_support::{TempDir, TestPolicy, live_children, lowered_with, open_fds};
+use runtime_support::{TempDir, TestPolicy, live_children, lowered_with, open_fds, reaped};
 use splash_protocol::{PrivatePipeWorkerBootstrap, SessionKey, Token};
-use splash_runtime::{BoundCommand, SpawnError, WorkerStatus};
+use splash_runtime::{BoundCommand, Deadlines, SpawnError, WorkerStatus};
 
 fn bootstrap(session: &str) -> PrivatePipeWorkerBootstrap {
     PrivatePipeWorkerBootstrap::new(
@@ -44,12 +44,10 @@ fn bootstrap_preamble_reaches_the_worker_first_and_lifecycle_reaps() {
         policy.binding = binding;
         let bound = BoundCommand::bind(policy.plan()).expect("bind");
         let boot = bootstrap("s-1");
-        let worker = bound.spawn_with_bootstrap(&boot).expect("spawn");
-        let (mut lifecycle, mut stdin, mut stdout) = worker.into_lifecycle_parts();
-        assert_eq!(
-            lifecycle.try_status().expect("status"),
-            WorkerStatus::Running
-        );
+        let (worker, mut stdin, mut stdout) = bound
+            .spawn_watched(&boot, Deadlines::none())
+            .expect("spawn");
+        assert_eq!(worker.try_status().expect("status"), WorkerStatus::Running);
         let mut echoed = vec![0u8; 42 + 3];
         stdout
             .read_exact(&mut echoed)
@@ -59,9 +57,9 @@ fn bootstrap_preamble_reaches_the_worker_first_and_lifecycle_reaps() {
         let mut more = [0u8; 5];
         stdout.read_exact(&mut more).expect("read");
         drop(stdin);
-        assert_eq!(lifecycle.wait().expect("wait"), WorkerStatus::Exited(0));
+        assert_eq!(reaped(&worker), WorkerStatus::Exited(0));
         drop(stdout);
-        drop(lifecycle);
+        drop(worker);
         drop(bound);
     }
     assert_eq!(open_fds(), fds_before, "descriptors leaked");
@@ -82,10 +80,9 @@ fn terminate_kills_and_drop_reaps() {
     let mut policy = TestPolicy::new(&bwrap, dir.path(), "cat");
     policy.binding = runtime_support::Binding::PinnedMountsAndExecutables;
     let bound = BoundCommand::bind(policy.plan()).expect("bind");
-    let (mut lifecycle, _stdin, mut stdout) = bound
-        .spawn_with_bootstrap(&bootstrap("s-1"))
-        .expect("spawn")
-        .into_lifecycle_parts();
+    let (worker, stdin, mut stdout) = bound
+        .spawn_watched(&bootstrap("s-1"), Deadlines::none())
+        .expect("spawn");
     // Once the preamble comes back, the worker runs.
     let mut echoed = [0u8; 45];
     stdout.read_exact(&mut echoed).expect("worker running");
@@ -99,7 +96,7 @@ fn terminate_kills_and_drop_reaps() {
             .map(str::to_owned)
             .collect()
     };
-    let mut inner = children(&lifecycle.pid().to_string());
+    let mut inner = children(&worker.pid().to_string());
     assert!(!inner.is_empty(), "bwrap has no child");
     let grandchildren: Vec<String> = inner.iter().flat_map(|p| children(p)).collect();
     inner.extend(grandchildren);
@@ -110,7 +107,7 @@ fn terminate_kills_and_drop_reaps() {
             .is_some_and(|state| state != 'Z' && state != 'X')
     };
     assert_eq!(
-        lifecycle.terminate().expect("terminate"),
+        worker.stop().expect("stop"),
         WorkerStatus::Killed(libc::SIGKILL)
     );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
@@ -122,16 +119,16 @@ fn terminate_kills_and_drop_reaps() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     assert_eq!(
-        lifecycle.try_status().expect("status"),
+        worker.try_status().expect("status"),
         WorkerStatus::Killed(libc::SIGKILL)
     );
 
     // Dropping a running worker kills and reaps it.
-    let worker = bound
-        .spawn_with_bootstrap(&bootstrap("s-1"))
+    let running = bound
+        .spawn_watched(&bootstrap("s-1"), Deadlines::none())
         .expect("spawn");
-    drop(worker);
-    drop((lifecycle, _stdin, stdout));
+    drop(running);
+    drop((worker, stdin, stdout));
     drop(bound);
     assert_eq!(open_fds(), fds_before, "descriptors leaked");
     assert!(
@@ -150,7 +147,7 @@ fn a_bootstrap_for_another_session_fails_before_launch() {
     let policy = TestPolicy::new(&bwrap, dir.path(), "cat");
     let bound = BoundCommand::bind(policy.plan()).expect("bind");
     let err = bound
-        .spawn_with_bootstrap(&bootstrap("s-2"))
+        .spawn_watched(&bootstrap("s-2"), Deadlines::none())
         .expect_err("mismatch");
     assert!(matches!(err, SpawnError::SessionMismatch { .. }), "{err}");
     assert!(live_children().is_empty());
@@ -158,7 +155,7 @@ fn a_bootstrap_for_another_session_fails_before_launch() {
     // Activated without a manifest: every registered root, no session.
     let bound = BoundCommand::bind(lowered_with(&policy.render(), None)).expect("bind");
     let err = bound
-        .spawn_with_bootstrap(&bootstrap("s-1"))
+        .spawn_watched(&bootstrap("s-1"), Deadlines::none())
         .expect_err("no session");
     assert!(matches!(err, SpawnError::NoSession), "{err}");
 }

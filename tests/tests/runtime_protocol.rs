@@ -6,13 +6,13 @@
 mod runtime_support;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{ChildStdin, ChildStdout};
+use std::process::ChildStdin;
 use std::sync::{Arc, Mutex};
 
 use runtime_support::{Binding, host_with_probe, probe_manifest, probe_policy, serial};
 use serde_json::json;
 use splash_protocol::{HostSession, PrivatePipeWorkerBootstrap, SessionError, SessionKey};
-use splash_runtime::BoundCommand;
+use splash_runtime::{BoundCommand, Deadlines, StopAwareStdout};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -53,7 +53,7 @@ impl Write for Tee {
 
 /// Delivers the worker's lines to the host, changed according to `mode`.
 struct Interposer {
-    inner: BufReader<ChildStdout>,
+    inner: BufReader<StopAwareStdout>,
     mode: Mode,
     host_lines: Arc<Mutex<Vec<String>>>,
     first: Option<String>,
@@ -107,10 +107,9 @@ fn run_case(bound: &BoundCommand, mode: Mode) -> (Result<(), SessionError>, bool
     let manifest = probe_manifest("s-1");
     let key = SessionKey::generate().expect("key");
     let boot = PrivatePipeWorkerBootstrap::new(manifest.session_id.clone(), key.clone());
-    let (mut lifecycle, stdin, stdout) = bound
-        .spawn_with_bootstrap(&boot)
-        .expect("spawn")
-        .into_lifecycle_parts();
+    let (worker, stdin, stdout) = bound
+        .spawn_watched(&boot, Deadlines::none())
+        .expect("spawn");
     let host_lines = Arc::new(Mutex::new(Vec::new()));
     let tee = Tee {
         inner: stdin,
@@ -139,7 +138,7 @@ fn run_case(bound: &BoundCommand, mode: Mode) -> (Result<(), SessionError>, bool
         ));
     }
     drop(session);
-    lifecycle.terminate().expect("terminate");
+    worker.release().expect("terminate");
     (result, poisoned)
 }
 
@@ -203,7 +202,7 @@ fn a_sandboxed_worker_ends_the_session_on_a_request_it_cannot_serve() {
         other => panic!("{other:?}"),
     }
     assert!(probe.session.is_poisoned());
-    let status = probe.lifecycle.wait().expect("reap");
+    let status = runtime_support::reaped(&probe.worker);
     assert_eq!(status, splash_runtime::WorkerStatus::Exited(1));
     assert!(runtime_support::live_children().is_empty());
 }

@@ -108,7 +108,7 @@ fn hardened_worker_sees_only_what_the_plan_grants() {
 
     // The key is in no argv, environment or mount of bwrap or the worker.
     let key_hex = hex(&key);
-    let bwrap_pid = probe.lifecycle.pid();
+    let bwrap_pid = probe.worker.pid();
     let cmdline = std::fs::read(format!("/proc/{bwrap_pid}/cmdline")).expect("bwrap cmdline");
     let environ = std::fs::read(format!("/proc/{bwrap_pid}/environ")).expect("bwrap environ");
     assert!(environ.is_empty(), "bwrap environment is not empty");

@@ -1,6 +1,6 @@
 //! Launch latency: time from spawn to the worker's first authenticated
 //! response, for a minimal policy, for the hardened demo policy (also through
-//! the host API's watched `Session`, which adds the watchdog) and, when the
+//! the host API's `Session`) and, when the
 //! runners are built, for the hardened policy with the two separate runners
 //! (Landlock runner → limit runner) and with the one-hop combined runner
 //! (same limits, same allowlist), against raw Bubblewrap starting the same
@@ -167,10 +167,12 @@ fn runtime_launch(bound: &BoundCommand) -> Duration {
     let key = SessionKey::generate().expect("key");
     let boot = PrivatePipeWorkerBootstrap::new(Token::new("bench-1").expect("token"), key.clone());
     let start = Instant::now();
-    let worker = bound.spawn_with_bootstrap(&boot).expect("spawn");
-    let (mut lifecycle, stdin, stdout) = worker.into_lifecycle_parts();
+    let (worker, stdin, stdout) = bound
+        .spawn_watched(&boot, splash_runtime::Deadlines::none())
+        .expect("spawn");
     let elapsed = first_response(key, stdin, stdout, start);
-    lifecycle.wait().expect("reap");
+    let status = worker.wait_exit(Duration::from_secs(30)).expect("reap");
+    assert_eq!(status, splash_runtime::WorkerStatus::Exited(0));
     elapsed
 }
 

@@ -382,14 +382,6 @@ pub enum PlanDefect {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SpawnError {
-    /// The plan sets a watchdog, so it must be spawned under one.
-    #[error(
-        "the plan sets a watchdog ({session_ms} ms per session); launch it with `BoundCommand::spawn_watched`, which enforces it, not with `spawn_with_bootstrap`"
-    )]
-    WatchdogRequired {
-        /// The session deadline in milliseconds.
-        session_ms: u64,
-    },
     /// A deadline the watchdog cannot enforce; nothing was started.
     #[error("refused the deadlines before anything started")]
     Deadline(#[source] crate::watchdog::DeadlineError),

@@ -18,18 +18,16 @@
 //!    one list, [`preflight()`]: bind stops at the first failure, while a
 //!    preflight runs them all and reports every failure ([`Preflight`],
 //!    what `splashc doctor` shows);
-//! 2. [`BoundCommand::spawn_watched`] launches Bubblewrap with fresh
-//!    duplicates of those descriptors and the seccomp program, delivers the
-//!    bootstrap preamble ([`spawn`]) and hands the lifecycle to a
-//!    [`Watchdog`] before returning the worker's private pipes ([`watchdog`]);
-//!    [`BoundCommand::spawn_with_bootstrap`] is the unwatched path for plans
-//!    without a `watchdog` block. With a cgroup, the launch starts through
-//!    the cgroup runner in a fresh child cgroup and returns only once the
-//!    host has seen it join;
-//! 3. [`SpawnedWorker::into_lifecycle_parts`] hands the host a
-//!    [`WorkerLifecycle`] (status, terminate — `cgroup.kill` and removal of
-//!    the child cgroup when there is one — reap-on-drop) and the worker's
-//!    private pipes ([`lifecycle`]).
+//! 2. [`BoundCommand::spawn_watched`], the one launch, starts Bubblewrap
+//!    with fresh duplicates of those descriptors and the seccomp program,
+//!    delivers the bootstrap preamble ([`spawn`]) and hands the worker's
+//!    [`WorkerLifecycle`] to a [`Watchdog`] before returning its private
+//!    pipes ([`watchdog`]). With a cgroup, the launch starts through the
+//!    cgroup runner in a fresh child cgroup and returns only once the host
+//!    has seen it join;
+//! 3. the [`Watchdog`] is the host's handle on the worker: status, stop and
+//!    release (`cgroup.kill` and removal of the child cgroup when there is
+//!    one), the sandbox's pid 1, reap-on-drop ([`lifecycle`]).
 //!
 //! Every raw system call lives in the private `sys` module.
 
@@ -76,7 +74,7 @@ pub use identity::{
 };
 pub use launch::{LaunchOptions, LoadedPolicy, launch};
 pub use launch_spec::LaunchSpec;
-pub use lifecycle::{SpawnedWorker, WorkerLifecycle};
+pub use lifecycle::WorkerLifecycle;
 pub use nosuid::SetIdError;
 pub use pin::PinnedSource;
 pub use preflight::{Check, Outcome, Preflight, Step};

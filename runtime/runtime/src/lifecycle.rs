@@ -383,30 +383,13 @@ impl Drop for WorkerLifecycle {
     }
 }
 
-/// A launched worker before the host takes its parts.
+/// A launched worker before its watchdog takes it over.
 #[derive(Debug)]
-pub struct SpawnedWorker {
+pub(crate) struct SpawnedWorker {
     pub(crate) lifecycle: WorkerLifecycle,
     pub(crate) stdin: ChildStdin,
     pub(crate) stdout: ChildStdout,
     /// Taken just before the process was created: the start of the
     /// session deadline.
     pub(crate) started: Instant,
-}
-
-impl SpawnedWorker {
-    /// The lifecycle handle and the worker's private stdin and stdout.
-    pub fn into_lifecycle_parts(self) -> (WorkerLifecycle, ChildStdin, ChildStdout) {
-        (self.lifecycle, self.stdin, self.stdout)
-    }
-
-    /// The handle that terminates and reaps the worker.
-    pub fn lifecycle(&mut self) -> &mut WorkerLifecycle {
-        &mut self.lifecycle
-    }
-
-    /// When the launch began (taken just before the process was created).
-    pub fn started(&self) -> Instant {
-        self.started
-    }
 }

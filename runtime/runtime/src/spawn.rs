@@ -42,10 +42,14 @@
 //!    when the worker cleared its parent-death signal; a missing or
 //!    unconfirmable report stops the launch, and a pipe closed without a
 //!    report (Bubblewrap ended before it made the sandbox) is
-//!    [`SpawnError::Unmade`] with Bubblewrap's exit status.
+//!    [`SpawnError::Unmade`] with Bubblewrap's exit status;
+//! 8. a [`Watchdog`] takes the worker over, enforcing the tighter of the
+//!    host's deadlines and the plan's, before either pipe is returned.
 //!
-//! The private device directory lives as long as the launch: it is removed
-//! when the launch fails or when the [`WorkerLifecycle`] reaps the worker.
+//! [`BoundCommand::spawn_watched`] is the one launch: there is no path that
+//! hands out a worker without its watchdog. The private device directory
+//! lives as long as the launch: it is removed when the launch fails or when
+//! the [`WorkerLifecycle`] reaps the worker.
 //!
 //! Nothing is retried: a failed exec, an unsupported option or an
 //! undeliverable filter is a launch failure.
@@ -216,25 +220,9 @@ impl BoundCommand {
         })
     }
 
-    /// Launches the worker and delivers `bootstrap` on its stdin.
-    ///
-    /// A plan with a watchdog is refused here
-    /// ([`SpawnError::WatchdogRequired`]): the parts this returns have no
-    /// deadline. Launch it with [`BoundCommand::spawn_watched`].
-    pub fn spawn_with_bootstrap(
-        &self,
-        bootstrap: &PrivatePipeWorkerBootstrap,
-    ) -> Result<SpawnedWorker, SpawnError> {
-        if let Some(w) = self.plan.watchdog() {
-            return Err(SpawnError::WatchdogRequired {
-                session_ms: w.session_deadline_ms,
-            });
-        }
-        self.spawn_unwatched(bootstrap)
-    }
-
-    /// The launch itself; the caller owns enforcing any deadline.
-    pub(crate) fn spawn_unwatched(
+    /// The launch itself, which only [`BoundCommand::spawn_watched`] calls:
+    /// the watchdog takes the worker over before anything is returned.
+    fn spawn_unwatched(
         &self,
         bootstrap: &PrivatePipeWorkerBootstrap,
     ) -> Result<SpawnedWorker, SpawnError> {

@@ -385,7 +385,7 @@ impl StopHandle {
 impl Watchdog {
     /// Takes over a spawned worker and arms the session deadline, measured
     /// from [`SpawnedWorker::started`]. Returns the watchdog and the pipes.
-    pub fn watch(
+    pub(crate) fn watch(
         worker: SpawnedWorker,
         deadlines: Deadlines,
     ) -> io::Result<(Self, ChildStdin, StopAwareStdout)> {
@@ -584,6 +584,29 @@ impl Watchdog {
     /// [`WorkerLifecycle::startup_failure`].
     pub fn startup_failure(&self) -> crate::LaunchFailure {
         lock(&self.shared.lifecycle).startup_failure()
+    }
+
+    /// The host pid of the sandbox's pid 1 (the worker), once Bubblewrap
+    /// has reported it and while it runs.
+    pub fn sandbox_pid(&self) -> Option<u32> {
+        lock(&self.shared.lifecycle).sandbox_pid()
+    }
+
+    /// Whether a killed host takes the sandbox with it; see
+    /// [`WorkerLifecycle::sandbox_dies_with_host`].
+    pub fn sandbox_dies_with_host(&self) -> bool {
+        lock(&self.shared.lifecycle).sandbox_dies_with_host()
+    }
+
+    /// The uid leased for this launch's dynamic identity, while it is held.
+    pub fn leased_uid(&self) -> Option<u32> {
+        lock(&self.shared.lifecycle).leased_uid()
+    }
+
+    /// Runs `read` with the worker's child cgroup (for `memory.events`,
+    /// `cpu.stat`, ...), when the plan has a cgroup-v2 boundary.
+    pub fn with_cgroup<R>(&self, read: impl FnOnce(&crate::WorkerCgroup) -> R) -> Option<R> {
+        lock(&self.shared.lifecycle).cgroup().map(read)
     }
 }
 

@@ -373,14 +373,14 @@ pub fn live_children() -> Vec<u32> {
     out
 }
 
-use std::process::{ChildStdin, ChildStdout};
+use std::process::ChildStdin;
 
 use serde_json::Value;
 use splash_protocol::{
     CapabilityManifest, Grant, GrantFormat, HostSession, PrivatePipeWorkerBootstrap, SessionKey,
     Token,
 };
-use splash_runtime::{BoundCommand, WorkerLifecycle};
+use splash_runtime::{BoundCommand, Deadlines, StopAwareStdout, Watchdog};
 
 /// Every probe tool, granted generously.
 pub const PROBE_TOOLS: &[&str] = &[
@@ -432,8 +432,9 @@ pub fn probe_manifest(session: &str) -> CapabilityManifest {
 
 /// A probe worker with an open authenticated session.
 pub struct ProbeSession {
-    pub session: HostSession<ChildStdout, ChildStdin>,
-    pub lifecycle: WorkerLifecycle,
+    pub session: HostSession<StopAwareStdout, ChildStdin>,
+    /// The worker's watchdog, without deadlines: status, stop, release.
+    pub worker: Watchdog,
 }
 
 impl ProbeSession {
@@ -446,19 +447,18 @@ impl ProbeSession {
         };
         let manifest = probe_manifest("s-1");
         let boot = PrivatePipeWorkerBootstrap::new(manifest.session_id.clone(), key.clone());
-        let worker = bound
-            .spawn_with_bootstrap(&boot)
+        let (worker, stdin, stdout) = bound
+            .spawn_watched(&boot, Deadlines::none())
             .map_err(|e| e.to_string())?;
-        let (lifecycle, stdin, stdout) = worker.into_lifecycle_parts();
         let session = HostSession::open(manifest, key, stdin, stdout).map_err(|e| e.to_string())?;
-        Ok(Self { session, lifecycle })
+        Ok(Self { session, worker })
     }
 
     /// Calls a tool; on a failure the launch is diagnosed.
     pub fn call(&mut self, tool: &str, input: Value) -> Result<Value, String> {
         match self.session.invoke(tool, input) {
             Ok(v) => Ok(v),
-            Err(e) => Err(format!("{e}; {}", self.lifecycle.startup_failure())),
+            Err(e) => Err(format!("{e}; {}", self.worker.startup_failure())),
         }
     }
 
@@ -468,13 +468,24 @@ impl ProbeSession {
     }
 
     pub fn close(self) -> splash_runtime::WorkerStatus {
-        let Self {
-            session,
-            mut lifecycle,
-        } = self;
+        let Self { session, worker } = self;
         session.close().expect("close session");
-        lifecycle.wait().expect("reap")
+        reaped(&worker)
     }
+}
+
+/// The status of a worker that is ending on its own (its session closed,
+/// or killed), once it exited: at most 30 s.
+pub fn reaped(worker: &Watchdog) -> splash_runtime::WorkerStatus {
+    let status = worker
+        .wait_exit(std::time::Duration::from_secs(30))
+        .expect("status");
+    assert_ne!(
+        status,
+        splash_runtime::WorkerStatus::Running,
+        "the worker did not exit"
+    );
+    status
 }
 
 /// Skips (or fails under `SPLASH_REQUIRE_HOST=1`) unless bwrap and the probe

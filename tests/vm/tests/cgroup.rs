@@ -23,7 +23,7 @@
 //! Bubblewrap, and every test checks that no child cgroup is left.
 
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, ChildStdout};
+use std::process::ChildStdin;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -31,7 +31,7 @@ use splash_protocol::{
     CapabilityManifest, Grant, GrantFormat, HostSession, PrivatePipeWorkerBootstrap, SessionKey,
     Token,
 };
-use splash_runtime::{BoundCommand, WorkerLifecycle, WorkerStatus};
+use splash_runtime::{BoundCommand, Deadlines, StopAwareStdout, Watchdog, WorkerStatus};
 
 const TOOLS: &[&str] = &[
     "probe.report",
@@ -89,8 +89,8 @@ impl Drop for ProbeDir {
 }
 
 struct Worker {
-    session: HostSession<ChildStdout, ChildStdin>,
-    lifecycle: WorkerLifecycle,
+    session: HostSession<StopAwareStdout, ChildStdin>,
+    worker: Watchdog,
     _bound: BoundCommand,
     _probe: ProbeDir,
 }
@@ -155,14 +155,13 @@ impl Worker {
         let bound = BoundCommand::bind(plan).unwrap_or_else(|e| panic!("bind: {}", chain(&e)));
         let key = SessionKey::generate().expect("key");
         let boot = PrivatePipeWorkerBootstrap::new(manifest.session_id.clone(), key.clone());
-        let worker = bound
-            .spawn_with_bootstrap(&boot)
+        let (worker, stdin, stdout) = bound
+            .spawn_watched(&boot, Deadlines::none())
             .unwrap_or_else(|e| panic!("spawn: {}", chain(&e)));
-        let (lifecycle, stdin, stdout) = worker.into_lifecycle_parts();
         let session = HostSession::open(manifest, key, stdin, stdout).expect("open session");
         Worker {
             session,
-            lifecycle,
+            worker,
             _bound: bound,
             _probe: probe,
         }
@@ -173,24 +172,21 @@ impl Worker {
     }
 
     fn cgroup_file(&self, file: &str) -> String {
-        self.lifecycle
-            .cgroup()
+        self.worker
+            .with_cgroup(|c| c.read(file))
             .expect("a cgroup")
-            .read(file)
             .unwrap_or_else(|e| panic!("read {file}: {e}"))
     }
 
     /// Terminates and checks that nothing is left below the parent.
-    fn finish(mut self) -> WorkerStatus {
+    fn finish(self) -> WorkerStatus {
         let path = self
-            .lifecycle
-            .cgroup()
-            .expect("cgroup")
-            .path()
-            .to_path_buf();
+            .worker
+            .with_cgroup(|c| c.path().to_path_buf())
+            .expect("cgroup");
         let status = self
-            .lifecycle
-            .terminate()
+            .worker
+            .release()
             .unwrap_or_else(|e| panic!("terminate: {e}"));
         assert!(!path.exists(), "{} was not removed", path.display());
         no_child_cgroups();
@@ -315,9 +311,7 @@ fn memory_max_oom_kills_the_whole_worker_tree() {
         .expect_err("the worker is killed");
     note(format!("memory 64 MiB, alloc 256 MiB: {err}"));
     assert_eq!(
-        w.lifecycle
-            .wait_timeout(Duration::from_secs(30))
-            .expect("status"),
+        w.worker.wait_exit(Duration::from_secs(30)).expect("status"),
         WorkerStatus::Killed(libc::SIGKILL)
     );
     let events = w.cgroup_file("memory.events");
@@ -329,10 +323,9 @@ fn memory_max_oom_kills_the_whole_worker_tree() {
     // Control: with `memory.oom.group` 0 only the allocating child dies and
     // the probe keeps answering.
     let mut w = Worker::launch("memory 64 MiB; swap 0 B");
-    w.lifecycle
-        .cgroup()
+    w.worker
+        .with_cgroup(|c| c.write("memory.oom.group", "0"))
         .expect("cgroup")
-        .write("memory.oom.group", "0")
         .expect("oom.group 0");
     let out = w
         .call("probe.alloc", json!({"bytes": 256u64 << 20}))
@@ -411,9 +404,7 @@ fn swap_zero_keeps_the_worker_out_of_swap() {
         .call("probe.alloc", alloc.clone())
         .expect_err("the worker is killed");
     assert_eq!(
-        w.lifecycle
-            .wait_timeout(Duration::from_secs(30))
-            .expect("status"),
+        w.worker.wait_exit(Duration::from_secs(30)).expect("status"),
         WorkerStatus::Killed(libc::SIGKILL)
     );
     let swapped = pages_swapped_out() - before;

@@ -14,7 +14,8 @@
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, ChildStdout, Command};
+use std::process::{ChildStdin, Command};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use splash_protocol::{
@@ -23,8 +24,8 @@ use splash_protocol::{
 };
 use splash_runtime::quota::{QuotaUnit, VerifiedQuota};
 use splash_runtime::{
-    BindError, BindOptions, BoundCommand, LaunchPreparation, LaunchSpec, QuotaError,
-    WorkerLifecycle,
+    BindError, BindOptions, BoundCommand, Deadlines, LaunchPreparation, LaunchSpec, QuotaError,
+    StopAwareStdout, Watchdog, WorkerStatus,
 };
 use splash_seccomp::Arch;
 use splashpol::plan::LaunchPlan;
@@ -273,8 +274,8 @@ fn quota_error(err: BindError) -> QuotaError {
 }
 
 struct Session {
-    session: HostSession<ChildStdout, ChildStdin>,
-    lifecycle: WorkerLifecycle,
+    session: HostSession<StopAwareStdout, ChildStdin>,
+    worker: Watchdog,
 }
 
 impl Session {
@@ -282,29 +283,28 @@ impl Session {
         let key = SessionKey::generate().expect("key");
         let manifest = manifest(&[]);
         let boot = PrivatePipeWorkerBootstrap::new(manifest.session_id.clone(), key.clone());
-        let worker = bound.spawn_with_bootstrap(&boot).expect("spawn");
-        let (mut lifecycle, stdin, stdout) = worker.into_lifecycle_parts();
+        let (worker, stdin, stdout) = bound
+            .spawn_watched(&boot, Deadlines::none())
+            .expect("spawn");
         let session = match HostSession::open(manifest, key, stdin, stdout) {
             Ok(s) => s,
-            Err(e) => panic!("open session: {e}; {}", lifecycle.startup_failure()),
+            Err(e) => panic!("open session: {e}; {}", worker.startup_failure()),
         };
-        Self { session, lifecycle }
+        Self { session, worker }
     }
 
     fn call(&mut self, tool: &str, input: Value) -> Value {
         match self.session.invoke(tool, input) {
             Ok(v) => v,
-            Err(e) => panic!("{tool}: {e}; {}", self.lifecycle.startup_failure()),
+            Err(e) => panic!("{tool}: {e}; {}", self.worker.startup_failure()),
         }
     }
 
     fn close(self) {
-        let Self {
-            session,
-            mut lifecycle,
-        } = self;
+        let Self { session, worker } = self;
         session.close().expect("close session");
-        lifecycle.wait().expect("reap");
+        let status = worker.wait_exit(Duration::from_secs(30)).expect("reap");
+        assert_ne!(status, WorkerStatus::Running, "the worker did not exit");
     }
 }
 
@@ -1104,7 +1104,7 @@ fn a_worker_under_an_identity_stops_at_the_quota() {
     let text = policy_as(&probe, &roots, AGGREGATE, Some(&fixed));
     let bound = BoundCommand::bind(lower_text(&text, &roots)).expect("binds as root");
     let mut s = Session::start(&bound);
-    let host_uids = splash_vm_tests::host_uids(&s.lifecycle.pid().to_string());
+    let host_uids = splash_vm_tests::host_uids(&s.worker.pid().to_string());
     let below = s.call(
         "probe.write",
         json!({"path": "/workspace/out/below", "bytes": MIB}),
