@@ -319,7 +319,7 @@ fn main() {
         samples: Vec::new(),
     };
     let mut watched = Stats {
-        name: "splash host API (watched Session), hardened demo policy",
+        name: "splash host API (`Session`), hardened demo policy",
         samples: Vec::new(),
     };
     let mut two = Stats {
