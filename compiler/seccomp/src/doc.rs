@@ -1,5 +1,6 @@
 //! The published deny table, rendered from the guard tables for
-//! `docs/seccomp.md` (a test fails when the document is stale).
+//! `docs/seccomp.md`: a test fails when the document is stale. Regenerate
+//! it with `SPLASH_BLESS=1 cargo test -p splash-seccomp --lib doc::`.
 
 use std::fmt::Write as _;
 
@@ -17,7 +18,7 @@ fn numbers(name: &str) -> String {
 }
 
 /// The Markdown tables of denied and reviewed-allowed syscalls.
-pub fn reviewed_tables_markdown() -> String {
+fn reviewed_tables_markdown() -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -83,4 +84,21 @@ pub fn reviewed_tables_markdown() -> String {
         );
     }
     s
+}
+
+#[test]
+fn published_table_is_current() {
+    const BEGIN: &str =
+        "<!-- BEGIN GENERATED TABLE: cargo test -p splash-seccomp --lib doc:: -->\n";
+    const END: &str = "<!-- END GENERATED TABLE -->";
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/seccomp.md");
+    if let Err(message) = splash_require_host::snapshot::check_snapshot_between(
+        &path,
+        BEGIN,
+        END,
+        &reviewed_tables_markdown(),
+        "SPLASH_BLESS=1 cargo test -p splash-seccomp --lib doc::",
+    ) {
+        panic!("{message}");
+    }
 }

@@ -14,7 +14,8 @@ mod tables;
 
 pub mod bpf;
 mod codegen;
-pub mod doc;
+#[cfg(test)]
+mod doc;
 mod error;
 pub mod interp;
 mod name;
