@@ -604,7 +604,9 @@ impl Watchdog {
     }
 
     /// Runs `read` with the worker's child cgroup (for `memory.events`,
-    /// `cpu.stat`, ...), when the plan has a cgroup-v2 boundary.
+    /// `cpu.stat`, ...), when the plan has a cgroup-v2 boundary. The
+    /// lifecycle is held meanwhile, so a stop (a deadline's too) waits for
+    /// `read` to return: keep it to reading or writing a control file.
     pub fn with_cgroup<R>(&self, read: impl FnOnce(&crate::WorkerCgroup) -> R) -> Option<R> {
         lock(&self.shared.lifecycle).cgroup().map(read)
     }
