@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use runtime_support::{
     TestPolicy, edited, host_with_probe, live_children, open_fds, probe_policy, processes_running,
-    running_as_root, serial,
+    running_as_root, serial, with_foreign_program,
 };
 use serde_json::{Value, json};
 use splash_protocol::{CapabilityManifest, SessionState, Token};
@@ -21,7 +21,7 @@ use splash_runtime::{
     BindError, BindOptions, BoundCommand, CallError, Deadlines, Event, Indeterminate, LaunchError,
     LaunchOptions, LoadedPolicy, Session, StopReason,
 };
-use splashpol::plan::{Arch, BwrapOp, ExecArg, LaunchPlan, SeccompPlan};
+use splashpol::plan::{Arch, BwrapOp, ExecArg, LaunchPlan};
 
 /// The probe tools these tests call.
 const TOOLS: &[&str] = &["probe.echo", "probe.sleep", "probe.spin", "probe.exec"];
@@ -470,17 +470,7 @@ fn bind_refuses_a_plan_for_another_architecture() {
     assert!(matches!(err, BindError::ForeignArch { .. }), "{err}");
 
     // Only the seccomp program is foreign: the plan says this host.
-    let foreign = plan(&policy, other).seccomp().cloned();
-    let mixed = edited(
-        plan(&policy, host),
-        "seccomp",
-        |s: &mut Option<SeccompPlan>| {
-            *s = foreign;
-            if let Some(s) = s.as_mut() {
-                s.arch = host;
-            }
-        },
-    );
+    let mixed = with_foreign_program(plan(&policy, host), &plan(&policy, other), host);
     let err = BoundCommand::bind(mixed).expect_err("foreign program");
     assert!(
         err.to_string()

@@ -34,12 +34,12 @@ use std::process::Command;
 
 use runtime_support::{
     Binding, NosuidArea, TempDir, TestPolicy, WORKER_DIR, bin_dir, edited, host_with_probe,
-    lowered, probe_manifest, probe_policy, running_as_root, serial,
+    lowered, probe_manifest, probe_policy, running_as_root, serial, with_foreign_program,
 };
 use splash_broker::{Catalog, CatalogKind, Entry, HostBroker, Method};
 use splash_protocol::{Grant, GrantFormat, Resource, ResourceKind, Token};
 use splash_runtime::{BindOptions, BoundCommand, Outcome, Step, preflight};
-use splashpol::plan::{Arch, BwrapOp, ExecArg, LaunchPlan, MountPoint, SeccompPlan};
+use splashpol::plan::{Arch, BwrapOp, ExecArg, LaunchPlan, MountPoint};
 
 /// An error and its sources, joined with `: `, as `splashc run` and
 /// `splashc doctor` print it.
@@ -222,16 +222,10 @@ fn plans_refused_at_bind_are_refused_by_doctor() {
         .find(|a| *a != host)
         .expect("another arch");
     refused_everywhere("foreign plan", &lowered_for(&policy, other));
-    let foreign = lowered_for(&policy, other).seccomp().cloned();
-    let mixed = edited(
+    let mixed = with_foreign_program(
         lowered_for(&policy, host),
-        "seccomp",
-        |s: &mut Option<SeccompPlan>| {
-            *s = foreign;
-            if let Some(s) = s.as_mut() {
-                s.arch = host;
-            }
-        },
+        &lowered_for(&policy, other),
+        host,
     );
     let reason = refused_everywhere("foreign program", &mixed);
     assert!(reason.contains("allows no system call of this host"));

@@ -544,6 +544,23 @@ pub fn edited<T: serde::Serialize + serde::de::DeserializeOwned>(
         .expect("the edited plan is structurally valid")
 }
 
+/// `plan` (lowered for `host`) carrying the seccomp program of `foreign`
+/// (the same policy lowered for another architecture) labelled as `host`'s:
+/// only the program is foreign.
+pub fn with_foreign_program(plan: LaunchPlan, foreign: &LaunchPlan, host: Arch) -> LaunchPlan {
+    let program = foreign.seccomp().cloned();
+    edited(
+        plan,
+        "seccomp",
+        |s: &mut Option<splashpol::plan::SeccompPlan>| {
+            *s = program;
+            if let Some(s) = s.as_mut() {
+                s.arch = host;
+            }
+        },
+    )
+}
+
 /// The JSON form of `plan` with its field `field` edited by `edit` (as a
 /// `T`), for an edit that must not read back as a plan.
 pub fn edited_json<T: serde::Serialize + serde::de::DeserializeOwned>(
